@@ -1,0 +1,1 @@
+"""Payments, memberships, the expiry sweep and TRON verification."""

@@ -1,0 +1,70 @@
+"""Billing's settings, read once at start from an injected mapping."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from shared.settings import CommonSettings, Reader, Secret, SettingsError
+
+DEFAULT_PORT = 8001
+
+
+def _stripe_secrets(value: str) -> str | None:
+    for part in value.split(","):
+        if not part.strip().startswith("whsec_"):
+            return "each comma-separated secret must start with whsec_"
+    return None
+
+
+@dataclass(frozen=True)
+class BillingSettings:
+    common: CommonSettings
+    sweep_token: Secret
+    service_token: Secret
+    botedge_url: str
+    trongrid_url: str
+    trongrid_api_key: Secret | None
+    subgate_webhook_secret: Secret | None
+    wayforpay_merchant_account: str | None
+    wayforpay_secret_key: Secret | None
+    stripe_webhook_secrets: tuple[Secret, ...]
+
+    @property
+    def secrets(self) -> list[Secret | None]:
+        return [
+            self.common.database_url,
+            self.sweep_token,
+            self.service_token,
+            self.trongrid_api_key,
+            self.subgate_webhook_secret,
+            self.wayforpay_secret_key,
+            *self.stripe_webhook_secrets,
+        ]
+
+
+def read(r: Reader) -> BillingSettings:
+    merchant = r.optional_text("WAYFORPAY_MERCHANT_ACCOUNT")
+    wfp_key = r.optional_secret("WAYFORPAY_SECRET_KEY", min_bytes=8)
+    if (merchant is None) != (wfp_key is None):
+        missing = "WAYFORPAY_SECRET_KEY" if wfp_key is None else "WAYFORPAY_MERCHANT_ACCOUNT"
+        raise SettingsError(missing, "is required when the other WayForPay variable is set")
+    stripe = r.optional_secret("STRIPE_WEBHOOK_SECRET", check=_stripe_secrets)
+    return BillingSettings(
+        common=CommonSettings.read(r, "billing", DEFAULT_PORT),
+        sweep_token=r.secret("SWEEP_TOKEN", min_bytes=16),
+        service_token=r.secret("SERVICE_TOKEN", min_bytes=16),
+        botedge_url=r.url("BOTEDGE_URL", "http://127.0.0.1:8002"),
+        trongrid_url=r.url("TRONGRID_URL", "https://api.trongrid.io"),
+        trongrid_api_key=r.optional_secret("TRONGRID_API_KEY"),
+        subgate_webhook_secret=r.optional_secret("SUBGATE_WEBHOOK_SECRET", min_bytes=16),
+        wayforpay_merchant_account=merchant,
+        wayforpay_secret_key=wfp_key,
+        stripe_webhook_secrets=tuple(
+            Secret(part.strip()) for part in (stripe.reveal().split(",") if stripe else [])
+        ),
+    )
+
+
+def load(env: Mapping[str, str]) -> BillingSettings:
+    return read(Reader(env))

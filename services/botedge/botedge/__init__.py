@@ -1,0 +1,1 @@
+"""Telegram in and out: inbox, workers, outbox, senders and the forced-join gate."""

@@ -1,0 +1,44 @@
+"""Bot edge settings, read once at start from an injected mapping."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from shared.settings import CommonSettings, Reader, Secret
+
+API_PORT = 8002
+WORKER_PORT = 8012
+
+
+
+@dataclass(frozen=True)
+class BotedgeSettings:
+    common: CommonSettings
+    role: str
+    service_token: Secret
+    bot_token_key: Secret
+    telegram_api_base: str
+    public_base_url: str | None
+    billing_url: str
+
+    @property
+    def secrets(self) -> list[Secret | None]:
+        return [self.common.database_url, self.service_token, self.bot_token_key]
+
+
+def read(r: Reader, role: str) -> BotedgeSettings:
+    port = API_PORT if role == "api" else WORKER_PORT
+    return BotedgeSettings(
+        common=CommonSettings.read(r, f"botedge-{role}", port),
+        role=role,
+        service_token=r.secret("SERVICE_TOKEN", min_bytes=16),
+        bot_token_key=r.fernet_keys("BOT_TOKEN_KEY"),
+        telegram_api_base=r.url("TELEGRAM_API_BASE", "https://api.telegram.org"),
+        public_base_url=r.optional_text("PUBLIC_BASE_URL"),
+        billing_url=r.url("BILLING_URL", "http://127.0.0.1:8001"),
+    )
+
+
+def load(env: Mapping[str, str], role: str) -> BotedgeSettings:
+    return read(Reader(env), role)

@@ -1,0 +1,1 @@
+"""The owner's panel API (JWT) and the panel page."""

@@ -1,0 +1,14 @@
+-- lock_seed --
+-- Two seeders started at once must not both decide the database is empty.
+SELECT pg_advisory_xact_lock(hashtextextended('seed:workspace', 0));
+
+-- any_team_member --
+SELECT 1 FROM team_members LIMIT 1;
+
+-- insert_workspace --
+INSERT INTO workspace (name) VALUES (%(name)s) ON CONFLICT (id) DO NOTHING;
+
+-- insert_owner --
+INSERT INTO team_members (email, display_name, password_hash, role)
+VALUES (%(email)s, 'Owner', %(password_hash)s, 'owner')
+ON CONFLICT (email) DO NOTHING;

@@ -1,0 +1,28 @@
+"""Demo data for an empty database: the workspace and its owner's login."""
+
+from __future__ import annotations
+
+import bcrypt
+import psycopg
+
+from panel_api import sqlq
+
+DEMO_EMAIL = "owner@example.com"
+
+
+def hash_password(password: str) -> str:
+    return bcrypt.hashpw(password.encode(), bcrypt.gensalt(rounds=12)).decode()
+
+
+def seed(database_url: str, owner_email: str, owner_password: str) -> bool:
+    """Seed when no one can sign in yet; True when this call seeded."""
+    with psycopg.connect(database_url) as conn, conn.transaction():
+        conn.execute(sqlq.Q["lock_seed"])
+        if conn.execute(sqlq.Q["any_team_member"]).fetchone() is not None:
+            return False
+        conn.execute(sqlq.Q["insert_workspace"], {"name": "Demo workspace"})
+        conn.execute(
+            sqlq.Q["insert_owner"],
+            {"email": owner_email.lower(), "password_hash": hash_password(owner_password)},
+        )
+    return True

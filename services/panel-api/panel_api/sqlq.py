@@ -1,0 +1,7 @@
+"""The panel's named SQL, parsed once."""
+
+from __future__ import annotations
+
+from shared import sqlfile
+
+Q = sqlfile.load("panel_api")

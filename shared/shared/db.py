@@ -1,0 +1,54 @@
+"""The connection pool every service uses: UTC sessions, a statement timeout, checked on checkout."""
+
+from __future__ import annotations
+
+from typing import Any, TypeAlias
+
+from psycopg import AsyncConnection
+from psycopg.rows import DictRow, dict_row
+from psycopg_pool import AsyncConnectionPool
+
+from shared.settings import CommonSettings
+
+Connection: TypeAlias = AsyncConnection[DictRow]
+Pool: TypeAlias = AsyncConnectionPool[Connection]
+
+
+def session_options(statement_timeout_ms: int) -> str:
+    return f"-c TimeZone=UTC -c statement_timeout={int(statement_timeout_ms)}"
+
+
+def create_pool(settings: CommonSettings, *, name: str | None = None) -> Pool:
+    """A pool that is not open yet: the lifespan opens it without waiting for the database.
+
+    Opening without waiting lets a process start (and answer /readyz with 503) while PostgreSQL
+    is down; `check` drops connections that died while idle, so the pool heals when it returns.
+    """
+    kwargs: dict[str, Any] = {
+        "options": session_options(settings.statement_timeout_ms),
+        "application_name": settings.service_name,
+        "row_factory": dict_row,
+        "connect_timeout": 5,
+    }
+    return AsyncConnectionPool(
+        settings.database_url.reveal(),
+        connection_class=Connection,
+        min_size=settings.db_pool_min,
+        max_size=settings.db_pool_max,
+        name=name or settings.service_name,
+        open=False,
+        check=AsyncConnectionPool.check_connection,
+        kwargs=kwargs,
+        reconnect_timeout=3600,
+    )
+
+
+async def connect(database_url: str, *, autocommit: bool = False) -> Connection:
+    """A single connection outside the pool (LISTEN, tools)."""
+    return await AsyncConnection.connect(
+        database_url,
+        autocommit=autocommit,
+        options=session_options(60_000),
+        connect_timeout=5,
+        row_factory=dict_row,
+    )

@@ -1,0 +1,189 @@
+"""problem+json (RFC 9457) for every 4xx and 5xx, body size limits, and typed body decoding.
+
+A handler raises `Problem(status, slug, detail)`; the app's exception handlers turn it, any
+Starlette HTTPException and any unexpected exception into `application/problem+json`, never a
+traceback. Slugs are listed in docs/errors.md.
+"""
+
+from __future__ import annotations
+
+import logging
+from http import HTTPStatus
+from typing import Any, TypeVar
+
+import msgspec
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+log = logging.getLogger("shared.errors")
+
+T = TypeVar("T")
+
+PROBLEM_JSON = "application/problem+json"
+DEFAULT_BODY_LIMIT = 1024 * 1024
+
+_DEFAULT_SLUGS = {
+    400: "malformed-request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not-found",
+    405: "method-not-allowed",
+    409: "conflict",
+    413: "body-too-large",
+    415: "unsupported-media-type",
+    422: "invalid-values",
+    429: "too-many-requests",
+    500: "internal-error",
+    503: "unavailable",
+}
+
+
+class Problem(Exception):
+    """An error a client is told about, as problem+json."""
+
+    def __init__(
+        self,
+        status: int,
+        slug: str | None = None,
+        detail: str = "",
+        *,
+        title: str | None = None,
+        headers: dict[str, str] | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(detail or slug or str(status))
+        self.status = status
+        self.slug = slug or _DEFAULT_SLUGS.get(status, "error")
+        self.title = title or HTTPStatus(status).phrase
+        self.detail = detail
+        self.headers = headers or {}
+        self.extra = extra or {}
+
+
+def problem_response(problem: Problem) -> Response:
+    body: dict[str, Any] = {
+        "type": f"/problems/{problem.slug}",
+        "title": problem.title,
+        "status": problem.status,
+        "detail": problem.detail or problem.title,
+    }
+    body.update(problem.extra)
+    return Response(
+        msgspec.json.encode(body),
+        status_code=problem.status,
+        media_type=PROBLEM_JSON,
+        headers=problem.headers,
+    )
+
+
+async def _on_problem(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, Problem)
+    return problem_response(exc)
+
+
+async def _on_http_exception(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    detail = exc.detail if isinstance(exc.detail, str) else ""
+    if exc.status_code == 404:
+        detail = f"no route for {request.method} {request.url.path}"
+    elif exc.status_code == 405:
+        detail = f"{request.method} is not allowed on {request.url.path}"
+    return problem_response(
+        Problem(exc.status_code, detail=detail, headers=dict(exc.headers or {}))
+    )
+
+
+async def _on_unexpected(request: Request, exc: Exception) -> Response:
+    log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    return problem_response(Problem(500, detail="internal error; it has been logged"))
+
+
+def exception_handlers() -> dict[Any, Any]:
+    return {
+        Problem: _on_problem,
+        HTTPException: _on_http_exception,
+        Exception: _on_unexpected,
+    }
+
+
+class BodyLimitMiddleware:
+    """Answers 413 when a body exceeds the limit, whether declared or streamed.
+
+    The default applies to every route; a route that needs a tighter limit passes it to
+    `read_body`.
+    """
+
+    def __init__(self, app: ASGIApp, limit: int = DEFAULT_BODY_LIMIT) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope["headers"]:
+            if name == b"content-length":
+                try:
+                    declared = int(value)
+                except ValueError:
+                    await _send_problem(scope, send, Problem(400, detail="bad Content-Length"))
+                    return
+                if declared > self.limit:
+                    await _send_problem(scope, send, _too_large(self.limit))
+                    return
+        received = 0
+
+        async def limited_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.limit:
+                    raise Problem(413, detail=f"body exceeds {self.limit} bytes")
+            return message
+
+        await self.app(scope, limited_receive, send)
+
+
+def _too_large(limit: int) -> Problem:
+    return Problem(413, detail=f"body exceeds {limit} bytes")
+
+
+async def _send_problem(scope: Scope, send: Send, problem: Problem) -> None:
+    response = problem_response(problem)
+
+    async def no_body() -> Message:
+        return {"type": "http.disconnect"}
+
+    await response(scope, no_body, send)
+
+
+async def read_body(request: Request, limit: int = DEFAULT_BODY_LIMIT) -> bytes:
+    """The raw body, refusing more than `limit` bytes (413)."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise _too_large(limit)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _too_large(limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def decode_json(raw: bytes, kind: type[T]) -> T:
+    """Decode and validate a JSON body: 400 when it is not JSON, 422 when values are wrong."""
+    try:
+        return msgspec.json.decode(raw, type=kind, strict=True)
+    except msgspec.ValidationError as error:
+        raise Problem(422, "invalid-body", str(error)) from None
+    except msgspec.DecodeError as error:
+        raise Problem(400, "malformed-json", f"body is not valid JSON: {error}") from None
+
+
+async def json_body(request: Request, kind: type[T], limit: int = DEFAULT_BODY_LIMIT) -> T:
+    return decode_json(await read_body(request, limit), kind)

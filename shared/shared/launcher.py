@@ -1,0 +1,271 @@
+"""`make run`: the whole system on one machine.
+
+Starts (or reuses) the embedded PostgreSQL unless DATABASE_URL is set, applies migrations, seeds
+demo data into an empty database, starts every service and simulated server as its own process,
+prints where to look, and on Ctrl-C or SIGTERM stops them all and the database, exiting 0.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import IO
+
+from shared import migrate
+from shared.embedded_pg import EmbeddedPostgres, EmbeddedPostgresError
+
+STOP_BUDGET = 6.0
+READY_TIMEOUT = 120.0
+
+
+@dataclass(frozen=True)
+class Child:
+    name: str
+    module: str
+    args: tuple[str, ...]
+    port_variable: str
+    default_port: int
+    # What the process is: printed beside its URL.
+    what: str
+
+    def port(self, env: dict[str, str]) -> int:
+        return int(env.get(self.port_variable, self.default_port))
+
+
+CHILDREN = (
+    Child("simtelegram", "botedge.simtelegram", (), "SIMTELEGRAM_PORT", 8081,
+          "simulated Telegram Bot API"),
+    Child("simtrongrid", "billing.simtrongrid", (), "SIMTRONGRID_PORT", 8082,
+          "simulated TronGrid"),
+    Child("billing", "billing", (), "BILLING_PORT", 8001, "billing (webhooks, sweep)"),
+    Child("botedge-api", "botedge", ("--role", "api"), "BOTEDGE_PORT", 8002,
+          "bot edge webhooks"),
+    Child("botedge-worker", "botedge", ("--role", "worker"), "BOTEDGE_WORKER_PORT", 8012,
+          "bot edge worker (health, metrics)"),
+    Child("panel-api", "panel_api", (), "PANEL_PORT", 8003, "owner's panel API"),
+)
+
+# Development values for the secrets, generated once per data directory and kept there so
+# tokens, signed sessions and encrypted bot tokens survive a restart.
+DEV_SECRETS = (
+    "SWEEP_TOKEN",
+    "SERVICE_TOKEN",
+    "JWT_SECRET",
+    "BOT_TOKEN_KEY",
+    "SUBGATE_WEBHOOK_SECRET",
+    "WAYFORPAY_MERCHANT_ACCOUNT",
+    "WAYFORPAY_SECRET_KEY",
+    "STRIPE_WEBHOOK_SECRET",
+    "DEMO_OWNER_PASSWORD",
+)
+
+
+def _generate(name: str) -> str:
+    if name == "BOT_TOKEN_KEY":
+        from cryptography.fernet import Fernet
+
+        return Fernet.generate_key().decode()
+    if name == "WAYFORPAY_MERCHANT_ACCOUNT":
+        return "gatehouse_demo"
+    if name == "STRIPE_WEBHOOK_SECRET":
+        return "whsec_" + secrets.token_hex(24)
+    if name == "DEMO_OWNER_PASSWORD":
+        return "demo-" + secrets.token_urlsafe(9)
+    return secrets.token_urlsafe(32)
+
+
+def dev_secrets(data_dir: Path) -> dict[str, str]:
+    path = data_dir / "dev-secrets.json"
+    stored: dict[str, str] = {}
+    if path.exists():
+        stored = json.loads(path.read_text())
+    changed = False
+    for name in DEV_SECRETS:
+        if name not in stored:
+            stored[name] = _generate(name)
+            changed = True
+    if changed:
+        path.write_text(json.dumps(stored, indent=2))
+        path.chmod(0o600)
+    return stored
+
+
+class Launcher:
+    def __init__(self, root: Path, env: dict[str, str], out: IO[str]) -> None:
+        self.root = root
+        self.env = env
+        self.out = out
+        self.data_dir = Path(env.get("GATEHOUSE_DATA_DIR", root / ".data")).resolve()
+        self.pg: EmbeddedPostgres | None = None
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.stop_requested: int | None = None
+
+    def say(self, line: str) -> None:
+        print(line, file=self.out, flush=True)
+
+    def event(self, message: str, **fields: object) -> None:
+        line = {"ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "level": "INFO",
+                "process": "launcher", "msg": message, **fields}
+        print(json.dumps(line), file=sys.stderr, flush=True)
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        if self.stop_requested is None:
+            self.stop_requested = signum
+
+    def run(self) -> int:
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, self._on_signal)
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        lock = open(self.data_dir / "launcher.lock", "w")  # noqa: SIM115 - held for the run
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.say(f"another launcher is running with data in {self.data_dir}; stop it first")
+            return 1
+        try:
+            return self._run()
+        finally:
+            self._stop_children()
+            if self.pg is not None:
+                self.event("stopping PostgreSQL")
+                self.pg.stop(timeout=3.0)
+            self.event("stopped")
+            lock.close()
+
+    def _run(self) -> int:
+        child_env = dict(self.env)
+        for name, value in dev_secrets(self.data_dir).items():
+            child_env.setdefault(name, value)
+        database_url = self.env.get("DATABASE_URL", "").strip()
+        if not database_url:
+            self.pg = EmbeddedPostgres(
+                self.data_dir / "pg", settings={"max_connections": "200"}
+            )
+            try:
+                running = self.pg.start()
+                database_url = self.pg.ensure_database(running.port, "gatehouse")
+            except EmbeddedPostgresError as error:
+                self.say(f"could not start the embedded PostgreSQL: {error}")
+                return 1
+        child_env["DATABASE_URL"] = database_url
+        if self.stop_requested is not None:
+            return 0
+        try:
+            applied = migrate.apply(database_url)
+        except migrate.MigrationError as error:
+            self.say(f"migration error: {error}")
+            return 1
+        self.event("migrations up to date", applied=len(applied))
+        seeded = subprocess.run(
+            [sys.executable, "-m", "panel_api", "seed"], env=child_env, check=False
+        )
+        if seeded.returncode != 0:
+            self.say("seeding demo data failed")
+            return 1
+
+        ports = {child.name: child.port(self.env) for child in CHILDREN}
+        child_env.setdefault("TELEGRAM_API_BASE", f"http://127.0.0.1:{ports['simtelegram']}")
+        child_env.setdefault("TRONGRID_URL", f"http://127.0.0.1:{ports['simtrongrid']}")
+        child_env.setdefault("BILLING_URL", f"http://127.0.0.1:{ports['billing']}")
+        child_env.setdefault("BOTEDGE_URL", f"http://127.0.0.1:{ports['botedge-api']}")
+        for child in CHILDREN:
+            if self.stop_requested is not None:
+                return 0
+            env = dict(child_env, PORT=str(ports[child.name]))
+            self.procs[child.name] = subprocess.Popen(
+                [sys.executable, "-m", child.module, *child.args], env=env
+            )
+            self.event("started", child=child.name, pid=self.procs[child.name].pid)
+
+        if not self._wait_healthy(ports):
+            return 0 if self.stop_requested is not None else 1
+        self._banner(ports, database_url, child_env)
+        while self.stop_requested is None:
+            for name, proc in self.procs.items():
+                code = proc.poll()
+                if code is not None:
+                    self.say(f"{name} exited with status {code}; stopping everything")
+                    return 1
+            time.sleep(0.2)
+        self.event("stopping", signal=signal.Signals(self.stop_requested).name)
+        return 0
+
+    def _wait_healthy(self, ports: dict[str, int]) -> bool:
+        deadline = time.monotonic() + READY_TIMEOUT
+        waiting = set(ports)
+        while waiting and time.monotonic() < deadline:
+            if self.stop_requested is not None:
+                return False
+            for name in sorted(waiting):
+                proc = self.procs[name]
+                if proc.poll() is not None:
+                    self.say(f"{name} exited with status {proc.returncode} while starting")
+                    return False
+                if _healthy(ports[name]):
+                    waiting.discard(name)
+            time.sleep(0.1)
+        if waiting:
+            self.say(f"not healthy after {READY_TIMEOUT:.0f} s: {', '.join(sorted(waiting))}")
+            return False
+        return True
+
+    def _banner(self, ports: dict[str, int], database_url: str, env: dict[str, str]) -> None:
+        width = max(len(child.what) for child in CHILDREN)
+        lines = ["", "Gatehouse is running:"]
+        for child in CHILDREN:
+            lines.append(f"  {child.what:<{width}}  http://127.0.0.1:{ports[child.name]}")
+        lines.append(f"  {'PostgreSQL':<{width}}  {database_url}")
+        lines += [
+            "",
+            "Panel login (demo owner):",
+            f"  email     {env.get('DEMO_OWNER_EMAIL', 'owner@example.com')}",
+            f"  password  {env['DEMO_OWNER_PASSWORD']}",
+            "",
+            f"Development secrets (SWEEP_TOKEN, SERVICE_TOKEN, ...) were generated into "
+            f"{self.data_dir / 'dev-secrets.json'}; set them in the environment to override.",
+            "Each service answers /healthz, /readyz and /metrics. Ctrl-C stops everything.",
+            "",
+        ]
+        self.say("\n".join(lines))
+
+    def _stop_children(self) -> None:
+        alive = {name: p for name, p in self.procs.items() if p.poll() is None}
+        for proc in alive.values():
+            # SIGTERM drains; a process already draining from the terminal's SIGINT ignores it.
+            proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + STOP_BUDGET
+        for name, proc in alive.items():
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                self.event("did not stop in time; killing", child=name)
+                proc.kill()
+                proc.wait()
+
+
+def _healthy(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1) as response:  # noqa: S310 - loopback
+            return bool(response.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def main() -> int:
+    root = Path(__file__).resolve().parents[2]
+    return Launcher(root, dict(os.environ), sys.stdout).run()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,91 @@
+"""Run an ASGI app under uvicorn with our own signal handling.
+
+uvicorn's handling is not enough: SIGHUP kills it, a second SIGINT forces an exit mid-request,
+and after a graceful stop it re-raises the signal so the process dies by it. Here SIGTERM,
+SIGINT and SIGHUP all start one drain (stop accepting, finish in-flight requests within
+SHUTDOWN_TIMEOUT, run the lifespan's shutdown, close pools); later signals are logged and ignored;
+the process exits 0 after a drain.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+from collections.abc import Callable, Iterator
+
+import uvicorn
+from starlette.applications import Starlette
+
+log = logging.getLogger("shared.lifecycle")
+
+DRAIN_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+class _Server(uvicorn.Server):
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        # Signals are ours (see serve); uvicorn must neither install nor re-raise them.
+        yield
+
+
+def _mark_draining(app: Starlette) -> None:
+    runtime = getattr(app.state, "runtime", None)
+    if runtime is not None:
+        runtime.draining = True
+
+
+async def serve(app: Starlette, *, host: str, port: int, shutdown_timeout: float) -> None:
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_config=None,
+        access_log=False,
+        server_header=False,
+        lifespan="on",
+        timeout_graceful_shutdown=int(max(1, shutdown_timeout)),
+    )
+    server = _Server(config)
+    loop = asyncio.get_running_loop()
+
+    def on_signal(sig: signal.Signals) -> None:
+        if server.should_exit:
+            log.info("%s received while draining; already shutting down", sig.name)
+            return
+        log.info("%s received; draining", sig.name)
+        _mark_draining(app)
+        server.should_exit = True
+
+    for sig in DRAIN_SIGNALS:
+        loop.add_signal_handler(sig, on_signal, sig)
+    try:
+        await server.serve()
+    finally:
+        for sig in DRAIN_SIGNALS:
+            loop.remove_signal_handler(sig)
+    if not server.started:
+        raise SystemExit(1)
+
+
+def run(app: Starlette, *, host: str, port: int, shutdown_timeout: float) -> None:
+    asyncio.run(serve(app, host=host, port=port, shutdown_timeout=shutdown_timeout))
+
+
+def run_without_database(name: str, create_app: Callable[[], Starlette], default_port: int) -> None:
+    """Entry point of a process that needs no database (the simulated servers)."""
+    from shared import logging as jsonlog
+    from shared.settings import LOG_LEVELS, Reader, exit_on_error
+
+    r = Reader(os.environ)
+    host, port, level = exit_on_error(
+        lambda: (
+            r.text("HOST", "127.0.0.1"),
+            r.port("PORT", default_port),
+            r.choice("LOG_LEVEL", "INFO", LOG_LEVELS),
+        )
+    )
+    jsonlog.configure(name, level)
+    run(create_app(), host=host, port=port, shutdown_timeout=2.0)

@@ -1,0 +1,177 @@
+"""pytest plugin: a real PostgreSQL for the run and a fresh migrated database for each test.
+
+The run uses TEST_DATABASE_URL when set (a role allowed to CREATE DATABASE), else starts the
+embedded PostgreSQL in a temporary directory and removes it afterwards. Migrations run once into
+a template database; each test gets `CREATE DATABASE ... TEMPLATE` (real commits across
+connections, which SKIP LOCKED, advisory locks and NOTIFY need; a rolled-back transaction would
+not do). Also: free ports, and serving an ASGI app with uvicorn on loopback in a thread.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+import psycopg.sql
+import pytest
+import uvicorn
+
+from shared import migrate
+from shared.embedded_pg import EmbeddedPostgres, free_port
+
+# Durability off: test databases are thrown away, and fsync dominates a 2-core CI run.
+FAST_SETTINGS = {
+    "fsync": "off",
+    "synchronous_commit": "off",
+    "full_page_writes": "off",
+    "max_connections": "400",
+    "shared_buffers": "128MB",
+}
+
+
+def with_database(url: str, name: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, parts.fragment))
+
+
+@dataclass
+class Cluster:
+    """The PostgreSQL server of this run; `admin_url` may create and drop databases."""
+
+    admin_url: str
+    template: str | None = None
+
+    def create_database(self, template: str | None = None) -> str:
+        name = f"t_{uuid.uuid4().hex[:16]}"
+        with psycopg.connect(self.admin_url, autocommit=True) as conn:
+            statement = psycopg.sql.SQL("CREATE DATABASE {}").format(psycopg.sql.Identifier(name))
+            if template:
+                statement = psycopg.sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                    psycopg.sql.Identifier(name), psycopg.sql.Identifier(template)
+                )
+            conn.execute(statement)
+        return name
+
+    def drop_database(self, name: str) -> None:
+        with psycopg.connect(self.admin_url, autocommit=True) as conn:
+            conn.execute(
+                psycopg.sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+                    psycopg.sql.Identifier(name)
+                )
+            )
+
+    def url(self, name: str) -> str:
+        return with_database(self.admin_url, name)
+
+
+def start_embedded(settings: dict[str, str] | None = None) -> tuple[EmbeddedPostgres, str]:
+    """A throwaway embedded server in a temporary directory; returns it and its admin URL."""
+    base = Path(tempfile.mkdtemp(prefix="gatehouse-pg-"))
+    base.chmod(0o755)  # the server's own user (when run as root) must reach its data
+    pg = EmbeddedPostgres(base / "pg", port=free_port(), settings=settings or FAST_SETTINGS)
+    running = pg.start()
+    return pg, pg.url(running.port)
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[Cluster]:
+    configured = os.environ.get("TEST_DATABASE_URL", "").strip()
+    if configured:
+        yield Cluster(admin_url=configured)
+        return
+    pg, admin_url = start_embedded()
+    try:
+        yield Cluster(admin_url=admin_url)
+    finally:
+        pg.destroy()
+        # The temporary parent directory is empty once the data directory is gone.
+        pg.data_dir.parent.rmdir()
+
+
+@pytest.fixture(scope="session")
+def template_database(pg_cluster: Cluster) -> Iterator[str]:
+    name = pg_cluster.create_database()
+    try:
+        migrate.apply(pg_cluster.url(name))
+        with psycopg.connect(pg_cluster.admin_url, autocommit=True) as conn:
+            # Mark it a template so `CREATE DATABASE ... TEMPLATE` needs no exclusive access
+            # beyond having no connections, which migrate.apply has closed.
+            conn.execute(
+                psycopg.sql.SQL("ALTER DATABASE {} WITH IS_TEMPLATE true").format(
+                    psycopg.sql.Identifier(name)
+                )
+            )
+        pg_cluster.template = name
+        yield name
+    finally:
+        with psycopg.connect(pg_cluster.admin_url, autocommit=True) as conn:
+            conn.execute(
+                psycopg.sql.SQL("ALTER DATABASE {} WITH IS_TEMPLATE false").format(
+                    psycopg.sql.Identifier(name)
+                )
+            )
+        pg_cluster.drop_database(name)
+
+
+@pytest.fixture
+def database_url(pg_cluster: Cluster, template_database: str) -> Iterator[str]:
+    """A fresh, migrated database for this test alone."""
+    name = pg_cluster.create_database(template_database)
+    try:
+        yield pg_cluster.url(name)
+    finally:
+        pg_cluster.drop_database(name)
+
+
+@pytest.fixture
+def empty_database_url(pg_cluster: Cluster) -> Iterator[str]:
+    """A fresh database with no migrations applied."""
+    name = pg_cluster.create_database()
+    try:
+        yield pg_cluster.url(name)
+    finally:
+        pg_cluster.drop_database(name)
+
+
+def wait_for_port(port: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as sock:
+            sock.settimeout(0.5)
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise TimeoutError(f"nothing listening on 127.0.0.1:{port} after {timeout} s")
+
+
+@contextmanager
+def serve_in_thread(app: Any, port: int | None = None) -> Iterator[str]:
+    """Serve an ASGI app over real HTTP on loopback; yields its base URL."""
+    port = port or free_port()
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=port, log_config=None, access_log=False, lifespan="on"
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, name=f"uvicorn-{port}", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError(f"app did not start on port {port}")
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=15)

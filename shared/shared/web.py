@@ -1,0 +1,223 @@
+"""The app every service is: its routes plus health, readiness, metrics, request ids,
+problem+json errors, a body limit and a lifespan that owns the database pool."""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import psycopg_pool
+from prometheus_client import CONTENT_TYPE_LATEST, Counter, Histogram, generate_latest
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Match, Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from shared import migrate
+from shared.db import Pool, create_pool
+from shared.errors import BodyLimitMiddleware, Problem, exception_handlers
+from shared.logging import request_id
+from shared.settings import CommonSettings
+
+log = logging.getLogger("shared.web")
+access_log = logging.getLogger("access")
+
+HTTP_REQUESTS = Counter(
+    "http_requests_total", "HTTP requests answered", ["route", "method", "status"]
+)
+HTTP_DURATION = Histogram(
+    "http_request_duration_seconds",
+    "Time to answer an HTTP request",
+    ["route"],
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+)
+
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+
+
+@dataclass
+class Runtime:
+    """What the lifespan owns, reachable from handlers as `request.app.state.runtime`."""
+
+    settings: CommonSettings
+    pool: Pool
+    expected_migration: int
+    draining: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def runtime(request: Request) -> Runtime:
+    value = request.app.state.runtime
+    assert isinstance(value, Runtime)
+    return value
+
+
+ExtraLifespan = Callable[[Runtime], AbstractAsyncContextManager[None]]
+
+
+def create_service_app(
+    settings: CommonSettings,
+    routes: Sequence[BaseRoute],
+    *,
+    extra_lifespan: ExtraLifespan | None = None,
+    body_limit: int = 1024 * 1024,
+    pool_factory: Callable[[CommonSettings], Pool] = create_pool,
+) -> Starlette:
+    migrations_dir = Path(settings.migrations_dir) if settings.migrations_dir else None
+    expected = migrate.latest_version(migrations_dir or migrate.default_dir())
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        pool = pool_factory(settings)
+        # Not waiting: the process serves /readyz (503) until the database is reachable.
+        await pool.open(wait=False)
+        state = Runtime(settings=settings, pool=pool, expected_migration=expected)
+        app.state.runtime = state
+        log.info("%s listening on %s:%d", settings.service_name, settings.host, settings.port)
+        try:
+            if extra_lifespan is None:
+                yield
+            else:
+                async with extra_lifespan(state):
+                    yield
+        finally:
+            state.draining = True
+            await pool.close(timeout=settings.shutdown_timeout)
+            log.info("%s stopped", settings.service_name)
+
+    all_routes: list[BaseRoute] = [
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
+        *routes,
+    ]
+    app = Starlette(
+        routes=all_routes,
+        lifespan=lifespan,
+        exception_handlers=exception_handlers(),
+        middleware=[
+            Middleware(RequestContextMiddleware),
+            Middleware(BodyLimitMiddleware, limit=body_limit),
+        ],
+    )
+    return app
+
+
+def create_plain_app(routes: Sequence[BaseRoute], *, body_limit: int = 1024 * 1024) -> Starlette:
+    """An app without a database (the simulated servers): same errors, health and metrics."""
+
+    async def ready(request: Request) -> Response:
+        return JSONResponse({"status": "ready"})
+
+    return Starlette(
+        routes=[
+            Route("/healthz", healthz, methods=["GET"]),
+            Route("/readyz", ready, methods=["GET"]),
+            Route("/metrics", metrics, methods=["GET"]),
+            *routes,
+        ],
+        exception_handlers=exception_handlers(),
+        middleware=[
+            Middleware(RequestContextMiddleware),
+            Middleware(BodyLimitMiddleware, limit=body_limit),
+        ],
+    )
+
+
+async def healthz(request: Request) -> Response:
+    return JSONResponse({"status": "ok"})
+
+
+async def readyz(request: Request) -> Response:
+    state = runtime(request)
+    if state.draining:
+        raise Problem(503, "not-ready", "shutting down")
+    try:
+        async with state.pool.connection(timeout=2.0) as conn:
+            cur = await conn.execute(
+                "SELECT coalesce(max(version), 0) AS version FROM schema_migrations"
+            )
+            row = await cur.fetchone()
+    except psycopg.errors.UndefinedTable:
+        raise Problem(503, "not-ready", "migrations have not been applied") from None
+    except (psycopg.Error, psycopg_pool.PoolTimeout, OSError):
+        raise Problem(503, "not-ready", "database unreachable") from None
+    applied = int(row["version"]) if row else 0
+    if applied < state.expected_migration:
+        raise Problem(
+            503,
+            "not-ready",
+            f"database is at migration {applied}, this build needs {state.expected_migration}",
+        )
+    return JSONResponse({"status": "ready", "migration": applied})
+
+
+async def metrics(request: Request) -> Response:
+    return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+
+
+class RequestContextMiddleware:
+    """A request id on every log line and response, one access line and metrics per request."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        presented = dict(scope["headers"]).get(b"x-request-id", b"").decode("latin-1")
+        rid = presented if _REQUEST_ID.match(presented) else uuid.uuid4().hex
+        token = request_id.set(rid)
+        started = time.perf_counter()
+        status = 500
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message.setdefault("headers", [])
+                message["headers"] = [*message["headers"], (b"x-request-id", rid.encode())]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            elapsed = time.perf_counter() - started
+            route = _route_template(scope)
+            HTTP_REQUESTS.labels(route, scope["method"], str(status)).inc()
+            HTTP_DURATION.labels(route).observe(elapsed)
+            if route not in ("/healthz", "/readyz", "/metrics"):
+                access_log.info(
+                    "%s %s %d",
+                    scope["method"],
+                    route,
+                    status,
+                    extra={
+                        "method": scope["method"],
+                        "path": route,
+                        "status": status,
+                        "duration_ms": round(elapsed * 1000, 2),
+                    },
+                )
+            request_id.reset(token)
+
+
+def _route_template(scope: Scope) -> str:
+    """The matched route's path template, so metrics never carry ids or tokens."""
+    app = scope.get("app")
+    for route in getattr(app, "routes", ()):
+        match, _ = route.matches(scope)
+        if match == Match.FULL:
+            return str(getattr(route, "path", "unmatched"))
+    return "unmatched"
