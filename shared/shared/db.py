@@ -1,4 +1,4 @@
-"""The connection pool every service uses: UTC sessions, a statement timeout, checked on checkout."""
+"""The pool every service uses: UTC sessions, a statement timeout, checked on checkout."""
 
 from __future__ import annotations
 

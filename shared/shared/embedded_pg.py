@@ -88,9 +88,15 @@ class EmbeddedPostgres:
             try:
                 self._uid = pwd.getpwnam(SYSTEM_USER).pw_uid
             except KeyError:
-                subprocess.run(
-                    ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
-                     SYSTEM_USER],
+                subprocess.run(  # noqa: S603 - fixed arguments
+                    [
+                        shutil.which("useradd") or "/usr/sbin/useradd",
+                        "--system",
+                        "--no-create-home",
+                        "--shell",
+                        "/usr/sbin/nologin",
+                        SYSTEM_USER,
+                    ],
                     check=True,
                     capture_output=True,
                 )
@@ -115,7 +121,7 @@ class EmbeddedPostgres:
 
     def _cmd(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         uid = self._run_as()
-        return subprocess.run(
+        return subprocess.run(  # noqa: S603 - the wheel's own binaries, our arguments
             [str(POSTGRES_BIN_PATH / args[0]), *args[1:]],
             check=False,
             capture_output=True,
@@ -141,8 +147,15 @@ class EmbeddedPostgres:
             self._prepare_permissions(uid)
         self.data_dir.chmod(0o700)
         result = self._cmd(
-            "initdb", "-D", str(self.data_dir), "-U", SUPERUSER, "--auth=trust",
-            "--encoding=UTF8", "--no-locale", "--no-sync",
+            "initdb",
+            "-D",
+            str(self.data_dir),
+            "-U",
+            SUPERUSER,
+            "--auth=trust",
+            "--encoding=UTF8",
+            "--no-locale",
+            "--no-sync",
         )
         if result.returncode != 0:
             raise EmbeddedPostgresError(f"initdb failed: {result.stderr.strip()}")
@@ -175,8 +188,9 @@ class EmbeddedPostgres:
             self.init()
         found = self.running()
         if found is not None:
-            log.info("reusing PostgreSQL already running on port %d (pid %d)", found.port,
-                     found.pid)
+            log.info(
+                "reusing PostgreSQL already running on port %d (pid %d)", found.port, found.pid
+            )
             return found
         uid = self._run_as()
         if uid is not None:
@@ -186,8 +200,17 @@ class EmbeddedPostgres:
         options = [f"-p {port}", "-h 127.0.0.1", f"-k {self.data_dir}"]
         options += [f"-c {name}={value}" for name, value in self.settings.items()]
         result = self._cmd(
-            "pg_ctl", "-D", str(self.data_dir), "-l", str(self.log_file), "-w",
-            "-t", str(START_TIMEOUT), "-o", " ".join(options), "start",
+            "pg_ctl",
+            "-D",
+            str(self.data_dir),
+            "-l",
+            str(self.log_file),
+            "-w",
+            "-t",
+            str(START_TIMEOUT),
+            "-o",
+            " ".join(options),
+            "start",
             timeout=START_TIMEOUT + 10,
         )
         if result.returncode != 0:
@@ -207,8 +230,16 @@ class EmbeddedPostgres:
         if found is None:
             return
         result = self._cmd(
-            "pg_ctl", "-D", str(self.data_dir), "-m", "fast", "-w", "-t",
-            str(max(1, int(timeout))), "stop", timeout=timeout + 5,
+            "pg_ctl",
+            "-D",
+            str(self.data_dir),
+            "-m",
+            "fast",
+            "-w",
+            "-t",
+            str(max(1, int(timeout))),
+            "stop",
+            timeout=timeout + 5,
         )
         if result.returncode != 0 and self.running() is not None:
             log.warning("pg_ctl stop failed; killing PostgreSQL (pid %d)", found.pid)
@@ -229,9 +260,13 @@ class EmbeddedPostgres:
 
     def ensure_database(self, port: int, name: str) -> str:
         with psycopg.connect(self.url(port), autocommit=True) as conn:
-            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+            exists = conn.execute(
+                "SELECT 1 FROM pg_database WHERE datname = %s", (name,)
+            ).fetchone()
             if exists is None:
-                conn.execute(psycopg.sql.SQL("CREATE DATABASE {}").format(psycopg.sql.Identifier(name)))
+                conn.execute(
+                    psycopg.sql.SQL("CREATE DATABASE {}").format(psycopg.sql.Identifier(name))
+                )
         return self.url(port, name)
 
     def _choose_port(self) -> int:
@@ -254,6 +289,8 @@ def _port_open(port: int) -> bool:
 
 def _port_free(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        # As PostgreSQL binds: connections lingering in TIME_WAIT do not make it busy.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("127.0.0.1", port))
         except OSError:

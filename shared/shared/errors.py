@@ -79,12 +79,12 @@ def problem_response(problem: Problem) -> Response:
 
 
 async def _on_problem(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, Problem)
-    return problem_response(exc)
+    return problem_response(exc if isinstance(exc, Problem) else Problem(500))
 
 
 async def _on_http_exception(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, HTTPException)
+    if not isinstance(exc, HTTPException):
+        return await _on_unexpected(request, exc)
     detail = exc.detail if isinstance(exc.detail, str) else ""
     if exc.status_code == 404:
         detail = f"no route for {request.method} {request.url.path}"

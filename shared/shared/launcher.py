@@ -7,8 +7,10 @@ prints where to look, and on Ctrl-C or SIGTERM stops them all and the database, 
 
 from __future__ import annotations
 
+import ctypes
 import fcntl
 import json
+import logging
 import os
 import secrets
 import signal
@@ -22,10 +24,14 @@ from pathlib import Path
 from types import FrameType
 from typing import IO
 
+from shared import logging as jsonlog
 from shared import migrate
 from shared.embedded_pg import EmbeddedPostgres, EmbeddedPostgresError
+from shared.settings import LOG_LEVELS
 
 STOP_BUDGET = 6.0
+
+log = logging.getLogger("launcher")
 READY_TIMEOUT = 120.0
 
 
@@ -44,15 +50,25 @@ class Child:
 
 
 CHILDREN = (
-    Child("simtelegram", "botedge.simtelegram", (), "SIMTELEGRAM_PORT", 8081,
-          "simulated Telegram Bot API"),
-    Child("simtrongrid", "billing.simtrongrid", (), "SIMTRONGRID_PORT", 8082,
-          "simulated TronGrid"),
+    Child(
+        "simtelegram",
+        "botedge.simtelegram",
+        (),
+        "SIMTELEGRAM_PORT",
+        8081,
+        "simulated Telegram Bot API",
+    ),
+    Child("simtrongrid", "billing.simtrongrid", (), "SIMTRONGRID_PORT", 8082, "simulated TronGrid"),
     Child("billing", "billing", (), "BILLING_PORT", 8001, "billing (webhooks, sweep)"),
-    Child("botedge-api", "botedge", ("--role", "api"), "BOTEDGE_PORT", 8002,
-          "bot edge webhooks"),
-    Child("botedge-worker", "botedge", ("--role", "worker"), "BOTEDGE_WORKER_PORT", 8012,
-          "bot edge worker (health, metrics)"),
+    Child("botedge-api", "botedge", ("--role", "api"), "BOTEDGE_PORT", 8002, "bot edge webhooks"),
+    Child(
+        "botedge-worker",
+        "botedge",
+        ("--role", "worker"),
+        "BOTEDGE_WORKER_PORT",
+        8012,
+        "bot edge worker (health, metrics)",
+    ),
     Child("panel-api", "panel_api", (), "PANEL_PORT", 8003, "owner's panel API"),
 )
 
@@ -114,11 +130,6 @@ class Launcher:
     def say(self, line: str) -> None:
         print(line, file=self.out, flush=True)
 
-    def event(self, message: str, **fields: object) -> None:
-        line = {"ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "level": "INFO",
-                "process": "launcher", "msg": message, **fields}
-        print(json.dumps(line), file=sys.stderr, flush=True)
-
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         if self.stop_requested is None:
             self.stop_requested = signum
@@ -127,7 +138,7 @@ class Launcher:
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, self._on_signal)
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        lock = open(self.data_dir / "launcher.lock", "w")  # noqa: SIM115 - held for the run
+        lock = open(self.data_dir / "launcher.lock", "w")
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -138,9 +149,9 @@ class Launcher:
         finally:
             self._stop_children()
             if self.pg is not None:
-                self.event("stopping PostgreSQL")
+                log.info("stopping PostgreSQL")
                 self.pg.stop(timeout=3.0)
-            self.event("stopped")
+            log.info("stopped")
             lock.close()
 
     def _run(self) -> int:
@@ -149,9 +160,7 @@ class Launcher:
             child_env.setdefault(name, value)
         database_url = self.env.get("DATABASE_URL", "").strip()
         if not database_url:
-            self.pg = EmbeddedPostgres(
-                self.data_dir / "pg", settings={"max_connections": "200"}
-            )
+            self.pg = EmbeddedPostgres(self.data_dir / "pg", settings={"max_connections": "200"})
             try:
                 running = self.pg.start()
                 database_url = self.pg.ensure_database(running.port, "gatehouse")
@@ -166,7 +175,7 @@ class Launcher:
         except migrate.MigrationError as error:
             self.say(f"migration error: {error}")
             return 1
-        self.event("migrations up to date", applied=len(applied))
+        log.info("migrations up to date (%d applied now)", len(applied))
         seeded = subprocess.run(
             [sys.executable, "-m", "panel_api", "seed"], env=child_env, check=False
         )
@@ -183,10 +192,12 @@ class Launcher:
             if self.stop_requested is not None:
                 return 0
             env = dict(child_env, PORT=str(ports[child.name]))
-            self.procs[child.name] = subprocess.Popen(
-                [sys.executable, "-m", child.module, *child.args], env=env
+            self.procs[child.name] = subprocess.Popen(  # noqa: S603 - our own modules
+                [sys.executable, "-m", child.module, *child.args],
+                env=env,
+                preexec_fn=_terminate_with_parent,
             )
-            self.event("started", child=child.name, pid=self.procs[child.name].pid)
+            log.info("started %s (pid %d)", child.name, self.procs[child.name].pid)
 
         if not self._wait_healthy(ports):
             return 0 if self.stop_requested is not None else 1
@@ -198,7 +209,7 @@ class Launcher:
                     self.say(f"{name} exited with status {code}; stopping everything")
                     return 1
             time.sleep(0.2)
-        self.event("stopping", signal=signal.Signals(self.stop_requested).name)
+        log.info("%s received; stopping", signal.Signals(self.stop_requested).name)
         return 0
 
     def _wait_healthy(self, ports: dict[str, int]) -> bool:
@@ -249,20 +260,29 @@ class Launcher:
             try:
                 proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                self.event("did not stop in time; killing", child=name)
+                log.warning("%s did not stop in time; killing it", name)
                 proc.kill()
                 proc.wait()
 
 
+def _terminate_with_parent() -> None:
+    """In the child: get SIGTERM (and drain) if the launcher dies, even by SIGKILL."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    pr_set_pdeathsig = 1
+    libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
 def _healthy(port: int) -> bool:
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1) as response:  # noqa: S310 - loopback
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1) as response:
             return bool(response.status == 200)
     except (urllib.error.URLError, OSError):
         return False
 
 
 def main() -> int:
+    level = os.environ.get("LOG_LEVEL", "INFO").upper()
+    jsonlog.configure("launcher", level if level in LOG_LEVELS else "INFO")
     root = Path(__file__).resolve().parents[2]
     return Launcher(root, dict(os.environ), sys.stdout).run()
 

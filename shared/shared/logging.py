@@ -73,6 +73,7 @@ def redact(text: str) -> str:
 
 
 _base_factory = logging.getLogRecordFactory()
+_plain = logging.Formatter()
 
 
 def _redacting_factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
@@ -83,6 +84,11 @@ def _redacting_factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
         message = f"{record.msg!r} % {record.args!r}"
     record.msg = redact(message)
     record.args = None
+    if record.exc_info and record.exc_info[0] is not None:
+        # Formatters reuse exc_text when it is set, so the traceback is redacted for all.
+        record.exc_text = redact(_plain.formatException(record.exc_info))
+    if record.stack_info:
+        record.stack_info = redact(record.stack_info)
     record.request_id = request_id.get()
     return record
 
@@ -108,8 +114,9 @@ class JsonFormatter(logging.Formatter):
             value = record.__dict__.get(key)
             if value is not None:
                 line[key] = value
-        if record.exc_info:
-            line["exc"] = redact(self.formatException(record.exc_info))
+        if record.exc_info or record.exc_text:
+            text = record.exc_text or self.formatException(record.exc_info)  # type: ignore[arg-type]
+            line["exc"] = redact(text)
         return json.dumps(line, default=str, ensure_ascii=False)
 
 
@@ -119,7 +126,9 @@ def install_redaction() -> None:
         logging.setLogRecordFactory(_redacting_factory)
 
 
-def configure(process_name: str, level: str = "INFO", secrets: Iterable[Secret | None] = ()) -> None:
+def configure(
+    process_name: str, level: str = "INFO", secrets: Iterable[Secret | None] = ()
+) -> None:
     """Send JSON lines to stderr for every logger, with redaction in front of all of them."""
     global _process_name
     _process_name = process_name

@@ -15,7 +15,7 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import LiteralString, cast
+from typing import LiteralString
 
 import psycopg
 
@@ -115,7 +115,7 @@ def apply(database_url: str, directory: Path | None = None) -> list[Migration]:
 
 def _apply_one(conn: psycopg.Connection[tuple[object, ...]], migration: Migration) -> None:
     # Trusted file from the repository, never input.
-    text = cast(LiteralString, migration.path.read_text(encoding="utf-8"))
+    text: LiteralString = migration.path.read_text(encoding="utf-8")
     try:
         with conn.transaction():
             conn.execute(text)

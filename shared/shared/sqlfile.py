@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from importlib import resources
 from pathlib import Path
-from typing import LiteralString, cast
+from typing import LiteralString
 
 _HEADER = re.compile(r"^--\s*([a-z_][a-z0-9_]*)\s*--\s*$", re.MULTILINE)
 
@@ -33,7 +33,7 @@ def parse(text: str, *, source: str = "<sql>") -> dict[str, LiteralString]:
         if not body:
             raise QueryFileError(f"{source}: block {name!r} is empty")
         # Trusted text shipped with the code, never built from input.
-        queries[name] = cast(LiteralString, body)
+        queries[name] = body
     return queries
 
 

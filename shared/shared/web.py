@@ -58,7 +58,8 @@ class Runtime:
 
 def runtime(request: Request) -> Runtime:
     value = request.app.state.runtime
-    assert isinstance(value, Runtime)
+    if not isinstance(value, Runtime):
+        raise TypeError("the app's lifespan has not run")
     return value
 
 

@@ -20,9 +20,7 @@ def main(argv: list[str] | None = None) -> None:
     jsonlog.configure(f"botedge-{args.role}", settings.common.log_level, settings.secrets)
     app = create_api_app(settings) if args.role == "api" else create_worker_app(settings)
     common = settings.common
-    lifecycle.run(
-        app, host=common.host, port=common.port, shutdown_timeout=common.shutdown_timeout
-    )
+    lifecycle.run(app, host=common.host, port=common.port, shutdown_timeout=common.shutdown_timeout)
 
 
 if __name__ == "__main__":

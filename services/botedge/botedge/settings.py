@@ -11,7 +11,6 @@ API_PORT = 8002
 WORKER_PORT = 8012
 
 
-
 @dataclass(frozen=True)
 class BotedgeSettings:
     common: CommonSettings

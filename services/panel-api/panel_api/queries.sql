@@ -12,3 +12,9 @@ INSERT INTO workspace (name) VALUES (%(name)s) ON CONFLICT (id) DO NOTHING;
 INSERT INTO team_members (email, display_name, password_hash, role)
 VALUES (%(email)s, 'Owner', %(password_hash)s, 'owner')
 ON CONFLICT (email) DO NOTHING;
+
+-- member_by_email --
+SELECT id, email, role, password_hash, disabled_at FROM team_members WHERE email = %(email)s;
+
+-- member_by_id --
+SELECT id, email, role, disabled_at FROM team_members WHERE id = %(id)s;

@@ -10,7 +10,6 @@ from shared.settings import CommonSettings, Reader, Secret
 DEFAULT_PORT = 8003
 
 
-
 @dataclass(frozen=True)
 class PanelSettings:
     common: CommonSettings

@@ -1,0 +1,101 @@
+"""Fixtures shared by every test package: valid settings and real service processes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+from cryptography.fernet import Fernet
+
+from shared.embedded_pg import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Distinctive values, so a test can search every log line for them.
+SECRETS = {
+    "SWEEP_TOKEN": "sweep-secret-3c0f9a7d41b2e6",
+    "SERVICE_TOKEN": "service-secret-9d2b7e1a06f4c8",
+    "JWT_SECRET": "jwt-secret-0123456789abcdef0123456789abcdef",
+    "BOT_TOKEN_KEY": Fernet.generate_key().decode(),
+    "SUBGATE_WEBHOOK_SECRET": "subgate-secret-5e8a1f0c3b7d92",
+    "WAYFORPAY_MERCHANT_ACCOUNT": "test_merchant",
+    "WAYFORPAY_SECRET_KEY": "wayforpay-secret-7a3e9c1d5b",
+    "STRIPE_WEBHOOK_SECRET": "whsec_4f1c9e7a2d8b3e6f0a5c1d9e",
+}
+
+
+def service_env(database_url: str, **overrides: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PORT", "DATABASE_URL"))}
+    env.update(SECRETS)
+    env["DATABASE_URL"] = database_url
+    env["LOG_LEVEL"] = "INFO"
+    env.update(overrides)
+    return env
+
+
+@dataclass
+class ServiceProcess:
+    name: str
+    proc: subprocess.Popen[bytes]
+    url: str
+    log_path: Path
+
+    def output(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def signal(self, sig: signal.Signals) -> None:
+        self.proc.send_signal(sig)
+
+    def wait(self, timeout: float) -> int:
+        return self.proc.wait(timeout=timeout)
+
+
+def wait_healthy(url: str, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"process exited with {proc.returncode} before it was healthy")
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.05)
+    raise TimeoutError(f"{url} not healthy after {timeout} s")
+
+
+@pytest.fixture
+def start_service(tmp_path: Path) -> Iterator[object]:
+    """Start `python -m <module>` as a real process on a free port; stopped after the test."""
+    started: list[ServiceProcess] = []
+
+    def start(module: str, *args: str, env: dict[str, str], wait: bool = True) -> ServiceProcess:
+        port = free_port()
+        log_path = tmp_path / f"{module.replace('.', '_')}-{port}.log"
+        with log_path.open("wb") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", module, *args],
+                env={**env, "PORT": str(port)},
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=ROOT,
+            )
+        service = ServiceProcess(module, proc, f"http://127.0.0.1:{port}", log_path)
+        started.append(service)
+        if wait:
+            wait_healthy(service.url, proc)
+        return service
+
+    yield start
+    for service in started:
+        if service.proc.poll() is None:
+            service.proc.kill()
+            service.proc.wait()

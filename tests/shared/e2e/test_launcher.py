@@ -1,0 +1,149 @@
+"""`make run`'s launcher as a real process: everything up, then SIGTERM stops everything."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+
+from shared.embedded_pg import free_port
+from shared.launcher import CHILDREN
+from tests.conftest import ROOT
+
+
+def launcher_env(data_dir: Path, ports: dict[str, int]) -> dict[str, str]:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in {"DATABASE_URL", "PORT"} and not key.endswith("_TOKEN")
+    }
+    env["GATEHOUSE_DATA_DIR"] = str(data_dir)
+    env["LOG_LEVEL"] = "INFO"
+    for child in CHILDREN:
+        env[child.port_variable] = str(ports[child.name])
+    return env
+
+
+def start_launcher(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "shared.launcher"],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+            start_new_session=True,
+        )
+
+
+def wait_all_ready(ports: dict[str, int], proc: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 120
+    waiting = dict(ports)
+    while waiting and time.monotonic() < deadline:
+        assert proc.poll() is None, log.read_text()
+        for name, port in list(waiting.items()):
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
+                    del waiting[name]
+            except httpx.TransportError:
+                pass
+        time.sleep(0.2)
+    assert not waiting, f"not ready: {waiting}\n{log.read_text()}"
+    # The banner comes after the health checks.
+    while "Gatehouse is running" not in log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def postmaster_pid(data_dir: Path) -> int:
+    return int((data_dir / "pg" / "postmaster.pid").read_text().splitlines()[0])
+
+
+def gone(pids: list[int], timeout: float) -> list[int]:
+    deadline = time.monotonic() + timeout
+    alive = pids
+    while alive and time.monotonic() < deadline:
+        alive = [
+            pid
+            for pid in alive
+            if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        ]
+        time.sleep(0.1)
+    return alive
+
+
+@pytest.fixture
+def ports() -> dict[str, int]:
+    return {child.name: free_port() for child in CHILDREN}
+
+
+def test_launcher__sigterm_stops_every_child_and_postgres(
+    tmp_path: Path, ports: dict[str, int]
+) -> None:
+    data_dir = tmp_path / "data"
+    log = tmp_path / "launcher.log"
+    proc = start_launcher(launcher_env(data_dir, ports), log)
+    try:
+        wait_all_ready(ports, proc, log)
+        output = log.read_text()
+        for port in ports.values():
+            assert f"http://127.0.0.1:{port}" in output
+        assert "owner@example.com" in output
+        children = [p.pid for p in psutil.Process(proc.pid).children(recursive=True)]
+        assert len(children) >= len(CHILDREN)
+        pg_pid = postmaster_pid(data_dir)
+
+        started = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0
+        elapsed = time.monotonic() - started
+        assert gone([*children, pg_pid], timeout=2) == []
+        assert elapsed < 10, f"stopping took {elapsed:.1f} s"
+        for port in ports.values():
+            with pytest.raises(httpx.TransportError):
+                httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_launcher__killed_launcher_leaves_postgres_the_next_one_reuses(
+    tmp_path: Path, ports: dict[str, int]
+) -> None:
+    data_dir = tmp_path / "data"
+    log = tmp_path / "launcher.log"
+    env = launcher_env(data_dir, ports)
+    first = start_launcher(env, log)
+    second: subprocess.Popen[bytes] | None = None
+    try:
+        wait_all_ready(ports, first, log)
+        children = [p.pid for p in psutil.Process(first.pid).children(recursive=True)]
+        pg_pid = postmaster_pid(data_dir)
+        secrets_before = (data_dir / "dev-secrets.json").read_text()
+
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=10)
+        # The services follow their launcher; the database is left running.
+        assert gone(children, timeout=15) == []
+        assert psutil.pid_exists(pg_pid)
+
+        second = start_launcher(env, log)
+        wait_all_ready(ports, second, log)
+        assert "reusing PostgreSQL already running" in log.read_text()
+        assert postmaster_pid(data_dir) == pg_pid
+        assert (data_dir / "dev-secrets.json").read_text() == secrets_before
+        assert "database already has data; not seeding" in log.read_text()
+
+        second.send_signal(signal.SIGINT)
+        assert second.wait(timeout=20) == 0
+        assert gone([pg_pid], timeout=2) == []
+    finally:
+        for proc in (first, second):
+            if proc is not None and proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)

@@ -1,0 +1,126 @@
+"""Errors over real HTTP: problem+json for every 4xx and 5xx, never a traceback."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import msgspec
+import pytest
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from shared.errors import json_body
+from shared.settings import CommonSettings, Reader
+from shared.testing import serve_in_thread
+from shared.web import create_service_app
+
+
+class Greeting(msgspec.Struct, forbid_unknown_fields=True):
+    name: str
+    times: int
+
+
+async def greet(request: Request) -> Response:
+    body = await json_body(request, Greeting, limit=256)
+    return JSONResponse({"hello": body.name * body.times})
+
+
+async def fail(request: Request) -> Response:
+    raise RuntimeError("secret internal detail")
+
+
+@pytest.fixture
+def base_url(database_url: str) -> Iterator[str]:
+    settings = CommonSettings.read(Reader({"DATABASE_URL": database_url}), "problems", 1)
+    app = create_service_app(
+        settings,
+        [Route("/greet", greet, methods=["POST"]), Route("/fail", fail, methods=["GET"])],
+        body_limit=4096,
+    )
+    with serve_in_thread(app) as url:
+        yield url
+
+
+def assert_problem(response: httpx.Response, status: int, slug: str) -> dict[str, object]:
+    assert response.status_code == status
+    assert response.headers["content-type"] == "application/problem+json"
+    body = response.json()
+    assert body["type"] == f"/problems/{slug}"
+    assert body["status"] == status
+    assert body["title"]
+    assert body["detail"]
+    assert "Traceback" not in response.text
+    return dict(body)
+
+
+def test_unknown_route__404(base_url: str) -> None:
+    assert_problem(httpx.get(f"{base_url}/nowhere"), 404, "not-found")
+
+
+def test_wrong_method__405(base_url: str) -> None:
+    assert_problem(httpx.delete(f"{base_url}/healthz"), 405, "method-not-allowed")
+
+
+def test_malformed_json__400(base_url: str) -> None:
+    response = httpx.post(f"{base_url}/greet", content=b"{not json")
+    assert_problem(response, 400, "malformed-json")
+
+
+@pytest.mark.parametrize(
+    ("payload", "names"),
+    [
+        ({"name": "a"}, "`times`"),
+        ({"name": "a", "times": "2"}, "$.times"),
+        ({"name": 5, "times": 2}, "$.name"),
+        ({"name": "a", "times": 2, "extra": True}, "`extra`"),
+        ([1, 2], "got `array`"),
+    ],
+)
+def test_wrong_shape__422_names_the_field(base_url: str, payload: object, names: str) -> None:
+    body = assert_problem(httpx.post(f"{base_url}/greet", json=payload), 422, "invalid-body")
+    assert names in str(body["detail"])
+
+
+def test_valid_body__200(base_url: str) -> None:
+    response = httpx.post(f"{base_url}/greet", json={"name": "ab", "times": 2})
+    assert response.json() == {"hello": "abab"}
+
+
+def test_route_body_limit__413(base_url: str) -> None:
+    response = httpx.post(f"{base_url}/greet", json={"name": "x" * 300, "times": 1})
+    assert_problem(response, 413, "body-too-large")
+
+
+def test_app_body_limit__413_declared_and_streamed(base_url: str) -> None:
+    assert_problem(httpx.post(f"{base_url}/greet", content=b"x" * 5000), 413, "body-too-large")
+
+    def chunks() -> Iterator[bytes]:
+        for _ in range(10):
+            yield b"y" * 1000
+
+    streamed = httpx.post(f"{base_url}/greet", content=chunks())
+    assert_problem(streamed, 413, "body-too-large")
+
+
+def test_unexpected_error__500_without_details(base_url: str) -> None:
+    response = httpx.get(f"{base_url}/fail")
+    assert_problem(response, 500, "internal-error")
+    assert "secret internal detail" not in response.text
+    assert "RuntimeError" not in response.text
+
+
+def test_request_id__echoed_or_generated(base_url: str) -> None:
+    given = httpx.get(f"{base_url}/healthz", headers={"X-Request-Id": "abc-123"})
+    assert given.headers["x-request-id"] == "abc-123"
+    made = httpx.get(f"{base_url}/healthz", headers={"X-Request-Id": "bad id\twith space"})
+    assert made.headers["x-request-id"] != "bad id\twith space"
+    assert len(made.headers["x-request-id"]) == 32
+
+
+def test_metrics__prometheus_text_with_request_counts(base_url: str) -> None:
+    httpx.get(f"{base_url}/nowhere")
+    text = httpx.get(f"{base_url}/metrics").text
+    assert "# TYPE http_requests_total counter" in text
+    assert 'http_requests_total{method="GET",route="unmatched",status="404"}' in text

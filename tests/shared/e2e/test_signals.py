@@ -1,0 +1,87 @@
+"""Every service drains on SIGTERM, SIGINT and SIGHUP, once, and exits 0."""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+
+from tests.conftest import ServiceProcess, service_env
+
+
+@pytest.mark.parametrize(
+    ("module", "args"),
+    [
+        ("billing", ()),
+        ("botedge", ("--role", "api")),
+        ("botedge", ("--role", "worker")),
+        ("panel_api", ()),
+        ("botedge.simtelegram", ()),
+        ("billing.simtrongrid", ()),
+    ],
+)
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_service__drains_on_signal_and_exits_zero(
+    start_service: Callable[..., ServiceProcess],
+    database_url: str,
+    module: str,
+    args: tuple[str, ...],
+    sig: signal.Signals,
+) -> None:
+    service = start_service(module, *args, env=service_env(database_url))
+    service.signal(sig)
+    assert service.wait(timeout=15) == 0
+    output = service.output()
+    assert f"{sig.name} received; draining" in output
+    assert "Traceback" not in output
+
+
+def test_service__second_signal_does_not_start_a_second_shutdown(
+    start_service: Callable[..., ServiceProcess], database_url: str
+) -> None:
+    service = start_service("billing", env=service_env(database_url))
+    service.signal(signal.SIGINT)
+    service.signal(signal.SIGINT)
+    service.signal(signal.SIGTERM)
+    assert service.wait(timeout=15) == 0
+    output = service.output()
+    assert output.count("received; draining") == 1
+    assert output.count("billing stopped") == 1
+
+
+def test_service__finishes_in_flight_request_before_exiting(
+    start_service: Callable[..., ServiceProcess], database_url: str
+) -> None:
+    service = start_service("tests.shared.e2e.slow_app", env=service_env(database_url))
+    with ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(httpx.get, f"{service.url}/slow?seconds=1.5", timeout=10)
+        time.sleep(0.4)
+        service.signal(signal.SIGTERM)
+        response = pending.result(timeout=10)
+    assert response.status_code == 200
+    assert response.json() == {"finished": True}
+    assert service.wait(timeout=15) == 0
+    # New connections are refused once draining began.
+    with pytest.raises(httpx.TransportError):
+        httpx.get(f"{service.url}/healthz", timeout=2)
+
+
+def test_service__in_flight_request_cut_at_the_shutdown_deadline(
+    start_service: Callable[..., ServiceProcess], database_url: str
+) -> None:
+    env = service_env(database_url, SHUTDOWN_TIMEOUT="1")
+    service = start_service("tests.shared.e2e.slow_app", env=env)
+    with ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(httpx.get, f"{service.url}/slow?seconds=30", timeout=40)
+        time.sleep(0.4)
+        started = time.monotonic()
+        service.signal(signal.SIGTERM)
+        assert service.wait(timeout=15) == 0
+        elapsed = time.monotonic() - started
+        with pytest.raises(httpx.HTTPError):
+            pending.result(timeout=10).raise_for_status()
+    assert elapsed < 10, f"drain took {elapsed:.1f} s with a 1 s deadline"
