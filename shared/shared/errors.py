@@ -12,6 +12,8 @@ from http import HTTPStatus
 from typing import Any, TypeVar
 
 import msgspec
+import psycopg
+import psycopg_pool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
@@ -95,6 +97,18 @@ async def _on_http_exception(request: Request, exc: Exception) -> Response:
     )
 
 
+async def _on_database_unavailable(request: Request, exc: Exception) -> Response:
+    log.warning("database unavailable on %s %s: %s", request.method, request.url.path, exc)
+    return problem_response(
+        Problem(
+            503,
+            "unavailable",
+            "the database is unavailable; retry shortly",
+            headers={"Retry-After": "5"},
+        )
+    )
+
+
 async def _on_unexpected(request: Request, exc: Exception) -> Response:
     log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
     return problem_response(Problem(500, detail="internal error; it has been logged"))
@@ -104,6 +118,8 @@ def exception_handlers() -> dict[Any, Any]:
     return {
         Problem: _on_problem,
         HTTPException: _on_http_exception,
+        psycopg.OperationalError: _on_database_unavailable,
+        psycopg_pool.PoolTimeout: _on_database_unavailable,
         Exception: _on_unexpected,
     }
 

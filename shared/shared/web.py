@@ -27,7 +27,7 @@ from shared import migrate
 from shared.db import Pool, create_pool
 from shared.errors import BodyLimitMiddleware, Problem, exception_handlers
 from shared.logging import request_id
-from shared.settings import CommonSettings
+from shared.settings import CommonSettings, Secret
 
 log = logging.getLogger("shared.web")
 access_log = logging.getLogger("access")
@@ -133,6 +133,30 @@ def create_plain_app(routes: Sequence[BaseRoute], *, body_limit: int = 1024 * 10
             Middleware(BodyLimitMiddleware, limit=body_limit),
         ],
     )
+
+
+def bearer_token(request: Request) -> str:
+    """The token of `Authorization: Bearer <token>`, or 401."""
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Problem(
+            401,
+            "missing-credentials",
+            "send Authorization: Bearer <token>",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    return token.strip()
+
+
+def require_bearer(request: Request, secret: Secret) -> None:
+    """401 unless the bearer token equals `secret` (compared in constant time)."""
+    if not secret.matches(bearer_token(request)):
+        raise Problem(
+            401,
+            "bad-credentials",
+            "the bearer token is wrong",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
 
 
 async def healthz(request: Request) -> Response:

@@ -1,12 +1,163 @@
-"""Billing's HTTP app: routes are added by the payments and sweep modules."""
+"""Billing's HTTP app: payment webhooks, the sweep and the internal invoice endpoint."""
 
 from __future__ import annotations
 
+import datetime as dt
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+import msgspec
+from prometheus_client import Counter, Histogram
 from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
+from billing import money, store
 from billing.settings import BillingSettings
-from shared.web import create_service_app
+from billing.transitions import Status
+from billing.webhooks import Stripe, Subgate, Verifier, WayForPay
+from shared.errors import Problem, json_body, read_body
+from shared.web import Runtime, create_service_app, require_bearer, runtime
+
+log = logging.getLogger("billing.app")
+
+Clock = Callable[[], dt.datetime]
+WEBHOOK_BODY_LIMIT = 64 * 1024
+SWEEP_TIME_BUDGET = 20.0
+
+DELIVERIES = Counter(
+    "billing_webhook_deliveries_total",
+    "Authentic payment deliveries by what came of them",
+    ["gateway", "outcome"],
+)
+REJECTED = Counter(
+    "billing_webhook_rejected_total", "Deliveries refused with a 4xx", ["gateway", "reason"]
+)
+SWEEP_TRANSITIONS = Counter(
+    "billing_sweep_transitions_total", "Membership moves made by the sweep", ["to"]
+)
+SWEEP_RUNS = Counter("billing_sweep_runs_total", "Sweep calls", ["more"])
+SWEEP_DURATION = Histogram("billing_sweep_duration_seconds", "Time one sweep call took")
 
 
-def create_app(settings: BillingSettings) -> Starlette:
-    return create_service_app(settings.common, routes=[])
+def utc_now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def build_verifiers(settings: BillingSettings) -> dict[str, Verifier]:
+    verifiers: dict[str, Verifier] = {}
+    if settings.subgate_webhook_secret is not None:
+        verifiers["subgate"] = Subgate(settings.subgate_webhook_secret)
+    if settings.wayforpay_secret_key is not None and settings.wayforpay_merchant_account:
+        verifiers["wayforpay"] = WayForPay(
+            settings.wayforpay_merchant_account, settings.wayforpay_secret_key
+        )
+    if settings.stripe_webhook_secrets:
+        verifiers["stripe"] = Stripe(settings.stripe_webhook_secrets)
+    return verifiers
+
+
+class InvoiceRequest(msgspec.Struct, forbid_unknown_fields=True):
+    telegram_user_id: int
+    channel_id: int
+    gateway: str
+
+
+def create_app(settings: BillingSettings, *, clock: Clock = utc_now) -> Starlette:
+    verifiers = build_verifiers(settings)
+
+    @asynccontextmanager
+    async def resources(state: Runtime) -> AsyncIterator[None]:
+        state.extra["clock"] = clock
+        yield
+
+    async def payment_webhook(request: Request) -> Response:
+        gateway = request.path_params["gateway"]
+        verifier = verifiers.get(gateway)
+        if verifier is None:
+            raise Problem(404, "unknown-gateway", f"no payment gateway {gateway!r} is enabled")
+        body = await read_body(request, WEBHOOK_BODY_LIMIT)
+        now = clock()
+        try:
+            delivery = verifier.verify(request.headers, body, now)
+        except Problem as problem:
+            REJECTED.labels(gateway, problem.slug).inc()
+            raise
+        async with runtime(request).pool.connection() as conn:
+            outcome = await store.record_delivery(conn, delivery, now)
+        DELIVERIES.labels(gateway, outcome.outcome).inc()
+        return JSONResponse(verifier.acknowledge(delivery, outcome.as_json(), now))
+
+    async def sweep(request: Request) -> Response:
+        require_bearer(request, settings.sweep_token)
+        started = time.monotonic()
+        now = clock()
+        counts = {Status.GRACE: 0, Status.EXPIRED: 0}
+        examined = 0
+        async with runtime(request).pool.connection() as conn:
+            due = await store.due_memberships(conn, now, settings.sweep_batch + 1)
+            more = len(due) > settings.sweep_batch
+            for keys in due[: settings.sweep_batch]:
+                if time.monotonic() - started > SWEEP_TIME_BUDGET:
+                    more = True
+                    break
+                examined += 1
+                moved = await store.sweep_membership(conn, keys, now)
+                if moved is not None:
+                    counts[moved] += 1
+                    SWEEP_TRANSITIONS.labels(moved.value).inc()
+            invoices = await store.expire_open_invoices(conn, now, settings.sweep_batch)
+        SWEEP_RUNS.labels(str(more).lower()).inc()
+        SWEEP_DURATION.observe(time.monotonic() - started)
+        return JSONResponse(
+            {
+                "examined": examined,
+                "to_grace": counts[Status.GRACE],
+                "to_expired": counts[Status.EXPIRED],
+                "invoices_expired": invoices,
+                "more": more,
+            }
+        )
+
+    async def create_invoice(request: Request) -> Response:
+        require_bearer(request, settings.service_token)
+        body = await json_body(request, InvoiceRequest, limit=4096)
+        if body.gateway not in verifiers:
+            raise Problem(422, "unknown-gateway", f"gateway {body.gateway!r} is not enabled")
+        if body.telegram_user_id <= 0:
+            raise Problem(422, "invalid-values", "telegram_user_id must be positive")
+        if not 0 < body.channel_id < 2**31:
+            raise Problem(404, "unknown-channel", "no such channel")
+        async with runtime(request).pool.connection() as conn:
+            invoice = await store.create_invoice(
+                conn, body.telegram_user_id, body.channel_id, body.gateway, clock()
+            )
+        if invoice is None:
+            raise Problem(404, "unknown-channel", "no paid channel with a default plan by that id")
+        amount = money.minor_to_text(invoice.amount_minor, invoice.currency)
+        pay_url = settings.pay_urls[body.gateway].format(
+            order_reference=invoice.order_reference, amount=amount, currency=invoice.currency
+        )
+        return JSONResponse(
+            {
+                "order_reference": invoice.order_reference,
+                "amount": amount,
+                "currency": invoice.currency,
+                "gateway": body.gateway,
+                "pay_url": pay_url,
+            },
+            status_code=201,
+        )
+
+    return create_service_app(
+        settings.common,
+        routes=[
+            Route("/v1/webhooks/payments/{gateway}", payment_webhook, methods=["POST"]),
+            Route("/v1/sweep", sweep, methods=["POST"]),
+            Route("/internal/invoices", create_invoice, methods=["POST"]),
+        ],
+        extra_lifespan=resources,
+    )

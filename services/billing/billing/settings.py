@@ -17,6 +17,23 @@ def _stripe_secrets(value: str) -> str | None:
     return None
 
 
+PAY_URL_DEFAULTS = {
+    "subgate": "https://pay.subgate.example/checkout/{order_reference}",
+    "wayforpay": "https://secure.wayforpay.com/pay?orderReference={order_reference}",
+    "stripe": "https://checkout.stripe.com/c/pay/{order_reference}",
+}
+
+
+def _pay_url_problem(value: str) -> str | None:
+    try:
+        value.format(order_reference="ref", amount="1.00", currency="USD")
+    except (KeyError, IndexError, ValueError):
+        return "may use only {order_reference}, {amount} and {currency}"
+    if not value.startswith(("https://", "http://")):
+        return "must be an http(s) URL template"
+    return None
+
+
 @dataclass(frozen=True)
 class BillingSettings:
     common: CommonSettings
@@ -29,6 +46,17 @@ class BillingSettings:
     wayforpay_merchant_account: str | None
     wayforpay_secret_key: Secret | None
     stripe_webhook_secrets: tuple[Secret, ...]
+    pay_urls: dict[str, str]
+    sweep_batch: int
+
+    @property
+    def enabled_gateways(self) -> tuple[str, ...]:
+        enabled = {
+            "subgate": self.subgate_webhook_secret is not None,
+            "wayforpay": self.wayforpay_secret_key is not None,
+            "stripe": bool(self.stripe_webhook_secrets),
+        }
+        return tuple(name for name, on in enabled.items() if on)
 
     @property
     def secrets(self) -> list[Secret | None]:
@@ -63,7 +91,20 @@ def read(r: Reader) -> BillingSettings:
         stripe_webhook_secrets=tuple(
             Secret(part.strip()) for part in (stripe.reveal().split(",") if stripe else [])
         ),
+        pay_urls={
+            gateway: _checked(r, f"{gateway.upper()}_PAY_URL", default)
+            for gateway, default in PAY_URL_DEFAULTS.items()
+        },
+        sweep_batch=r.integer("SWEEP_BATCH", 500, minimum=1, maximum=100_000),
     )
+
+
+def _checked(r: Reader, name: str, default: str) -> str:
+    value = r.text(name, default)
+    problem = _pay_url_problem(value)
+    if problem is not None:
+        raise SettingsError(name, problem)
+    return value
 
 
 def load(env: Mapping[str, str]) -> BillingSettings:

@@ -16,7 +16,7 @@ from starlette.responses import JSONResponse, Response
 from panel_api import sqlq
 from shared.errors import Problem, json_body
 from shared.settings import Secret
-from shared.web import runtime
+from shared.web import bearer_token, runtime
 
 ACCESS_TOKEN_TTL = dt.timedelta(hours=1)
 ISSUER = "gatehouse-panel"
@@ -62,19 +62,6 @@ def verify_token(secret: Secret, token: str) -> dict[str, Any]:
     except jwt.InvalidTokenError:
         raise Problem(401, "invalid-token", "the access token is not valid") from None
     return claims
-
-
-def bearer_token(request: Request) -> str:
-    header = request.headers.get("authorization", "")
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        raise Problem(
-            401,
-            "missing-credentials",
-            "send Authorization: Bearer <token>",
-            headers={"WWW-Authenticate": "Bearer"},
-        )
-    return token.strip()
 
 
 async def login(request: Request) -> Response:

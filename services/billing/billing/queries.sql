@@ -1,0 +1,115 @@
+-- upsert_person --
+-- Whoever meets a person first creates the row; later callers get the same id.
+INSERT INTO people (telegram_user_id) VALUES (%(telegram_user_id)s)
+ON CONFLICT (telegram_user_id) DO UPDATE SET updated_at = people.updated_at
+RETURNING id;
+
+-- default_plan --
+-- The plan an invoice for a paid channel is priced from.
+SELECT p.id, p.price_minor, p.currency, p.period_days, p.grace_days
+  FROM plans p
+  JOIN channels c ON c.id = p.channel_id
+ WHERE p.channel_id = %(channel_id)s AND c.is_paid AND p.is_default AND p.active;
+
+-- insert_invoice --
+INSERT INTO invoices (order_reference, person_id, channel_id, plan_id, amount_minor, currency,
+                      period_days, grace_days, gateway, created_at, expires_at)
+VALUES (%(order_reference)s, %(person_id)s, %(channel_id)s, %(plan_id)s, %(amount_minor)s,
+        %(currency)s, %(period_days)s, %(grace_days)s, %(gateway)s, %(now)s,
+        %(now)s + interval '24 hours')
+RETURNING id;
+
+-- invoice_by_reference --
+SELECT id, person_id, channel_id, amount_minor, currency, period_days, grace_days, status,
+       gateway
+  FROM invoices
+ WHERE order_reference = %(order_reference)s;
+
+-- lock_membership --
+-- Every payment and sweep decision for one membership runs under this lock, so they apply in
+-- one order and the history records that order. The two-int4 form is reserved for it.
+SELECT pg_advisory_xact_lock(%(person_id)s::int4, %(channel_id)s::int4);
+
+-- insert_payment --
+-- The redelivery guard: a second insert of the same key does nothing and returns no row.
+INSERT INTO payments (gateway, external_payment_id, invoice_id, person_id, channel_id,
+                      amount_minor, currency, paid_at, applied, flag)
+VALUES (%(gateway)s, %(external_payment_id)s, %(invoice_id)s, %(person_id)s, %(channel_id)s,
+        %(amount_minor)s, %(currency)s, %(paid_at)s, %(applied)s, %(flag)s)
+ON CONFLICT (gateway, external_payment_id) DO NOTHING
+RETURNING id;
+
+-- payment_by_key --
+SELECT p.id, p.invoice_id, p.amount_minor, p.currency, p.applied, i.order_reference
+  FROM payments p
+  JOIN invoices i ON i.id = p.invoice_id
+ WHERE p.gateway = %(gateway)s AND p.external_payment_id = %(external_payment_id)s;
+
+-- membership --
+SELECT status, expires_at, grace_days
+  FROM memberships
+ WHERE person_id = %(person_id)s AND channel_id = %(channel_id)s;
+
+-- upsert_membership --
+INSERT INTO memberships (person_id, channel_id, status, expires_at, grace_days, next_check_at,
+                         updated_at)
+VALUES (%(person_id)s, %(channel_id)s, %(status)s, %(expires_at)s, %(grace_days)s,
+        %(next_check_at)s, %(now)s)
+ON CONFLICT (person_id, channel_id) DO UPDATE
+   SET status = excluded.status,
+       expires_at = excluded.expires_at,
+       grace_days = excluded.grace_days,
+       next_check_at = excluded.next_check_at,
+       updated_at = excluded.updated_at;
+
+-- move_membership --
+-- Compare-and-set on the status read under the lock: a move decided on a stale read
+-- changes nothing (and writes no event, see the caller).
+UPDATE memberships
+   SET status = %(to_status)s, next_check_at = %(next_check_at)s, updated_at = %(now)s
+ WHERE person_id = %(person_id)s AND channel_id = %(channel_id)s
+   AND status = %(from_status)s AND expires_at = %(expires_at)s;
+
+-- insert_membership_event --
+INSERT INTO membership_events (person_id, channel_id, from_status, to_status, old_expires_at,
+                               new_expires_at, cause, payment_id, paid_at, period_days, at)
+VALUES (%(person_id)s, %(channel_id)s, %(from_status)s, %(to_status)s, %(old_expires_at)s,
+        %(new_expires_at)s, %(cause)s, %(payment_id)s, %(paid_at)s, %(period_days)s, %(now)s)
+RETURNING id;
+
+-- insert_access_event --
+-- Written in the same transaction as the membership change: botedge sees both or neither.
+INSERT INTO access_events (kind, person_id, channel_id, membership_event_id, expires_at,
+                           created_at, available_at)
+VALUES (%(kind)s, %(person_id)s, %(channel_id)s, %(membership_event_id)s, %(expires_at)s,
+        %(now)s, %(now)s);
+
+-- mark_invoice_paid --
+UPDATE invoices
+   SET status = 'paid', paid_at = coalesce(paid_at, %(paid_at)s)
+ WHERE id = %(invoice_id)s;
+
+-- insert_gateway_event --
+INSERT INTO gateway_events (gateway, event_type, order_reference, external_payment_id, outcome,
+                            payment_id, detail, payload, received_at)
+VALUES (%(gateway)s, %(event_type)s, %(order_reference)s, %(external_payment_id)s, %(outcome)s,
+        %(payment_id)s, %(detail)s, %(payload)s, %(now)s);
+
+-- due_memberships --
+-- Through memberships_due: only rows with a decision ahead, oldest first, a bounded batch.
+SELECT person_id, channel_id
+  FROM memberships
+ WHERE next_check_at IS NOT NULL AND next_check_at < %(now)s
+ ORDER BY next_check_at
+ LIMIT %(limit)s;
+
+-- expire_open_invoices --
+-- Invoices nobody paid within 24 hours; a late payment for one is still applied.
+WITH stale AS (
+    SELECT id FROM invoices
+     WHERE status = 'open' AND expires_at < %(now)s
+     ORDER BY expires_at
+     LIMIT %(limit)s
+     FOR UPDATE SKIP LOCKED
+)
+UPDATE invoices i SET status = 'expired' FROM stale WHERE i.id = stale.id;

@@ -1,0 +1,7 @@
+"""Billing's named SQL, parsed once."""
+
+from __future__ import annotations
+
+from shared import sqlfile
+
+Q = sqlfile.load("billing")

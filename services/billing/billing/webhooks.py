@@ -1,0 +1,374 @@
+"""Payment gateway verifiers: one per signature scheme, each checking the raw body first.
+
+A verifier turns (headers, raw body, now) into a `Delivery`, or raises `Problem` with a 4xx
+that retrying cannot fix (malformed, bad signature, stale). It never touches the database.
+After the delivery is recorded, `acknowledge` builds the body the gateway expects.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import hmac
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from enum import StrEnum
+from typing import Any, Protocol
+
+from billing import money
+from shared.errors import Problem
+from shared.settings import Secret
+
+TOLERANCE_SECONDS = 300
+
+
+class Kind(StrEnum):
+    PAYMENT = "payment"
+    """Money received: goes through the exactly-once path."""
+    NOT_SUCCESS = "not_success"
+    """An authentic status that is not a payment (declined, pending, ...)."""
+    IGNORED = "ignored"
+    """An authentic event type we do not act on."""
+
+
+@dataclass(frozen=True)
+class Delivery:
+    gateway: str
+    kind: Kind
+    event_type: str
+    payload: dict[str, Any]
+    order_reference: str | None = None
+    external_payment_id: str | None = None
+    amount_minor: Decimal | None = None
+    currency: str | None = None
+    paid_at: dt.datetime | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Verifier(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    def verify(self, headers: Mapping[str, str], body: bytes, now: dt.datetime) -> Delivery: ...
+
+    def acknowledge(self, delivery: Delivery, outcome: dict[str, Any], now: dt.datetime) -> Any:
+        """The JSON the gateway expects back, given what came of the delivery."""
+        ...
+
+
+def _bad_signature(detail: str = "signature does not match") -> Problem:
+    return Problem(401, "bad-signature", detail)
+
+
+def _stale(detail: str) -> Problem:
+    return Problem(401, "stale-timestamp", detail)
+
+
+def _invalid(detail: str) -> Problem:
+    return Problem(422, "invalid-body", detail)
+
+
+def _json_object(body: bytes, **parse: Any) -> dict[str, Any]:
+    if b"\\u0000" in body:
+        # PostgreSQL's jsonb cannot hold NUL, and no gateway sends one.
+        raise Problem(400, "malformed-json", "body contains a NUL character escape")
+    try:
+        value = json.loads(body, **parse)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
+        raise Problem(400, "malformed-json", f"body is not valid JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise _invalid("body must be a JSON object")
+    return value
+
+
+def _text(payload: Mapping[str, Any], key: str, *, allow_empty: bool = False) -> str:
+    if key not in payload:
+        raise _invalid(f"missing field `{key}`")
+    value = payload[key]
+    if not isinstance(value, str):
+        raise _invalid(f"field `{key}` must be a string")
+    if not allow_empty and not value:
+        raise _invalid(f"field `{key}` must not be empty")
+    return value
+
+
+def _currency(value: str, key: str = "currency") -> str:
+    code = value.upper()
+    if not money.is_currency(code):
+        raise _invalid(f"field `{key}` is not an ISO 4217 currency: {value!r}")
+    return code
+
+
+def _minor(amount_text: str, currency: str, key: str = "amount") -> Decimal:
+    try:
+        return money.to_minor(money.parse_major(amount_text), currency)
+    except money.AmountError as error:
+        raise _invalid(f"field `{key}`: {error}") from None
+
+
+def _hex_hmac(key: Secret, message: str, digest: str) -> str:
+    return hmac.new(key.reveal().encode(), message.encode(), digest).hexdigest()
+
+
+# -- subgate --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Subgate:
+    """Our own scheme: every business field and a timestamp, HMAC-SHA256 signed."""
+
+    secret: Secret
+    name: str = "subgate"
+
+    FIELDS = ("orderReference", "externalPaymentId", "amount", "currency", "timestamp")
+
+    def verify(self, headers: Mapping[str, str], body: bytes, now: dt.datetime) -> Delivery:
+        payload = _json_object(body)
+        order = _text(payload, "orderReference")
+        external = _text(payload, "externalPaymentId")
+        amount = _text(payload, "amount")
+        currency_text = _text(payload, "currency")
+        signature = _text(payload, "signature")
+        timestamp = payload.get("timestamp")
+        if isinstance(timestamp, bool) or not isinstance(timestamp, int):
+            raise _invalid("field `timestamp` must be whole unix seconds")
+        message = f"{order};{external};{amount};{currency_text};{timestamp}"
+        expected = _hex_hmac(self.secret, message, "sha256")
+        if not hmac.compare_digest(expected, signature.lower()):
+            raise _bad_signature()
+        skew = abs(now.timestamp() - timestamp)
+        if skew > TOLERANCE_SECONDS:
+            raise _stale(f"timestamp is {skew:.0f} s from now; at most {TOLERANCE_SECONDS} s")
+        currency = _currency(currency_text)
+        return Delivery(
+            gateway=self.name,
+            kind=Kind.PAYMENT,
+            event_type="payment",
+            payload=payload,
+            order_reference=order,
+            external_payment_id=external,
+            amount_minor=_minor(amount, currency),
+            currency=currency,
+            paid_at=dt.datetime.fromtimestamp(timestamp, dt.UTC),
+        )
+
+    def acknowledge(self, delivery: Delivery, outcome: dict[str, Any], now: dt.datetime) -> Any:
+        return outcome
+
+    @staticmethod
+    def sign(secret: str, payload: Mapping[str, Any]) -> str:
+        message = ";".join(str(payload[key]) for key in Subgate.FIELDS)
+        return hmac.new(secret.encode(), message.encode(), "sha256").hexdigest()
+
+
+# -- WayForPay ------------------------------------------------------------------------------
+
+
+WAYFORPAY_SIGNED = (
+    "merchantAccount",
+    "orderReference",
+    "amount",
+    "currency",
+    "authCode",
+    "cardPan",
+    "transactionStatus",
+    "reasonCode",
+)
+
+
+def wayforpay_signature(key: str, values: list[str]) -> str:
+    """hex HMAC-MD5 over the values joined with `;` (WayForPay's merchantSignature)."""
+    return hmac.new(key.encode(), ";".join(values).encode(), hashlib.md5).hexdigest()
+
+
+@dataclass(frozen=True)
+class WayForPay:
+    """WayForPay's serviceUrl callback; answered with its own signed `accept`."""
+
+    merchant_account: str
+    secret: Secret
+    name: str = "wayforpay"
+
+    def verify(self, headers: Mapping[str, str], body: bytes, now: dt.datetime) -> Delivery:
+        # Numbers are kept as the text they were written as: the signature covers that text.
+        as_text = _json_object(body, parse_float=str, parse_int=str)
+        payload = _json_object(body)
+        values: list[str] = []
+        for key in WAYFORPAY_SIGNED:
+            value = as_text.get(key, "")
+            if value is None:
+                value = ""
+            if not isinstance(value, str):
+                raise _invalid(f"field `{key}` must be a string or a number")
+            values.append(value)
+        signature = as_text.get("merchantSignature")
+        if not isinstance(signature, str) or not signature:
+            raise _invalid("missing field `merchantSignature`")
+        expected = wayforpay_signature(self.secret.reveal(), values)
+        if not hmac.compare_digest(expected, signature.lower()):
+            raise _bad_signature()
+        merchant, order, amount, currency_text, _, _, status, _ = values
+        if not hmac.compare_digest(merchant.encode(), self.merchant_account.encode()):
+            raise _bad_signature("merchantAccount is not ours")
+        if not order:
+            raise _invalid("missing field `orderReference`")
+        if status != "Approved":
+            return Delivery(
+                gateway=self.name,
+                kind=Kind.NOT_SUCCESS,
+                event_type=status or "unknown",
+                payload=payload,
+                order_reference=order,
+            )
+        currency = _currency(currency_text)
+        return Delivery(
+            gateway=self.name,
+            kind=Kind.PAYMENT,
+            event_type=status,
+            payload=payload,
+            order_reference=order,
+            external_payment_id=order,
+            amount_minor=_minor(amount, currency),
+            currency=currency,
+            # Nothing in the callback is a signed payment time: the time of receipt is.
+            paid_at=now,
+        )
+
+    def acknowledge(self, delivery: Delivery, outcome: dict[str, Any], now: dt.datetime) -> Any:
+        order = delivery.order_reference or ""
+        stamp = int(now.timestamp())
+        return {
+            "orderReference": order,
+            "status": "accept",
+            "time": stamp,
+            "signature": wayforpay_signature(self.secret.reveal(), [order, "accept", str(stamp)]),
+        }
+
+
+# -- Stripe ---------------------------------------------------------------------------------
+
+
+def stripe_signature(secret: str, timestamp: int, body: bytes) -> str:
+    signed = str(timestamp).encode() + b"." + body
+    return hmac.new(secret.encode(), signed, hashlib.sha256).hexdigest()
+
+
+@dataclass(frozen=True)
+class Stripe:
+    """Stripe's `Stripe-Signature: t=...,v1=...` over `{t}.{raw body}`, any secret, any v1."""
+
+    secrets: tuple[Secret, ...]
+    name: str = "stripe"
+
+    def verify(self, headers: Mapping[str, str], body: bytes, now: dt.datetime) -> Delivery:
+        header = headers.get("stripe-signature")
+        if not header:
+            raise _bad_signature("missing Stripe-Signature header")
+        timestamp: int | None = None
+        candidates: list[str] = []
+        for item in header.split(","):
+            key, _, value = item.strip().partition("=")
+            if key == "t" and timestamp is None:
+                try:
+                    timestamp = int(value)
+                except ValueError:
+                    raise _bad_signature("Stripe-Signature has no valid timestamp") from None
+            elif key == "v1" and value:
+                candidates.append(value.lower())
+        if timestamp is None or not candidates:
+            raise _bad_signature("Stripe-Signature needs t= and at least one v1=")
+        matched = False
+        for secret in self.secrets:
+            expected = stripe_signature(secret.reveal(), timestamp, body)
+            for candidate in candidates:
+                # Every comparison runs: no early exit that would time the secrets.
+                matched |= hmac.compare_digest(expected, candidate)
+        if not matched:
+            raise _bad_signature()
+        skew = abs(now.timestamp() - timestamp)
+        if skew > TOLERANCE_SECONDS:
+            raise _stale(f"signature timestamp is {skew:.0f} s from now")
+        event = _json_object(body)
+        event_type = _text(event, "type")
+        created = event.get("created")
+        if isinstance(created, bool) or not isinstance(created, int):
+            raise _invalid("field `created` must be whole unix seconds")
+        data = event.get("data")
+        obj = data.get("object") if isinstance(data, dict) else None
+        if not isinstance(obj, dict):
+            raise _invalid("missing field `data.object`")
+        paid_at = dt.datetime.fromtimestamp(created, dt.UTC)
+        if event_type == "checkout.session.completed":
+            return self._checkout(event, obj, paid_at)
+        if event_type == "payment_intent.succeeded":
+            return self._payment_intent(event, obj, paid_at)
+        return Delivery(gateway=self.name, kind=Kind.IGNORED, event_type=event_type, payload=event)
+
+    def _checkout(
+        self, event: dict[str, Any], session: dict[str, Any], paid_at: dt.datetime
+    ) -> Delivery:
+        order = session.get("client_reference_id")
+        if session.get("payment_status") not in ("paid", "no_payment_required"):
+            return Delivery(
+                gateway=self.name,
+                kind=Kind.NOT_SUCCESS,
+                event_type=f"checkout.session.completed:{session.get('payment_status')}",
+                payload=event,
+                order_reference=order if isinstance(order, str) else None,
+            )
+        if not isinstance(order, str) or not order:
+            raise _invalid("missing field `data.object.client_reference_id`")
+        intent = session.get("payment_intent")
+        if isinstance(intent, dict):
+            intent = intent.get("id")
+        if not isinstance(intent, str) or not intent:
+            raise _invalid("missing field `data.object.payment_intent`")
+        return self._payment(event, order, intent, session, "amount_total", paid_at)
+
+    def _payment_intent(
+        self, event: dict[str, Any], intent: dict[str, Any], paid_at: dt.datetime
+    ) -> Delivery:
+        metadata = intent.get("metadata")
+        order = metadata.get("order_reference") if isinstance(metadata, dict) else None
+        if not isinstance(order, str) or not order:
+            raise _invalid("missing field `data.object.metadata.order_reference`")
+        intent_id = _text(intent, "id")
+        key = "amount_received" if "amount_received" in intent else "amount"
+        return self._payment(event, order, intent_id, intent, key, paid_at)
+
+    def _payment(
+        self,
+        event: dict[str, Any],
+        order: str,
+        intent_id: str,
+        obj: dict[str, Any],
+        amount_key: str,
+        paid_at: dt.datetime,
+    ) -> Delivery:
+        amount = obj.get(amount_key)
+        if isinstance(amount, bool) or not isinstance(amount, int) or amount < 0:
+            raise _invalid(f"field `data.object.{amount_key}` must be whole minor units")
+        currency = _currency(_text(obj, "currency"), "data.object.currency")
+        return Delivery(
+            gateway=self.name,
+            kind=Kind.PAYMENT,
+            event_type=str(event["type"]),
+            payload=event,
+            order_reference=order,
+            # Both events of one payment carry the PaymentIntent id: they count once.
+            external_payment_id=intent_id,
+            amount_minor=Decimal(amount),
+            currency=currency,
+            paid_at=paid_at,
+        )
+
+    def acknowledge(self, delivery: Delivery, outcome: dict[str, Any], now: dt.datetime) -> Any:
+        return outcome
+
+    @staticmethod
+    def header(secret: str, body: bytes, timestamp: int | None = None) -> str:
+        stamp = int(time.time()) if timestamp is None else timestamp
+        return f"t={stamp},v1={stripe_signature(secret, stamp, body)}"

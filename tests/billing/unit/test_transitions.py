@@ -1,0 +1,135 @@
+"""The pure membership transition: properties checked with hypothesis."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from billing.transitions import Extension, Status, extend, next_check_at, next_status, replay
+
+UTC = dt.UTC
+RANK = {Status.ACTIVE: 0, Status.GRACE: 1, Status.EXPIRED: 2}
+
+moments = st.datetimes(
+    min_value=dt.datetime(2020, 1, 1), max_value=dt.datetime(2040, 1, 1), timezones=st.just(UTC)
+)
+statuses = st.sampled_from(list(Status))
+graces = st.integers(min_value=0, max_value=60)
+
+
+def oracle(status: Status, expires_at: dt.datetime, now: dt.datetime, grace: int) -> Status:
+    """Brute force: walk the statuses and keep the last one the clock has reached."""
+    reached = Status.ACTIVE
+    if now > expires_at:
+        reached = Status.GRACE
+    if now > expires_at + dt.timedelta(days=grace):
+        reached = Status.EXPIRED
+    return max(status, reached, key=RANK.__getitem__)
+
+
+@given(statuses, moments, moments, graces)
+def test_next_status__never_moves_backward(
+    status: Status, expires_at: dt.datetime, now: dt.datetime, grace: int
+) -> None:
+    assert RANK[next_status(status, expires_at, now, grace)] >= RANK[status]
+
+
+@given(statuses, moments, moments, graces)
+def test_next_status__idempotent(
+    status: Status, expires_at: dt.datetime, now: dt.datetime, grace: int
+) -> None:
+    once = next_status(status, expires_at, now, grace)
+    assert next_status(once, expires_at, now, grace) == once
+
+
+@given(statuses, moments, moments, graces)
+def test_next_status__matches_the_oracle(
+    status: Status, expires_at: dt.datetime, now: dt.datetime, grace: int
+) -> None:
+    assert next_status(status, expires_at, now, grace) == oracle(status, expires_at, now, grace)
+
+
+@given(statuses, moments, moments, graces)
+def test_next_status__depends_only_on_its_arguments(
+    status: Status, expires_at: dt.datetime, now: dt.datetime, grace: int
+) -> None:
+    results = {next_status(status.value, expires_at, now, grace) for _ in range(3)}
+    # Same instant written in another zone: same answer.
+    shifted = now.astimezone(dt.timezone(dt.timedelta(hours=5)))
+    results.add(next_status(status, expires_at, shifted, grace))
+    assert len(results) == 1
+
+
+@given(statuses, moments, moments, graces, st.integers(min_value=0, max_value=400))
+def test_next_status__monotone_in_time(
+    status: Status, expires_at: dt.datetime, now: dt.datetime, grace: int, later_days: int
+) -> None:
+    later = now + dt.timedelta(days=later_days)
+    assert (
+        RANK[next_status(status, expires_at, later, grace)]
+        >= RANK[next_status(status, expires_at, now, grace)]
+    )
+
+
+def test_next_status__edges() -> None:
+    t = dt.datetime(2026, 1, 1, tzinfo=UTC)
+    second = dt.timedelta(seconds=1)
+    assert next_status("active", t, t, 3) is Status.ACTIVE
+    assert next_status("active", t, t + second, 3) is Status.GRACE
+    assert next_status("active", t, t + dt.timedelta(days=3), 3) is Status.GRACE
+    assert next_status("active", t, t + dt.timedelta(days=3) + second, 3) is Status.EXPIRED
+    # Zero grace goes straight to expired.
+    assert next_status("active", t, t + second, 0) is Status.EXPIRED
+    # Expired is terminal for the sweep.
+    assert next_status("expired", t, t - dt.timedelta(days=9), 3) is Status.EXPIRED
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("active", dt.datetime(2026, 1, 1), dt.datetime.now(UTC), 1), "expires_at"),
+        (("active", dt.datetime.now(UTC), dt.datetime(2026, 1, 1), 1), "now"),
+        (("paused", dt.datetime.now(UTC), dt.datetime.now(UTC), 1), "unknown"),
+        (("active", dt.datetime.now(UTC), dt.datetime.now(UTC), -1), "grace_days"),
+        (("active", dt.datetime.now(UTC), dt.datetime.now(UTC), True), "grace_days"),
+    ],
+)
+def test_next_status__rejects_bad_arguments(args: tuple[object, ...], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        next_status(*args)  # type: ignore[arg-type]
+
+
+@given(st.one_of(st.none(), moments), moments, st.integers(min_value=1, max_value=400))
+def test_extend__from_the_later_of_expiry_and_payment(
+    expires_at: dt.datetime | None, paid_at: dt.datetime, period: int
+) -> None:
+    result = extend(expires_at, paid_at, period)
+    start = paid_at if expires_at is None else max(expires_at, paid_at)
+    assert result == start + dt.timedelta(days=period)
+    assert result > paid_at
+
+
+@given(moments, st.lists(st.tuples(moments, st.integers(1, 90)), min_size=1, max_size=8))
+def test_replay__equals_applying_one_by_one(
+    start: dt.datetime, payments: list[tuple[dt.datetime, int]]
+) -> None:
+    expected: dt.datetime | None = start
+    for paid_at, period in payments:
+        expected = extend(expected, paid_at, period)
+    assert replay([Extension(p, d) for p, d in payments], start) == expected
+
+
+def test_replay__same_paid_at_stacks_periods() -> None:
+    t = dt.datetime(2026, 5, 1, tzinfo=UTC)
+    old = t - dt.timedelta(days=40)
+    assert replay([Extension(t, 30)] * 5, old) == t + dt.timedelta(days=150)
+
+
+def test_next_check_at__per_status() -> None:
+    t = dt.datetime(2026, 5, 1, tzinfo=UTC)
+    assert next_check_at(Status.ACTIVE, t, 3) == t
+    assert next_check_at(Status.GRACE, t, 3) == t + dt.timedelta(days=3)
+    assert next_check_at(Status.EXPIRED, t, 3) is None
