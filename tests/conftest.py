@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import httpx
 import pytest
@@ -18,6 +20,7 @@ from cryptography.fernet import Fernet
 from shared.embedded_pg import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
+T = TypeVar("T")
 
 # Distinctive values, so a test can search every log line for them.
 SECRETS = {
@@ -99,3 +102,18 @@ def start_service(tmp_path: Path) -> Iterator[object]:
         if service.proc.poll() is None:
             service.proc.kill()
             service.proc.wait()
+
+
+async def gather_limited(calls: list[Awaitable[T]], limit: int = 48) -> list[T]:
+    """Run awaitables with at most `limit` in flight, results in order.
+
+    httpx's connection pool slows down quadratically with thousands of queued requests, so the
+    tests bound concurrency themselves instead of queueing everything on the client.
+    """
+    gate = asyncio.Semaphore(limit)
+
+    async def one(call: Awaitable[T]) -> T:
+        async with gate:
+            return await call
+
+    return list(await asyncio.gather(*(one(call) for call in calls)))

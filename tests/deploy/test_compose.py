@@ -12,6 +12,7 @@ import httpx
 import pytest
 import yaml
 
+from billing import sweeper
 from billing.settings import read as read_billing
 from botedge.settings import read as read_botedge
 from panel_api.settings import read as read_panel
@@ -32,7 +33,9 @@ def variables_read(command: list[str]) -> set[str]:
     env = {**SECRETS, "DATABASE_URL": "postgresql://u:p@h/db"}
     module = command[2]
     reader = Reader(env)
-    if module == "billing":
+    if module == "billing" and "sweep" in command:
+        sweeper.read(reader)
+    elif module == "billing":
         read_billing(reader)
     elif module == "botedge":
         read_botedge(reader, command[command.index("--role") + 1])
@@ -57,7 +60,7 @@ def test_compose__every_command_is_a_real_entry_point(compose: dict[str, Any]) -
 
 
 def test_compose__every_variable_set_is_one_the_settings_read(compose: dict[str, Any]) -> None:
-    for name in (*APP_SERVICES, "migrate"):
+    for name in (*APP_SERVICES, "migrate", "sweep"):
         service = compose["services"][name]
         read = variables_read(service["command"])
         set_here = set(service["environment"])

@@ -12,7 +12,7 @@ import pytest
 
 from tests.billing.e2e import gateways
 from tests.billing.e2e.gateways import Request
-from tests.conftest import ServiceProcess
+from tests.conftest import ServiceProcess, gather_limited
 
 
 def rows(database_url: str, sql: str, *args: Any) -> list[tuple[Any, ...]]:
@@ -22,7 +22,7 @@ def rows(database_url: str, sql: str, *args: Any) -> list[tuple[Any, ...]]:
 
 async def send_all(base: str, requests: list[Request]) -> list[httpx.Response]:
     async with httpx.AsyncClient(timeout=30, limits=httpx.Limits(max_connections=64)) as client:
-        return list(await asyncio.gather(*(r.send_async(client, base) for r in requests)))
+        return await gather_limited([r.send_async(client, base) for r in requests])
 
 
 def invoice(billing: ServiceProcess, database_url: str, gateway: str, user: int = 1001) -> str:

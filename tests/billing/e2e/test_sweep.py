@@ -1,0 +1,225 @@
+"""The sweep alone, and racing payments: real concurrent requests, real locks."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import time
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+
+from billing.transitions import Extension, replay
+from tests.billing.e2e import gateways
+from tests.billing.e2e.gateways import Request
+from tests.conftest import ServiceProcess, gather_limited, service_env
+
+UTC = dt.UTC
+
+
+def query(database_url: str, sql: str, *args: Any) -> list[tuple[Any, ...]]:
+    with psycopg.connect(database_url) as conn:
+        return conn.execute(sql, args).fetchall()  # type: ignore[arg-type]
+
+
+def sweep(client: httpx.Client, base: str) -> dict[str, Any]:
+    response = client.post(f"{base}/v1/sweep", headers=gateways.sweep_request())
+    assert response.status_code == 200, response.text
+    return dict(response.json())
+
+
+def history_is_consistent(
+    database_url: str, person: int, channel: int, start: dt.datetime
+) -> dt.datetime:
+    """Each event continues from the one before; returns the replayed expires_at."""
+    events = query(
+        database_url,
+        "SELECT cause, old_expires_at, new_expires_at, paid_at, period_days, from_status,"
+        " to_status FROM membership_events WHERE person_id = %s AND channel_id = %s ORDER BY id",
+        person,
+        channel,
+    )
+    expires = start
+    payments: list[Extension] = []
+    for cause, old, new, paid_at, period, _, to_status in events:
+        assert old == expires
+        if cause == "payment":
+            payments.append(Extension(paid_at, period))
+            assert to_status == "active"
+        else:
+            assert new == old
+        expires = new
+    assert replay(payments, start) == expires
+    final = query(
+        database_url,
+        "SELECT expires_at FROM memberships WHERE person_id = %s AND channel_id = %s",
+        person,
+        channel,
+    )
+    assert final == [(expires,)]
+    return expires
+
+
+def test_sweep__active_to_grace_to_expired_with_access_events(
+    billing: ServiceProcess, database_url: str
+) -> None:
+    channel = gateways.add_paid_channel(database_url, grace_days=3)
+    now = dt.datetime.now(UTC)
+    gateways.set_membership(database_url, 1, channel, now - dt.timedelta(days=1))
+    gateways.set_membership(database_url, 2, channel, now - dt.timedelta(days=5))
+    gateways.set_membership(database_url, 3, channel, now + dt.timedelta(days=5))
+    gateways.set_membership(database_url, 4, channel, now - dt.timedelta(hours=1), grace_days=0)
+    with httpx.Client() as client:
+        first = sweep(client, billing.url)
+        second = sweep(client, billing.url)
+    assert first == {
+        "examined": 3,
+        "to_grace": 1,
+        "to_expired": 2,
+        "invoices_expired": 0,
+        "more": False,
+    }
+    # The one in grace is due again only when its grace ends.
+    assert second["examined"] == 0
+    statuses = query(
+        database_url,
+        "SELECT p.telegram_user_id, m.status FROM memberships m JOIN people p ON p.id = m.person_id"
+        " ORDER BY 1",
+    )
+    assert statuses == [(1, "grace"), (2, "expired"), (3, "active"), (4, "expired")]
+    kinds = query(
+        database_url,
+        "SELECT p.telegram_user_id, a.kind FROM access_events a JOIN people p"
+        " ON p.id = a.person_id ORDER BY 1",
+    )
+    assert kinds == [(1, "reminder"), (2, "revoke"), (4, "revoke")]
+
+
+def test_sweep__batches_and_says_more(start_service: Any, database_url: str) -> None:
+    billing = start_service("billing", env=service_env(database_url, SWEEP_BATCH="4"))
+    channel = gateways.add_paid_channel(database_url)
+    past = dt.datetime.now(UTC) - dt.timedelta(days=10)
+    for user in range(10):
+        gateways.set_membership(database_url, 100 + user, channel, past)
+    with httpx.Client() as client:
+        results = [sweep(client, billing.url) for _ in range(3)]
+    assert [(r["examined"], r["more"]) for r in results] == [(4, True), (4, True), (2, False)]
+    assert sum(r["to_expired"] for r in results) == 10
+
+
+@pytest.mark.parametrize("token", [None, "wrong-sweep-token-000"])
+def test_sweep__needs_the_token(billing: ServiceProcess, token: str | None) -> None:
+    headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+    response = httpx.post(f"{billing.url}/v1/sweep", headers=headers)
+    assert response.status_code == 401
+    assert response.headers["content-type"] == "application/problem+json"
+
+
+def test_sweep__expires_open_invoices_after_24_hours(
+    billing: ServiceProcess, database_url: str
+) -> None:
+    channel = gateways.add_paid_channel(database_url)
+    with httpx.Client() as client:
+        old = gateways.create_invoice(client, billing.url, 1, channel, "subgate")
+        gateways.create_invoice(client, billing.url, 2, channel, "subgate")
+        query(
+            database_url,
+            "UPDATE invoices SET expires_at = now() - interval '1 minute'"
+            " WHERE order_reference = %s RETURNING id",
+            old["order_reference"],
+        )
+        assert sweep(client, billing.url)["invoices_expired"] == 1
+        # A late payment is still money received: applied.
+        late = gateways.subgate(old["order_reference"], "late", "12.50").send(client, billing.url)
+    assert late.json()["applied"] is True
+    assert query(database_url, "SELECT status FROM invoices ORDER BY id") == [("paid",), ("open",)]
+
+
+async def race(base: str, requests: list[Request], sweeps: int) -> list[httpx.Response]:
+    async with httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=64)) as client:
+        calls = [r.send_async(client, base) for r in requests]
+        calls += [
+            client.post(f"{base}/v1/sweep", headers=gateways.sweep_request()) for _ in range(sweeps)
+        ]
+        return await gather_limited(calls)
+
+
+@pytest.mark.parametrize("shared_paid_at", [True, False])
+def test_five_payments_race_five_sweeps__always_active_and_replayable(
+    billing: ServiceProcess, database_url: str, shared_paid_at: bool
+) -> None:
+    period = 30
+    channel = gateways.add_paid_channel(database_url, period_days=period, grace_days=3)
+    repetitions = 50 if shared_paid_at else 20
+    swept_first = 0
+    with httpx.Client() as client:
+        for rep in range(repetitions):
+            user = 10_000 + rep
+            old = dt.datetime.now(UTC).replace(microsecond=0) - dt.timedelta(days=8)
+            person = gateways.set_membership(database_url, user, channel, old)
+            orders = [
+                gateways.create_invoice(client, billing.url, user, channel, "subgate")
+                for _ in range(5)
+            ]
+            t = int(time.time())
+            requests = [
+                gateways.subgate(
+                    o["order_reference"],
+                    f"rep{rep}-pay{i}",
+                    "12.50",
+                    ts=t if shared_paid_at else t - 60 * i,
+                )
+                for i, o in enumerate(orders)
+            ]
+            responses = asyncio.run(race(billing.url, requests, sweeps=5))
+            assert all(r.status_code == 200 for r in responses), [r.text for r in responses]
+            status, expires = query(
+                database_url,
+                "SELECT status, expires_at FROM memberships WHERE person_id = %s",
+                person,
+            )[0]
+            assert status == "active"
+            assert history_is_consistent(database_url, person, channel, old) == expires
+            swept_first += bool(
+                query(
+                    database_url,
+                    "SELECT 1 FROM membership_events WHERE person_id = %s AND cause = 'sweep'",
+                    person,
+                )
+            )
+            if shared_paid_at:
+                paid_at = dt.datetime.fromtimestamp(t, UTC)
+                assert expires == max(old, paid_at) + dt.timedelta(days=5 * period)
+    print(f"sweep moved the membership before a payment in {swept_first}/{repetitions} runs")
+
+
+def test_two_hundred_memberships_twenty_deliveries_each_three_sweeps(
+    billing: ServiceProcess, database_url: str
+) -> None:
+    channel = gateways.add_paid_channel(database_url, period_days=30, grace_days=2)
+    old = dt.datetime.now(UTC).replace(microsecond=0) - dt.timedelta(days=4)
+    people: dict[int, int] = {}
+    requests: list[Request] = []
+    with httpx.Client() as client:
+        for n in range(200):
+            user = 50_000 + n
+            people[user] = gateways.set_membership(database_url, user, channel, old, grace_days=2)
+            order = gateways.create_invoice(client, billing.url, user, channel, "subgate")
+            requests.append(gateways.subgate(order["order_reference"], f"bulk-{n}", "12.50"))
+    deliveries = [r for r in requests for _ in range(20)]
+    responses = asyncio.run(race(billing.url, deliveries, sweeps=3))
+    assert all(r.status_code == 200 for r in responses)
+    assert query(database_url, "SELECT count(*) FROM payments") == [(200,)]
+    per_membership = query(
+        database_url,
+        "SELECT count(*) FROM membership_events WHERE cause = 'payment'"
+        " GROUP BY person_id, channel_id",
+    )
+    assert per_membership == [(1,)] * 200
+    assert query(database_url, "SELECT DISTINCT status FROM memberships") == [("active",)]
+    for person in people.values():
+        history_is_consistent(database_url, person, channel, old)
+    outcomes = dict(query(database_url, "SELECT outcome, count(*) FROM gateway_events GROUP BY 1"))
+    assert outcomes == {"applied": 200, "duplicate": 3800}

@@ -1,0 +1,71 @@
+"""`python -m billing sweep`, the cron stand-in, as a real process against real billing."""
+
+from __future__ import annotations
+
+import datetime as dt
+import signal
+import subprocess
+import sys
+import time
+
+import psycopg
+
+from tests.billing.e2e import gateways
+from tests.conftest import ROOT, ServiceProcess, service_env
+
+
+def test_sweep_command__works_through_the_backlog_in_bounded_calls(
+    start_service: object, database_url: str
+) -> None:
+    billing: ServiceProcess = start_service(  # type: ignore[operator]
+        "billing", env=service_env(database_url, SWEEP_BATCH="3")
+    )
+    channel = gateways.add_paid_channel(database_url)
+    past = dt.datetime.now(dt.UTC) - dt.timedelta(days=30)
+    for user in range(7):
+        gateways.set_membership(database_url, 300 + user, channel, past)
+    result = subprocess.run(
+        [sys.executable, "-m", "billing", "sweep"],
+        env=service_env(database_url, BILLING_URL=billing.url),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "7 examined, 0 to grace, 7 to expired in 3 calls" in result.stderr
+    with psycopg.connect(database_url) as conn:
+        assert conn.execute("SELECT DISTINCT status FROM memberships").fetchall() == [("expired",)]
+
+
+def test_sweep_command__fails_loudly_when_billing_is_unreachable(database_url: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "billing", "sweep"],
+        env=service_env(database_url, BILLING_URL="http://127.0.0.1:9"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert result.returncode == 1
+    assert "sweep failed" in result.stderr
+
+
+def test_sweep_every__repeats_and_stops_on_sigterm(
+    start_service: object, database_url: str
+) -> None:
+    billing: ServiceProcess = start_service(  # type: ignore[operator]
+        "billing", env=service_env(database_url)
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "billing", "sweep", "--every", "0.2"],
+        env=service_env(database_url, BILLING_URL=billing.url),
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    time.sleep(1.5)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=10)
+    assert proc.returncode == 0
+    assert err.count("swept:") >= 3
