@@ -18,3 +18,14 @@ SELECT id, email, role, password_hash, disabled_at FROM team_members WHERE email
 
 -- member_by_id --
 SELECT id, email, role, disabled_at FROM team_members WHERE id = %(id)s;
+
+-- insert_demo_channel --
+-- A paid channel with its default plan, so the demo can sell something.
+WITH channel AS (
+    INSERT INTO channels (telegram_chat_id, title, username, is_paid)
+    VALUES (-1001234567890, 'Demo paid channel', 'gatehouse_demo', true)
+    ON CONFLICT (telegram_chat_id) DO NOTHING
+    RETURNING id
+)
+INSERT INTO plans (channel_id, name, price_minor, currency, period_days, grace_days, is_default)
+SELECT id, 'Monthly', 500, 'USD', 30, 3, true FROM channel;

@@ -1,4 +1,4 @@
-"""Demo data for an empty database: the workspace and its owner's login."""
+"""Demo data for an empty database: the workspace, its owner's login, a paid channel."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ def seed(database_url: str, owner_email: str, owner_password: str) -> bool:
         if conn.execute(sqlq.Q["any_team_member"]).fetchone() is not None:
             return False
         conn.execute(sqlq.Q["insert_workspace"], {"name": "Demo workspace"})
+        conn.execute(sqlq.Q["insert_demo_channel"])
         conn.execute(
             sqlq.Q["insert_owner"],
             {"email": owner_email.lower(), "password_hash": hash_password(owner_password)},

@@ -1,0 +1,250 @@
+"""Webhook deliveries per second through billing, beside pgbench running the same transaction.
+
+    make bench-webhooks            # or: python loadtest/bench_webhooks.py --seconds 20
+
+Starts a throwaway embedded PostgreSQL (or uses BENCH_DATABASE_URL, a role that may create a
+database), migrates a fresh database, starts billing as its own process on loopback, and:
+
+1. sends distinct signed `subgate` payments from 32 concurrent clients for --seconds, and prints
+   deliveries per second with p50/p99 latency;
+2. runs pgbench with 32 clients for the same time on a script that makes the same writes in one
+   transaction (lock, payment, membership, history, access event, invoice, gateway event);
+3. prints the ratio of the two.
+
+The ratio is the price of HTTP, JSON, signature checking and Python on top of the SQL. Both
+sides share this machine's cores with the load generator, and the report says what machine it was.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from billing.webhooks import Subgate  # noqa: E402
+from shared import migrate  # noqa: E402
+from shared.embedded_pg import POSTGRES_BIN_PATH, free_port  # noqa: E402
+from shared.testing import start_embedded, with_database  # noqa: E402
+
+SECRET = "bench-subgate-secret-000000000000"  # noqa: S105 - a throwaway benchmark key
+CLIENTS = 32
+
+PGBENCH_SCRIPT = r"""
+\set inv random(1, :ninvoices)
+\set ext random(1, 2000000000)
+BEGIN;
+SELECT id AS invoice_id, person_id, channel_id, amount_minor FROM invoices WHERE id = :inv \gset
+SELECT pg_advisory_xact_lock(:person_id::int4, :channel_id::int4);
+SELECT id, status FROM invoices WHERE id = :invoice_id;
+INSERT INTO payments (gateway, external_payment_id, invoice_id, person_id, channel_id,
+    amount_minor, currency, paid_at, applied)
+  VALUES ('pgbench', :client_id || '-' || :ext, :invoice_id, :person_id, :channel_id,
+    :amount_minor, 'USD', now(), true)
+  ON CONFLICT (gateway, external_payment_id) DO NOTHING RETURNING id AS payment_id \gset
+SELECT status, expires_at, grace_days FROM memberships
+  WHERE person_id = :person_id AND channel_id = :channel_id;
+INSERT INTO memberships (person_id, channel_id, status, expires_at, grace_days, next_check_at,
+    updated_at)
+  VALUES (:person_id, :channel_id, 'active', now() + interval '30 days', 3,
+    now() + interval '30 days', now())
+  ON CONFLICT (person_id, channel_id) DO UPDATE
+    SET status = 'active',
+        expires_at = greatest(memberships.expires_at, now()) + interval '30 days',
+        next_check_at = greatest(memberships.expires_at, now()) + interval '30 days',
+        updated_at = now();
+INSERT INTO membership_events (person_id, channel_id, from_status, to_status, old_expires_at,
+    new_expires_at, cause, payment_id, paid_at, period_days, at)
+  VALUES (:person_id, :channel_id, 'active', 'active', now(), now() + interval '30 days',
+    'payment', :payment_id, now(), 30, now()) RETURNING id AS event_id \gset
+INSERT INTO access_events (kind, person_id, channel_id, membership_event_id, expires_at,
+    created_at, available_at)
+  VALUES ('grant', :person_id, :channel_id, :event_id, now(), now(), now());
+UPDATE invoices SET status = 'paid', paid_at = coalesce(paid_at, now()) WHERE id = :invoice_id;
+INSERT INTO gateway_events (gateway, event_type, outcome, payment_id, payload, received_at)
+  VALUES ('pgbench', 'payment', 'applied', :payment_id, '{}', now());
+END;
+"""
+
+
+def setup(url: str, invoices: int) -> list[str]:
+    """One paid channel, `invoices` people each with an open invoice; their references."""
+    with psycopg.connect(url) as conn:
+        channel = conn.execute(
+            "INSERT INTO channels (telegram_chat_id, title, is_paid)"
+            " VALUES (-100777, 'Bench', true) RETURNING id"
+        ).fetchone()[0]  # type: ignore[index]
+        plan = conn.execute(
+            "INSERT INTO plans (channel_id, price_minor, currency, period_days, grace_days,"
+            " is_default) VALUES (%s, 1250, 'USD', 30, 3, true) RETURNING id",
+            (channel,),
+        ).fetchone()[0]  # type: ignore[index]
+        conn.execute(
+            "INSERT INTO people (telegram_user_id) SELECT 900000 + g FROM generate_series(1, %s) g",
+            (invoices,),
+        )
+        conn.execute(
+            "INSERT INTO invoices (order_reference, person_id, channel_id, plan_id, amount_minor,"
+            " currency, period_days, grace_days, gateway, expires_at)"
+            " SELECT 'bench-' || p.id, p.id, %s, %s, 1250, 'USD', 30, 3, 'subgate',"
+            " now() + interval '1 day' FROM people p ORDER BY p.id",
+            (channel, plan),
+        )
+        return [r[0] for r in conn.execute("SELECT order_reference FROM invoices ORDER BY id")]
+
+
+def delivery(order: str, n: int) -> bytes:
+    payload: dict[str, Any] = {
+        "orderReference": order,
+        "externalPaymentId": f"bench-{n}",
+        "amount": "12.50",
+        "currency": "USD",
+        "timestamp": int(time.time()),
+    }
+    payload["signature"] = Subgate.sign(SECRET, payload)
+    return json.dumps(payload).encode()
+
+
+async def drive(base: str, orders: list[str], seconds: float) -> tuple[int, list[float], int]:
+    latencies: list[float] = []
+    errors = 0
+    counter = 0
+    deadline = time.perf_counter() + seconds
+    limits = httpx.Limits(max_connections=CLIENTS, max_keepalive_connections=CLIENTS)
+    async with httpx.AsyncClient(timeout=30, limits=limits) as client:
+
+        async def worker() -> None:
+            nonlocal counter, errors
+            while time.perf_counter() < deadline:
+                counter += 1
+                body = delivery(orders[counter % len(orders)], counter)
+                started = time.perf_counter()
+                response = await client.post(f"{base}/v1/webhooks/payments/subgate", content=body)
+                latencies.append(time.perf_counter() - started)
+                if response.status_code != 200:
+                    errors += 1
+
+        await asyncio.gather(*(worker() for _ in range(CLIENTS)))
+    return len(latencies), latencies, errors
+
+
+def pgbench(url: str, seconds: int, invoices: int) -> float:
+    with tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False) as script:
+        script.write(PGBENCH_SCRIPT)
+    os.chmod(script.name, 0o644)
+    result = subprocess.run(
+        [
+            str(POSTGRES_BIN_PATH / "pgbench"),
+            "-n",
+            "-c",
+            str(CLIENTS),
+            "-j",
+            "2",
+            "-T",
+            str(seconds),
+            "-D",
+            f"ninvoices={invoices}",
+            "-f",
+            script.name,
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    os.unlink(script.name)
+    if result.returncode != 0:
+        raise SystemExit(f"pgbench failed:\n{result.stderr}\n{result.stdout}")
+    match = re.search(r"tps = ([\d.]+)", result.stdout)
+    if match is None:
+        raise SystemExit(f"no tps in pgbench output:\n{result.stdout}")
+    return float(match.group(1))
+
+
+def percentile(values: list[float], q: float) -> float:
+    return statistics.quantiles(values, n=1000)[int(q * 1000) - 1] if len(values) > 1 else 0.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seconds", type=int, default=20)
+    parser.add_argument("--invoices", type=int, default=20_000)
+    args = parser.parse_args()
+
+    pg = None
+    admin = os.environ.get("BENCH_DATABASE_URL")
+    if not admin:
+        pg, admin = start_embedded(
+            {"max_connections": "200", "shared_buffers": "256MB", "synchronous_commit": "on"}
+        )
+    name = f"bench_{os.getpid()}"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    url = with_database(admin, name)
+    billing = None
+    try:
+        migrate.apply(url)
+        orders = setup(url, args.invoices)
+        port = free_port()
+        env = {
+            **os.environ,
+            "DATABASE_URL": url,
+            "PORT": str(port),
+            "LOG_LEVEL": "WARNING",
+            "SWEEP_TOKEN": "bench-sweep-token-0000",
+            "SERVICE_TOKEN": "bench-service-token-000",
+            "SUBGATE_WEBHOOK_SECRET": SECRET,
+            "DB_POOL_MAX": str(CLIENTS),
+        }
+        billing = subprocess.Popen([sys.executable, "-m", "billing"], env=env, cwd=ROOT)
+        base = f"http://127.0.0.1:{port}"
+        for _ in range(100):
+            try:
+                if httpx.get(f"{base}/readyz").status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        asyncio.run(drive(base, orders, 2))  # warm-up
+        count, latencies, errors = asyncio.run(drive(base, orders, args.seconds))
+        rate = count / args.seconds
+        tps = pgbench(url, args.seconds, args.invoices)
+        print(
+            f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+        )
+        print(f"billing webhooks, {CLIENTS} concurrent clients, {args.seconds} s:")
+        print(f"  {count} deliveries, {errors} errors, {rate:.0f} deliveries/s")
+        print(
+            f"  latency p50 {percentile(latencies, 0.5) * 1000:.1f} ms,"
+            f" p99 {percentile(latencies, 0.99) * 1000:.1f} ms"
+        )
+        print(f"pgbench, same transaction, {CLIENTS} clients, {args.seconds} s: {tps:.0f} tps")
+        print(f"ratio webhooks/pgbench: {rate / tps:.2f}")
+    finally:
+        if billing is not None:
+            billing.terminate()
+            billing.wait(timeout=15)
+        if pg is not None:
+            pg.destroy()
+            pg.data_dir.parent.rmdir()
+        else:
+            with psycopg.connect(admin, autocommit=True) as conn:
+                conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+if __name__ == "__main__":
+    main()
