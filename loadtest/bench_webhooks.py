@@ -223,9 +223,8 @@ def main() -> None:
         count, latencies, errors = asyncio.run(drive(base, orders, args.seconds))
         rate = count / args.seconds
         tps = pgbench(url, args.seconds, args.invoices)
-        print(
-            f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
-        )
+        machine = f"{platform.machine()}, {os.cpu_count()} cores"
+        print(f"machine: {machine}, Python {platform.python_version()}")
         print(f"billing webhooks, {CLIENTS} concurrent clients, {args.seconds} s:")
         print(f"  {count} deliveries, {errors} errors, {rate:.0f} deliveries/s")
         print(
