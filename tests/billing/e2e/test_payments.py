@@ -59,6 +59,14 @@ def test_ten_identical_deliveries_at_once__one_payment_one_extension(
         database_url, "SELECT outcome, count(*) FROM gateway_events GROUP BY 1 ORDER BY 1"
     )
     assert outcomes == [("applied", 1), ("duplicate", 9)]
+    metrics = httpx.get(f"{billing.url}/metrics").text
+    assert (
+        f'billing_webhook_deliveries_total{{gateway="{gateway}",outcome="applied"}} 1.0' in metrics
+    )
+    assert (
+        f'billing_webhook_deliveries_total{{gateway="{gateway}",outcome="duplicate"}} 9.0'
+        in metrics
+    )
     if gateway == "wayforpay":
         assert all(r.json()["status"] == "accept" for r in responses)
     else:

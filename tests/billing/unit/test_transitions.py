@@ -7,6 +7,7 @@ import datetime as dt
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from billing.transitions import Extension, Status, extend, next_check_at, next_status, replay
 
@@ -133,3 +134,48 @@ def test_next_check_at__per_status() -> None:
     assert next_check_at(Status.ACTIVE, t, 3) == t
     assert next_check_at(Status.GRACE, t, 3) == t + dt.timedelta(days=3)
     assert next_check_at(Status.EXPIRED, t, 3) is None
+
+
+class MembershipMachine(RuleBasedStateMachine):
+    """Payments and sweeps in any order, time only moving forward."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.now = dt.datetime(2026, 1, 1, tzinfo=UTC)
+        self.grace = 3
+        self.status: Status | None = None
+        self.expires_at: dt.datetime | None = None
+        self.start: dt.datetime | None = None
+        self.applied: list[Extension] = []
+
+    @rule(days=st.integers(min_value=0, max_value=40), hours=st.integers(0, 23))
+    def time_passes(self, days: int, hours: int) -> None:
+        self.now += dt.timedelta(days=days, hours=hours)
+
+    @rule(period=st.integers(min_value=1, max_value=60), back=st.integers(0, 3600))
+    def payment(self, period: int, back: int) -> None:
+        paid_at = self.now - dt.timedelta(seconds=back)
+        self.expires_at = extend(self.expires_at, paid_at, period)
+        self.applied.append(Extension(paid_at, period))
+        self.status = Status.ACTIVE
+
+    @precondition(lambda self: self.status is not None)
+    @rule()
+    def sweep(self) -> None:
+        assert self.status is not None and self.expires_at is not None
+        before = self.status
+        self.status = next_status(self.status, self.expires_at, self.now, self.grace)
+        assert RANK[self.status] >= RANK[before]
+
+    @invariant()
+    def history_replays_to_the_state(self) -> None:
+        assert replay(self.applied, self.start) == self.expires_at
+
+    @invariant()
+    def active_only_while_paid_up_or_not_yet_swept(self) -> None:
+        if self.status is Status.EXPIRED:
+            assert self.expires_at is not None
+            assert self.now > self.expires_at + dt.timedelta(days=self.grace)
+
+
+TestMembershipMachine = MembershipMachine.TestCase
