@@ -1,27 +1,118 @@
-"""`python -m botedge --role api|worker`: serve webhooks, or claim and handle updates."""
+"""`python -m botedge --role api|worker`: serve webhooks, or claim and handle updates.
+
+Also: `python -m botedge replay <inbox id>` puts a dead update back in line, and
+`python -m botedge add-bot --token ... [--mode polling|webhook]` registers a bot.
+"""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
+import sys
 
-from botedge.app import create_api_app, create_worker_app
-from botedge.settings import load
 from shared import lifecycle
 from shared import logging as jsonlog
-from shared.settings import exit_on_error
+from shared.settings import Reader, Secret, exit_on_error
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m botedge")
-    parser.add_argument("--role", choices=("api", "worker"), required=True)
-    args = parser.parse_args(argv)
-    settings = exit_on_error(lambda: load(os.environ, args.role))
-    jsonlog.configure(f"botedge-{args.role}", settings.common.log_level, settings.secrets)
-    app = create_api_app(settings) if args.role == "api" else create_worker_app(settings)
+def serve(role: str) -> None:
+    from botedge.app import create_api_app, create_worker_app
+    from botedge.settings import load
+
+    settings = exit_on_error(lambda: load(os.environ, role))
+    jsonlog.configure(f"botedge-{role}", settings.common.log_level, settings.secrets)
+    app = create_api_app(settings) if role == "api" else create_worker_app(settings)
     common = settings.common
     lifecycle.run(app, host=common.host, port=common.port, shutdown_timeout=common.shutdown_timeout)
 
 
+def replay(inbox_id: int) -> int:
+    from botedge import store
+    from shared.db import connect
+
+    database_url = exit_on_error(lambda: Reader(os.environ).database_url())
+    jsonlog.configure("botedge-replay", "INFO", [database_url])
+
+    async def run() -> int | None:
+        conn = await connect(database_url.reveal())
+        async with conn:
+            bot_id = await store.replay(conn, inbox_id)
+            await conn.commit()
+            if bot_id is not None:
+                await conn.execute("SELECT pg_notify('inbox', %s)", (str(bot_id),))
+                await conn.commit()
+            return bot_id
+
+    if asyncio.run(run()) is None:
+        print(f"no dead update with id {inbox_id}", file=sys.stderr)
+        return 1
+    print(f"update {inbox_id} is waiting again")
+    return 0
+
+
+def add_bot(token: str, mode: str) -> int:
+    import httpx
+
+    from botedge.app import register
+    from botedge.settings import load
+    from shared.db import create_pool
+    from shared.errors import Problem
+    from shared.secretbox import SecretBox
+    from shared.web import Runtime
+
+    settings = exit_on_error(lambda: load(os.environ, "api"))
+    jsonlog.configure("botedge-add-bot", "WARNING", [*settings.secrets, Secret(token)])
+
+    async def run() -> dict[str, object]:
+        pool = create_pool(settings.common)
+        await pool.open(wait=True, timeout=10)
+        try:
+            async with httpx.AsyncClient() as http:
+                from botedge.telegram import BotApi
+
+                state = Runtime(
+                    settings.common,
+                    pool,
+                    0,
+                    extra={"api": BotApi(http, settings.telegram_api_base)},
+                )
+                return await register(
+                    state, settings, SecretBox(settings.bot_token_key), token, mode
+                )
+        finally:
+            await pool.close()
+
+    try:
+        result = asyncio.run(run())
+    except Problem as problem:
+        print(f"could not add the bot: {problem.detail}", file=sys.stderr)
+        return 1
+    print(f"bot {result['id']} (@{result['username']}) added in {mode} mode")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m botedge")
+    parser.add_argument("--role", choices=("api", "worker"))
+    commands = parser.add_subparsers(dest="command")
+    replay_parser = commands.add_parser("replay", help="put a dead update back in line")
+    replay_parser.add_argument("inbox_id", type=int)
+    add_parser = commands.add_parser("add-bot", help="register a bot by its token")
+    add_parser.add_argument("--token", default=os.environ.get("BOT_TOKEN"))
+    add_parser.add_argument("--mode", choices=("polling", "webhook"), default="polling")
+    args = parser.parse_args(argv)
+    if args.command == "replay":
+        return replay(args.inbox_id)
+    if args.command == "add-bot":
+        if not args.token:
+            parser.error("--token (or BOT_TOKEN) is required")
+        return add_bot(args.token, args.mode)
+    if args.role is None:
+        parser.error("--role api|worker is required")
+    serve(args.role)
+    return 0
+
+
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

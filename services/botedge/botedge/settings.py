@@ -20,6 +20,13 @@ class BotedgeSettings:
     telegram_api_base: str
     public_base_url: str | None
     billing_url: str
+    worker_slots: int
+    lock_seconds: float
+    max_attempts: int
+    lease_seconds: float
+    poll_timeout: int
+    poll_interval: float
+    retry_base: float
 
     @property
     def secrets(self) -> list[Secret | None]:
@@ -36,6 +43,13 @@ def read(r: Reader, role: str) -> BotedgeSettings:
         telegram_api_base=r.url("TELEGRAM_API_BASE", "https://api.telegram.org"),
         public_base_url=r.optional_text("PUBLIC_BASE_URL"),
         billing_url=r.url("BILLING_URL", "http://127.0.0.1:8001"),
+        worker_slots=r.integer("WORKER_SLOTS", 32, minimum=1, maximum=1024),
+        lock_seconds=r.seconds("WORKER_LOCK_SECONDS", 60.0, minimum=1.0),
+        max_attempts=r.integer("WORKER_MAX_ATTEMPTS", 5, minimum=1, maximum=100),
+        lease_seconds=r.seconds("LEASE_SECONDS", 30.0, minimum=3.0),
+        poll_timeout=r.integer("TELEGRAM_POLL_TIMEOUT", 20, minimum=0, maximum=50),
+        poll_interval=r.seconds("WORKER_POLL_INTERVAL", 1.0, minimum=0.05),
+        retry_base=r.seconds("WORKER_RETRY_BASE", 1.0, minimum=0.01),
     )
 
 

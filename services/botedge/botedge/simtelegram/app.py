@@ -1,54 +1,590 @@
-"""The simulated Bot API: `/bot<token>/<method>` with Telegram's envelope and error bodies."""
+"""The simulated Bot API: `/bot<token>/<method>` in Telegram's shapes, plus `/_sim/...` control.
+
+Real error bodies (`{"ok": false, "error_code", "description", "parameters"}`), real limits
+(about 1 message a second per private chat with short bursts, 20 a minute per group, 30 a
+second per bot) answered with 429 and `retry_after`, and injected faults from `Faults`.
+"""
 
 from __future__ import annotations
 
-import re
+import asyncio
+import contextlib
+import json
+import os
+import time
+from collections.abc import Awaitable, Callable
 from typing import Any
+from urllib.parse import parse_qsl
 
+import httpx
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
+from botedge.simtelegram.state import ApiError, Bot, Call, Chat, Faults, World
 from shared.web import create_plain_app
 
-TOKEN = re.compile(r"^(\d{3,}):[A-Za-z0-9_-]{30,}$")
+Params = dict[str, Any]
+Method = Callable[[World, Bot, Params], Awaitable[Any]]
+
+MEMBER_STATUSES = ("creator", "administrator", "member", "restricted", "left", "kicked")
 
 
-def ok(result: Any) -> Response:
-    return JSONResponse({"ok": True, "result": result})
+def ok(result: Any, description: str | None = None) -> Response:
+    body: dict[str, Any] = {"ok": True, "result": result}
+    if description:
+        body["description"] = description
+    return JSONResponse(body)
 
 
-def error(code: int, description: str, parameters: dict[str, Any] | None = None) -> Response:
-    body: dict[str, Any] = {"ok": False, "error_code": code, "description": description}
-    if parameters:
-        body["parameters"] = parameters
-    return JSONResponse(body, status_code=code)
+def error_response(error: ApiError) -> Response:
+    if error.code == 429:
+        body: dict[str, Any] = {
+            "ok": False,
+            "error_code": 429,
+            "description": f"Too Many Requests: retry after {error.retry_after}",
+            "parameters": {"retry_after": error.retry_after},
+        }
+        return JSONResponse(body, status_code=429, headers={"Retry-After": str(error.retry_after)})
+    body = {"ok": False, "error_code": error.code, "description": error.description}
+    return JSONResponse(body, status_code=error.code)
 
 
-async def bot_method(request: Request) -> Response:
-    token = request.path_params["token"]
-    method = request.path_params["method"]
-    match = TOKEN.match(token)
-    if match is None:
-        return error(401, "Unauthorized: invalid token specified")
-    bot_id = int(match.group(1))
-    if method.lower() == "getme":
-        return ok(
+def _int(params: Params, key: str) -> int:
+    if key not in params:
+        raise ApiError(400, f'Bad Request: parameter "{key}" is required')
+    try:
+        return int(params[key])
+    except (TypeError, ValueError):
+        raise ApiError(400, f"Bad Request: invalid {key} specified") from None
+
+
+def _chat_id(world: World, params: Params) -> int:
+    value = params.get("chat_id")
+    if isinstance(value, str) and value.startswith("@"):
+        for chat in world.chats.values():
+            if chat.username and f"@{chat.username}" == value:
+                return chat.id
+        raise ApiError(400, "Bad Request: chat not found")
+    return _int(params, "chat_id")
+
+
+async def _send(world: World, bot: Bot, params: Params, kind: str) -> Any:
+    chat_id = _chat_id(world, params)
+    if chat_id in world.faults.blocked_users:
+        raise ApiError(403, "Forbidden: bot was blocked by the user")
+    chat = world.chat(chat_id)
+    world.rate_limit(bot, chat_id)
+    message_id = chat.next_message_id
+    chat.next_message_id += 1
+    message: dict[str, Any] = {
+        "message_id": message_id,
+        "from": bot.user(),
+        "chat": chat.as_json(),
+        "date": int(time.time()),
+    }
+    if kind == "text":
+        text = params.get("text")
+        if not isinstance(text, str) or not text.strip():
+            raise ApiError(400, "Bad Request: message text is empty")
+        message["text"] = text
+    else:
+        message[kind] = {"file_id": str(params.get(kind, "")), "file_unique_id": f"u{message_id}"}
+        if params.get("caption"):
+            message["caption"] = params["caption"]
+    if params.get("reply_markup"):
+        message["reply_markup"] = params["reply_markup"]
+    chat.messages[message_id] = message
+    world.sent.append(
+        {
+            "bot_id": bot.id,
+            "chat_id": chat_id,
+            "message_id": message_id,
+            "kind": kind,
+            "text": message.get("text", message.get("caption")),
+            "at": time.time(),
+        }
+    )
+    return message
+
+
+async def send_message(world: World, bot: Bot, params: Params) -> Any:
+    return await _send(world, bot, params, "text")
+
+
+def _media(kind: str) -> Method:
+    async def send(world: World, bot: Bot, params: Params) -> Any:
+        return await _send(world, bot, params, kind)
+
+    return send
+
+
+async def copy_message(world: World, bot: Bot, params: Params) -> Any:
+    source = world.chat(_int(params, "from_chat_id"), create_private=False)
+    original = source.messages.get(_int(params, "message_id"))
+    if original is None:
+        raise ApiError(400, "Bad Request: message to copy not found")
+    copied = await _send(world, bot, {**params, "text": original.get("text") or "[media]"}, "text")
+    return {"message_id": copied["message_id"]}
+
+
+def _message(world: World, params: Params, what: str) -> tuple[Chat, dict[str, Any]]:
+    chat = world.chat(_chat_id(world, params))
+    message = chat.messages.get(_int(params, "message_id"))
+    if message is None:
+        raise ApiError(400, f"Bad Request: message to {what} not found")
+    return chat, message
+
+
+async def edit_message_text(world: World, bot: Bot, params: Params) -> Any:
+    _, message = _message(world, params, "edit")
+    text = params.get("text")
+    if text == message.get("text") and params.get("reply_markup") == message.get("reply_markup"):
+        raise ApiError(
+            400,
+            "Bad Request: message is not modified: specified new message content and reply "
+            "markup are exactly the same as a current content and reply markup of the message",
+        )
+    message["text"] = text
+    message["reply_markup"] = params.get("reply_markup")
+    return message
+
+
+async def edit_message_reply_markup(world: World, bot: Bot, params: Params) -> Any:
+    _, message = _message(world, params, "edit")
+    if params.get("reply_markup") == message.get("reply_markup"):
+        raise ApiError(
+            400,
+            "Bad Request: message is not modified: specified new message "
+            "content and reply markup are exactly the same as a current content "
+            "and reply markup of the message",
+        )
+    message["reply_markup"] = params.get("reply_markup")
+    return message
+
+
+async def delete_message(world: World, bot: Bot, params: Params) -> Any:
+    chat, message = _message(world, params, "delete")
+    del chat.messages[message["message_id"]]
+    return True
+
+
+async def answer_callback_query(world: World, bot: Bot, params: Params) -> Any:
+    if not params.get("callback_query_id"):
+        raise ApiError(
+            400, "Bad Request: query is too old and response timeout expired or query ID is invalid"
+        )
+    return True
+
+
+async def answer_pre_checkout_query(world: World, bot: Bot, params: Params) -> Any:
+    if not params.get("pre_checkout_query_id"):
+        raise ApiError(400, "Bad Request: QUERY_ID_INVALID")
+    return True
+
+
+async def get_me(world: World, bot: Bot, params: Params) -> Any:
+    return {
+        **bot.user(),
+        "can_join_groups": True,
+        "can_read_all_group_messages": False,
+        "supports_inline_queries": False,
+    }
+
+
+async def get_chat(world: World, bot: Bot, params: Params) -> Any:
+    return world.chat(_chat_id(world, params), create_private=False).as_json()
+
+
+def _require_admin(world: World, bot: Bot, chat: Chat, error: str) -> None:
+    if chat.id in world.faults.non_admin_chats or bot.id not in world.admins.get(chat.id, set()):
+        raise ApiError(400, error)
+
+
+def _member(user_id: int, status: str) -> dict[str, Any]:
+    member: dict[str, Any] = {
+        "user": {"id": user_id, "is_bot": False, "first_name": f"User {user_id}"},
+        "status": status,
+    }
+    if status == "kicked":
+        member["until_date"] = 0
+    if status == "creator":
+        member["is_anonymous"] = False
+    return member
+
+
+async def get_chat_member(world: World, bot: Bot, params: Params) -> Any:
+    chat = world.chat(_chat_id(world, params), create_private=False)
+    user_id = _int(params, "user_id")
+    _require_admin(world, bot, chat, "Bad Request: member list is inaccessible")
+    if user_id in world.faults.unknown_users:
+        raise ApiError(400, "Bad Request: user not found")
+    return _member(user_id, chat.members.get(user_id, "left"))
+
+
+async def get_chat_administrators(world: World, bot: Bot, params: Params) -> Any:
+    chat = world.chat(_chat_id(world, params), create_private=False)
+    admins = [
+        _member(uid, s) for uid, s in chat.members.items() if s in ("creator", "administrator")
+    ]
+    if bot.id in world.admins.get(chat.id, set()):
+        admins.append(
             {
-                "id": bot_id,
-                "is_bot": True,
-                "first_name": f"Sim Bot {bot_id}",
-                "username": f"sim{bot_id}_bot",
-                "can_join_groups": True,
-                "can_read_all_group_messages": False,
-                "supports_inline_queries": False,
+                "user": bot.user(),
+                "status": "administrator",
+                "can_invite_users": True,
+                "can_restrict_members": True,
             }
         )
-    return error(404, "Not Found: method not found")
+    return admins
 
 
-def create_app() -> Starlette:
-    return create_plain_app(
-        [Route("/bot{token}/{method}", bot_method, methods=["GET", "POST"])],
+async def create_chat_invite_link(world: World, bot: Bot, params: Params) -> Any:
+    chat = world.chat(_chat_id(world, params), create_private=False)
+    _require_admin(world, bot, chat, "Bad Request: not enough rights to manage chat invite link")
+    chat.invite_links += 1
+    link: dict[str, Any] = {
+        "invite_link": f"https://t.me/+sim{abs(chat.id)}x{chat.invite_links}",
+        "creator": bot.user(),
+        "creates_join_request": bool(params.get("creates_join_request", False)),
+        "is_primary": False,
+        "is_revoked": False,
+    }
+    for key in ("name", "expire_date", "member_limit"):
+        if params.get(key) is not None:
+            link[key] = params[key]
+    return link
+
+
+def _set_status(status: str) -> Method:
+    async def change(world: World, bot: Bot, params: Params) -> Any:
+        chat = world.chat(_chat_id(world, params), create_private=False)
+        _require_admin(
+            world, bot, chat, "Bad Request: not enough rights to restrict/unrestrict chat member"
+        )
+        user_id = _int(params, "user_id")
+        if (
+            status == "left"
+            and params.get("only_if_banned")
+            and chat.members.get(user_id) != ("kicked")
+        ):
+            return True
+        chat.members[user_id] = status
+        return True
+
+    return change
+
+
+async def get_updates(world: World, bot: Bot, params: Params) -> Any:
+    if bot.webhook_url:
+        raise ApiError(
+            409,
+            "Conflict: can't use getUpdates method while webhook is active; "
+            "use deleteWebhook to delete the webhook first",
+        )
+    offset = int(params.get("offset") or 0)
+    limit = max(1, min(100, int(params.get("limit") or 100)))
+    timeout = max(0.0, min(50.0, float(params.get("timeout") or 0)))
+    while bot.updates and offset and bot.updates[0]["update_id"] < offset:
+        bot.updates.popleft()
+    bot.poll_generation += 1
+    generation = bot.poll_generation
+    deadline = time.monotonic() + timeout
+    while not bot.updates and time.monotonic() < deadline:
+        bot.new_updates.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(bot.new_updates.wait(), deadline - time.monotonic())
+        if bot.poll_generation != generation:
+            raise ApiError(
+                409,
+                "Conflict: terminated by other getUpdates request; make sure "
+                "that only one bot instance is running",
+            )
+    return list(bot.updates)[:limit]
+
+
+async def set_webhook(world: World, bot: Bot, params: Params) -> Any:
+    url = str(params.get("url") or "")
+    secret = str(params.get("secret_token") or "")
+    if secret and not all(c.isalnum() or c in "_-" for c in secret):
+        raise ApiError(400, "Bad Request: secret token contains unallowed characters")
+    if len(secret) > 256:
+        raise ApiError(400, "Bad Request: secret token is too long")
+    already = bot.webhook_url == url and bool(url)
+    bot.webhook_url = url
+    bot.webhook_secret = secret
+    bot.allowed_updates = list(params.get("allowed_updates") or [])
+    if params.get("drop_pending_updates"):
+        bot.updates.clear()
+    bot.new_updates.set()
+    if not url:
+        return ok_description(True, "Webhook was deleted")
+    return ok_description(True, "Webhook is already set" if already else "Webhook was set")
+
+
+async def delete_webhook(world: World, bot: Bot, params: Params) -> Any:
+    was = bool(bot.webhook_url)
+    bot.webhook_url = ""
+    if params.get("drop_pending_updates"):
+        bot.updates.clear()
+    return ok_description(True, "Webhook was deleted" if was else "Webhook is already deleted")
+
+
+async def get_webhook_info(world: World, bot: Bot, params: Params) -> Any:
+    info: dict[str, Any] = {
+        "url": bot.webhook_url,
+        "has_custom_certificate": False,
+        "pending_update_count": len(bot.updates),
+    }
+    if bot.allowed_updates:
+        info["allowed_updates"] = bot.allowed_updates
+    return info
+
+
+class ok_description:
+    def __init__(self, result: Any, description: str) -> None:
+        self.result = result
+        self.description = description
+
+
+METHODS: dict[str, Method] = {
+    "getme": get_me,
+    "getupdates": get_updates,
+    "setwebhook": set_webhook,
+    "deletewebhook": delete_webhook,
+    "getwebhookinfo": get_webhook_info,
+    "sendmessage": send_message,
+    "sendphoto": _media("photo"),
+    "senddocument": _media("document"),
+    "sendvideo": _media("video"),
+    "copymessage": copy_message,
+    "editmessagetext": edit_message_text,
+    "editmessagereplymarkup": edit_message_reply_markup,
+    "deletemessage": delete_message,
+    "answercallbackquery": answer_callback_query,
+    "answerprecheckoutquery": answer_pre_checkout_query,
+    "getchat": get_chat,
+    "getchatmember": get_chat_member,
+    "getchatadministrators": get_chat_administrators,
+    "createchatinvitelink": create_chat_invite_link,
+    "banchatmember": _set_status("kicked"),
+    "unbanchatmember": _set_status("left"),
+    "approvechatjoinrequest": _set_status("member"),
+}
+SENDING = {"sendmessage", "sendphoto", "senddocument", "sendvideo", "copymessage"}
+
+
+async def _params(request: Request) -> Params:
+    params: Params = dict(request.query_params)
+    body = await request.body()
+    if not body:
+        return params
+    content_type = request.headers.get("content-type", "")
+    if "json" in content_type:
+        try:
+            loaded = json.loads(body)
+        except ValueError:
+            raise ApiError(400, "Bad Request: can't parse JSON object") from None
+        if isinstance(loaded, dict):
+            params.update(loaded)
+    else:
+        for key, value in parse_qsl(body.decode(errors="replace")):
+            try:
+                params[key] = json.loads(value)
+            except ValueError:
+                params[key] = value
+    return params
+
+
+def create_app(faults: Faults | None = None, seed: int | None = None) -> Starlette:
+    world = World(faults or Faults.from_env(os.environ), seed)
+    delivery_client: list[httpx.AsyncClient] = []
+
+    async def bot_method(request: Request) -> Response:
+        name = request.path_params["method"].lower()
+        status = 200
+        bot_id = 0
+        params: Params = {}
+        try:
+            bot = world.bot(request.path_params["token"])
+            bot_id = bot.id
+            params = await _params(request)
+            faults = world.faults
+            if faults.delay_ms:
+                await asyncio.sleep(faults.delay_ms / 1000)
+            method = METHODS.get(name)
+            if method is None:
+                raise ApiError(404, "Not Found: method not found")
+            if name != "getupdates":
+                roll = world.random.random()
+                if roll < faults.rate_429:
+                    raise ApiError(429, "", retry_after=faults.retry_after)
+                if roll < faults.rate_429 + faults.rate_5xx:
+                    status = 502
+                    return HTMLResponse("<html><body><h1>502 Bad Gateway</h1></body></html>", 502)
+                if roll < faults.rate_429 + faults.rate_5xx + faults.rate_timeout:
+                    status = 504
+                    await asyncio.sleep(faults.timeout_seconds)
+                    return HTMLResponse("<html><body>504 Gateway Time-out</body></html>", 504)
+            result = await method(world, bot, params)
+            if bot.webhook_url and name == "setwebhook":
+                _start_delivery(bot)
+            if isinstance(result, ok_description):
+                return ok(result.result, result.description)
+            return ok(result)
+        except ApiError as error:
+            status = error.code
+            return error_response(error)
+        finally:
+            chat = params.get("chat_id")
+            world.calls.append(
+                Call(
+                    bot_id=bot_id,
+                    method=name,
+                    at=time.time(),
+                    status=status,
+                    user_agent=request.headers.get("user-agent", ""),
+                    chat_id=int(chat)
+                    if isinstance(chat, int | str) and str(chat).lstrip("-").isdigit()
+                    else None,
+                    text=params.get("text") if isinstance(params.get("text"), str) else None,
+                )
+            )
+
+    def _start_delivery(bot: Bot) -> None:
+        if bot.delivering is None or bot.delivering.done():
+            bot.delivering = asyncio.get_running_loop().create_task(_deliver(bot))
+
+    async def _deliver(bot: Bot) -> None:
+        """Post queued updates to the webhook in order, one in flight, retrying non-2xx."""
+        if not delivery_client:
+            delivery_client.append(httpx.AsyncClient(timeout=60))
+        client = delivery_client[0]
+        delay = 0.0
+        while bot.webhook_url:
+            if not bot.updates:
+                bot.new_updates.clear()
+                await bot.new_updates.wait()
+                continue
+            update = bot.updates[0]
+            headers = {"content-type": "application/json"}
+            if bot.webhook_secret:
+                headers["X-Telegram-Bot-Api-Secret-Token"] = bot.webhook_secret
+            try:
+                response = await client.post(
+                    bot.webhook_url, content=json.dumps(update), headers=headers
+                )
+                delivered = 200 <= response.status_code < 300
+            except httpx.HTTPError:
+                delivered = False
+            if delivered:
+                if bot.updates and bot.updates[0] is update:
+                    bot.updates.popleft()
+                delay = 0.0
+            else:
+                delay = min(5.0, max(0.05, delay * 2 or 0.05))
+                await asyncio.sleep(delay)
+
+    async def control_bot(request: Request) -> Response:
+        body = await request.json()
+        bot = world.bot(str(body["token"]))
+        if body.get("username"):
+            bot.username = str(body["username"])
+        return JSONResponse(bot.user())
+
+    async def control_revoke(request: Request) -> Response:
+        bot = world.bots.get(int(request.path_params["bot_id"]))
+        if bot is None:
+            return JSONResponse({"error": "no such bot"}, status_code=404)
+        bot.revoked = True
+        return JSONResponse({"revoked": bot.id})
+
+    async def control_updates(request: Request) -> Response:
+        body = await request.json()
+        bot = world.bot(str(body["token"]))
+        updates = body.get("updates") or [body["update"]]
+        added = [world.add_update(bot, update) for update in updates]
+        if bot.webhook_url:
+            _start_delivery(bot)
+        return JSONResponse({"update_ids": [u["update_id"] for u in added]})
+
+    async def control_messages(request: Request) -> Response:
+        body = await request.json()
+        bot = world.bot(str(body["token"]))
+        update = world.message_update(
+            bot, int(body["user_id"]), str(body["text"]), str(body.get("first_name", ""))
+        )
+        if bot.webhook_url:
+            _start_delivery(bot)
+        return JSONResponse(update)
+
+    async def control_sent(request: Request) -> Response:
+        query = request.query_params
+        rows = [
+            row
+            for row in world.sent
+            if ("bot_id" not in query or row["bot_id"] == int(query["bot_id"]))
+            and ("chat_id" not in query or row["chat_id"] == int(query["chat_id"]))
+        ]
+        return JSONResponse(rows)
+
+    async def control_calls(request: Request) -> Response:
+        query = request.query_params
+        rows = [
+            call.__dict__
+            for call in world.calls
+            if ("bot_id" not in query or call.bot_id == int(query["bot_id"]))
+            and ("method" not in query or call.method == query["method"].lower())
+        ]
+        return JSONResponse(rows)
+
+    async def control_faults(request: Request) -> Response:
+        if request.method == "POST":
+            try:
+                world.faults.update(await request.json())
+            except ApiError as error:
+                return error_response(error)
+        return JSONResponse(world.faults.as_json())
+
+    async def control_chat(request: Request) -> Response:
+        body = await request.json()
+        chat_id = int(body["id"])
+        chat = world.chats.get(chat_id) or Chat(chat_id, str(body.get("type", "channel")))
+        chat.title = str(body.get("title", chat.title))
+        chat.username = body.get("username", chat.username)
+        world.chats[chat_id] = chat
+        for user_id, status in (body.get("members") or {}).items():
+            if status not in MEMBER_STATUSES:
+                return JSONResponse({"error": f"bad status {status}"}, status_code=400)
+            chat.members[int(user_id)] = status
+        for bot_id in body.get("admin_bots") or []:
+            world.admins.setdefault(chat_id, set()).add(int(bot_id))
+        return JSONResponse(chat.as_json())
+
+    async def control_reset(request: Request) -> Response:
+        world.bots.clear()
+        world.chats.clear()
+        world.calls.clear()
+        world.sent.clear()
+        world.admins.clear()
+        world.faults = Faults()
+        return JSONResponse({"reset": True})
+
+    app = create_plain_app(
+        [
+            Route("/bot{token}/{method}", bot_method, methods=["GET", "POST"]),
+            Route("/_sim/bots", control_bot, methods=["POST"]),
+            Route("/_sim/bots/{bot_id:int}/revoke", control_revoke, methods=["POST"]),
+            Route("/_sim/updates", control_updates, methods=["POST"]),
+            Route("/_sim/messages", control_messages, methods=["POST"]),
+            Route("/_sim/sent", control_sent, methods=["GET"]),
+            Route("/_sim/calls", control_calls, methods=["GET"]),
+            Route("/_sim/faults", control_faults, methods=["GET", "POST"]),
+            Route("/_sim/chats", control_chat, methods=["POST"]),
+            Route("/_sim/reset", control_reset, methods=["POST"]),
+        ],
+        body_limit=50 * 1024 * 1024,
     )
+    app.state.world = world
+    return app

@@ -1,0 +1,198 @@
+"""The worker process: the claim loop, a sender and a poller contender per bot, the gauges.
+
+Every worker runs the same thing; the leases decide which one sends (and polls) for each bot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+
+import httpx
+import psycopg
+
+from botedge import sqlq, store
+from botedge.handlers import BotLogic, Handler
+from botedge.leases import Lease, holder_id
+from botedge.metrics import DEAD_UPDATES, INBOX_DEPTH, INBOX_OLDEST_AGE, OUTBOX_DEPTH
+from botedge.poller import Poller
+from botedge.sender import Sender
+from botedge.settings import BotedgeSettings
+from botedge.telegram import BotApi
+from botedge.worker import UpdateWorker, WorkerConfig
+from shared.db import Pool
+from shared.listen import Listener, Notifier
+from shared.secretbox import SecretBox, SecretBoxError
+
+log = logging.getLogger("botedge.edge")
+Q = sqlq.Q
+
+BOTS_REFRESH = 5.0
+GAUGES_EVERY = 5.0
+
+
+class EdgeWorker:
+    def __init__(
+        self,
+        settings: BotedgeSettings,
+        pool: Pool,
+        http: httpx.AsyncClient,
+        handler: Handler | None = None,
+    ) -> None:
+        self.settings = settings
+        self.pool = pool
+        self.api = BotApi(http, settings.telegram_api_base)
+        self.box = SecretBox(settings.bot_token_key)
+        self.holder = holder_id()
+        self.notifier = Notifier(pool)
+        self.listener = Listener(settings.common.database_url.reveal(), ("inbox", "outbox"))
+        self.stopping = asyncio.Event()
+        self.worker = UpdateWorker(
+            pool,
+            handler or BotLogic(),
+            self.notifier,
+            self.listener.event("inbox"),
+            WorkerConfig(
+                slots=settings.worker_slots,
+                lock_seconds=settings.lock_seconds,
+                max_attempts=settings.max_attempts,
+                poll_interval=settings.poll_interval,
+                backoff_base=settings.retry_base,
+            ),
+        )
+        self.contenders: dict[str, asyncio.Task[None]] = {}
+        self.tasks: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
+        self.listener.start()
+        loop = asyncio.get_running_loop()
+        self.tasks = [
+            loop.create_task(self.worker.run(self.stopping)),
+            loop.create_task(self._supervise_bots()),
+            loop.create_task(self._gauges()),
+        ]
+
+    async def stop(self, deadline: float) -> None:
+        """Stop claiming, finish what is in hand within `deadline` seconds, release leases."""
+        self.stopping.set()
+        everything = [*self.tasks, *self.contenders.values()]
+        pending: set[asyncio.Task[None]] = set()
+        if everything:
+            _, pending = await asyncio.wait(everything, timeout=deadline)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        await self.notifier.close()
+        await self.listener.stop()
+
+    async def _supervise_bots(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                async with self.pool.connection() as conn:
+                    bots = await store.active_bots(conn, self.box)
+            except (psycopg.Error, OSError, SecretBoxError) as error:
+                log.warning("could not load bots: %s", error)
+                bots = []
+            wanted: dict[str, Callable[[], Awaitable[None]]] = {}
+            for bot in bots:
+                wanted[f"send:{bot.id}"] = self._sender_factory(bot)
+                if bot.mode == "polling":
+                    wanted[f"poll:{bot.id}"] = self._poller_factory(bot)
+            for name, task in list(self.contenders.items()):
+                if name not in wanted or task.done():
+                    if not task.done():
+                        task.cancel()
+                    del self.contenders[name]
+            for name, run in wanted.items():
+                if name not in self.contenders:
+                    self.contenders[name] = asyncio.get_running_loop().create_task(
+                        self._contend(name, run)
+                    )
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stopping.wait(), BOTS_REFRESH)
+
+    def _sender_factory(self, bot: store.BotRecord) -> Callable[[], Awaitable[None]]:
+        async def run() -> None:
+            lease = Lease(self.pool, f"send:{bot.id}", self.holder, self.settings.lease_seconds)
+            await self._while_holding(
+                lease,
+                lambda: Sender(
+                    self.pool,
+                    self.api,
+                    bot.id,
+                    bot.token,
+                    lease,
+                    self.listener.event("outbox", str(bot.id)),
+                    poll_interval=self.settings.poll_interval,
+                ).run(self.stopping),
+            )
+
+        return run
+
+    def _poller_factory(self, bot: store.BotRecord) -> Callable[[], Awaitable[None]]:
+        async def run() -> None:
+            lease = Lease(self.pool, f"poll:{bot.id}", self.holder, self.settings.lease_seconds)
+            await self._while_holding(
+                lease,
+                lambda: Poller(
+                    self.pool,
+                    self.api,
+                    self.notifier,
+                    bot.id,
+                    bot.token,
+                    bot.poll_offset,
+                    lease,
+                    poll_timeout=self.settings.poll_timeout,
+                ).run(self.stopping),
+            )
+
+        return run
+
+    async def _while_holding(self, lease: Lease, work: Callable[[], Awaitable[None]]) -> None:
+        """Contend for the lease; do the work while it is ours; hand it back on stop."""
+        while not self.stopping.is_set():
+            try:
+                taken = await lease.take_or_renew()
+            except (psycopg.Error, OSError) as error:
+                log.warning("lease %s: %s", lease.name, error)
+                taken = False
+            if taken:
+                log.info("holding %s", lease.name)
+                try:
+                    await work()
+                finally:
+                    if self.stopping.is_set():
+                        with contextlib.suppress(psycopg.Error, OSError):
+                            await lease.release()
+                if self.stopping.is_set():
+                    return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stopping.wait(), self.settings.lease_seconds / 3)
+
+    async def _contend(self, name: str, run: Callable[[], Awaitable[None]]) -> None:
+        try:
+            await run()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("%s stopped on an error", name)
+
+    async def _gauges(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                async with self.pool.connection() as conn:
+                    for gauge in (INBOX_DEPTH, INBOX_OLDEST_AGE, OUTBOX_DEPTH, DEAD_UPDATES):
+                        gauge.clear()
+                    for row in await (await conn.execute(Q["queue_gauges"])).fetchall():
+                        INBOX_DEPTH.labels(str(row["bot_id"])).set(row["depth"])
+                        INBOX_OLDEST_AGE.labels(str(row["bot_id"])).set(float(row["oldest_age"]))
+                    for row in await (await conn.execute(Q["outbox_gauges"])).fetchall():
+                        OUTBOX_DEPTH.labels(str(row["bot_id"])).set(row["depth"])
+                    for row in await (await conn.execute(Q["dead_count"])).fetchall():
+                        DEAD_UPDATES.labels(str(row["bot_id"])).set(row["dead"])
+            except (psycopg.Error, OSError) as error:
+                log.warning("could not read queue gauges: %s", error)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stopping.wait(), GAUGES_EVERY)

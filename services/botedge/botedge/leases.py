@@ -1,0 +1,73 @@
+"""Named leases in one table: one holder at a time, taken over only once expired."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+import uuid
+from dataclasses import dataclass
+
+from botedge import sqlq
+from botedge.metrics import LEASE_CHANGES
+from shared.db import Pool
+
+Q = sqlq.Q
+
+
+def holder_id() -> str:
+    """Who we are, unique per process run."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+@dataclass
+class Lease:
+    pool: Pool
+    name: str
+    holder: str
+    ttl: float = 30.0
+    # Stop trusting the lease this long before it would run out.
+    margin: float = 5.0
+    valid_until: float = 0.0
+    term: int | None = None
+
+    @property
+    def held(self) -> bool:
+        return time.monotonic() < self.valid_until
+
+    async def take_or_renew(self) -> bool:
+        """True while we hold the lease; False (and stop at once) when we do not."""
+        asked = time.monotonic()
+        try:
+            async with self.pool.connection() as conn:
+                cur = await conn.execute(
+                    Q["take_lease"], {"name": self.name, "holder": self.holder, "ttl": self.ttl}
+                )
+                row = await cur.fetchone()
+        except Exception:
+            self.lose()
+            raise
+        if row is None:
+            self.lose()
+            return False
+        if row["taken"]:
+            LEASE_CHANGES.labels(self.kind, "taken").inc()
+        self.term = int(row["term"])
+        # Counted from before we asked: the database's expiry is at least this late.
+        self.valid_until = asked + self.ttl - self.margin
+        return True
+
+    def lose(self) -> None:
+        if self.valid_until:
+            LEASE_CHANGES.labels(self.kind, "lost").inc()
+        self.valid_until = 0.0
+        self.term = None
+
+    async def release(self) -> None:
+        self.valid_until = 0.0
+        async with self.pool.connection() as conn:
+            await conn.execute(Q["release_lease"], {"name": self.name, "holder": self.holder})
+
+    @property
+    def kind(self) -> str:
+        return self.name.split(":", 1)[0]

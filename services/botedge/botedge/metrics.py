@@ -1,0 +1,35 @@
+"""The bot edge's Prometheus metrics."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge, Histogram
+
+WEBHOOK_UPDATES = Counter(
+    "botedge_webhook_updates_total",
+    "Updates received on webhooks, by what was done with them",
+    ["result"],
+)
+IGNORED_KINDS = Counter(
+    "botedge_ignored_updates_total", "Updates of kinds the edge does not act on", ["kind"]
+)
+INBOX_DEPTH = Gauge("botedge_inbox_depth", "Unfinished updates per bot", ["bot_id"])
+INBOX_OLDEST_AGE = Gauge(
+    "botedge_inbox_oldest_age_seconds",
+    "Age of the oldest unfinished update per bot (grows behind a wedged worker)",
+    ["bot_id"],
+)
+UPDATES_HANDLED = Counter(
+    "botedge_updates_handled_total", "Claimed updates by outcome", ["outcome"]
+)
+DEAD_UPDATES = Gauge("botedge_dead_updates", "Updates that ran out of attempts", ["bot_id"])
+HANDLING_SECONDS = Histogram(
+    "botedge_update_handling_seconds",
+    "Time from claim to commit of one update",
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+)
+OUTBOX_DEPTH = Gauge("botedge_outbox_depth", "Unsent outbox rows per bot", ["bot_id"])
+SENDS = Counter("botedge_sends_total", "Bot API sends by outcome", ["outcome"])
+LEASE_CHANGES = Counter(
+    "botedge_lease_changes_total", "Leases taken over or lost by this process", ["kind", "change"]
+)
+POLLED_UPDATES = Counter("botedge_polled_updates_total", "Updates received by getUpdates")

@@ -1,0 +1,145 @@
+"""Long polling for bots in polling mode: one poller per bot, under the lease `poll:<bot>`.
+
+The offset moves only in the transaction that stored the batch, so a crash after getUpdates and
+before the commit gets the same updates again (and the inbox key drops the repeats).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import logging
+
+import psycopg
+
+from botedge import sqlq
+from botedge.leases import Lease
+from botedge.metrics import IGNORED_KINDS, POLLED_UPDATES
+from botedge.telegram import BotApi, Conflict, TelegramError, Unauthorized
+from botedge.updates import ALLOWED_UPDATES, MalformedUpdate, other_kind, parse
+from shared.db import Pool
+from shared.listen import Notifier
+
+log = logging.getLogger("botedge.poller")
+Q = sqlq.Q
+
+BACKOFF_START = 5.0
+BACKOFF_CAP = 300.0
+
+
+class Poller:
+    def __init__(
+        self,
+        pool: Pool,
+        api: BotApi,
+        notifier: Notifier,
+        bot_id: int,
+        token: str,
+        offset: int,
+        lease: Lease,
+        poll_timeout: int = 20,
+    ) -> None:
+        self.pool = pool
+        self.api = api
+        self.notifier = notifier
+        self.bot_id = bot_id
+        self.token = token
+        self.offset = offset
+        self.lease = lease
+        self.poll_timeout = poll_timeout
+        self.backoff = BACKOFF_START
+
+    async def run(self, stopping: asyncio.Event) -> None:
+        while not stopping.is_set():
+            if not await self.lease.take_or_renew():
+                return
+            try:
+                updates = await self.api.call(
+                    self.token,
+                    "getUpdates",
+                    {
+                        "offset": self.offset,
+                        "timeout": self.poll_timeout,
+                        "allowed_updates": ALLOWED_UPDATES,
+                    },
+                    timeout=self.poll_timeout + 10,
+                )
+            except (Conflict, Unauthorized) as error:
+                await self._record(error, invalid=isinstance(error, Unauthorized))
+                if isinstance(error, Unauthorized):
+                    return
+                await self._back_off(stopping)
+                continue
+            except TelegramError as error:
+                await self._record(error)
+                await self._back_off(stopping)
+                continue
+            self.backoff = BACKOFF_START
+            if isinstance(updates, list) and updates:
+                await self.store(updates)
+
+    async def store(self, updates: list[object]) -> None:
+        highest = self.offset - 1
+        stored = 0
+        async with self.pool.connection() as conn, conn.transaction():
+            for raw in updates:
+                try:
+                    incoming = parse(raw)
+                except MalformedUpdate as error:
+                    log.warning("bot %d: dropped a malformed polled update: %s", self.bot_id, error)
+                    if isinstance(raw, dict) and isinstance(raw.get("update_id"), int):
+                        highest = max(highest, raw["update_id"])
+                    continue
+                highest = max(highest, incoming.update_id)
+                if incoming.kind is None:
+                    IGNORED_KINDS.labels(other_kind(incoming.payload)).inc()
+                    continue
+                cur = await conn.execute(
+                    Q["insert_update"],
+                    {
+                        "bot_id": self.bot_id,
+                        "update_id": incoming.update_id,
+                        "chat_key": incoming.chat_key,
+                        "kind": incoming.kind,
+                        "payload": json.dumps(incoming.payload),
+                    },
+                )
+                stored += cur.rowcount
+            await conn.execute(
+                Q["advance_poll_offset"], {"bot_id": self.bot_id, "offset": highest + 1}
+            )
+        self.offset = highest + 1
+        POLLED_UPDATES.inc(stored)
+        if stored:
+            self.notifier.announce("inbox", str(self.bot_id))
+
+    async def _record(self, error: TelegramError, *, invalid: bool = False) -> None:
+        until = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=self.backoff)
+        description = f"{error.code}: {error.description}"
+        log.warning(
+            "bot %d: getUpdates failed (%s); backing off %.0f s",
+            self.bot_id,
+            description,
+            self.backoff,
+        )
+        try:
+            async with self.pool.connection() as conn:
+                if invalid:
+                    await conn.execute(
+                        Q["mark_token_invalid"], {"bot_id": self.bot_id, "error": description}
+                    )
+                else:
+                    await conn.execute(
+                        Q["record_bot_error"],
+                        {"bot_id": self.bot_id, "error": description, "backoff_until": until},
+                    )
+        except (psycopg.Error, OSError) as db_error:
+            log.warning("bot %d: could not record the error: %s", self.bot_id, db_error)
+
+    async def _back_off(self, stopping: asyncio.Event) -> None:
+        try:
+            await asyncio.wait_for(stopping.wait(), self.backoff)
+        except TimeoutError:
+            pass
+        self.backoff = min(BACKOFF_CAP, self.backoff * 2)

@@ -1,0 +1,197 @@
+-- bot_for_webhook --
+SELECT id, status, mode, webhook_secret_encrypted FROM bots WHERE id = %(bot_id)s;
+
+-- active_bots --
+-- What a worker serves: every active bot whose token still works.
+SELECT id, telegram_bot_id, username, token_encrypted, mode, poll_offset, poll_backoff_until
+  FROM bots
+ WHERE status = 'active' AND token_invalid_at IS NULL
+ ORDER BY id;
+
+-- insert_bot --
+INSERT INTO bots (telegram_bot_id, username, token_encrypted, webhook_secret_encrypted, mode)
+VALUES (%(telegram_bot_id)s, %(username)s, %(token_encrypted)s, %(webhook_secret_encrypted)s,
+        %(mode)s)
+ON CONFLICT (telegram_bot_id) DO UPDATE
+   SET token_encrypted = excluded.token_encrypted,
+       webhook_secret_encrypted = excluded.webhook_secret_encrypted,
+       mode = excluded.mode, token_invalid_at = NULL
+RETURNING id;
+
+-- insert_update --
+-- The redelivery guard: the key outlives the update's handling.
+INSERT INTO inbox (bot_id, update_id, chat_key, kind, payload)
+VALUES (%(bot_id)s, %(update_id)s, %(chat_key)s, %(kind)s, %(payload)s)
+ON CONFLICT (bot_id, update_id) DO NOTHING
+RETURNING id;
+
+-- advance_poll_offset --
+-- In the transaction that stored the batch: the offset moves only past committed updates.
+UPDATE bots SET poll_offset = greatest(poll_offset, %(offset)s), last_error = NULL,
+                poll_backoff_until = NULL
+ WHERE id = %(bot_id)s;
+
+-- record_bot_error --
+UPDATE bots SET last_error = %(error)s, last_error_at = now(),
+                poll_backoff_until = %(backoff_until)s
+ WHERE id = %(bot_id)s;
+
+-- mark_token_invalid --
+UPDATE bots SET token_invalid_at = now(), last_error = %(error)s, last_error_at = now()
+ WHERE id = %(bot_id)s;
+
+-- claim_updates --
+-- Take up to %(limit)s updates: for each person (bot, chat) only its earliest unfinished
+-- update, and only when none of theirs is in hand; plus updates whose claim ran out.
+WITH candidates AS MATERIALIZED (
+    (SELECT i.id
+       FROM inbox i
+      WHERE i.state = 'waiting' AND i.available_at <= now()
+        -- The head of the person's queue: nothing earlier still waiting or in hand.
+        AND NOT EXISTS (
+            SELECT 1 FROM inbox e
+             WHERE e.bot_id = i.bot_id AND e.chat_key = i.chat_key
+               AND e.id < i.id AND e.state IN ('waiting', 'processing'))
+      ORDER BY i.id
+      LIMIT %(limit)s)
+    UNION ALL
+    -- A claim whose lease ran out (its worker died or hung): the same person's head again.
+    (SELECT i.id
+       FROM inbox i
+      WHERE i.state = 'processing' AND i.locked_until < now()
+      ORDER BY i.locked_until
+      LIMIT %(limit)s)
+),
+locked AS MATERIALIZED (
+    SELECT i.id
+      FROM inbox i
+      JOIN candidates c ON c.id = i.id
+     -- Repeated here: after SKIP LOCKED finds a row changed by a commit since our snapshot,
+     -- PostgreSQL rechecks only this step's conditions; without them two workers could
+     -- both take a row the other has just claimed or finished.
+     WHERE (i.state = 'waiting' AND i.available_at <= now())
+        OR (i.state = 'processing' AND i.locked_until < now())
+     ORDER BY i.id
+     LIMIT %(limit)s
+     FOR UPDATE OF i SKIP LOCKED
+)
+UPDATE inbox i
+   SET state = 'processing',
+       attempt = i.attempt + 1,
+       lock_token = gen_random_uuid(),
+       locked_until = now() + make_interval(secs => %(lock_seconds)s)
+  FROM locked
+ WHERE i.id = locked.id
+RETURNING i.id, i.bot_id, i.update_id, i.chat_key, i.kind, i.payload, i.attempt, i.lock_token;
+
+-- finish_update --
+-- Compare-and-set on the claim: a worker that lost it changes nothing (and rolls back).
+UPDATE inbox
+   SET state = 'done', done_at = now(), lock_token = NULL, locked_until = NULL,
+       last_error = NULL
+ WHERE id = %(id)s AND lock_token = %(lock_token)s AND state = 'processing';
+
+-- retry_update --
+UPDATE inbox
+   SET state = 'waiting', available_at = now() + make_interval(secs => %(delay)s),
+       lock_token = NULL, locked_until = NULL, last_error = %(error)s
+ WHERE id = %(id)s AND lock_token = %(lock_token)s AND state = 'processing';
+
+-- bury_update --
+-- Dead releases the person at once: 'dead' is not an unfinished state.
+UPDATE inbox
+   SET state = 'dead', done_at = now(), lock_token = NULL, locked_until = NULL,
+       last_error = %(error)s
+ WHERE id = %(id)s AND lock_token = %(lock_token)s AND state = 'processing';
+
+-- dead_updates --
+SELECT id, bot_id, update_id, chat_key, kind, attempt, last_error, received_at, done_at
+  FROM inbox
+ WHERE state = 'dead'
+ ORDER BY id
+ LIMIT %(limit)s;
+
+-- replay_update --
+UPDATE inbox
+   SET state = 'waiting', attempt = 0, available_at = now(), done_at = NULL
+ WHERE id = %(id)s AND state = 'dead'
+RETURNING id, bot_id;
+
+-- upsert_person --
+INSERT INTO people (telegram_user_id, username, first_name, last_name, language_code)
+VALUES (%(telegram_user_id)s, %(username)s, %(first_name)s, %(last_name)s, %(language_code)s)
+ON CONFLICT (telegram_user_id) DO UPDATE
+   SET username = excluded.username, first_name = excluded.first_name,
+       last_name = excluded.last_name, language_code = excluded.language_code,
+       updated_at = now()
+RETURNING id;
+
+-- touch_bot_person --
+INSERT INTO bot_people (bot_id, person_id, first_seen_at, last_seen_at)
+VALUES (%(bot_id)s, %(person_id)s, now(), now())
+ON CONFLICT (bot_id, person_id) DO UPDATE SET last_seen_at = now();
+
+-- set_blocked --
+UPDATE bot_people bp SET blocked_at = CASE WHEN %(blocked)s THEN now() END
+  FROM people p
+ WHERE bp.person_id = p.id AND bp.bot_id = %(bot_id)s AND p.telegram_user_id = %(user_id)s;
+
+-- insert_outbox --
+INSERT INTO outbox (bot_id, chat_id, method, payload, priority, dedupe_key)
+VALUES (%(bot_id)s, %(chat_id)s, %(method)s, %(payload)s, %(priority)s, %(dedupe_key)s)
+ON CONFLICT (dedupe_key) DO NOTHING;
+
+-- pending_outbox --
+-- The sender's view of a bot: unsent rows, replies first, each chat in order. Rows not yet
+-- due are included so that a chat whose first row waits is skipped whole.
+SELECT id, chat_id, method, payload, priority, attempts, available_at
+  FROM outbox
+ WHERE bot_id = %(bot_id)s AND state = 'pending'
+ ORDER BY priority, id
+ LIMIT %(limit)s;
+
+-- mark_sent --
+UPDATE outbox SET state = 'sent', sent_at = now(), telegram_message_id = %(message_id)s,
+                  attempts = attempts + 1
+ WHERE id = %(id)s AND state = 'pending';
+
+-- mark_failed --
+UPDATE outbox SET state = 'failed', error = %(error)s, attempts = attempts + 1
+ WHERE id = %(id)s AND state = 'pending';
+
+-- postpone_send --
+UPDATE outbox SET available_at = now() + make_interval(secs => %(delay)s),
+                  attempts = attempts + 1, error = %(error)s
+ WHERE id = %(id)s AND state = 'pending';
+
+-- take_lease --
+-- One statement: take a free or expired lease, renew our own, return nothing when another
+-- holder's lease is still running.
+INSERT INTO leases (name, holder, term, expires_at, acquired_at)
+VALUES (%(name)s, %(holder)s, 1, now() + make_interval(secs => %(ttl)s), now())
+ON CONFLICT (name) DO UPDATE
+   SET holder = excluded.holder,
+       term = CASE WHEN leases.holder = excluded.holder THEN leases.term
+                   ELSE leases.term + 1 END,
+       acquired_at = CASE WHEN leases.holder = excluded.holder THEN leases.acquired_at
+                          ELSE now() END,
+       expires_at = excluded.expires_at
+ WHERE leases.holder = excluded.holder OR leases.expires_at < now()
+RETURNING term, holder = %(holder)s AND acquired_at = now() AS taken;
+
+-- release_lease --
+DELETE FROM leases WHERE name = %(name)s AND holder = %(holder)s;
+
+-- queue_gauges --
+-- Depth and the age of the oldest unfinished update per bot, through the partial index.
+SELECT bot_id, count(*) AS depth,
+       coalesce(extract(epoch FROM now() - min(received_at)), 0) AS oldest_age
+  FROM inbox
+ WHERE state IN ('waiting', 'processing')
+ GROUP BY bot_id;
+
+-- outbox_gauges --
+SELECT bot_id, count(*) AS depth FROM outbox WHERE state = 'pending' GROUP BY bot_id;
+
+-- dead_count --
+SELECT bot_id, count(*) AS dead FROM inbox WHERE state = 'dead' GROUP BY bot_id;

@@ -1,0 +1,293 @@
+"""One sender per bot, under the lease `send:<bot>`, draining its outbox within Telegram's limits.
+
+Replies go before broadcasts; each chat's messages strictly in order; four chats at once. Limits
+are kept in memory: 25 messages a second per bot, about 1 a second per private chat (small
+bursts), 20 a minute per group. A 429 pauses the whole bot for `retry_after`, in one place.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+
+from botedge import sqlq
+from botedge.leases import Lease
+from botedge.metrics import SENDS
+from botedge.telegram import (
+    BadRequest,
+    BotApi,
+    Forbidden,
+    ServerError,
+    TelegramError,
+    TooManyRequests,
+    Unauthorized,
+)
+from shared.db import Pool
+from shared.listen import wait_for
+
+log = logging.getLogger("botedge.sender")
+Q = sqlq.Q
+
+LANES = 4
+FETCH = 500
+MAX_SEND_ATTEMPTS = 8
+RENEW_EVERY = 10.0
+
+
+class Bucket:
+    """A token bucket: `capacity` at once, `rate` more each second."""
+
+    def __init__(self, capacity: float, rate: float) -> None:
+        self.capacity = capacity
+        self.rate = rate
+        self.tokens = capacity
+        self.at = time.monotonic()
+
+    def wait_time(self) -> float:
+        now = time.monotonic()
+        self.tokens = min(self.capacity, self.tokens + (now - self.at) * self.rate)
+        self.at = now
+        return 0.0 if self.tokens >= 1 else (1 - self.tokens) / self.rate
+
+    def take(self) -> None:
+        self.tokens -= 1
+
+
+@dataclass
+class Limits:
+    per_second: float = 25.0
+    private_burst: float = 2.0
+    private_rate: float = 1.0
+    group_burst: float = 3.0
+    group_per_minute: float = 20.0
+    overall: Bucket = field(init=False)
+    chats: dict[int, Bucket] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.overall = Bucket(self.per_second, self.per_second)
+
+    def chat(self, chat_id: int) -> Bucket:
+        bucket = self.chats.get(chat_id)
+        if bucket is None:
+            if chat_id < 0:
+                bucket = Bucket(self.group_burst, self.group_per_minute / 60)
+            else:
+                bucket = Bucket(self.private_burst, self.private_rate)
+            self.chats[chat_id] = bucket
+        return bucket
+
+    async def acquire(self, chat_id: int) -> None:
+        chat = self.chat(chat_id)
+        while True:
+            wait = max(self.overall.wait_time(), chat.wait_time())
+            if wait <= 0:
+                self.overall.take()
+                chat.take()
+                return
+            await asyncio.sleep(wait)
+
+
+@dataclass(frozen=True)
+class OutboxRow:
+    id: int
+    chat_id: int
+    method: str
+    payload: dict[str, Any]
+    attempts: int
+    available_at: dt.datetime
+
+
+class TokenInvalid(Exception):
+    """Telegram said 401: the bot's sender stops."""
+
+
+class Sender:
+    def __init__(
+        self,
+        pool: Pool,
+        api: BotApi,
+        bot_id: int,
+        token: str,
+        lease: Lease,
+        wakeup: asyncio.Event,
+        limits: Limits | None = None,
+        poll_interval: float = 1.0,
+    ) -> None:
+        self.pool = pool
+        self.api = api
+        self.bot_id = bot_id
+        self.token = token
+        self.lease = lease
+        self.wakeup = wakeup
+        self.limits = limits or Limits()
+        self.poll_interval = poll_interval
+        self.paused_until = 0.0
+        self.busy: set[int] = set()
+        self.lanes: set[asyncio.Task[None]] = set()
+        self.invalid = False
+
+    # -- the one place a 429 is honoured --------------------------------------------------
+
+    def pause(self, seconds: float) -> None:
+        self.paused_until = max(self.paused_until, time.monotonic() + seconds)
+        log.warning("bot %d: Telegram asked for %.1f s of quiet", self.bot_id, seconds)
+
+    async def wait_unpaused(self) -> None:
+        while (left := self.paused_until - time.monotonic()) > 0:
+            await asyncio.sleep(left)
+
+    # -- main loop ------------------------------------------------------------------------
+
+    async def run(self, stopping: asyncio.Event) -> None:
+        """Send while the lease is ours; returns when it is lost, on stop, or on a bad token."""
+        renewer = asyncio.get_running_loop().create_task(self._renew(stopping))
+        try:
+            await self.api.call(self.token, "getMe")
+            while not stopping.is_set() and self.lease.held and not self.invalid:
+                launched = await self._launch_lanes()
+                if not launched:
+                    await self._wait(stopping)
+        except Unauthorized as error:
+            await self._token_invalid(error)
+        finally:
+            renewer.cancel()
+            for lane in list(self.lanes):
+                lane.cancel()
+            await asyncio.gather(renewer, *self.lanes, return_exceptions=True)
+
+    async def _renew(self, stopping: asyncio.Event) -> None:
+        while not stopping.is_set():
+            await asyncio.sleep(RENEW_EVERY)
+            try:
+                if not await self.lease.take_or_renew():
+                    log.warning("bot %d: send lease lost; stopping at once", self.bot_id)
+                    return
+            except (psycopg.Error, OSError) as error:
+                log.warning("bot %d: could not renew send lease (%s); stopping", self.bot_id, error)
+                return
+
+    async def _wait(self, stopping: asyncio.Event) -> None:
+        if self.lanes:
+            await asyncio.wait(
+                [*self.lanes, asyncio.ensure_future(self.wakeup.wait())],
+                timeout=self.poll_interval,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+            self.wakeup.clear()
+        else:
+            await wait_for(self.wakeup, self.poll_interval)
+
+    async def _launch_lanes(self) -> bool:
+        free = LANES - len(self.lanes)
+        if free <= 0:
+            return False
+        await self.wait_unpaused()
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(Q["pending_outbox"], {"bot_id": self.bot_id, "limit": FETCH})
+            rows = await cur.fetchall()
+        by_chat: OrderedDict[int, list[OutboxRow]] = OrderedDict()
+        for row in rows:
+            by_chat.setdefault(int(row["chat_id"]), []).append(
+                OutboxRow(
+                    int(row["id"]),
+                    int(row["chat_id"]),
+                    str(row["method"]),
+                    dict(row["payload"]),
+                    int(row["attempts"]),
+                    row["available_at"],
+                )
+            )
+        now = dt.datetime.now(dt.UTC)
+        launched = False
+        for chat_id, chat_rows in by_chat.items():
+            if free <= 0:
+                break
+            # A chat whose first row is still waiting for a retry waits whole: order holds.
+            if chat_id in self.busy or chat_rows[0].available_at > now:
+                continue
+            self.busy.add(chat_id)
+            lane = asyncio.get_running_loop().create_task(self._lane(chat_id, chat_rows))
+            self.lanes.add(lane)
+            lane.add_done_callback(self.lanes.discard)
+            free -= 1
+            launched = True
+        return launched
+
+    async def _lane(self, chat_id: int, rows: list[OutboxRow]) -> None:
+        try:
+            for row in rows:
+                if not await self._send(row):
+                    return
+        except Exception:
+            log.exception("bot %d: sending to a chat failed", self.bot_id)
+        finally:
+            self.busy.discard(chat_id)
+
+    async def _send(self, row: OutboxRow) -> bool:
+        """Send one row; True to go on with the chat's next row."""
+        await self.limits.acquire(row.chat_id)
+        await self.wait_unpaused()
+        if not self.lease.held or self.invalid:
+            return False
+        try:
+            result = await self.api.call(self.token, row.method, row.payload)
+        except TooManyRequests as error:
+            SENDS.labels("429").inc()
+            self.pause(error.retry_after or 1.0)
+            return False
+        except Unauthorized as error:
+            await self._token_invalid(error)
+            return False
+        except Forbidden as error:
+            SENDS.labels("403").inc()
+            await self._finish(Q["mark_failed"], row, error=error.description)
+            if row.chat_id > 0:
+                async with self.pool.connection() as conn:
+                    await conn.execute(
+                        Q["set_blocked"],
+                        {"bot_id": self.bot_id, "user_id": row.chat_id, "blocked": True},
+                    )
+            return True
+        except BadRequest as error:
+            SENDS.labels("400").inc()
+            if error.not_modified:
+                await self._finish(Q["mark_sent"], row, message_id=None)
+            else:
+                await self._finish(Q["mark_failed"], row, error=error.description)
+            return True
+        except (ServerError, TelegramError) as error:
+            SENDS.labels("5xx").inc()
+            if row.attempts + 1 >= MAX_SEND_ATTEMPTS:
+                await self._finish(Q["mark_failed"], row, error=error.description)
+                return True
+            delay = min(60.0, 0.5 * 2**row.attempts)
+            await self._finish(Q["postpone_send"], row, delay=delay, error=error.description)
+            return False
+        SENDS.labels("sent").inc()
+        message_id = result.get("message_id") if isinstance(result, dict) else None
+        await self._finish(Q["mark_sent"], row, message_id=message_id)
+        return True
+
+    async def _finish(self, query: Any, row: OutboxRow, **params: Any) -> None:
+        async with self.pool.connection() as conn:
+            await conn.execute(query, {"id": row.id, **params})
+
+    async def _token_invalid(self, error: TelegramError) -> None:
+        self.invalid = True
+        log.error(
+            "bot %d: token rejected by Telegram (%s); sender stopped",
+            self.bot_id,
+            error.description,
+        )
+        async with self.pool.connection() as conn:
+            await conn.execute(
+                Q["mark_token_invalid"],
+                {"bot_id": self.bot_id, "error": f"{error.code}: {error.description}"},
+            )

@@ -1,0 +1,230 @@
+"""What the simulated Bot API remembers: bots, chats, members, updates, sent messages, calls."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+import time
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class ApiError(Exception):
+    """An error answer in Telegram's shape."""
+
+    def __init__(self, code: int, description: str, retry_after: int | None = None) -> None:
+        super().__init__(description)
+        self.code = code
+        self.description = description
+        self.retry_after = retry_after
+
+
+@dataclass
+class Faults:
+    """Injected misbehaviour; rates are probabilities per call."""
+
+    delay_ms: float = 0.0
+    rate_429: float = 0.0
+    retry_after: int = 1
+    rate_5xx: float = 0.0
+    rate_timeout: float = 0.0
+    timeout_seconds: float = 20.0
+    enforce_limits: bool = True
+    blocked_users: set[int] = field(default_factory=set)
+    unknown_users: set[int] = field(default_factory=set)
+    non_admin_chats: set[int] = field(default_factory=set)
+
+    def update(self, values: Mapping[str, Any]) -> None:
+        for key, value in values.items():
+            if not hasattr(self, key):
+                raise ApiError(400, f"Bad Request: unknown fault {key!r}")
+            current = getattr(self, key)
+            if isinstance(current, set):
+                setattr(self, key, {int(v) for v in value})
+            elif isinstance(current, bool):
+                setattr(self, key, bool(value))
+            else:
+                setattr(self, key, type(current)(value))
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            key: sorted(value) if isinstance(value, set) else value
+            for key, value in self.__dict__.items()
+        }
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> Faults:
+        faults = cls()
+        names = {
+            "SIM_DELAY_MS": "delay_ms",
+            "SIM_RATE_429": "rate_429",
+            "SIM_RETRY_AFTER": "retry_after",
+            "SIM_RATE_5XX": "rate_5xx",
+            "SIM_RATE_TIMEOUT": "rate_timeout",
+            "SIM_TIMEOUT_SECONDS": "timeout_seconds",
+        }
+        faults.update({attr: env[name] for name, attr in names.items() if env.get(name)})
+        if env.get("SIM_ENFORCE_LIMITS"):
+            faults.enforce_limits = env["SIM_ENFORCE_LIMITS"].lower() in ("1", "true", "yes")
+        return faults
+
+
+class Bucket:
+    """A token bucket: `capacity` at once, refilled at `rate` per second."""
+
+    def __init__(self, capacity: float, rate: float) -> None:
+        self.capacity = capacity
+        self.rate = rate
+        self.tokens = capacity
+        self.at = time.monotonic()
+
+    def take(self) -> float:
+        """0 when a token was taken, else the seconds until one is due."""
+        now = time.monotonic()
+        self.tokens = min(self.capacity, self.tokens + (now - self.at) * self.rate)
+        self.at = now
+        if self.tokens >= 1:
+            self.tokens -= 1
+            return 0.0
+        return (1 - self.tokens) / self.rate
+
+
+@dataclass
+class Chat:
+    id: int
+    type: str
+    title: str = ""
+    username: str | None = None
+    members: dict[int, str] = field(default_factory=dict)
+    next_message_id: int = 1
+    messages: dict[int, dict[str, Any]] = field(default_factory=dict)
+    invite_links: int = 0
+
+    def as_json(self) -> dict[str, Any]:
+        chat: dict[str, Any] = {"id": self.id, "type": self.type}
+        if self.type == "private":
+            chat["first_name"] = self.title or f"User {self.id}"
+        else:
+            chat["title"] = self.title or f"Chat {self.id}"
+        if self.username:
+            chat["username"] = self.username
+        return chat
+
+
+@dataclass
+class Bot:
+    id: int
+    token: str
+    username: str
+    revoked: bool = False
+    webhook_url: str = ""
+    webhook_secret: str = ""
+    allowed_updates: list[str] = field(default_factory=list)
+    updates: deque[dict[str, Any]] = field(default_factory=deque)
+    next_update_id: int = 100_000
+    new_updates: asyncio.Event = field(default_factory=asyncio.Event)
+    poll_generation: int = 0
+    global_bucket: Bucket = field(default_factory=lambda: Bucket(30, 30))
+    chat_buckets: dict[int, Bucket] = field(default_factory=dict)
+    delivering: asyncio.Task[None] | None = None
+
+    def user(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "is_bot": True,
+            "first_name": f"Sim Bot {self.id}",
+            "username": self.username,
+        }
+
+    def bucket_for(self, chat_id: int) -> Bucket:
+        bucket = self.chat_buckets.get(chat_id)
+        if bucket is None:
+            # Private chats: about one message a second with short bursts; groups: 20 a minute.
+            bucket = Bucket(3, 1.0) if chat_id > 0 else Bucket(20, 20 / 60)
+            self.chat_buckets[chat_id] = bucket
+        return bucket
+
+
+@dataclass
+class Call:
+    bot_id: int
+    method: str
+    at: float
+    status: int
+    user_agent: str
+    chat_id: int | None
+    text: str | None
+
+
+class World:
+    """Everything the simulated server knows; one per app."""
+
+    def __init__(self, faults: Faults, seed: int | None = None) -> None:
+        self.faults = faults
+        self.random = random.Random(seed)  # noqa: S311 - fault injection, not secrets
+        self.bots: dict[int, Bot] = {}
+        self.chats: dict[int, Chat] = {}
+        self.calls: list[Call] = []
+        self.sent: list[dict[str, Any]] = []
+        self.admins: dict[int, set[int]] = {}
+
+    def bot(self, token: str) -> Bot:
+        prefix, _, secret = token.partition(":")
+        if not prefix.isdigit() or len(secret) < 30:
+            raise ApiError(401, "Unauthorized: invalid token specified")
+        bot_id = int(prefix)
+        bot = self.bots.get(bot_id)
+        if bot is None:
+            bot = Bot(bot_id, token, f"sim{bot_id}_bot")
+            self.bots[bot_id] = bot
+        if bot.revoked or not bot.token == token:
+            raise ApiError(401, "Unauthorized")
+        return bot
+
+    def chat(self, chat_id: int, *, create_private: bool = True) -> Chat:
+        chat = self.chats.get(chat_id)
+        if chat is None:
+            if chat_id <= 0 or not create_private:
+                raise ApiError(400, "Bad Request: chat not found")
+            chat = Chat(chat_id, "private", f"User {chat_id}")
+            self.chats[chat_id] = chat
+        return chat
+
+    def rate_limit(self, bot: Bot, chat_id: int) -> None:
+        if not self.faults.enforce_limits:
+            return
+        wait = max(bot.global_bucket.take(), bot.bucket_for(chat_id).take())
+        if wait > 0:
+            raise ApiError(429, "", retry_after=max(1, math.ceil(wait)))
+
+    def add_update(self, bot: Bot, update: dict[str, Any]) -> dict[str, Any]:
+        if "update_id" not in update:
+            bot.next_update_id += 1
+            update = {"update_id": bot.next_update_id, **update}
+        else:
+            bot.next_update_id = max(bot.next_update_id, int(update["update_id"]))
+        bot.updates.append(update)
+        bot.new_updates.set()
+        return update
+
+    def message_update(
+        self, bot: Bot, user_id: int, text: str, first_name: str = ""
+    ) -> dict[str, Any]:
+        chat = self.chat(user_id)
+        user = {"id": user_id, "is_bot": False, "first_name": first_name or f"User {user_id}"}
+        message_id = chat.next_message_id
+        chat.next_message_id += 1
+        message: dict[str, Any] = {
+            "message_id": message_id,
+            "from": user,
+            "chat": chat.as_json(),
+            "date": int(time.time()),
+            "text": text,
+        }
+        if text.startswith("/"):
+            command = text.split()[0]
+            message["entities"] = [{"offset": 0, "length": len(command), "type": "bot_command"}]
+        return self.add_update(bot, {"message": message})
