@@ -47,6 +47,8 @@ CREATE TABLE inbox (
     -- The claim's fencing token and lease; finishing compares both.
     lock_token   uuid,
     locked_until timestamptz,
+    -- Which worker process holds the claim (host:pid:run), for operators.
+    locked_by    text,
     received_at  timestamptz NOT NULL DEFAULT now(),
     done_at      timestamptz,
     last_error   text,
@@ -58,9 +60,8 @@ CREATE INDEX inbox_waiting ON inbox (id) WHERE state = 'waiting';
 -- ... and asks, per row, whether the person has an earlier unfinished one.
 CREATE INDEX inbox_unfinished_by_person ON inbox (bot_id, chat_key, id)
     WHERE state IN ('waiting', 'processing');
--- Claims whose lease ran out come back through this one.
-CREATE INDEX inbox_processing_by_lease ON inbox (locked_until) WHERE state = 'processing';
 -- The real guard: at most one update in hand per person, whatever the claim query does.
+-- Small by construction (one row per update in hand), it also finds claims whose lease ran out.
 CREATE UNIQUE INDEX inbox_one_in_hand ON inbox (bot_id, chat_key) WHERE state = 'processing';
 CREATE INDEX inbox_dead ON inbox (id) WHERE state = 'dead';
 ALTER TABLE inbox SET (autovacuum_vacuum_scale_factor = 0.01, fillfactor = 80);

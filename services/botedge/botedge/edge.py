@@ -18,7 +18,7 @@ from botedge.handlers import BotLogic, Handler
 from botedge.leases import Lease, holder_id
 from botedge.metrics import DEAD_UPDATES, INBOX_DEPTH, INBOX_OLDEST_AGE, OUTBOX_DEPTH
 from botedge.poller import Poller
-from botedge.sender import Sender
+from botedge.sender import Limits, Sender
 from botedge.settings import BotedgeSettings
 from botedge.telegram import BotApi
 from botedge.worker import UpdateWorker, WorkerConfig
@@ -61,6 +61,7 @@ class EdgeWorker:
                 poll_interval=settings.poll_interval,
                 backoff_base=settings.retry_base,
             ),
+            self.holder,
         )
         self.contenders: dict[str, asyncio.Task[None]] = {}
         self.tasks: list[asyncio.Task[None]] = []
@@ -115,7 +116,13 @@ class EdgeWorker:
 
     def _sender_factory(self, bot: store.BotRecord) -> Callable[[], Awaitable[None]]:
         async def run() -> None:
-            lease = Lease(self.pool, f"send:{bot.id}", self.holder, self.settings.lease_seconds)
+            settings = self.settings
+            lease = Lease(self.pool, f"send:{bot.id}", self.holder, settings.lease_seconds)
+            limits = Limits(
+                per_second=settings.send_rate,
+                private_rate=settings.send_private_rate,
+                group_per_minute=settings.send_group_per_minute,
+            )
             await self._while_holding(
                 lease,
                 lambda: Sender(
@@ -125,7 +132,9 @@ class EdgeWorker:
                     bot.token,
                     lease,
                     self.listener.event("outbox", str(bot.id)),
-                    poll_interval=self.settings.poll_interval,
+                    limits=limits,
+                    poll_interval=settings.poll_interval,
+                    lanes=settings.send_lanes,
                 ).run(self.stopping),
             )
 

@@ -79,7 +79,8 @@ UPDATE inbox i
    SET state = 'processing',
        attempt = i.attempt + 1,
        lock_token = gen_random_uuid(),
-       locked_until = now() + make_interval(secs => %(lock_seconds)s)
+       locked_until = now() + make_interval(secs => %(lock_seconds)s),
+       locked_by = %(holder)s
   FROM locked
  WHERE i.id = locked.id
 RETURNING i.id, i.bot_id, i.update_id, i.chat_key, i.kind, i.payload, i.attempt, i.lock_token;

@@ -119,6 +119,7 @@ class Sender:
         wakeup: asyncio.Event,
         limits: Limits | None = None,
         poll_interval: float = 1.0,
+        lanes: int = LANES,
     ) -> None:
         self.pool = pool
         self.api = api
@@ -128,8 +129,10 @@ class Sender:
         self.wakeup = wakeup
         self.limits = limits or Limits()
         self.poll_interval = poll_interval
+        self.lane_count = lanes
         self.paused_until = 0.0
         self.busy: set[int] = set()
+        self.lane_ended: dict[int, float] = {}
         self.lanes: set[asyncio.Task[None]] = set()
         self.invalid = False
 
@@ -185,10 +188,13 @@ class Sender:
             await wait_for(self.wakeup, self.poll_interval)
 
     async def _launch_lanes(self) -> bool:
-        free = LANES - len(self.lanes)
+        free = self.lane_count - len(self.lanes)
         if free <= 0:
             return False
         await self.wait_unpaused()
+        fetched_at = time.monotonic()
+        if len(self.lane_ended) > 10_000:
+            self.lane_ended = {c: t for c, t in self.lane_ended.items() if t > fetched_at - 60}
         async with self.pool.connection() as conn:
             cur = await conn.execute(Q["pending_outbox"], {"bot_id": self.bot_id, "limit": FETCH})
             rows = await cur.fetchall()
@@ -212,6 +218,9 @@ class Sender:
             # A chat whose first row is still waiting for a retry waits whole: order holds.
             if chat_id in self.busy or chat_rows[0].available_at > now:
                 continue
+            # Rows read before this chat's last lane ended may since have been sent.
+            if self.lane_ended.get(chat_id, 0.0) >= fetched_at:
+                continue
             self.busy.add(chat_id)
             lane = asyncio.get_running_loop().create_task(self._lane(chat_id, chat_rows))
             self.lanes.add(lane)
@@ -228,6 +237,7 @@ class Sender:
         except Exception:
             log.exception("bot %d: sending to a chat failed", self.bot_id)
         finally:
+            self.lane_ended[chat_id] = time.monotonic()
             self.busy.discard(chat_id)
 
     async def _send(self, row: OutboxRow) -> bool:

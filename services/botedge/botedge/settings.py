@@ -27,6 +27,10 @@ class BotedgeSettings:
     poll_timeout: int
     poll_interval: float
     retry_base: float
+    send_lanes: int
+    send_rate: float
+    send_private_rate: float
+    send_group_per_minute: float
 
     @property
     def secrets(self) -> list[Secret | None]:
@@ -50,6 +54,10 @@ def read(r: Reader, role: str) -> BotedgeSettings:
         poll_timeout=r.integer("TELEGRAM_POLL_TIMEOUT", 20, minimum=0, maximum=50),
         poll_interval=r.seconds("WORKER_POLL_INTERVAL", 1.0, minimum=0.05),
         retry_base=r.seconds("WORKER_RETRY_BASE", 1.0, minimum=0.01),
+        send_lanes=r.integer("SEND_LANES", 4, minimum=1, maximum=64),
+        send_rate=r.seconds("SEND_RATE", 25.0, minimum=0.1),
+        send_private_rate=r.seconds("SEND_PRIVATE_RATE", 1.0, minimum=0.01),
+        send_group_per_minute=r.seconds("SEND_GROUP_PER_MINUTE", 20.0, minimum=0.1),
     )
 
 

@@ -57,8 +57,10 @@ class UpdateWorker:
         notifier: Notifier,
         wakeup: asyncio.Event,
         config: WorkerConfig,
+        holder: str = "",
     ) -> None:
         self.pool = pool
+        self.holder = holder
         self.handler = handler
         self.notifier = notifier
         self.wakeup = wakeup
@@ -69,7 +71,8 @@ class UpdateWorker:
     async def claim(self, limit: int) -> list[Update]:
         async with self.pool.connection() as conn:
             cur = await conn.execute(
-                Q["claim_updates"], {"limit": limit, "lock_seconds": self.config.lock_seconds}
+                Q["claim_updates"],
+                {"limit": limit, "lock_seconds": self.config.lock_seconds, "holder": self.holder},
             )
             return [Update.from_row(row) for row in await cur.fetchall()]
 

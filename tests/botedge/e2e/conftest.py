@@ -1,0 +1,84 @@
+"""A bot edge as real processes: the simulated Telegram, the webhook API, workers."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+
+from tests.botedge.conftest import insert_bot
+from tests.conftest import ServiceProcess, service_env
+
+FAST = {
+    # Limits and retries scaled for a test run; the limiter itself has its own tests.
+    "SEND_RATE": "2000",
+    "SEND_PRIVATE_RATE": "200",
+    "SEND_LANES": "16",
+    "WORKER_POLL_INTERVAL": "0.2",
+    "WORKER_RETRY_BASE": "0.1",
+    "TELEGRAM_POLL_TIMEOUT": "2",
+}
+
+
+@dataclass
+class Edge:
+    database_url: str
+    start: Callable[..., ServiceProcess]
+    sim: ServiceProcess
+    extra_env: dict[str, str]
+    api: ServiceProcess | None = None
+    workers: list[ServiceProcess] = field(default_factory=list)
+
+    def env(self, **overrides: str) -> dict[str, str]:
+        return service_env(
+            self.database_url,
+            TELEGRAM_API_BASE=self.sim.url,
+            **{**FAST, **self.extra_env, **overrides},
+        )
+
+    def start_api(self, **overrides: str) -> ServiceProcess:
+        self.api = self.start("botedge", "--role", "api", env=self.env(**overrides))
+        return self.api
+
+    def start_worker(self, **overrides: str) -> ServiceProcess:
+        worker = self.start("botedge", "--role", "worker", env=self.env(**overrides))
+        self.workers.append(worker)
+        return worker
+
+    def sim_get(self, path: str, **params: Any) -> Any:
+        return httpx.get(f"{self.sim.url}{path}", params=params, timeout=10).json()
+
+    def sim_post(self, path: str, body: Any) -> Any:
+        response = httpx.post(f"{self.sim.url}{path}", json=body, timeout=10)
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    def query(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
+        with psycopg.connect(self.database_url) as conn:
+            return conn.execute(sql, args).fetchall()  # type: ignore[arg-type]
+
+    def wait_until(self, check: Callable[[], bool], timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if check():
+                return
+            time.sleep(0.1)
+        raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+    def add_bot(self, telegram_bot_id: int, mode: str = "webhook") -> tuple[int, str, str]:
+        bot_id, token, secret = insert_bot(self.database_url, telegram_bot_id, mode)
+        self.sim_post("/_sim/bots", {"token": token})
+        return bot_id, token, secret
+
+
+@pytest.fixture
+def edge(start_service: Callable[..., ServiceProcess], database_url: str) -> Edge:
+    sim = start_service(
+        "botedge.simtelegram", env=service_env(database_url, SIM_ENFORCE_LIMITS="false")
+    )
+    return Edge(database_url, start_service, sim, {})

@@ -1,0 +1,64 @@
+"""POST /telegram/{bot_id}/webhook on a real api process."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+
+from tests.botedge.conftest import message
+from tests.botedge.e2e.conftest import Edge
+
+
+def post(edge: Edge, bot_id: int, secret: str | None, body: bytes) -> httpx.Response:
+    assert edge.api is not None
+    headers: dict[str, bytes] = {"content-type": b"application/json"}
+    if secret is not None:
+        headers["X-Telegram-Bot-Api-Secret-Token"] = secret.encode()
+    return httpx.post(f"{edge.api.url}/telegram/{bot_id}/webhook", content=body, headers=headers)
+
+
+def test_webhook__stores_once_and_refuses_strangers(edge: Edge) -> None:
+    bot_id, _, secret = edge.add_bot(7001)
+    paused, _, paused_secret = edge.add_bot(7002)
+    edge.query("UPDATE bots SET status = 'paused' WHERE id = %s RETURNING id", paused)
+    edge.start_api()
+    update = json.dumps(message(1, 42, "hello")).encode()
+
+    assert post(edge, bot_id, secret, update).status_code == 200
+    # A redelivery is answered 200 and adds nothing.
+    assert post(edge, bot_id, secret, update).status_code == 200
+    assert edge.query("SELECT count(*) FROM inbox") == [(1,)]
+
+    unknown = post(edge, 999, secret, update)
+    assert (unknown.status_code, unknown.json()["type"]) == (404, "/problems/unknown-bot")
+    assert post(edge, paused, paused_secret, update).status_code == 404
+    for wrong in (None, "", secret + "x", "ü" * 10):
+        response = post(edge, bot_id, wrong, update)
+        assert response.status_code == 401
+        assert response.headers["content-type"] == "application/problem+json"
+    too_big = post(edge, bot_id, secret, b'{"update_id": 5, "pad": "' + b"x" * 1_100_000 + b'"}')
+    assert too_big.status_code == 413
+    assert edge.query("SELECT count(*) FROM inbox") == [(1,)]
+
+
+def test_webhook__malformed_and_other_kinds_are_200_and_not_stored(edge: Edge) -> None:
+    bot_id, _, secret = edge.add_bot(7003)
+    edge.start_api()
+    bodies = [
+        b"{not json",
+        b"[]",
+        b'{"update_id": -4, "message": {"chat": {"id": 1}}}',
+        b'{"update_id": "9", "message": {"chat": {"id": 1}}}',
+        b'{"update_id": 10, "message": {"chat": {}}}',
+        b'{"update_id": 11, "edited_message": {"chat": {"id": 1}}}',
+        b'{"update_id": 12, "poll": {"id": "p"}}',
+    ]
+    for body in bodies:
+        assert post(edge, bot_id, secret, body).status_code == 200
+    assert edge.query("SELECT count(*) FROM inbox") == [(0,)]
+    assert edge.api is not None
+    metrics = httpx.get(f"{edge.api.url}/metrics").text
+    assert 'botedge_webhook_updates_total{result="malformed"} 5.0' in metrics
+    assert 'botedge_ignored_updates_total{kind="edited_message"} 1.0' in metrics
+    assert 'botedge_ignored_updates_total{kind="poll"} 1.0' in metrics

@@ -1,0 +1,126 @@
+"""Many people, many updates, several worker processes: each update once, each chat in order."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import time
+from collections import defaultdict
+
+import httpx
+
+from tests.botedge.conftest import message
+from tests.botedge.e2e.conftest import Edge
+
+PEOPLE = 200
+PER_PERSON = 10
+
+
+async def telegram_delivers(edge: Edge, bot_id: int, secret: str) -> None:
+    """As Telegram does: each chat's updates one after another, chats in parallel."""
+    assert edge.api is not None
+    url = f"{edge.api.url}/telegram/{bot_id}/webhook"
+    headers = {"X-Telegram-Bot-Api-Secret-Token": secret, "content-type": "application/json"}
+    gate = asyncio.Semaphore(48)
+    limits = httpx.Limits(max_connections=48)
+    async with httpx.AsyncClient(timeout=30, limits=limits) as client:
+
+        async def chat(person: int) -> None:
+            for n in range(PER_PERSON):
+                update_id = person * 100 + n + 1
+                body = json.dumps(message(update_id, 10_000 + person, f"p{person}-m{n}"))
+                async with gate:
+                    response = await client.post(url, content=body, headers=headers)
+                assert response.status_code == 200
+
+        await asyncio.gather(*(chat(p) for p in range(PEOPLE)))
+
+
+def assert_each_answered_once_in_order(edge: Edge, bot_telegram_id: int) -> None:
+    sent = edge.sim_get("/_sim/sent", bot_id=bot_telegram_id)
+    by_chat: dict[int, list[str]] = defaultdict(list)
+    for row in sent:
+        by_chat[row["chat_id"]].append(row["text"])
+    assert len(by_chat) == PEOPLE
+    for person in range(PEOPLE):
+        texts = by_chat[10_000 + person]
+        expected = [
+            f'I did not understand "p{person}-m{n}". Send /start to begin.'
+            for n in range(PER_PERSON)
+        ]
+        assert texts == expected, f"person {person}: {texts}"
+    assert edge.query("SELECT state, count(*) FROM inbox GROUP BY 1") == [
+        ("done", PEOPLE * PER_PERSON)
+    ]
+    assert edge.query("SELECT state, count(*) FROM outbox GROUP BY 1") == [
+        ("sent", PEOPLE * PER_PERSON)
+    ]
+
+
+def all_sent(edge: Edge, bot_telegram_id: int) -> bool:
+    return len(edge.sim_get("/_sim/sent", bot_id=bot_telegram_id)) >= PEOPLE * PER_PERSON
+
+
+def test_two_hundred_people_ten_updates_two_workers(edge: Edge) -> None:
+    bot_id, _, secret = edge.add_bot(8101)
+    edge.start_api()
+    edge.start_worker()
+    edge.start_worker()
+    asyncio.run(telegram_delivers(edge, bot_id, secret))
+    edge.wait_until(lambda: all_sent(edge, 8101), 120, "every reply")
+    time.sleep(0.5)
+    assert_each_answered_once_in_order(edge, 8101)
+    # Both workers handled updates; one sender (one process) sent everything.
+    agents = {
+        c["user_agent"] for c in edge.sim_get("/_sim/calls", bot_id=8101, method="sendMessage")
+    }
+    assert len(agents) == 1
+    assert all("Traceback" not in w.output() for w in edge.workers)
+
+
+def test_worker_killed_mid_run__every_update_still_answered_once(edge: Edge) -> None:
+    bot_id, _, secret = edge.add_bot(8102)
+    edge.start_api()
+    first = edge.start_worker(WORKER_LOCK_SECONDS="2", WORKER_SLOTS="8")
+    second = edge.start_worker(WORKER_LOCK_SECONDS="2", WORKER_SLOTS="8")
+    edge.wait_until(
+        lambda: bool(edge.query("SELECT holder FROM leases WHERE name = %s", f"send:{bot_id}")),
+        15,
+        "a send lease",
+    )
+    holder = edge.query("SELECT holder FROM leases WHERE name = %s", f"send:{bot_id}")[0][0]
+    # Kill the worker that is not sending: what is measured is update handling.
+    victim = second if f":{first.proc.pid}:" in holder else first
+
+    held_at_kill: list[int] = []
+
+    async def deliver_and_kill() -> None:
+        delivery = asyncio.create_task(telegram_delivers(edge, bot_id, secret))
+        while not edge.query("SELECT 1 FROM inbox WHERE state = 'done' OFFSET 300 LIMIT 1"):
+            await asyncio.sleep(0.05)
+        # Freeze the victim, and kill it only while it has updates in hand.
+        while not held_at_kill:
+            victim.signal(signal.SIGSTOP)
+            held_at_kill.extend(
+                row[0]
+                for row in edge.query(
+                    "SELECT id FROM inbox WHERE state = 'processing' AND locked_by LIKE %s",
+                    f"%:{victim.proc.pid}:%",
+                )
+            )
+            if held_at_kill:
+                victim.signal(signal.SIGKILL)
+            else:
+                victim.signal(signal.SIGCONT)
+                await asyncio.sleep(0.01)
+        await delivery
+
+    asyncio.run(deliver_and_kill())
+    victim.wait(timeout=10)
+    edge.wait_until(lambda: all_sent(edge, 8102), 120, "every reply after the kill")
+    time.sleep(0.5)
+    assert_each_answered_once_in_order(edge, 8102)
+    # What the dead worker held came back once its claims ran out, and was handled once.
+    reclaimed = edge.query("SELECT id FROM inbox WHERE attempt > 1 AND id = ANY(%s)", held_at_kill)
+    assert len(reclaimed) == len(held_at_kill) > 0

@@ -1,0 +1,193 @@
+"""The claim, finish and retry statements against a real PostgreSQL, with real concurrency."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections import defaultdict
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg.rows import dict_row
+
+from botedge import sqlq
+from tests.botedge.conftest import enqueue, insert_bot
+
+Q = sqlq.Q
+
+
+def claim(conn: psycopg.Connection[Any], limit: int, lock_seconds: float = 30) -> list[Any]:
+    with conn.transaction():
+        rows = conn.execute(
+            Q["claim_updates"], {"limit": limit, "lock_seconds": lock_seconds, "holder": "t"}
+        ).fetchall()
+    return rows
+
+
+def finish(conn: psycopg.Connection[Any], row: Any) -> int:
+    with conn.transaction():
+        return conn.execute(
+            Q["finish_update"], {"id": row["id"], "lock_token": row["lock_token"]}
+        ).rowcount
+
+
+def test_claim__one_per_person_earliest_first(database_url: str) -> None:
+    bot, _, _ = insert_bot(database_url)
+    enqueue(database_url, bot, [(1, 10, "a1"), (2, 20, "b1"), (3, 10, "a2"), (4, 20, "b2")])
+    with psycopg.connect(database_url, row_factory=dict_row, autocommit=True) as conn:
+        first = claim(conn, 10)
+        assert sorted(r["update_id"] for r in first) == [1, 2]
+        assert {r["attempt"] for r in first} == {1}
+        # Both people have one in hand: nothing more to take.
+        assert claim(conn, 10) == []
+        assert finish(conn, next(r for r in first if r["update_id"] == 1)) == 1
+        assert [r["update_id"] for r in claim(conn, 10)] == [3]
+
+
+def test_claim__expired_lock_comes_back_and_old_token_is_fenced(database_url: str) -> None:
+    bot, _, _ = insert_bot(database_url)
+    enqueue(database_url, bot, [(1, 10, "a1"), (2, 10, "a2")])
+    with psycopg.connect(database_url, row_factory=dict_row, autocommit=True) as conn:
+        (stale,) = claim(conn, 5, lock_seconds=0.2)
+        assert claim(conn, 5) == []
+        time.sleep(0.3)
+        (again,) = claim(conn, 5)
+        assert again["id"] == stale["id"]
+        assert again["attempt"] == 2
+        assert again["lock_token"] != stale["lock_token"]
+        # The worker that lost its claim cannot finish, retry or bury the row.
+        assert finish(conn, stale) == 0
+        with conn.transaction():
+            retried = conn.execute(
+                Q["retry_update"],
+                {"id": stale["id"], "lock_token": stale["lock_token"], "delay": 0, "error": "x"},
+            ).rowcount
+        assert retried == 0
+        assert finish(conn, again) == 1
+
+
+def test_claim__unique_index_refuses_two_in_hand_for_one_person(database_url: str) -> None:
+    bot, _, _ = insert_bot(database_url)
+    enqueue(database_url, bot, [(1, 10, "a1"), (2, 10, "a2")])
+    with psycopg.connect(database_url) as conn:
+        conn.execute(
+            "UPDATE inbox SET state = 'processing', lock_token = gen_random_uuid(),"
+            " locked_until = now() + interval '1 minute' WHERE update_id = 1"
+        )
+        with pytest.raises(psycopg.errors.UniqueViolation):
+            conn.execute(
+                "UPDATE inbox SET state = 'processing', lock_token = gen_random_uuid(),"
+                " locked_until = now() + interval '1 minute' WHERE update_id = 2"
+            )
+
+
+def test_claim__concurrent_claimers_keep_each_person_in_order(database_url: str) -> None:
+    bot, _, _ = insert_bot(database_url)
+    people, per_person = 60, 6
+    updates = [
+        (n * people + p + 1, 1000 + p, f"{p}:{n}") for n in range(per_person) for p in range(people)
+    ]
+    enqueue(database_url, bot, updates)
+    handled: dict[int, list[int]] = defaultdict(list)
+    in_hand: set[int] = set()
+    violations: list[int] = []
+
+    async def claimer() -> None:
+        conn = await psycopg.AsyncConnection.connect(database_url, row_factory=dict_row)
+        async with conn:
+            idle = 0
+            while idle < 5:
+                async with conn.transaction():
+                    cur = await conn.execute(
+                        Q["claim_updates"], {"limit": 8, "lock_seconds": 30, "holder": "t"}
+                    )
+                    rows = await cur.fetchall()
+                if not rows:
+                    idle += 1
+                    await asyncio.sleep(0.01)
+                    continue
+                idle = 0
+                for row in rows:
+                    if row["chat_key"] in in_hand:
+                        violations.append(row["chat_key"])
+                    in_hand.add(row["chat_key"])
+                await asyncio.sleep(0.001)
+                for row in rows:
+                    handled[row["chat_key"]].append(row["update_id"])
+                    in_hand.discard(row["chat_key"])
+                    async with conn.transaction():
+                        cur = await conn.execute(
+                            Q["finish_update"],
+                            {"id": row["id"], "lock_token": row["lock_token"]},
+                        )
+                        assert cur.rowcount == 1
+
+    async def main() -> None:
+        await asyncio.gather(*(claimer() for _ in range(8)))
+
+    asyncio.run(main())
+    assert violations == []
+    assert len(handled) == people
+    for person, ids in handled.items():
+        assert ids == sorted(ids), person
+        assert len(ids) == per_person
+
+
+def test_claim__plan_uses_the_partial_indexes(database_url: str) -> None:
+    bot, _, _ = insert_bot(database_url)
+    with psycopg.connect(database_url) as conn:
+        # Enough rows, mostly finished, that a sequential scan would be the wrong plan.
+        conn.execute(
+            "INSERT INTO inbox (bot_id, update_id, chat_key, kind, payload, state, done_at)"
+            "  SELECT %s, g, g %% 5000, 'message', '{}', 'done', now()"
+            " FROM generate_series(1, 60000) g",
+            (bot,),
+        )
+        conn.execute(
+            "INSERT INTO inbox (bot_id, update_id, chat_key, kind, payload)"
+            " SELECT %s, 100000 + g, g %% 300, 'message', '{}' FROM generate_series(1, 2000) g",
+            (bot,),
+        )
+        conn.execute("ANALYZE inbox")
+        plan = conn.execute(
+            "EXPLAIN (FORMAT JSON) " + Q["claim_updates"],
+            {"limit": 32, "lock_seconds": 30, "holder": "t"},
+        ).fetchone()
+        assert plan is not None
+        text = json.dumps(plan[0])
+    for index in ("inbox_waiting", "inbox_unfinished_by_person", "inbox_one_in_hand"):
+        assert index in text, f"the claim no longer uses {index}"
+    scans = [
+        node
+        for node in _nodes(plan[0][0]["Plan"])
+        if node.get("Node Type") == "Seq Scan" and node.get("Relation Name") == "inbox"
+    ]
+    assert scans == []
+
+
+def _nodes(node: dict[str, Any]) -> list[dict[str, Any]]:
+    found = [node]
+    for child in node.get("Plans", []):
+        found.extend(_nodes(child))
+    return found
+
+
+def test_lease__one_holder_then_takeover_after_expiry(database_url: str) -> None:
+    def take(conn: psycopg.Connection[Any], holder: str, ttl: float) -> Any:
+        with conn.transaction():
+            return conn.execute(
+                Q["take_lease"], {"name": "send:1", "holder": holder, "ttl": ttl}
+            ).fetchone()
+
+    with psycopg.connect(database_url, row_factory=dict_row, autocommit=True) as conn:
+        first = take(conn, "a", 0.3)
+        assert first is not None and first["taken"] and first["term"] == 1
+        assert take(conn, "b", 30) is None
+        renewed = take(conn, "a", 0.3)
+        assert renewed is not None and not renewed["taken"] and renewed["term"] == 1
+        time.sleep(0.4)
+        taken = take(conn, "b", 30)
+        assert taken is not None and taken["taken"] and taken["term"] == 2
+        assert take(conn, "a", 30) is None
