@@ -55,3 +55,16 @@ def enqueue(database_url: str, bot_id: int, updates: list[tuple[int, int, str]])
             " VALUES (%s, %s, %s, 'message', %s)",
             [(bot_id, u, user, json.dumps(message(u, user, text))) for u, user, text in updates],
         )
+
+
+def queue_messages(database_url: str, bot_id: int, messages: list[tuple[int, str]]) -> None:
+    """Outbox rows as a handler would write them: (chat_id, text), in this order."""
+    with psycopg.connect(database_url) as conn, conn.cursor() as cur:
+        cur.executemany(
+            "INSERT INTO outbox (bot_id, chat_id, method, payload, dedupe_key)"
+            " VALUES (%s, %s, 'sendMessage', %s, %s)",
+            [
+                (bot_id, chat, json.dumps({"chat_id": chat, "text": text}), f"test:{n}:{text}")
+                for n, (chat, text) in enumerate(messages)
+            ],
+        )

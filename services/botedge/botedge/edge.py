@@ -30,7 +30,6 @@ log = logging.getLogger("botedge.edge")
 Q = sqlq.Q
 
 BOTS_REFRESH = 5.0
-GAUGES_EVERY = 5.0
 
 
 class EdgeWorker:
@@ -204,4 +203,4 @@ class EdgeWorker:
             except (psycopg.Error, OSError) as error:
                 log.warning("could not read queue gauges: %s", error)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.stopping.wait(), GAUGES_EVERY)
+                await asyncio.wait_for(self.stopping.wait(), self.settings.gauges_interval)

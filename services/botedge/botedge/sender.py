@@ -39,6 +39,8 @@ LANES = 4
 FETCH = 500
 MAX_SEND_ATTEMPTS = 8
 RENEW_EVERY = 10.0
+# How long in-flight sends get to finish when the sender stops.
+LANE_GRACE = 5.0
 
 
 class Bucket:
@@ -131,6 +133,8 @@ class Sender:
         self.poll_interval = poll_interval
         self.lane_count = lanes
         self.paused_until = 0.0
+        self.closing = False
+        self.stopping = asyncio.Event()
         self.busy: set[int] = set()
         self.lane_ended: dict[int, float] = {}
         self.lanes: set[asyncio.Task[None]] = set()
@@ -150,6 +154,7 @@ class Sender:
 
     async def run(self, stopping: asyncio.Event) -> None:
         """Send while the lease is ours; returns when it is lost, on stop, or on a bad token."""
+        self.stopping = stopping
         renewer = asyncio.get_running_loop().create_task(self._renew(stopping))
         try:
             await self.api.call(self.token, "getMe")
@@ -160,6 +165,11 @@ class Sender:
         except Unauthorized as error:
             await self._token_invalid(error)
         finally:
+            # Lanes stop before their next send; one mid-call finishes and records what
+            # Telegram answered, so the next holder does not send it again.
+            self.closing = True
+            if self.lanes:
+                await asyncio.wait(list(self.lanes), timeout=LANE_GRACE)
             renewer.cancel()
             for lane in list(self.lanes):
                 lane.cancel()
@@ -244,7 +254,7 @@ class Sender:
         """Send one row; True to go on with the chat's next row."""
         await self.limits.acquire(row.chat_id)
         await self.wait_unpaused()
-        if not self.lease.held or self.invalid:
+        if self.closing or self.stopping.is_set() or not self.lease.held or self.invalid:
             return False
         try:
             result = await self.api.call(self.token, row.method, row.payload)

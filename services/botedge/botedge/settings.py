@@ -31,6 +31,7 @@ class BotedgeSettings:
     send_rate: float
     send_private_rate: float
     send_group_per_minute: float
+    gauges_interval: float
 
     @property
     def secrets(self) -> list[Secret | None]:
@@ -58,6 +59,7 @@ def read(r: Reader, role: str) -> BotedgeSettings:
         send_rate=r.seconds("SEND_RATE", 25.0, minimum=0.1),
         send_private_rate=r.seconds("SEND_PRIVATE_RATE", 1.0, minimum=0.01),
         send_group_per_minute=r.seconds("SEND_GROUP_PER_MINUTE", 20.0, minimum=0.1),
+        gauges_interval=r.seconds("GAUGES_INTERVAL", 5.0, minimum=0.1),
     )
 
 

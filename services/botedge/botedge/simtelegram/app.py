@@ -403,6 +403,7 @@ def create_app(faults: Faults | None = None, seed: int | None = None) -> Starlet
 
     async def bot_method(request: Request) -> Response:
         name = request.path_params["method"].lower()
+        started = time.time()
         status = 200
         bot_id = 0
         params: Params = {}
@@ -442,6 +443,7 @@ def create_app(faults: Faults | None = None, seed: int | None = None) -> Starlet
                 Call(
                     bot_id=bot_id,
                     method=name,
+                    started=started,
                     at=time.time(),
                     status=status,
                     user_agent=request.headers.get("user-agent", ""),

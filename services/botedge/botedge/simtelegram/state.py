@@ -152,6 +152,8 @@ class Bot:
 class Call:
     bot_id: int
     method: str
+    # When the call arrived and when it was answered (unix seconds).
+    started: float
     at: float
     status: int
     user_agent: str

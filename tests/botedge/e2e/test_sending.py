@@ -1,0 +1,153 @@
+"""Senders against the simulated Telegram: one per bot, in order, within limits and answers."""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections import defaultdict
+from typing import Any
+
+from tests.botedge.conftest import queue_messages
+from tests.botedge.e2e.conftest import Edge
+
+
+def texts_by_chat(sent: list[dict[str, Any]]) -> dict[int, list[str]]:
+    by_chat: dict[int, list[str]] = defaultdict(list)
+    for row in sent:
+        by_chat[row["chat_id"]].append(row["text"])
+    return by_chat
+
+
+def expected(chats: int, per_chat: int) -> dict[int, list[str]]:
+    return {2000 + c: [f"c{c}-{n}" for n in range(per_chat)] for c in range(chats)}
+
+
+def queue(edge: Edge, bot_id: int, chats: int, per_chat: int) -> None:
+    queue_messages(
+        edge.database_url,
+        bot_id,
+        [(2000 + c, f"c{c}-{n}") for n in range(per_chat) for c in range(chats)],
+    )
+
+
+def test_two_workers__only_the_lease_holder_sends_and_hands_over_on_stop(edge: Edge) -> None:
+    bot_id, _, _ = edge.add_bot(9101)
+    queue(edge, bot_id, chats=20, per_chat=15)
+    # Slow enough that the holder is still sending when it is stopped.
+    first = edge.start_worker(SEND_RATE="40")
+    second = edge.start_worker(SEND_RATE="40")
+    edge.wait_until(lambda: len(edge.sim_get("/_sim/sent", bot_id=9101)) >= 100, 30, "sends")
+    holder = edge.query("SELECT holder FROM leases WHERE name = %s", f"send:{bot_id}")[0][0]
+    stopped, other = (first, second) if f":{first.proc.pid}:" in holder else (second, first)
+    stopped.signal(signal.SIGTERM)
+    assert stopped.wait(timeout=20) == 0
+    edge.wait_until(lambda: len(edge.sim_get("/_sim/sent", bot_id=9101)) >= 300, 60, "all")
+    time.sleep(0.5)
+    sent = edge.sim_get("/_sim/sent", bot_id=9101)
+    assert texts_by_chat(sent) == expected(20, 15)
+    calls = edge.sim_get("/_sim/calls", bot_id=9101, method="sendMessage")
+    agents = [c["user_agent"] for c in calls]
+    assert set(agents) == {
+        f"gatehouse-botedge/{stopped.proc.pid}",
+        f"gatehouse-botedge/{other.proc.pid}",
+    }
+    # Never both at once: every send of the first holder comes before any of the second.
+    last_first = max(c["at"] for c in calls if str(stopped.proc.pid) in c["user_agent"])
+    first_second = min(c["at"] for c in calls if str(other.proc.pid) in c["user_agent"])
+    assert last_first < first_second
+
+
+def test_injected_429__nothing_lost_or_doubled_and_retry_after_honoured(edge: Edge) -> None:
+    bot_id, _, _ = edge.add_bot(9102)
+    edge.sim_post("/_sim/faults", {"rate_429": 0.25, "retry_after": 1})
+    queue(edge, bot_id, chats=10, per_chat=8)
+    edge.start_worker()
+    edge.wait_until(lambda: len(edge.sim_get("/_sim/sent", bot_id=9102)) >= 80, 90, "all sent")
+    time.sleep(0.5)
+    assert texts_by_chat(edge.sim_get("/_sim/sent", bot_id=9102)) == expected(10, 8)
+    calls = sorted(edge.sim_get("/_sim/calls", bot_id=9102), key=lambda c: c["at"])
+    refused = [c for c in calls if c["status"] == 429]
+    assert len(refused) >= 5
+    for limited in refused:
+        # No call of that bot may start inside the quiet period it was told about. Calls
+        # already on the wire when the 429 was answered (within a few ms) cannot be recalled.
+        quiet_from, quiet_to = limited["at"] + 0.05, limited["at"] + 1.0
+        inside = [c for c in calls if quiet_from < c["started"] < quiet_to]
+        assert inside == [], (limited, inside[:3])
+
+
+def test_answers__403_blocks_401_stops_400_fails_not_modified_counts(edge: Edge) -> None:
+    bot_id, token, _ = edge.add_bot(9103)
+    edge.sim_post("/_sim/faults", {"blocked_users": [3001]})
+    with_person = ("INSERT INTO people (telegram_user_id) VALUES (3001) RETURNING id",)
+    person = edge.query(with_person[0])[0][0]
+    edge.query(
+        "INSERT INTO bot_people (bot_id, person_id, first_seen_at, last_seen_at)"
+        " VALUES (%s, %s, now(), now()) RETURNING bot_id",
+        bot_id,
+        person,
+    )
+    queue_messages(edge.database_url, bot_id, [(3001, "to a blocker"), (3002, "fine")])
+    edge.query(
+        "INSERT INTO outbox (bot_id, chat_id, method, payload, dedupe_key) VALUES"
+        " (%s, 3003, 'sendMessage', '{\"chat_id\": 3003, \"text\": \"\"}', 'empty'),"
+        " (%s, 3003, 'deleteMessage', '{\"chat_id\": 3003, \"message_id\": 99}', 'gone')"
+        " RETURNING id",
+        bot_id,
+        bot_id,
+    )
+    edge.start_worker()
+    edge.wait_until(
+        lambda: edge.query("SELECT count(*) FROM outbox WHERE state = 'pending'") == [(0,)],
+        30,
+        "every row answered",
+    )
+    rows = dict(edge.query("SELECT dedupe_key, state || ':' || coalesce(error, '') FROM outbox"))
+    assert rows["test:0:to a blocker"] == "failed:Forbidden: bot was blocked by the user"
+    assert rows["test:1:fine"] == "sent:"
+    assert rows["empty"] == "failed:Bad Request: message text is empty"
+    assert rows["gone"] == "failed:Bad Request: message to delete not found"
+    assert edge.query("SELECT blocked_at IS NOT NULL FROM bot_people") == [(True,)]
+    # A sent message keeps Telegram's message id.
+    assert edge.query(
+        "SELECT telegram_message_id IS NOT NULL FROM outbox WHERE dedupe_key = 'test:1:fine'"
+    ) == [(True,)]
+
+    # The token is revoked: the bot is marked and its sender stops.
+    edge.sim_post("/_sim/bots/9103/revoke", {})
+    queue_messages(edge.database_url, bot_id, [(3002, "after revoke")])
+    edge.wait_until(
+        lambda: (
+            edge.query("SELECT token_invalid_at IS NOT NULL FROM bots WHERE id = %s", bot_id)
+            == [(True,)]
+        ),
+        30,
+        "the token marked invalid",
+    )
+    time.sleep(1.5)
+    calls = edge.sim_get("/_sim/calls", bot_id=9103)
+    assert sum(c["status"] == 401 for c in calls) <= 2
+    assert edge.query("SELECT state FROM outbox WHERE dedupe_key LIKE '%%after revoke'") == [
+        ("pending",)
+    ]
+    assert token not in edge.workers[0].output()
+
+
+def test_not_modified_edit__counts_as_sent(edge: Edge) -> None:
+    bot_id, _, _ = edge.add_bot(9104)
+    queue_messages(edge.database_url, bot_id, [(4001, "original")])
+    edge.start_worker()
+    edge.wait_until(lambda: len(edge.sim_get("/_sim/sent", bot_id=9104)) == 1, 20, "the send")
+    edge.query(
+        "INSERT INTO outbox (bot_id, chat_id, method, payload, dedupe_key) VALUES"
+        ' (%s, 4001, \'editMessageText\', \'{"chat_id": 4001, "message_id": 1,'
+        ' "text": "original"}\', \'same-edit\') RETURNING id',
+        bot_id,
+    )
+    edge.wait_until(
+        lambda: (
+            edge.query("SELECT state FROM outbox WHERE dedupe_key = 'same-edit'") == [("sent",)]
+        ),
+        20,
+        "the edit counted as sent",
+    )
