@@ -1,0 +1,61 @@
+"""Polling mode end to end, and what a webhook conflict or a bad token does to the poller."""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+
+from tests.botedge.e2e.conftest import Edge
+
+
+def test_polling__updates_flow_and_the_offset_advances_after_commit(edge: Edge) -> None:
+    bot_id, token, _ = edge.add_bot(9201, mode="polling")
+    edge.start_worker()
+    for n in range(5):
+        edge.sim_post("/_sim/messages", {"token": token, "user_id": 5001, "text": f"m{n}"})
+    edge.sim_post("/_sim/messages", {"token": token, "user_id": 5002, "text": "/start"})
+    edge.wait_until(lambda: len(edge.sim_get("/_sim/sent", bot_id=9201)) == 6, 30, "replies")
+    texts = [r["text"] for r in edge.sim_get("/_sim/sent", bot_id=9201, chat_id=5001)]
+    assert texts == [f'I did not understand "m{n}". Send /start to begin.' for n in range(5)]
+    assert edge.sim_get("/_sim/sent", bot_id=9201, chat_id=5002)[0]["text"].startswith("Welcome")
+    (offset,) = edge.query("SELECT poll_offset FROM bots WHERE id = %s", bot_id)[0]
+    highest = edge.query("SELECT max(update_id) FROM inbox")[0][0]
+    assert offset == highest + 1
+    assert edge.query("SELECT count(*) FROM inbox") == [(6,)]
+
+
+def test_polling__webhook_conflict_is_recorded_and_backed_off(edge: Edge) -> None:
+    bot_id, token, _ = edge.add_bot(9202, mode="polling")
+    # Someone set a webhook for this token behind our back: getUpdates answers 409.
+    httpx.post(f"{edge.sim.url}/bot{token}/setWebhook", json={"url": "https://example.test/x"})
+    edge.start_worker()
+    edge.wait_until(
+        lambda: edge.query("SELECT last_error FROM bots WHERE id = %s", bot_id)[0][0] is not None,
+        20,
+        "the conflict recorded",
+    )
+    time.sleep(3)
+    error, backoff = edge.query(
+        "SELECT last_error, poll_backoff_until > now() FROM bots WHERE id = %s", bot_id
+    )[0]
+    assert error.startswith("409: Conflict: can't use getUpdates method while webhook is active")
+    assert backoff is True
+    polls = edge.sim_get("/_sim/calls", bot_id=9202, method="getUpdates")
+    assert len(polls) == 1, "a conflict must not be retried in a hot loop"
+
+
+def test_polling__revoked_token_marks_the_bot(edge: Edge) -> None:
+    bot_id, _, _ = edge.add_bot(9203, mode="polling")
+    edge.sim_post("/_sim/bots/9203/revoke", {})
+    edge.start_worker()
+    edge.wait_until(
+        lambda: (
+            edge.query("SELECT token_invalid_at IS NOT NULL FROM bots WHERE id = %s", bot_id)
+            == [(True,)]
+        ),
+        20,
+        "the token marked invalid",
+    )
+    time.sleep(2)
+    assert len(edge.sim_get("/_sim/calls", bot_id=9203)) <= 3

@@ -1,0 +1,37 @@
+"""LISTEN/NOTIFY: with polling slowed to 10 s, an update is still answered at once."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import httpx
+
+from tests.botedge.conftest import message
+from tests.botedge.e2e.conftest import Edge
+
+
+def test_notify__wakes_the_claim_loop_and_the_sender(edge: Edge) -> None:
+    bot_id, _, secret = edge.add_bot(9501)
+    api = edge.start_api()
+    edge.start_worker(WORKER_POLL_INTERVAL="10")
+    edge.wait_until(
+        lambda: bool(edge.query("SELECT 1 FROM leases WHERE name = %s", f"send:{bot_id}")),
+        15,
+        "the sender",
+    )
+    time.sleep(0.5)
+    latencies = []
+    for n in range(3):
+        started = time.monotonic()
+        httpx.post(
+            f"{api.url}/telegram/{bot_id}/webhook",
+            content=json.dumps(message(n + 1, 8001, f"n{n}")),
+            headers={"X-Telegram-Bot-Api-Secret-Token": secret},
+        )
+        edge.wait_until(
+            lambda n=n: len(edge.sim_get("/_sim/sent", bot_id=9501)) == n + 1, 8, "the reply"
+        )
+        latencies.append(time.monotonic() - started)
+    # Polling alone would take up to 10 s for the claim and as long again for the send.
+    assert max(latencies) < 3, latencies
