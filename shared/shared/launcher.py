@@ -84,6 +84,7 @@ DEV_SECRETS = (
     "WAYFORPAY_SECRET_KEY",
     "STRIPE_WEBHOOK_SECRET",
     "DEMO_OWNER_PASSWORD",
+    "DEMO_BOT_TOKEN",
 )
 
 
@@ -98,6 +99,9 @@ def _generate(name: str) -> str:
         return "whsec_" + secrets.token_hex(24)
     if name == "DEMO_OWNER_PASSWORD":
         return "demo-" + secrets.token_urlsafe(9)
+    if name == "DEMO_BOT_TOKEN":
+        # Shaped like a real token; only the simulated Telegram ever sees it.
+        return f"{secrets.randbelow(9 * 10**9) + 10**9}:AA{secrets.token_urlsafe(33)}"
     return secrets.token_urlsafe(32)
 
 
@@ -201,7 +205,8 @@ class Launcher:
 
         if not self._wait_healthy(ports):
             return 0 if self.stop_requested is not None else 1
-        self._banner(ports, database_url, child_env)
+        demo_bot = self._add_demo_bot(child_env)
+        self._banner(ports, database_url, child_env, demo_bot)
         while self.stop_requested is None:
             for name, proc in self.procs.items():
                 code = proc.poll()
@@ -231,7 +236,26 @@ class Launcher:
             return False
         return True
 
-    def _banner(self, ports: dict[str, int], database_url: str, env: dict[str, str]) -> None:
+    def _add_demo_bot(self, env: dict[str, str]) -> str | None:
+        """A bot in polling mode against the simulated Telegram; its Telegram id."""
+        token = env.get("DEMO_BOT_TOKEN", "")
+        if not env.get("TELEGRAM_API_BASE", "").startswith("http://127.0.0.1"):
+            return None
+        added = subprocess.run(
+            [sys.executable, "-m", "botedge", "add-bot", "--mode", "polling"],
+            env={**env, "BOT_TOKEN": token},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if added.returncode != 0:
+            log.warning("could not add the demo bot: %s", added.stderr.strip()[-300:])
+            return None
+        return token.split(":", 1)[0]
+
+    def _banner(
+        self, ports: dict[str, int], database_url: str, env: dict[str, str], demo_bot: str | None
+    ) -> None:
         width = max(len(child.what) for child in CHILDREN)
         lines = ["", "Gatehouse is running:"]
         for child in CHILDREN:
@@ -243,6 +267,17 @@ class Launcher:
             f"  email     {env.get('DEMO_OWNER_EMAIL', 'owner@example.com')}",
             f"  password  {env['DEMO_OWNER_PASSWORD']}",
             "",
+        ]
+        if demo_bot:
+            sim = f"http://127.0.0.1:{ports['simtelegram']}"
+            lines += [
+                f"Demo bot (polling the simulated Telegram), Telegram id {demo_bot}. Talk to it:",
+                f"  curl -s {sim}/_sim/messages -H 'content-type: application/json' \\",
+                f'       -d \'{{"bot_id": {demo_bot}, "user_id": 1, "text": "/start"}}\'',
+                f"  curl -s '{sim}/_sim/sent?bot_id={demo_bot}'",
+                "",
+            ]
+        lines += [
             f"Development secrets (SWEEP_TOKEN, SERVICE_TOKEN, ...) were generated into "
             f"{self.data_dir / 'dev-secrets.json'}; set them in the environment to override.",
             "Each service answers /healthz, /readyz and /metrics. Ctrl-C stops everything.",

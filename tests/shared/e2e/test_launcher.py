@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -95,6 +96,20 @@ def test_launcher__sigterm_stops_every_child_and_postgres(
         for port in ports.values():
             assert f"http://127.0.0.1:{port}" in output
         assert "owner@example.com" in output
+        # The demo bot answers through the simulated Telegram.
+        bot = re.search(r"Telegram id (\d+)", output)
+        assert bot is not None
+        sim = f"http://127.0.0.1:{ports['simtelegram']}"
+        deadline = time.monotonic() + 20
+        replies: list[object] = []
+        while not replies and time.monotonic() < deadline:
+            httpx.post(
+                f"{sim}/_sim/messages",
+                json={"bot_id": int(bot.group(1)), "user_id": 1, "text": "/start"},
+            )
+            time.sleep(1)
+            replies = httpx.get(f"{sim}/_sim/sent", params={"bot_id": bot.group(1)}).json()
+        assert replies, "the demo bot never answered"
         children = [p.pid for p in psutil.Process(proc.pid).children(recursive=True)]
         assert len(children) >= len(CHILDREN)
         pg_pid = postmaster_pid(data_dir)

@@ -502,9 +502,21 @@ def create_app(faults: Faults | None = None, seed: int | None = None) -> Starlet
         bot.revoked = True
         return JSONResponse({"revoked": bot.id})
 
+    def control_target(body: dict[str, Any]) -> Bot:
+        """The bot a control call is about: by token, or by id once it has called us."""
+        if "bot_id" in body:
+            bot = world.bots.get(int(body["bot_id"]))
+            if bot is None:
+                raise ApiError(404, "Not Found: no bot with that id has called the simulator")
+            return bot
+        return world.bot(str(body["token"]))
+
     async def control_updates(request: Request) -> Response:
         body = await request.json()
-        bot = world.bot(str(body["token"]))
+        try:
+            bot = control_target(body)
+        except ApiError as error:
+            return error_response(error)
         updates = body.get("updates") or [body["update"]]
         added = [world.add_update(bot, update) for update in updates]
         if bot.webhook_url:
@@ -513,7 +525,10 @@ def create_app(faults: Faults | None = None, seed: int | None = None) -> Starlet
 
     async def control_messages(request: Request) -> Response:
         body = await request.json()
-        bot = world.bot(str(body["token"]))
+        try:
+            bot = control_target(body)
+        except ApiError as error:
+            return error_response(error)
         update = world.message_update(
             bot, int(body["user_id"]), str(body["text"]), str(body.get("first_name", ""))
         )

@@ -1,0 +1,108 @@
+"""How long the inbox claim takes with 1,000 and with 1,000,000 updates waiting.
+
+    make bench-claim            # or: python loadtest/bench_claim.py --rounds 300
+
+Starts a throwaway embedded PostgreSQL (or uses BENCH_DATABASE_URL, a role that may create a
+database). For each depth it fills the inbox with waiting updates, ten per person, plus as many
+finished ones, then times the claim of 32 updates, each in a transaction that is rolled back so
+the depth stays put. It prints p50, p99 and max per depth.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import psycopg
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from botedge import sqlq  # noqa: E402
+from shared import migrate  # noqa: E402
+from shared.testing import start_embedded, with_database  # noqa: E402
+
+
+def fill(conn: psycopg.Connection[tuple[object, ...]], bot_id: int, waiting: int) -> None:
+    conn.execute("TRUNCATE inbox")
+    # As many finished updates as waiting ones: the claim must not care about history.
+    conn.execute(
+        "INSERT INTO inbox (bot_id, update_id, chat_key, kind, payload, state, done_at)"
+        " SELECT %s, g, g / 10, 'message', '{}', 'done', now()"
+        " FROM generate_series(1, %s) g",
+        (bot_id, waiting),
+    )
+    conn.execute(
+        "INSERT INTO inbox (bot_id, update_id, chat_key, kind, payload)"
+        " SELECT %s, %s + g, 10000000 + g / 10, 'message', '{}'"
+        " FROM generate_series(1, %s) g",
+        (bot_id, waiting, waiting),
+    )
+    conn.execute("VACUUM ANALYZE inbox")
+
+
+def time_claims(conn: psycopg.Connection[tuple[object, ...]], rounds: int) -> list[float]:
+    timings = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        with conn.transaction(force_rollback=True):
+            rows = conn.execute(
+                sqlq.Q["claim_updates"], {"limit": 32, "lock_seconds": 60, "holder": "bench"}
+            ).fetchall()
+        timings.append(time.perf_counter() - started)
+        if len(rows) != 32:
+            raise SystemExit(f"claimed {len(rows)}, expected 32")
+    return timings
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=300)
+    parser.add_argument("--depths", default="1000,1000000")
+    args = parser.parse_args()
+    pg = None
+    admin = os.environ.get("BENCH_DATABASE_URL")
+    if not admin:
+        pg, admin = start_embedded({"shared_buffers": "256MB", "max_wal_size": "4GB"})
+    name = f"bench_claim_{os.getpid()}"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    url = with_database(admin, name)
+    try:
+        migrate.apply(url)
+        with psycopg.connect(url, autocommit=True) as conn:
+            bot = conn.execute(
+                "INSERT INTO bots (telegram_bot_id, token_encrypted, webhook_secret_encrypted)"
+                " VALUES (1, 'x', 'x') RETURNING id"
+            ).fetchone()
+            if bot is None:
+                raise SystemExit("could not insert the benchmark bot")
+            print(f"machine: {platform.machine()}, {os.cpu_count()} cores")
+            print(f"claim of 32 updates, {args.rounds} rounds per depth:")
+            for depth in (int(d) for d in args.depths.split(",")):
+                filled = time.perf_counter()
+                fill(conn, int(bot[0]), depth)
+                fill_seconds = time.perf_counter() - filled
+                timings = sorted(time_claims(conn, args.rounds))
+                p50 = statistics.median(timings) * 1000
+                p99 = timings[int(len(timings) * 0.99) - 1] * 1000
+                print(
+                    f"  {depth:>9,} waiting: p50 {p50:.2f} ms, p99 {p99:.2f} ms,"
+                    f" max {timings[-1] * 1000:.2f} ms (filled in {fill_seconds:.0f} s)"
+                )
+    finally:
+        if pg is not None:
+            pg.destroy()
+            pg.data_dir.parent.rmdir()
+        else:
+            with psycopg.connect(admin, autocommit=True) as conn:
+                conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+if __name__ == "__main__":
+    main()
