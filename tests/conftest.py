@@ -80,8 +80,10 @@ def start_service(tmp_path: Path) -> Iterator[object]:
     """Start `python -m <module>` as a real process on a free port; stopped after the test."""
     started: list[ServiceProcess] = []
 
-    def start(module: str, *args: str, env: dict[str, str], wait: bool = True) -> ServiceProcess:
-        port = free_port()
+    def start(
+        module: str, *args: str, env: dict[str, str], wait: bool = True, port: int | None = None
+    ) -> ServiceProcess:
+        port = port or free_port()
         log_path = tmp_path / f"{module.replace('.', '_')}-{port}.log"
         with log_path.open("wb") as log:
             proc = subprocess.Popen(

@@ -41,8 +41,8 @@ class Edge:
             **{**FAST, **self.extra_env, **overrides},
         )
 
-    def start_api(self, **overrides: str) -> ServiceProcess:
-        self.api = self.start("botedge", "--role", "api", env=self.env(**overrides))
+    def start_api(self, port: int | None = None, **overrides: str) -> ServiceProcess:
+        self.api = self.start("botedge", "--role", "api", env=self.env(**overrides), port=port)
         return self.api
 
     def start_worker(self, **overrides: str) -> ServiceProcess:

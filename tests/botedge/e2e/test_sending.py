@@ -151,3 +151,30 @@ def test_not_modified_edit__counts_as_sent(edge: Edge) -> None:
         20,
         "the edit counted as sent",
     )
+
+
+def test_replies_before_broadcasts_and_5xx_retried_in_order(edge: Edge) -> None:
+    bot_id, _, _ = edge.add_bot(9105)
+    edge.query(
+        "INSERT INTO outbox (bot_id, chat_id, method, payload, priority, dedupe_key)"
+        " SELECT %s, 4100 + g, 'sendMessage',"
+        " json_build_object('chat_id', 4100 + g, 'text', 'broadcast ' || g), 1, 'b' || g"
+        " FROM generate_series(1, 5) g RETURNING id",
+        bot_id,
+    )
+    queue_messages(edge.database_url, bot_id, [(4200, "reply")])
+    edge.start_worker(SEND_LANES="1")
+    edge.wait_until(lambda: len(edge.sim_get("/_sim/sent", bot_id=9105)) == 6, 20, "all six")
+    sent = [r["text"] for r in edge.sim_get("/_sim/sent", bot_id=9105)]
+    # The reply was queued last but goes first.
+    assert sent[0] == "reply"
+
+    edge.sim_post("/_sim/faults", {"rate_5xx": 0.3})
+    queue(edge, bot_id, chats=5, per_chat=6)
+    edge.wait_until(lambda: len(edge.sim_get("/_sim/sent", bot_id=9105)) >= 36, 60, "the rest")
+    time.sleep(0.5)
+    by_chat = texts_by_chat(edge.sim_get("/_sim/sent", bot_id=9105))
+    for chat, texts in expected(5, 6).items():
+        assert by_chat[chat] == texts
+    failures = [c for c in edge.sim_get("/_sim/calls", bot_id=9105) if c["status"] == 502]
+    assert failures, "the fault was injected"

@@ -35,3 +35,37 @@ def test_notify__wakes_the_claim_loop_and_the_sender(edge: Edge) -> None:
         latencies.append(time.monotonic() - started)
     # Polling alone would take up to 10 s for the claim and as long again for the send.
     assert max(latencies) < 3, latencies
+
+
+def test_listen_connection_killed__reconnects_and_wakes_again(edge: Edge) -> None:
+    bot_id, _, secret = edge.add_bot(9502)
+    api = edge.start_api()
+    edge.start_worker(WORKER_POLL_INTERVAL="10")
+    edge.wait_until(
+        lambda: bool(edge.query("SELECT 1 FROM leases WHERE name = %s", f"send:{bot_id}")),
+        15,
+        "the sender",
+    )
+    killed = edge.query(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+        " WHERE query LIKE 'LISTEN%%' AND datname = current_database()"
+    )
+    assert killed, "the worker had a LISTEN connection"
+    edge.wait_until(
+        lambda: bool(
+            edge.query(
+                "SELECT 1 FROM pg_stat_activity WHERE query LIKE 'LISTEN%%'"
+                " AND datname = current_database()"
+            )
+        ),
+        10,
+        "a new LISTEN connection",
+    )
+    started = time.monotonic()
+    httpx.post(
+        f"{api.url}/telegram/{bot_id}/webhook",
+        content=json.dumps(message(1, 8101, "again")),
+        headers={"X-Telegram-Bot-Api-Secret-Token": secret},
+    )
+    edge.wait_until(lambda: len(edge.sim_get("/_sim/sent", bot_id=9502)) == 1, 8, "the reply")
+    assert time.monotonic() - started < 3
