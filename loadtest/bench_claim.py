@@ -22,10 +22,11 @@ import psycopg
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "loadtest"))
+
+from benchdb import bench_database  # noqa: E402
 
 from botedge import sqlq  # noqa: E402
-from shared import migrate  # noqa: E402
-from shared.testing import start_embedded, with_database  # noqa: E402
 
 
 def fill(conn: psycopg.Connection[tuple[object, ...]], bot_id: int, waiting: int) -> None:
@@ -65,16 +66,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=300)
     parser.add_argument("--depths", default="1000,1000000")
     args = parser.parse_args()
-    pg = None
-    admin = os.environ.get("BENCH_DATABASE_URL")
-    if not admin:
-        pg, admin = start_embedded({"shared_buffers": "256MB", "max_wal_size": "4GB"})
-    name = f"bench_claim_{os.getpid()}"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    url = with_database(admin, name)
-    try:
-        migrate.apply(url)
+    with bench_database({"shared_buffers": "256MB", "max_wal_size": "4GB"}) as url:
         with psycopg.connect(url, autocommit=True) as conn:
             bot = conn.execute(
                 "INSERT INTO bots (telegram_bot_id, token_encrypted, webhook_secret_encrypted)"
@@ -95,13 +87,6 @@ def main() -> None:
                     f"  {depth:>9,} waiting: p50 {p50:.2f} ms, p99 {p99:.2f} ms,"
                     f" max {timings[-1] * 1000:.2f} ms (filled in {fill_seconds:.0f} s)"
                 )
-    finally:
-        if pg is not None:
-            pg.destroy()
-            pg.data_dir.parent.rmdir()
-        else:
-            with psycopg.connect(admin, autocommit=True) as conn:
-                conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 if __name__ == "__main__":

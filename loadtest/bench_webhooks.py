@@ -36,11 +36,12 @@ import psycopg
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "loadtest"))
+
+from benchdb import bench_database  # noqa: E402
 
 from billing.webhooks import Subgate  # noqa: E402
-from shared import migrate  # noqa: E402
 from shared.embedded_pg import POSTGRES_BIN_PATH, free_port  # noqa: E402
-from shared.testing import start_embedded, with_database  # noqa: E402
 
 SECRET = "bench-subgate-secret-000000000000"  # noqa: S105 - a throwaway benchmark key
 CLIENTS = 32
@@ -186,20 +187,16 @@ def main() -> None:
     parser.add_argument("--invoices", type=int, default=20_000)
     args = parser.parse_args()
 
-    pg = None
-    admin = os.environ.get("BENCH_DATABASE_URL")
-    if not admin:
-        pg, admin = start_embedded(
-            {"max_connections": "200", "shared_buffers": "256MB", "synchronous_commit": "on"}
-        )
-    name = f"bench_{os.getpid()}"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    url = with_database(admin, name)
+    with bench_database(
+        {"max_connections": "200", "shared_buffers": "256MB", "synchronous_commit": "on"}
+    ) as url:
+        run(url, args.seconds, args.invoices)
+
+
+def run(url: str, seconds: int, invoices: int) -> None:
     billing = None
     try:
-        migrate.apply(url)
-        orders = setup(url, args.invoices)
+        orders = setup(url, invoices)
         port = free_port()
         env = {
             **os.environ,
@@ -220,29 +217,23 @@ def main() -> None:
             except httpx.TransportError:
                 time.sleep(0.1)
         asyncio.run(drive(base, orders, 2))  # warm-up
-        count, latencies, errors = asyncio.run(drive(base, orders, args.seconds))
-        rate = count / args.seconds
-        tps = pgbench(url, args.seconds, args.invoices)
+        count, latencies, errors = asyncio.run(drive(base, orders, seconds))
+        rate = count / seconds
+        tps = pgbench(url, seconds, invoices)
         machine = f"{platform.machine()}, {os.cpu_count()} cores"
         print(f"machine: {machine}, Python {platform.python_version()}")
-        print(f"billing webhooks, {CLIENTS} concurrent clients, {args.seconds} s:")
+        print(f"billing webhooks, {CLIENTS} concurrent clients, {seconds} s:")
         print(f"  {count} deliveries, {errors} errors, {rate:.0f} deliveries/s")
         print(
             f"  latency p50 {percentile(latencies, 0.5) * 1000:.1f} ms,"
             f" p99 {percentile(latencies, 0.99) * 1000:.1f} ms"
         )
-        print(f"pgbench, same transaction, {CLIENTS} clients, {args.seconds} s: {tps:.0f} tps")
+        print(f"pgbench, same transaction, {CLIENTS} clients, {seconds} s: {tps:.0f} tps")
         print(f"ratio webhooks/pgbench: {rate / tps:.2f}")
     finally:
         if billing is not None:
             billing.terminate()
             billing.wait(timeout=15)
-        if pg is not None:
-            pg.destroy()
-            pg.data_dir.parent.rmdir()
-        else:
-            with psycopg.connect(admin, autocommit=True) as conn:
-                conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from typing import Any
 import psycopg
 
 from botedge import sqlq
+from botedge.buckets import Bucket
 from botedge.leases import Lease
 from botedge.metrics import SENDS
 from botedge.telegram import (
@@ -41,25 +42,6 @@ MAX_SEND_ATTEMPTS = 8
 RENEW_EVERY = 10.0
 # How long in-flight sends get to finish when the sender stops.
 LANE_GRACE = 5.0
-
-
-class Bucket:
-    """A token bucket: `capacity` at once, `rate` more each second."""
-
-    def __init__(self, capacity: float, rate: float) -> None:
-        self.capacity = capacity
-        self.rate = rate
-        self.tokens = capacity
-        self.at = time.monotonic()
-
-    def wait_time(self) -> float:
-        now = time.monotonic()
-        self.tokens = min(self.capacity, self.tokens + (now - self.at) * self.rate)
-        self.at = now
-        return 0.0 if self.tokens >= 1 else (1 - self.tokens) / self.rate
-
-    def take(self) -> None:
-        self.tokens -= 1
 
 
 @dataclass

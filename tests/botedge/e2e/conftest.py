@@ -70,6 +70,14 @@ class Edge:
             time.sleep(0.1)
         raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
+    def wait_for_sender(self, bot_id: int) -> str:
+        """Wait until some worker holds the bot's send lease; the holder."""
+        lease = f"send:{bot_id}"
+        self.wait_until(
+            lambda: bool(self.query("SELECT 1 FROM leases WHERE name = %s", lease)), 15, lease
+        )
+        return str(self.query("SELECT holder FROM leases WHERE name = %s", lease)[0][0])
+
     def add_bot(self, telegram_bot_id: int, mode: str = "webhook") -> tuple[int, str, str]:
         bot_id, token, secret = insert_bot(self.database_url, telegram_bot_id, mode)
         self.sim_post("/_sim/bots", {"token": token})

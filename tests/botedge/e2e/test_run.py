@@ -84,12 +84,7 @@ def test_worker_killed_mid_run__every_update_still_answered_once(edge: Edge) -> 
     edge.start_api()
     first = edge.start_worker(WORKER_LOCK_SECONDS="2", WORKER_SLOTS="8")
     second = edge.start_worker(WORKER_LOCK_SECONDS="2", WORKER_SLOTS="8")
-    edge.wait_until(
-        lambda: bool(edge.query("SELECT holder FROM leases WHERE name = %s", f"send:{bot_id}")),
-        15,
-        "a send lease",
-    )
-    holder = edge.query("SELECT holder FROM leases WHERE name = %s", f"send:{bot_id}")[0][0]
+    holder = edge.wait_for_sender(bot_id)
     # Kill the worker that is not sending: what is measured is update handling.
     victim = second if f":{first.proc.pid}:" in holder else first
 

@@ -15,11 +15,7 @@ def test_notify__wakes_the_claim_loop_and_the_sender(edge: Edge) -> None:
     bot_id, _, secret = edge.add_bot(9501)
     api = edge.start_api()
     edge.start_worker(WORKER_POLL_INTERVAL="10")
-    edge.wait_until(
-        lambda: bool(edge.query("SELECT 1 FROM leases WHERE name = %s", f"send:{bot_id}")),
-        15,
-        "the sender",
-    )
+    edge.wait_for_sender(bot_id)
     time.sleep(0.5)
     latencies = []
     for n in range(3):
@@ -41,11 +37,7 @@ def test_listen_connection_killed__reconnects_and_wakes_again(edge: Edge) -> Non
     bot_id, _, secret = edge.add_bot(9502)
     api = edge.start_api()
     edge.start_worker(WORKER_POLL_INTERVAL="10")
-    edge.wait_until(
-        lambda: bool(edge.query("SELECT 1 FROM leases WHERE name = %s", f"send:{bot_id}")),
-        15,
-        "the sender",
-    )
+    edge.wait_for_sender(bot_id)
     killed = edge.query(
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
         " WHERE query LIKE 'LISTEN%%' AND datname = current_database()"

@@ -96,24 +96,20 @@ def test_dead_updates__listed_and_replayed_by_command_and_endpoint(database_url:
     with psycopg.connect(database_url) as conn:
         ids = [r[0] for r in conn.execute("SELECT id FROM inbox ORDER BY update_id").fetchall()]
 
-    replayed = subprocess.run(
-        [sys.executable, "-m", "botedge", "replay", str(ids[0])],
-        env=service_env(database_url),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=ROOT,
-    )
+    def replay_command() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "botedge", "replay", str(ids[0])],
+            env=service_env(database_url),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=ROOT,
+        )
+
+    replayed = replay_command()
     assert replayed.returncode == 0, replayed.stderr
-    again = subprocess.run(
-        [sys.executable, "-m", "botedge", "replay", str(ids[0])],
-        env=service_env(database_url),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=ROOT,
-    )
-    assert again.returncode == 1
+    # Once waiting again it is no longer dead: a second replay refuses.
+    assert replay_command().returncode == 1
 
     settings = load(service_env(database_url), "api")
     auth = {"Authorization": f"Bearer {SECRETS['SERVICE_TOKEN']}"}

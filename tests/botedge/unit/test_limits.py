@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import time
 
-from botedge.sender import Bucket, Limits
+from botedge.buckets import Bucket
+from botedge.sender import Limits
 
 
 def test_bucket__burst_then_rate() -> None:

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from botedge.buckets import Bucket
+
 
 class ApiError(Exception):
     """An error answer in Telegram's shape."""
@@ -70,26 +72,6 @@ class Faults:
         if env.get("SIM_ENFORCE_LIMITS"):
             faults.enforce_limits = env["SIM_ENFORCE_LIMITS"].lower() in ("1", "true", "yes")
         return faults
-
-
-class Bucket:
-    """A token bucket: `capacity` at once, refilled at `rate` per second."""
-
-    def __init__(self, capacity: float, rate: float) -> None:
-        self.capacity = capacity
-        self.rate = rate
-        self.tokens = capacity
-        self.at = time.monotonic()
-
-    def take(self) -> float:
-        """0 when a token was taken, else the seconds until one is due."""
-        now = time.monotonic()
-        self.tokens = min(self.capacity, self.tokens + (now - self.at) * self.rate)
-        self.at = now
-        if self.tokens >= 1:
-            self.tokens -= 1
-            return 0.0
-        return (1 - self.tokens) / self.rate
 
 
 @dataclass
@@ -198,9 +180,12 @@ class World:
     def rate_limit(self, bot: Bot, chat_id: int) -> None:
         if not self.faults.enforce_limits:
             return
-        wait = max(bot.global_bucket.take(), bot.bucket_for(chat_id).take())
+        chat = bot.bucket_for(chat_id)
+        wait = max(bot.global_bucket.wait_time(), chat.wait_time())
         if wait > 0:
             raise ApiError(429, "", retry_after=max(1, math.ceil(wait)))
+        bot.global_bucket.take()
+        chat.take()
 
     def add_update(self, bot: Bot, update: dict[str, Any]) -> dict[str, Any]:
         if "update_id" not in update:
