@@ -142,7 +142,7 @@ async def register(
     try:
         me = await api.call(token, "getMe")
     except Unauthorized:
-        raise Problem(422, "invalid-token", "Telegram does not accept this bot token") from None
+        raise Problem(422, "bad-bot-token", "Telegram does not accept this bot token") from None
     except TelegramError as error:
         raise Problem(503, "telegram-unavailable", f"getMe failed: {error.code}") from None
     async with state.pool.connection() as conn:

@@ -16,7 +16,7 @@ def test_register_webhook_bot__telegram_delivers_and_the_bot_answers(edge: Edge)
     token = new_token(9601)
     auth = {"Authorization": f"Bearer {SECRETS['SERVICE_TOKEN']}"}
     bad = httpx.post(f"{api.url}/internal/bots", json={"token": "123:short"}, headers=auth)
-    assert (bad.status_code, bad.json()["type"]) == (422, "/problems/invalid-token")
+    assert (bad.status_code, bad.json()["type"]) == (422, "/problems/bad-bot-token")
     created = httpx.post(
         f"{api.url}/internal/bots", json={"token": token, "mode": "webhook"}, headers=auth
     )
