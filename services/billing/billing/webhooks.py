@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from billing import money
 from shared.errors import Problem
+from shared.jsonsafe import contains_nul
 from shared.settings import Secret
 
 TOLERANCE_SECONDS = 300
@@ -72,13 +73,13 @@ def _invalid(detail: str) -> Problem:
 
 
 def _json_object(body: bytes, **parse: Any) -> dict[str, Any]:
-    if b"\\u0000" in body:
-        # PostgreSQL's jsonb cannot hold NUL, and no gateway sends one.
-        raise Problem(400, "malformed-json", "body contains a NUL character escape")
     try:
         value = json.loads(body, **parse)
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
         raise Problem(400, "malformed-json", f"body is not valid JSON: {error}") from None
+    if contains_nul(value):
+        # PostgreSQL's jsonb cannot hold NUL, and no gateway sends one.
+        raise Problem(400, "malformed-json", "body contains a NUL character")
     if not isinstance(value, dict):
         raise _invalid("body must be a JSON object")
     return value

@@ -45,6 +45,11 @@ class Update:
         )
 
     @property
+    def claim(self) -> dict[str, Any]:
+        """The fence every transition of this claim compares against."""
+        return {"id": self.id, "lock_token": self.lock_token, "attempt": self.attempt}
+
+    @property
     def body(self) -> dict[str, Any]:
         value = self.payload.get(self.kind)
         return value if isinstance(value, dict) else {}

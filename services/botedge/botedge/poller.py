@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import json
 import logging
 
 import psycopg
@@ -102,7 +101,7 @@ class Poller:
                         "update_id": incoming.update_id,
                         "chat_key": incoming.chat_key,
                         "kind": incoming.kind,
-                        "payload": json.dumps(incoming.payload),
+                        "payload": incoming.as_json(),
                     },
                 )
                 stored += cur.rowcount

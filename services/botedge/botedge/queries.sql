@@ -90,20 +90,23 @@ RETURNING i.id, i.bot_id, i.update_id, i.chat_key, i.kind, i.payload, i.attempt,
 UPDATE inbox
    SET state = 'done', done_at = now(), lock_token = NULL, locked_until = NULL,
        last_error = NULL
- WHERE id = %(id)s AND lock_token = %(lock_token)s AND state = 'processing';
+ WHERE id = %(id)s AND lock_token = %(lock_token)s AND attempt = %(attempt)s
+   AND state = 'processing';
 
 -- retry_update --
 UPDATE inbox
    SET state = 'waiting', available_at = now() + make_interval(secs => %(delay)s),
        lock_token = NULL, locked_until = NULL, last_error = %(error)s
- WHERE id = %(id)s AND lock_token = %(lock_token)s AND state = 'processing';
+ WHERE id = %(id)s AND lock_token = %(lock_token)s AND attempt = %(attempt)s
+   AND state = 'processing';
 
 -- bury_update --
 -- Dead releases the person at once: 'dead' is not an unfinished state.
 UPDATE inbox
    SET state = 'dead', done_at = now(), lock_token = NULL, locked_until = NULL,
        last_error = %(error)s
- WHERE id = %(id)s AND lock_token = %(lock_token)s AND state = 'processing';
+ WHERE id = %(id)s AND lock_token = %(lock_token)s AND attempt = %(attempt)s
+   AND state = 'processing';
 
 -- dead_updates --
 SELECT id, bot_id, update_id, chat_key, kind, attempt, last_error, received_at, done_at

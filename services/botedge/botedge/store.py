@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import secrets
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +33,7 @@ async def insert_update(conn: Connection, bot_id: int, incoming: Incoming) -> bo
             "update_id": incoming.update_id,
             "chat_key": incoming.chat_key,
             "kind": incoming.kind,
-            "payload": json.dumps(incoming.payload),
+            "payload": incoming.as_json(),
         },
     )
     return cur.rowcount == 1

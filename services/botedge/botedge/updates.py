@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
+
+from shared.jsonsafe import contains_nul
 
 # The update kinds stored in the inbox; every other kind is answered 200 and counted.
 KINDS = (
@@ -28,6 +31,9 @@ class Incoming:
     chat_key: int | None
     payload: dict[str, Any]
 
+    def as_json(self) -> str:
+        return json.dumps(self.payload, ensure_ascii=False)
+
 
 def _int_at(obj: Any, *path: str) -> int:
     for key in path:
@@ -46,6 +52,9 @@ def parse(payload: Any) -> Incoming:
     update_id = payload.get("update_id")
     if isinstance(update_id, bool) or not isinstance(update_id, int) or update_id <= 0:
         raise MalformedUpdate("update_id must be a positive integer")
+    if contains_nul(payload):
+        # PostgreSQL's jsonb cannot store NUL; no real update carries one.
+        raise MalformedUpdate("update contains a NUL character")
     kind = next((k for k in KINDS if k in payload), None)
     if kind is None:
         return Incoming(update_id, None, None, payload)

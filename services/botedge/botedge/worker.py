@@ -151,9 +151,7 @@ class UpdateWorker:
                         },
                     )
                     replies += 1
-                cur = await conn.execute(
-                    Q["finish_update"], {"id": update.id, "lock_token": update.lock_token}
-                )
+                cur = await conn.execute(Q["finish_update"], update.claim)
                 if cur.rowcount != 1:
                     raise LostClaim
             if replies:
@@ -171,7 +169,7 @@ class UpdateWorker:
     async def _fail(self, update: Update, error: BaseException) -> str:
         description = f"{type(error).__name__}: {error}"[:1000]
         last = update.attempt >= self.config.max_attempts
-        params = {"id": update.id, "lock_token": update.lock_token, "error": description}
+        params = {**update.claim, "error": description}
         try:
             async with self.pool.connection() as conn:
                 if last:

@@ -92,6 +92,7 @@ def test_subgate__stale_or_future_timestamp_is_401(offset: int) -> None:
         (json.dumps({"orderReference": "x"}).encode(), 422),
         (json.dumps(subgate_body(timestamp="now")).encode(), 422),
         (json.dumps(subgate_body(amount=12.5)).encode(), 422),
+        (json.dumps(subgate_body(orderReference="a\u0000b")).encode(), 400),
     ],
 )
 def test_subgate__malformed(body: bytes, status: int) -> None:

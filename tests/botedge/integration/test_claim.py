@@ -29,7 +29,8 @@ def claim(conn: psycopg.Connection[Any], limit: int, lock_seconds: float = 30) -
 def finish(conn: psycopg.Connection[Any], row: Any) -> int:
     with conn.transaction():
         return conn.execute(
-            Q["finish_update"], {"id": row["id"], "lock_token": row["lock_token"]}
+            Q["finish_update"],
+            {"id": row["id"], "lock_token": row["lock_token"], "attempt": row["attempt"]},
         ).rowcount
 
 
@@ -62,7 +63,13 @@ def test_claim__expired_lock_comes_back_and_old_token_is_fenced(database_url: st
         with conn.transaction():
             retried = conn.execute(
                 Q["retry_update"],
-                {"id": stale["id"], "lock_token": stale["lock_token"], "delay": 0, "error": "x"},
+                {
+                    "id": stale["id"],
+                    "lock_token": stale["lock_token"],
+                    "attempt": stale["attempt"],
+                    "delay": 0,
+                    "error": "x",
+                },
             ).rowcount
         assert retried == 0
         assert finish(conn, again) == 1
@@ -120,7 +127,11 @@ def test_claim__concurrent_claimers_keep_each_person_in_order(database_url: str)
                     async with conn.transaction():
                         cur = await conn.execute(
                             Q["finish_update"],
-                            {"id": row["id"], "lock_token": row["lock_token"]},
+                            {
+                                "id": row["id"],
+                                "lock_token": row["lock_token"],
+                                "attempt": row["attempt"],
+                            },
                         )
                         assert cur.rowcount == 1
 

@@ -43,8 +43,14 @@ def test_parse__other_kinds_are_not_acted_on() -> None:
         {"update_id": True},
         {"update_id": 3, "message": {"chat": {"id": "x"}}},
         {"update_id": 3, "callback_query": {"id": "q"}},
+        {"update_id": 3, "message": {"chat": {"id": 1}, "text": "nul \u0000 here"}},
     ],
 )
 def test_parse__malformed(payload: object) -> None:
     with pytest.raises(MalformedUpdate):
         parse(payload)
+
+
+def test_parse__a_typed_backslash_u_is_ordinary_text() -> None:
+    update = parse({"update_id": 4, "message": {"chat": {"id": 1}, "text": "\\u0000"}})
+    assert update.kind == "message"

@@ -69,6 +69,12 @@ class Faults:
             "SIM_TIMEOUT_SECONDS": "timeout_seconds",
         }
         faults.update({attr: env[name] for name, attr in names.items() if env.get(name)})
+        lists = {
+            "SIM_BLOCKED_USERS": "blocked_users",
+            "SIM_UNKNOWN_USERS": "unknown_users",
+            "SIM_NON_ADMIN_CHATS": "non_admin_chats",
+        }
+        faults.update({attr: env[name].split(",") for name, attr in lists.items() if env.get(name)})
         if env.get("SIM_ENFORCE_LIMITS"):
             faults.enforce_limits = env["SIM_ENFORCE_LIMITS"].lower() in ("1", "true", "yes")
         return faults
