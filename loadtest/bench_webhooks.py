@@ -177,6 +177,26 @@ def pgbench(url: str, seconds: int, invoices: int) -> float:
     return float(match.group(1))
 
 
+def server_side_quantiles(base: str) -> tuple[str, str]:
+    """p50 and p99 bucket bounds of billing's own request histogram for the webhook route."""
+    text = httpx.get(f"{base}/metrics").text
+    route = 'route="/v1/webhooks/payments/{gateway}"'
+    buckets: list[tuple[float, float]] = []
+    for line in text.splitlines():
+        if line.startswith("http_request_duration_seconds_bucket") and route in line:
+            bound = line.split('le="')[1].split('"')[0]
+            buckets.append((float(bound), float(line.rsplit(" ", 1)[1])))
+    total = buckets[-1][1] if buckets else 0.0
+
+    def bound_for(q: float) -> str:
+        for upper, seen in buckets:
+            if seen >= q * total:
+                return f"{upper * 1000:g} ms"
+        return "n/a"
+
+    return bound_for(0.5), bound_for(0.99)
+
+
 def percentile(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=1000)[int(q * 1000) - 1] if len(values) > 1 else 0.0
 
@@ -206,7 +226,8 @@ def run(url: str, seconds: int, invoices: int) -> None:
             "SWEEP_TOKEN": "bench-sweep-token-0000",
             "SERVICE_TOKEN": "bench-service-token-000",
             "SUBGATE_WEBHOOK_SECRET": SECRET,
-            "DB_POOL_MAX": str(CLIENTS),
+            "DB_POOL_MAX": "8",
+            "DB_POOL_MIN": "8",
         }
         billing = subprocess.Popen([sys.executable, "-m", "billing"], env=env, cwd=ROOT)
         base = f"http://127.0.0.1:{port}"
@@ -219,6 +240,7 @@ def run(url: str, seconds: int, invoices: int) -> None:
         asyncio.run(drive(base, orders, 2))  # warm-up
         count, latencies, errors = asyncio.run(drive(base, orders, seconds))
         rate = count / seconds
+        server = server_side_quantiles(base)
         tps = pgbench(url, seconds, invoices)
         machine = f"{platform.machine()}, {os.cpu_count()} cores"
         print(f"machine: {machine}, Python {platform.python_version()}")
@@ -228,6 +250,7 @@ def run(url: str, seconds: int, invoices: int) -> None:
             f"  latency p50 {percentile(latencies, 0.5) * 1000:.1f} ms,"
             f" p99 {percentile(latencies, 0.99) * 1000:.1f} ms"
         )
+        print(f"  inside billing (its own histogram): p50 <= {server[0]}, p99 <= {server[1]}")
         print(f"pgbench, same transaction, {CLIENTS} clients, {seconds} s: {tps:.0f} tps")
         print(f"ratio webhooks/pgbench: {rate / tps:.2f}")
     finally:
