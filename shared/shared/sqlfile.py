@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from importlib import resources
-from pathlib import Path
 from typing import LiteralString
 
 _HEADER = re.compile(r"^--\s*([a-z_][a-z0-9_]*)\s*--\s*$", re.MULTILINE)
@@ -48,7 +47,3 @@ def load(package: str, filename: str = "queries.sql") -> dict[str, LiteralString
     """The named blocks of a package's SQL file."""
     text = resources.files(package).joinpath(filename).read_text(encoding="utf-8")
     return parse(text, source=f"{package}/{filename}")
-
-
-def load_path(path: Path) -> dict[str, LiteralString]:
-    return parse(path.read_text(encoding="utf-8"), source=str(path))

@@ -10,7 +10,6 @@ not do). Also: free ports, and serving an ASGI app with uvicorn on loopback in a
 from __future__ import annotations
 
 import os
-import socket
 import tempfile
 import threading
 import time
@@ -142,17 +141,6 @@ def empty_database_url(pg_cluster: Cluster) -> Iterator[str]:
         yield pg_cluster.url(name)
     finally:
         pg_cluster.drop_database(name)
-
-
-def wait_for_port(port: int, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with socket.socket() as sock:
-            sock.settimeout(0.5)
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.05)
-    raise TimeoutError(f"nothing listening on 127.0.0.1:{port} after {timeout} s")
 
 
 @contextmanager

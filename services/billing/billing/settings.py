@@ -50,15 +50,6 @@ class BillingSettings:
     sweep_batch: int
 
     @property
-    def enabled_gateways(self) -> tuple[str, ...]:
-        enabled = {
-            "subgate": self.subgate_webhook_secret is not None,
-            "wayforpay": self.wayforpay_secret_key is not None,
-            "stripe": bool(self.stripe_webhook_secrets),
-        }
-        return tuple(name for name, on in enabled.items() if on)
-
-    @property
     def secrets(self) -> list[Secret | None]:
         return [
             self.common.database_url,

@@ -29,7 +29,6 @@ class Lease:
     # Stop trusting the lease this long before it would run out.
     margin: float = 5.0
     valid_until: float = 0.0
-    term: int | None = None
 
     @property
     def held(self) -> bool:
@@ -52,7 +51,6 @@ class Lease:
             return False
         if row["taken"]:
             LEASE_CHANGES.labels(self.kind, "taken").inc()
-        self.term = int(row["term"])
         # Counted from before we asked: the database's expiry is at least this late.
         self.valid_until = asked + self.ttl - self.margin
         return True
@@ -61,7 +59,6 @@ class Lease:
         if self.valid_until:
             LEASE_CHANGES.labels(self.kind, "lost").inc()
         self.valid_until = 0.0
-        self.term = None
 
     async def release(self) -> None:
         self.valid_until = 0.0

@@ -88,10 +88,6 @@ class OutboxRow:
     available_at: dt.datetime
 
 
-class TokenInvalid(Exception):
-    """Telegram said 401: the bot's sender stops."""
-
-
 class Sender:
     def __init__(
         self,

@@ -372,7 +372,6 @@ METHODS: dict[str, Method] = {
     "unbanchatmember": _set_status("left"),
     "approvechatjoinrequest": _set_status("member"),
 }
-SENDING = {"sendmessage", "sendphoto", "senddocument", "sendvideo", "copymessage"}
 
 
 async def _params(request: Request) -> Params:
