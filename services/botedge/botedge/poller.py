@@ -7,8 +7,10 @@ before the commit gets the same updates again (and the inbox key drops the repea
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import logging
+from typing import Any
 
 import psycopg
 
@@ -54,16 +56,9 @@ class Poller:
             if not await self.lease.take_or_renew():
                 return
             try:
-                updates = await self.api.call(
-                    self.token,
-                    "getUpdates",
-                    {
-                        "offset": self.offset,
-                        "timeout": self.poll_timeout,
-                        "allowed_updates": ALLOWED_UPDATES,
-                    },
-                    timeout=self.poll_timeout + 10,
-                )
+                updates = await self._get_updates(stopping)
+                if updates is None:
+                    return
             except (Conflict, Unauthorized) as error:
                 await self._record(error, invalid=isinstance(error, Unauthorized))
                 if isinstance(error, Unauthorized):
@@ -77,6 +72,33 @@ class Poller:
             self.backoff = BACKOFF_START
             if isinstance(updates, list) and updates:
                 await self.store(updates)
+
+    async def _get_updates(self, stopping: asyncio.Event) -> Any:
+        """One long poll, abandoned at once on stop (None): nothing is confirmed until the
+        offset moves, so Telegram hands the same updates out again."""
+        call = asyncio.ensure_future(
+            self.api.call(
+                self.token,
+                "getUpdates",
+                {
+                    "offset": self.offset,
+                    "timeout": self.poll_timeout,
+                    "allowed_updates": ALLOWED_UPDATES,
+                },
+                timeout=self.poll_timeout + 10,
+            )
+        )
+        stop = asyncio.ensure_future(stopping.wait())
+        try:
+            await asyncio.wait({call, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+        if not call.done():
+            call.cancel()
+            with contextlib.suppress(asyncio.CancelledError, TelegramError):
+                await call
+            return None
+        return call.result()
 
     async def store(self, updates: list[object]) -> None:
         highest = self.offset - 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import time
 
 import httpx
@@ -59,3 +60,21 @@ def test_polling__revoked_token_marks_the_bot(edge: Edge) -> None:
     )
     time.sleep(2)
     assert len(edge.sim_get("/_sim/calls", bot_id=9203)) <= 3
+
+
+def test_polling__a_long_poll_does_not_hold_up_a_stop(edge: Edge) -> None:
+    bot_id, _, _ = edge.add_bot(9204, mode="polling")
+    worker = edge.start_worker(TELEGRAM_POLL_TIMEOUT="45", SHUTDOWN_TIMEOUT="30")
+    edge.wait_until(
+        lambda: bool(edge.query("SELECT 1 FROM leases WHERE name = %s", f"poll:{bot_id}")),
+        15,
+        "the poller",
+    )
+    # The simulator logs a call when it is answered: a long poll in flight shows no entry.
+    time.sleep(1)
+    assert edge.sim_get("/_sim/calls", bot_id=9204, method="getUpdates") == []
+    started = time.monotonic()
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(timeout=40) == 0
+    assert time.monotonic() - started < 5
+    assert edge.query("SELECT count(*) FROM leases") == [(0,)]
