@@ -29,7 +29,7 @@ def test_due_memberships__uses_the_partial_index(database_url: str) -> None:
         )
         conn.execute("ANALYZE memberships")
         plan = conn.execute(
-            "EXPLAIN (FORMAT JSON) " + sqlq.Q["due_memberships"],  # noqa: S608 - named query
+            "EXPLAIN (FORMAT JSON) " + sqlq.Q["due_memberships"],
             {"now": "now", "limit": 500},
         ).fetchone()
     assert plan is not None
