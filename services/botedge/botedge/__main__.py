@@ -1,7 +1,8 @@
 """`python -m botedge --role api|worker`: serve webhooks, or claim and handle updates.
 
-Also: `python -m botedge replay <inbox id>` puts a dead update back in line, and
-`python -m botedge add-bot --token ... [--mode polling|webhook]` registers a bot.
+Also: `python -m botedge replay <inbox id>` puts a dead update back in line,
+`python -m botedge prune [--days 7]` deletes old handled updates and finished sends, and
+`python -m botedge add-bot [--mode polling|webhook]` (token in BOT_TOKEN) registers a bot.
 """
 
 from __future__ import annotations
@@ -48,6 +49,23 @@ def replay(inbox_id: int) -> int:
         print(f"no dead update with id {inbox_id}", file=sys.stderr)
         return 1
     print(f"update {inbox_id} is waiting again")
+    return 0
+
+
+def prune(days: int) -> int:
+    from botedge import store
+    from shared.db import connect
+
+    database_url = exit_on_error(lambda: Reader(os.environ).database_url())
+    jsonlog.configure("botedge-prune", "INFO", [database_url])
+
+    async def run() -> tuple[int, int]:
+        conn = await connect(database_url.reveal())
+        async with conn:
+            return await store.prune(conn, days)
+
+    inbox, outbox = asyncio.run(run())
+    print(f"deleted {inbox} handled updates and {outbox} finished sends older than {days} days")
     return 0
 
 
@@ -101,7 +119,14 @@ def main(argv: list[str] | None = None) -> int:
     add_parser = commands.add_parser("add-bot", help="register a bot by its token")
     add_parser.add_argument("--token", default=os.environ.get("BOT_TOKEN"))
     add_parser.add_argument("--mode", choices=("polling", "webhook"), default="polling")
+    prune_parser = commands.add_parser("prune", help="delete old handled updates and sends")
+    prune_parser.add_argument("--days", type=int, default=7)
     args = parser.parse_args(argv)
+    if args.command == "prune":
+        # Telegram redelivers for up to 24 hours: an update's key must outlive that.
+        if args.days < 2:
+            parser.error("--days must be at least 2")
+        return prune(args.days)
     if args.command == "replay":
         return replay(args.inbox_id)
     if args.command == "add-bot":

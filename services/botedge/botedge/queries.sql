@@ -199,3 +199,14 @@ SELECT bot_id, count(*) AS depth FROM outbox WHERE state = 'pending' GROUP BY bo
 
 -- dead_count --
 SELECT bot_id, count(*) AS dead FROM inbox WHERE state = 'dead' GROUP BY bot_id;
+
+-- prune_inbox --
+-- Handled updates older than Telegram would ever redeliver (it gives up after 24 hours):
+-- their dedupe key is no longer needed. Dead updates stay until someone replays them.
+DELETE FROM inbox
+ WHERE state = 'done' AND done_at < now() - make_interval(days => %(days)s);
+
+-- prune_outbox --
+DELETE FROM outbox
+ WHERE state IN ('sent', 'failed')
+   AND coalesce(sent_at, created_at) < now() - make_interval(days => %(days)s);

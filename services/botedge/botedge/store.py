@@ -85,3 +85,11 @@ async def replay(conn: Connection, inbox_id: int) -> int | None:
     cur = await conn.execute(Q["replay_update"], {"id": inbox_id})
     row = await cur.fetchone()
     return int(row["bot_id"]) if row else None
+
+
+async def prune(conn: Connection, days: int) -> tuple[int, int]:
+    """Delete handled updates and finished sends older than `days`; how many of each."""
+    async with conn.transaction():
+        inbox = (await conn.execute(Q["prune_inbox"], {"days": days})).rowcount
+        outbox = (await conn.execute(Q["prune_outbox"], {"days": days})).rowcount
+    return inbox, outbox
