@@ -37,6 +37,9 @@ def variables_read(command: list[str]) -> set[str]:
         sweeper.read(reader)
     elif module == "billing":
         read_billing(reader)
+    elif module == "botedge" and "prune" in command:
+        # What `python -m botedge prune` reads.
+        reader.database_url()
     elif module == "botedge":
         read_botedge(reader, command[command.index("--role") + 1])
     elif module == "panel_api":
@@ -60,7 +63,7 @@ def test_compose__every_command_is_a_real_entry_point(compose: dict[str, Any]) -
 
 
 def test_compose__every_variable_set_is_one_the_settings_read(compose: dict[str, Any]) -> None:
-    for name in (*APP_SERVICES, "migrate", "sweep"):
+    for name in (*APP_SERVICES, "migrate", "sweep", "prune"):
         service = compose["services"][name]
         read = variables_read(service["command"])
         set_here = set(service["environment"])

@@ -7,14 +7,13 @@ bounded calls. With --every it repeats every N seconds until SIGTERM, SIGINT or 
 from __future__ import annotations
 
 import logging
-import signal
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
+from shared.periodic import run_every
 from shared.settings import LOG_LEVELS, Reader, Secret
 
 log = logging.getLogger("billing.sweeper")
@@ -60,23 +59,16 @@ def sweep_round(client: httpx.Client, settings: SweeperSettings) -> dict[str, in
 
 
 def run(settings: SweeperSettings, every: float | None) -> int:
-    stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, lambda *_: stop.set())
     with httpx.Client(timeout=60) as client:
-        while True:
-            try:
-                totals = sweep_round(client, settings)
-                log.info(
-                    "swept: %d examined, %d to grace, %d to expired in %d calls",
-                    totals["examined"],
-                    totals["to_grace"],
-                    totals["to_expired"],
-                    totals["calls"],
-                )
-            except (httpx.HTTPError, KeyError, ValueError) as error:
-                log.error("sweep failed: %s", error)
-                if every is None:
-                    return 1
-            if every is None or stop.wait(every):
-                return 0
+
+        def job() -> None:
+            totals = sweep_round(client, settings)
+            log.info(
+                "swept: %d examined, %d to grace, %d to expired in %d calls",
+                totals["examined"],
+                totals["to_grace"],
+                totals["to_expired"],
+                totals["calls"],
+            )
+
+        return run_every("sweep", job, every, (httpx.HTTPError, KeyError, ValueError))

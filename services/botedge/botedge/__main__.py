@@ -52,9 +52,12 @@ def replay(inbox_id: int) -> int:
     return 0
 
 
-def prune(days: int) -> int:
+def prune(days: int, every: float | None) -> int:
+    import psycopg
+
     from botedge import store
     from shared.db import connect
+    from shared.periodic import run_every
 
     database_url = exit_on_error(lambda: Reader(os.environ).database_url())
     jsonlog.configure("botedge-prune", "INFO", [database_url])
@@ -64,9 +67,14 @@ def prune(days: int) -> int:
         async with conn:
             return await store.prune(conn, days)
 
-    inbox, outbox = asyncio.run(run())
-    print(f"deleted {inbox} handled updates and {outbox} finished sends older than {days} days")
-    return 0
+    def job() -> None:
+        inbox, outbox = asyncio.run(run())
+        print(
+            f"deleted {inbox} handled updates and {outbox} finished sends older than {days} days",
+            flush=True,
+        )
+
+    return run_every("prune", job, every, (psycopg.Error, OSError))
 
 
 def add_bot(token: str, mode: str) -> int:
@@ -121,12 +129,13 @@ def main(argv: list[str] | None = None) -> int:
     add_parser.add_argument("--mode", choices=("polling", "webhook"), default="polling")
     prune_parser = commands.add_parser("prune", help="delete old handled updates and sends")
     prune_parser.add_argument("--days", type=int, default=7)
+    prune_parser.add_argument("--every", type=float, default=None, metavar="SECONDS")
     args = parser.parse_args(argv)
     if args.command == "prune":
         # Telegram redelivers for up to 24 hours: an update's key must outlive that.
         if args.days < 2:
             parser.error("--days must be at least 2")
-        return prune(args.days)
+        return prune(args.days, args.every)
     if args.command == "replay":
         return replay(args.inbox_id)
     if args.command == "add-bot":
