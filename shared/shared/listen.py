@@ -108,14 +108,3 @@ class Listener:
     def _wake_all(self) -> None:
         for event in (*self.events.values(), *self.payload_events.values()):
             event.set()
-
-
-async def wait_for(event: asyncio.Event, timeout: float) -> bool:
-    """Wait for a wake-up or the poll interval, whichever comes first; clears the event."""
-    try:
-        await asyncio.wait_for(event.wait(), timeout)
-        woken = True
-    except TimeoutError:
-        woken = False
-    event.clear()
-    return woken

@@ -31,7 +31,6 @@ from botedge.telegram import (
     Unauthorized,
 )
 from shared.db import Pool
-from shared.listen import wait_for
 
 log = logging.getLogger("botedge.sender")
 Q = sqlq.Q
@@ -165,15 +164,22 @@ class Sender:
                 return
 
     async def _wait(self, stopping: asyncio.Event) -> None:
-        if self.lanes:
+        """Until a lane ends, a wake-up, a stop, or the poll interval."""
+        waiters = [
+            asyncio.ensure_future(self.wakeup.wait()),
+            asyncio.ensure_future(stopping.wait()),
+        ]
+        try:
             await asyncio.wait(
-                [*self.lanes, asyncio.ensure_future(self.wakeup.wait())],
+                [*self.lanes, *waiters],
                 timeout=self.poll_interval,
                 return_when=asyncio.FIRST_COMPLETED,
             )
-            self.wakeup.clear()
-        else:
-            await wait_for(self.wakeup, self.poll_interval)
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
+        # Whatever woke us, the next step reads the outbox afresh.
+        self.wakeup.clear()
 
     async def _launch_lanes(self) -> bool:
         free = self.lane_count - len(self.lanes)
