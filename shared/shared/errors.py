@@ -157,7 +157,7 @@ class BodyLimitMiddleware:
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > self.limit:
-                    raise Problem(413, detail=f"body exceeds {self.limit} bytes")
+                    raise _too_large(self.limit)
             return message
 
         await self.app(scope, limited_receive, send)

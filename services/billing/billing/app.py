@@ -5,8 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 
 import msgspec
 from prometheus_client import Counter, Histogram
@@ -20,7 +19,7 @@ from billing.settings import BillingSettings
 from billing.transitions import Status
 from billing.webhooks import Stripe, Subgate, Verifier, WayForPay
 from shared.errors import Problem, json_body, read_body
-from shared.web import Runtime, create_service_app, require_bearer, runtime
+from shared.web import create_service_app, require_bearer, runtime
 
 log = logging.getLogger("billing.app")
 
@@ -68,11 +67,6 @@ class InvoiceRequest(msgspec.Struct, forbid_unknown_fields=True):
 
 def create_app(settings: BillingSettings, *, clock: Clock = utc_now) -> Starlette:
     verifiers = build_verifiers(settings)
-
-    @asynccontextmanager
-    async def resources(state: Runtime) -> AsyncIterator[None]:
-        state.extra["clock"] = clock
-        yield
 
     async def payment_webhook(request: Request) -> Response:
         gateway = request.path_params["gateway"]
@@ -159,5 +153,4 @@ def create_app(settings: BillingSettings, *, clock: Clock = utc_now) -> Starlett
             Route("/v1/sweep", sweep, methods=["POST"]),
             Route("/internal/invoices", create_invoice, methods=["POST"]),
         ],
-        extra_lifespan=resources,
     )

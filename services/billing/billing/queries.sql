@@ -25,6 +25,13 @@ SELECT id, person_id, channel_id, amount_minor, currency, period_days, grace_day
   FROM invoices
  WHERE order_reference = %(order_reference)s;
 
+-- lock_membership_of_invoice --
+-- The membership lock (below), taken through the invoice in one round trip; no row when the
+-- order reference is unknown. One row at most: order_reference is unique.
+SELECT pg_advisory_xact_lock(person_id, channel_id)
+  FROM invoices
+ WHERE order_reference = %(order_reference)s;
+
 -- lock_membership --
 -- Every payment and sweep decision for one membership runs under this lock, so they apply in
 -- one order and the history records that order. The two-int4 form is reserved for it.

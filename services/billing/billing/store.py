@@ -104,10 +104,9 @@ async def record_delivery(conn: Connection, delivery: Delivery, now: dt.datetime
             outcome = Outcome(delivery.kind.value, False, False, reason, None)
             return await _record(conn, delivery, outcome, now)
         cur = await conn.execute(
-            Q["invoice_by_reference"], {"order_reference": delivery.order_reference}
+            Q["lock_membership_of_invoice"], {"order_reference": delivery.order_reference}
         )
-        invoice = await cur.fetchone()
-        if invoice is None:
+        if await cur.fetchone() is None:
             outcome = Outcome("orphan", False, False, "unknown order reference", None)
             log.warning(
                 "%s payment for unknown order reference %r",
@@ -115,21 +114,18 @@ async def record_delivery(conn: Connection, delivery: Delivery, now: dt.datetime
                 delivery.order_reference,
             )
             return await _record(conn, delivery, outcome, now)
-        keys = {"person_id": invoice["person_id"], "channel_id": invoice["channel_id"]}
-        await conn.execute(Q["lock_membership"], keys)
-        return await _apply_payment(conn, delivery, keys, now)
+        return await _apply_payment(conn, delivery, now)
 
 
-async def _apply_payment(
-    conn: Connection, delivery: Delivery, keys: dict[str, int], now: dt.datetime
-) -> Outcome:
+async def _apply_payment(conn: Connection, delivery: Delivery, now: dt.datetime) -> Outcome:
     if delivery.paid_at is None or delivery.amount_minor is None:
         raise ValueError("a payment delivery carries paid_at and amount_minor")
-    # Read again under the lock: another delivery may have paid it while we waited.
+    # Read under the lock: another delivery may have paid it while we waited.
     cur = await conn.execute(
         Q["invoice_by_reference"], {"order_reference": delivery.order_reference}
     )
     invoice = await _one(cur)
+    keys = {"person_id": invoice["person_id"], "channel_id": invoice["channel_id"]}
     matches = delivery.currency == invoice["currency"] and delivery.amount_minor == Decimal(
         invoice["amount_minor"]
     )

@@ -82,10 +82,10 @@ def add_bot(token: str, mode: str) -> int:
 
     from botedge.app import register
     from botedge.settings import load
+    from botedge.telegram import BotApi
     from shared.db import create_pool
     from shared.errors import Problem
     from shared.secretbox import SecretBox
-    from shared.web import Runtime
 
     settings = exit_on_error(lambda: load(os.environ, "api"))
     jsonlog.configure("botedge-add-bot", "WARNING", [*settings.secrets, Secret(token)])
@@ -95,17 +95,9 @@ def add_bot(token: str, mode: str) -> int:
         await pool.open(wait=True, timeout=10)
         try:
             async with httpx.AsyncClient() as http:
-                from botedge.telegram import BotApi
-
-                state = Runtime(
-                    settings.common,
-                    pool,
-                    0,
-                    extra={"api": BotApi(http, settings.telegram_api_base)},
-                )
-                return await register(
-                    state, settings, SecretBox(settings.bot_token_key), token, mode
-                )
+                api = BotApi(http, settings.telegram_api_base)
+                box = SecretBox(settings.bot_token_key)
+                return await register(pool, api, settings, box, token, mode)
         finally:
             await pool.close()
 

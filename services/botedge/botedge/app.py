@@ -22,6 +22,7 @@ from botedge.metrics import IGNORED_KINDS, WEBHOOK_UPDATES
 from botedge.settings import BotedgeSettings
 from botedge.telegram import BotApi, TelegramError, Unauthorized
 from botedge.updates import ALLOWED_UPDATES, MalformedUpdate, other_kind, parse
+from shared.db import Pool
 from shared.errors import Problem, json_body, read_body
 from shared.listen import Notifier
 from shared.secretbox import SecretBox
@@ -99,7 +100,8 @@ def create_api_app(settings: BotedgeSettings) -> Starlette:
         require_bearer(request, settings.service_token)
         async with runtime(request).pool.connection() as conn:
             rows = await store.dead_updates(conn)
-        return JSONResponse(json.loads(json.dumps(rows, default=str)))
+        # msgspec writes the timestamps as ISO 8601.
+        return Response(msgspec.json.encode(rows), media_type="application/json")
 
     async def replay(request: Request) -> Response:
         require_bearer(request, settings.service_token)
@@ -119,7 +121,9 @@ def create_api_app(settings: BotedgeSettings) -> Starlette:
         if body.mode == "webhook" and not settings.public_base_url:
             raise Problem(422, "invalid-values", "webhook mode needs PUBLIC_BASE_URL")
         state = runtime(request)
-        result = await register(state, settings, box, body.token, body.mode)
+        result = await register(
+            state.pool, state.extra["api"], settings, box, body.token, body.mode
+        )
         return JSONResponse(result, status_code=201)
 
     return create_service_app(
@@ -135,17 +139,16 @@ def create_api_app(settings: BotedgeSettings) -> Starlette:
 
 
 async def register(
-    state: Runtime, settings: BotedgeSettings, box: SecretBox, token: str, mode: str
+    pool: Pool, api: BotApi, settings: BotedgeSettings, box: SecretBox, token: str, mode: str
 ) -> dict[str, object]:
     """Check a token with getMe, store it encrypted, and point Telegram at us."""
-    api: BotApi = state.extra["api"]
     try:
         me = await api.call(token, "getMe")
     except Unauthorized:
         raise Problem(422, "bad-bot-token", "Telegram does not accept this bot token") from None
     except TelegramError as error:
         raise Problem(503, "telegram-unavailable", f"getMe failed: {error.code}") from None
-    async with state.pool.connection() as conn:
+    async with pool.connection() as conn:
         bot_id, secret = await store.save_bot(conn, box, me, token, mode)
     if mode == "webhook":
         url = f"{settings.public_base_url}/telegram/{bot_id}/webhook"
