@@ -70,6 +70,12 @@ async def serve(app: Starlette, *, host: str, port: int, shutdown_timeout: float
         raise SystemExit(1)
 
 
+async def sleep_unless_stopped(stopping: asyncio.Event, seconds: float) -> None:
+    """Sleep `seconds`, or less if `stopping` is set meanwhile."""
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stopping.wait(), seconds)
+
+
 def run(app: Starlette, *, host: str, port: int, shutdown_timeout: float) -> None:
     asyncio.run(serve(app, host=host, port=port, shutdown_timeout=shutdown_timeout))
 

@@ -23,6 +23,7 @@ from botedge.settings import BotedgeSettings
 from botedge.telegram import BotApi
 from botedge.worker import UpdateWorker, WorkerConfig
 from shared.db import Pool
+from shared.lifecycle import sleep_unless_stopped
 from shared.listen import Listener, Notifier
 from shared.secretbox import SecretBox, SecretBoxError
 
@@ -110,8 +111,7 @@ class EdgeWorker:
                     self.contenders[name] = asyncio.get_running_loop().create_task(
                         self._contend(name, run)
                     )
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.stopping.wait(), BOTS_REFRESH)
+            await sleep_unless_stopped(self.stopping, BOTS_REFRESH)
 
     def _sender_factory(self, bot: store.BotRecord) -> Callable[[], Awaitable[None]]:
         async def run() -> None:
@@ -176,8 +176,7 @@ class EdgeWorker:
                             await lease.release()
                 if self.stopping.is_set():
                     return
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.stopping.wait(), self.settings.lease_seconds / 3)
+            await sleep_unless_stopped(self.stopping, self.settings.lease_seconds / 3)
 
     async def _contend(self, name: str, run: Callable[[], Awaitable[None]]) -> None:
         try:
@@ -202,5 +201,4 @@ class EdgeWorker:
                         DEAD_UPDATES.labels(str(row["bot_id"])).set(row["dead"])
             except (psycopg.Error, OSError) as error:
                 log.warning("could not read queue gauges: %s", error)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.stopping.wait(), self.settings.gauges_interval)
+            await sleep_unless_stopped(self.stopping, self.settings.gauges_interval)

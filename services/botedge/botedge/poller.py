@@ -20,6 +20,7 @@ from botedge.metrics import IGNORED_KINDS, POLLED_UPDATES
 from botedge.telegram import BotApi, Conflict, TelegramError, Unauthorized
 from botedge.updates import ALLOWED_UPDATES, MalformedUpdate, other_kind, parse
 from shared.db import Pool
+from shared.lifecycle import sleep_unless_stopped
 from shared.listen import Notifier
 
 log = logging.getLogger("botedge.poller")
@@ -159,8 +160,5 @@ class Poller:
             log.warning("bot %d: could not record the error: %s", self.bot_id, db_error)
 
     async def _back_off(self, stopping: asyncio.Event) -> None:
-        try:
-            await asyncio.wait_for(stopping.wait(), self.backoff)
-        except TimeoutError:
-            pass
+        await sleep_unless_stopped(stopping, self.backoff)
         self.backoff = min(BACKOFF_CAP, self.backoff * 2)

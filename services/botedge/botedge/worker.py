@@ -9,7 +9,6 @@ person; after the last attempt the update is dead and the person moves on.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import random
@@ -22,6 +21,7 @@ from botedge import sqlq
 from botedge.handlers import Handler, Update
 from botedge.metrics import HANDLING_SECONDS, UPDATES_HANDLED
 from shared.db import Pool
+from shared.lifecycle import sleep_unless_stopped
 from shared.listen import Notifier
 from shared.logging import request_id
 
@@ -91,7 +91,7 @@ class UpdateWorker:
                     continue
                 except (psycopg.Error, OSError) as error:
                     log.warning("claim failed: %s", error)
-                    await _sleep_or_stop(stopping, self.config.poll_interval)
+                    await sleep_unless_stopped(stopping, self.config.poll_interval)
                     continue
                 for update in claimed:
                     task = asyncio.get_running_loop().create_task(self.handle(update))
@@ -190,8 +190,3 @@ class UpdateWorker:
             return "dead"
         log.warning("update %d attempt %d failed: %s", update.id, update.attempt, description)
         return "retry"
-
-
-async def _sleep_or_stop(stopping: asyncio.Event, seconds: float) -> None:
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(stopping.wait(), seconds)

@@ -28,6 +28,10 @@ from shared.web import create_plain_app
 Params = dict[str, Any]
 Method = Callable[[World, Bot, Params], Awaitable[Any]]
 
+NOT_MODIFIED = (
+    "Bad Request: message is not modified: specified new message content and reply markup are "
+    "exactly the same as a current content and reply markup of the message"
+)
 MEMBER_STATUSES = ("creator", "administrator", "member", "restricted", "left", "kicked")
 
 
@@ -141,11 +145,7 @@ async def edit_message_text(world: World, bot: Bot, params: Params) -> Any:
     _, message = _message(world, params, "edit")
     text = params.get("text")
     if text == message.get("text") and params.get("reply_markup") == message.get("reply_markup"):
-        raise ApiError(
-            400,
-            "Bad Request: message is not modified: specified new message content and reply "
-            "markup are exactly the same as a current content and reply markup of the message",
-        )
+        raise ApiError(400, NOT_MODIFIED)
     message["text"] = text
     message["reply_markup"] = params.get("reply_markup")
     return message
@@ -154,12 +154,7 @@ async def edit_message_text(world: World, bot: Bot, params: Params) -> Any:
 async def edit_message_reply_markup(world: World, bot: Bot, params: Params) -> Any:
     _, message = _message(world, params, "edit")
     if params.get("reply_markup") == message.get("reply_markup"):
-        raise ApiError(
-            400,
-            "Bad Request: message is not modified: specified new message "
-            "content and reply markup are exactly the same as a current content "
-            "and reply markup of the message",
-        )
+        raise ApiError(400, NOT_MODIFIED)
     message["reply_markup"] = params.get("reply_markup")
     return message
 
