@@ -1,4 +1,10 @@
-"""The pool every service uses: UTC sessions, a statement timeout, checked on checkout."""
+"""The pool every service uses: UTC sessions, a statement timeout, checked on checkout.
+
+Connections are in autocommit: a statement outside `conn.transaction()` commits on its own, and
+`conn.transaction()` is a real BEGIN ... COMMIT. Without autocommit the first statement would
+open an implicit transaction that lasts until the connection goes back to the pool, every later
+`conn.transaction()` would be only a savepoint inside it, and its locks would be held that long.
+"""
 
 from __future__ import annotations
 
@@ -29,6 +35,7 @@ def create_pool(settings: CommonSettings, *, name: str | None = None) -> Pool:
         "application_name": settings.service_name,
         "row_factory": dict_row,
         "connect_timeout": 5,
+        "autocommit": True,
     }
     return AsyncConnectionPool(
         settings.database_url.reveal(),

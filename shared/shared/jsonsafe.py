@@ -1,16 +1,75 @@
-"""What PostgreSQL's jsonb refuses that JSON allows: the NUL character (\\u0000)."""
+"""JSON that PostgreSQL's jsonb will take: decoded strictly, so a bad body is refused up front.
+
+Python's `json` accepts what jsonb refuses or what cannot be stored as written: `NaN` and
+`Infinity`, numbers that overflow a float (`1e400` becomes infinity), integers past Python's
+digit limit, lone UTF-16 surrogates (`"\\ud800"`), the NUL character, and nesting deep enough to
+exhaust the recursion limit. `loads` turns every one of them into `UnsafeJson`, a ValueError.
+"""
 
 from __future__ import annotations
 
+import json
+import math
+import re
 from typing import Any
 
+# No real caller nests this deep; jsonb and our code stay far from their stack limits.
+MAX_DEPTH = 64
 
-def contains_nul(value: Any) -> bool:
-    """True when any string (or key) in a decoded JSON value holds a NUL character."""
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(contains_nul(k) or contains_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(contains_nul(item) for item in value)
-    return False
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class UnsafeJson(ValueError):
+    """The body is not JSON, or not JSON that jsonb can store as it was written."""
+
+
+def _no_constant(name: str) -> Any:
+    raise UnsafeJson(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise UnsafeJson(f"number {text[:40]} is out of range")
+    return value
+
+
+def loads(raw: bytes | str, *, numbers_as_text: bool = False) -> Any:
+    """Decode strictly; with `numbers_as_text`, numbers stay the text they were written as."""
+    try:
+        value = json.loads(
+            raw,
+            parse_constant=_no_constant,
+            parse_float=str if numbers_as_text else _finite,
+            parse_int=str if numbers_as_text else int,
+        )
+    except UnsafeJson:
+        raise
+    except RecursionError:
+        raise UnsafeJson("nested too deeply") from None
+    except ValueError as error:  # JSONDecodeError, UnicodeDecodeError, int digit limit
+        raise UnsafeJson(f"not valid JSON: {str(error)[:200]}") from None
+    problem = storage_problem(value)
+    if problem is not None:
+        raise UnsafeJson(problem)
+    return value
+
+
+def storage_problem(value: Any) -> str | None:
+    """Why jsonb would refuse a decoded value (or our depth limit would), or None."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return f"nested deeper than {MAX_DEPTH} levels"
+        if isinstance(item, str):
+            if "\x00" in item:
+                return "contains a NUL character"
+            if _SURROGATE.search(item):
+                return "contains a lone UTF-16 surrogate"
+        elif isinstance(item, dict):
+            stack.extend((key, depth) for key in item)
+            stack.extend((child, depth + 1) for child in item.values())
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item)
+    return None

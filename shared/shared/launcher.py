@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import IO
+from urllib.parse import urlsplit, urlunsplit
 
 from shared import logging as jsonlog
 from shared import migrate
@@ -85,7 +86,10 @@ DEV_SECRETS = (
     "STRIPE_WEBHOOK_SECRET",
     "DEMO_OWNER_PASSWORD",
     "DEMO_BOT_TOKEN",
+    "POSTGRES_PASSWORD",
 )
+# Used by the launcher alone, not handed to the services.
+LAUNCHER_ONLY = frozenset({"POSTGRES_PASSWORD"})
 
 
 def _generate(name: str) -> str:
@@ -116,9 +120,20 @@ def dev_secrets(data_dir: Path) -> dict[str, str]:
             stored[name] = _generate(name)
             changed = True
     if changed:
-        path.write_text(json.dumps(stored, indent=2))
-        path.chmod(0o600)
+        write_private(path, json.dumps(stored, indent=2))
     return stored
+
+
+def write_private(path: Path, text: str) -> None:
+    """Replace `path` with `text`, readable by its owner alone from the first byte on."""
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.unlink(missing_ok=True)
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(text)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(temporary, path)
 
 
 class Launcher:
@@ -141,7 +156,9 @@ class Launcher:
     def run(self) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, self._on_signal)
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.data_dir.parent.mkdir(parents=True, exist_ok=True)
+        # Holds the secrets and the database: the owner's alone.
+        self.data_dir.mkdir(mode=0o700, exist_ok=True)
         lock = open(self.data_dir / "launcher.lock", "w")
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -160,11 +177,18 @@ class Launcher:
 
     def _run(self) -> int:
         child_env = dict(self.env)
-        for name, value in dev_secrets(self.data_dir).items():
-            child_env.setdefault(name, value)
+        generated = dev_secrets(self.data_dir)
+        jsonlog.register_secrets(generated.values())
+        for name, value in generated.items():
+            if name not in LAUNCHER_ONLY:
+                child_env.setdefault(name, value)
         database_url = self.env.get("DATABASE_URL", "").strip()
         if not database_url:
-            self.pg = EmbeddedPostgres(self.data_dir / "pg", settings={"max_connections": "200"})
+            self.pg = EmbeddedPostgres(
+                self.data_dir / "pg",
+                password=generated["POSTGRES_PASSWORD"],
+                settings={"max_connections": "200"},
+            )
             try:
                 running = self.pg.start()
                 database_url = self.pg.ensure_database(running.port, "gatehouse")
@@ -260,7 +284,7 @@ class Launcher:
         lines = ["", "Gatehouse is running:"]
         for child in CHILDREN:
             lines.append(f"  {child.what:<{width}}  http://127.0.0.1:{ports[child.name]}")
-        lines.append(f"  {'PostgreSQL':<{width}}  {database_url}")
+        lines.append(f"  {'PostgreSQL':<{width}}  {_without_password(database_url)}")
         lines += [
             "",
             "Panel login (demo owner):",
@@ -278,8 +302,9 @@ class Launcher:
                 "",
             ]
         lines += [
-            f"Development secrets (SWEEP_TOKEN, SERVICE_TOKEN, ...) were generated into "
-            f"{self.data_dir / 'dev-secrets.json'}; set them in the environment to override.",
+            f"Development secrets (SWEEP_TOKEN, SERVICE_TOKEN, POSTGRES_PASSWORD, ...) were "
+            f"generated into {self.data_dir / 'dev-secrets.json'}; set them in the environment "
+            "to override.",
             "Each service answers /healthz, /readyz and /metrics. Ctrl-C stops everything.",
             "",
         ]
@@ -298,6 +323,14 @@ class Launcher:
                 log.warning("%s did not stop in time; killing it", name)
                 proc.kill()
                 proc.wait()
+
+
+def _without_password(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = f"{parts.username}:***@{parts.hostname}:{parts.port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
 def _terminate_with_parent() -> None:

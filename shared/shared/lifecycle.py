@@ -19,6 +19,9 @@ from collections.abc import Callable, Iterator
 import uvicorn
 from starlette.applications import Starlette
 
+from shared.protocol import with_read_deadline
+from shared.settings import DEFAULT_READ_TIMEOUT, CommonSettings
+
 log = logging.getLogger("shared.lifecycle")
 
 DRAIN_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -37,11 +40,19 @@ def _mark_draining(app: Starlette) -> None:
         runtime.draining = True
 
 
-async def serve(app: Starlette, *, host: str, port: int, shutdown_timeout: float) -> None:
+async def serve(
+    app: Starlette,
+    *,
+    host: str,
+    port: int,
+    shutdown_timeout: float,
+    read_timeout: float = DEFAULT_READ_TIMEOUT,
+) -> None:
     config = uvicorn.Config(
         app,
         host=host,
         port=port,
+        http=with_read_deadline(read_timeout),
         log_config=None,
         access_log=False,
         server_header=False,
@@ -76,8 +87,34 @@ async def sleep_unless_stopped(stopping: asyncio.Event, seconds: float) -> None:
         await asyncio.wait_for(stopping.wait(), seconds)
 
 
-def run(app: Starlette, *, host: str, port: int, shutdown_timeout: float) -> None:
-    asyncio.run(serve(app, host=host, port=port, shutdown_timeout=shutdown_timeout))
+def run(
+    app: Starlette,
+    *,
+    host: str,
+    port: int,
+    shutdown_timeout: float,
+    read_timeout: float = DEFAULT_READ_TIMEOUT,
+) -> None:
+    asyncio.run(
+        serve(
+            app,
+            host=host,
+            port=port,
+            shutdown_timeout=shutdown_timeout,
+            read_timeout=read_timeout,
+        )
+    )
+
+
+def run_service(app: Starlette, common: CommonSettings) -> None:
+    """Serve a service's app as its settings say."""
+    run(
+        app,
+        host=common.host,
+        port=common.port,
+        shutdown_timeout=common.shutdown_timeout,
+        read_timeout=common.request_read_timeout,
+    )
 
 
 def run_without_database(name: str, create_app: Callable[[], Starlette], default_port: int) -> None:
@@ -86,12 +123,13 @@ def run_without_database(name: str, create_app: Callable[[], Starlette], default
     from shared.settings import LOG_LEVELS, Reader, exit_on_error
 
     r = Reader(os.environ)
-    host, port, level = exit_on_error(
+    host, port, level, read_timeout = exit_on_error(
         lambda: (
             r.text("HOST", "127.0.0.1"),
             r.port("PORT", default_port),
             r.choice("LOG_LEVEL", "INFO", LOG_LEVELS),
+            r.seconds("REQUEST_READ_TIMEOUT", DEFAULT_READ_TIMEOUT, minimum=0.1),
         )
     )
     jsonlog.configure(name, level)
-    run(create_app(), host=host, port=port, shutdown_timeout=2.0)
+    run(create_app(), host=host, port=port, shutdown_timeout=2.0, read_timeout=read_timeout)

@@ -17,6 +17,8 @@ from urllib.parse import urlsplit
 T = TypeVar("T")
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+# Seconds a client has to send one whole request, headers and body.
+DEFAULT_READ_TIMEOUT = 10.0
 
 
 class SettingsError(Exception):
@@ -201,21 +203,33 @@ class CommonSettings:
     statement_timeout_ms: int
     shutdown_timeout: float
     migrations_dir: str | None
+    request_read_timeout: float = DEFAULT_READ_TIMEOUT
 
     @classmethod
-    def read(cls, r: Reader, service_name: str, default_port: int) -> CommonSettings:
-        return cls(
+    def read(
+        cls, r: Reader, service_name: str, default_port: int, *, default_pool_max: int = 10
+    ) -> CommonSettings:
+        settings = cls(
             service_name=service_name,
             database_url=r.database_url(),
             host=r.text("HOST", "127.0.0.1"),
             port=r.port("PORT", default_port),
             log_level=r.choice("LOG_LEVEL", "INFO", LOG_LEVELS),
             db_pool_min=r.integer("DB_POOL_MIN", 1, minimum=0, maximum=100),
-            db_pool_max=r.integer("DB_POOL_MAX", 10, minimum=1, maximum=500),
+            db_pool_max=r.integer("DB_POOL_MAX", default_pool_max, minimum=1, maximum=500),
             statement_timeout_ms=r.integer("DB_STATEMENT_TIMEOUT_MS", 15_000, minimum=100),
             shutdown_timeout=r.seconds("SHUTDOWN_TIMEOUT", 8.0, minimum=0.1),
             migrations_dir=r.optional_text("MIGRATIONS_DIR"),
+            request_read_timeout=r.seconds(
+                "REQUEST_READ_TIMEOUT", DEFAULT_READ_TIMEOUT, minimum=0.1
+            ),
         )
+        if settings.db_pool_min > settings.db_pool_max:
+            raise SettingsError(
+                "DB_POOL_MIN",
+                f"must not exceed DB_POOL_MAX ({settings.db_pool_min} > {settings.db_pool_max})",
+            )
+        return settings
 
 
 def exit_on_error(load: Callable[[], T]) -> T:

@@ -10,6 +10,7 @@ not do). Also: free ports, and serving an ASGI app with uvicorn on loopback in a
 from __future__ import annotations
 
 import os
+import secrets
 import tempfile
 import threading
 import time
@@ -77,8 +78,12 @@ class Cluster:
 def start_embedded(settings: dict[str, str] | None = None) -> tuple[EmbeddedPostgres, str]:
     """A throwaway embedded server in a temporary directory; returns it and its admin URL."""
     base = Path(tempfile.mkdtemp(prefix="gatehouse-pg-"))
-    base.chmod(0o755)  # the server's own user (when run as root) must reach its data
-    pg = EmbeddedPostgres(base / "pg", port=free_port(), settings=settings or FAST_SETTINGS)
+    pg = EmbeddedPostgres(
+        base / "pg",
+        password=secrets.token_urlsafe(24),
+        port=free_port(),
+        settings=settings or FAST_SETTINGS,
+    )
     running = pg.start()
     return pg, pg.url(running.port)
 

@@ -18,14 +18,15 @@ import psycopg_pool
 from prometheus_client import CONTENT_TYPE_LATEST, Counter, Histogram, generate_latest
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from shared import migrate
 from shared.db import Pool, create_pool
-from shared.errors import BodyLimitMiddleware, Problem, exception_handlers
+from shared.errors import BodyLimitMiddleware, Problem, send_problem
+from shared.errors import exception_handlers as default_exception_handlers
 from shared.logging import request_id
 from shared.settings import CommonSettings, Secret
 
@@ -73,6 +74,7 @@ def create_service_app(
     extra_lifespan: ExtraLifespan | None = None,
     body_limit: int = 1024 * 1024,
     pool_factory: Callable[[CommonSettings], Pool] = create_pool,
+    exception_handlers: dict[Any, Any] | None = None,
 ) -> Starlette:
     migrations_dir = Path(settings.migrations_dir) if settings.migrations_dir else None
     expected = migrate.latest_version(migrations_dir or migrate.default_dir())
@@ -105,9 +107,9 @@ def create_service_app(
     app = Starlette(
         routes=all_routes,
         lifespan=lifespan,
-        exception_handlers=exception_handlers(),
+        exception_handlers={**default_exception_handlers(), **(exception_handlers or {})},
         middleware=[
-            Middleware(RequestContextMiddleware),
+            Middleware(RequestContextMiddleware, methods=route_methods(all_routes)),
             Middleware(BodyLimitMiddleware, limit=body_limit),
         ],
     )
@@ -120,16 +122,17 @@ def create_plain_app(routes: Sequence[BaseRoute], *, body_limit: int = 1024 * 10
     async def ready(request: Request) -> Response:
         return JSONResponse({"status": "ready"})
 
+    all_routes: list[BaseRoute] = [
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", ready, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
+        *routes,
+    ]
     return Starlette(
-        routes=[
-            Route("/healthz", healthz, methods=["GET"]),
-            Route("/readyz", ready, methods=["GET"]),
-            Route("/metrics", metrics, methods=["GET"]),
-            *routes,
-        ],
-        exception_handlers=exception_handlers(),
+        routes=all_routes,
+        exception_handlers=default_exception_handlers(),
         middleware=[
-            Middleware(RequestContextMiddleware),
+            Middleware(RequestContextMiddleware, methods=route_methods(all_routes)),
             Middleware(BodyLimitMiddleware, limit=body_limit),
         ],
     )
@@ -191,11 +194,28 @@ async def metrics(request: Request) -> Response:
     return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 
 
-class RequestContextMiddleware:
-    """A request id on every log line and response, one access line and metrics per request."""
+# Recorded for a request whose client went away before an answer could be sent (nginx's code).
+CLIENT_CLOSED = 499
+_STANDARD_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
-    def __init__(self, app: ASGIApp) -> None:
+
+def route_methods(routes: Sequence[BaseRoute]) -> frozenset[str]:
+    """The methods some route accepts: the only values the `method` label may take, with
+    `other` for the rest (a client must not be able to mint label values)."""
+    methods: set[str] = set()
+    for route in routes:
+        methods.update(getattr(route, "methods", None) or ())
+    return frozenset(methods & _STANDARD_METHODS)
+
+
+class RequestContextMiddleware:
+    """A request id on every log line and response, one access line and metrics per request,
+    and the last word on failures: an unexpected error is logged once and answered 500 with
+    `Connection: close`; a client that went away is not an error."""
+
+    def __init__(self, app: ASGIApp, methods: frozenset[str] = _STANDARD_METHODS) -> None:
         self.app = app
+        self.methods = methods
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -206,30 +226,46 @@ class RequestContextMiddleware:
         token = request_id.set(rid)
         started = time.perf_counter()
         status = 500
+        response_started = False
 
         async def send_with_id(message: Message) -> None:
-            nonlocal status
+            nonlocal status, response_started
             if message["type"] == "http.response.start":
                 status = message["status"]
+                response_started = True
                 message.setdefault("headers", [])
                 message["headers"] = [*message["headers"], (b"x-request-id", rid.encode())]
             await send(message)
 
         try:
             await self.app(scope, receive, send_with_id)
+        except ClientDisconnect:
+            status = CLIENT_CLOSED
+            log.info("client went away before the request was read whole")
+        except Exception as error:
+            log.error("unhandled error on %s %s", scope["method"], scope["path"], exc_info=error)
+            if response_started:
+                # Too late for an answer: the server closes the connection.
+                return
+            status = 500
+            problem = Problem(
+                500, detail="internal error; it has been logged", headers={"Connection": "close"}
+            )
+            await send_problem(scope, send_with_id, problem)
         finally:
             elapsed = time.perf_counter() - started
             route = _route_template(scope)
-            HTTP_REQUESTS.labels(route, scope["method"], str(status)).inc()
+            method = scope["method"] if scope["method"] in self.methods else "other"
+            HTTP_REQUESTS.labels(route, method, str(status)).inc()
             HTTP_DURATION.labels(route).observe(elapsed)
             if route not in ("/healthz", "/readyz", "/metrics"):
                 access_log.info(
                     "%s %s %d",
-                    scope["method"],
+                    method,
                     route,
                     status,
                     extra={
-                        "method": scope["method"],
+                        "method": method,
                         "path": route,
                         "status": status,
                         "duration_ms": round(elapsed * 1000, 2),

@@ -16,13 +16,7 @@ def serve() -> None:
 
     settings = exit_on_error(lambda: load(os.environ))
     jsonlog.configure("billing", settings.common.log_level, settings.secrets)
-    common = settings.common
-    lifecycle.run(
-        create_app(settings),
-        host=common.host,
-        port=common.port,
-        shutdown_timeout=common.shutdown_timeout,
-    )
+    lifecycle.run_service(create_app(settings), settings.common)
 
 
 def sweep(every: float | None) -> int:

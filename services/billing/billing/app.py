@@ -6,6 +6,7 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Callable
+from typing import Annotated
 
 import msgspec
 from prometheus_client import Counter, Histogram
@@ -14,11 +15,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from billing import money, store
+from billing import errors, money, store
 from billing.settings import BillingSettings
+from billing.store import Skipped
 from billing.transitions import Status
 from billing.webhooks import Stripe, Subgate, Verifier, WayForPay
-from shared.errors import Problem, json_body, read_body
+from shared.errors import Problem, json_body, problem_response, read_body
 from shared.web import create_service_app, require_bearer, runtime
 
 log = logging.getLogger("billing.app")
@@ -59,9 +61,39 @@ def build_verifiers(settings: BillingSettings) -> dict[str, Verifier]:
     return verifiers
 
 
+# The one place billing's errors meet HTTP.
+STATUS: dict[type[errors.BillingError], int] = {
+    errors.Malformed: 400,
+    errors.BadSignature: 401,
+    errors.StaleTimestamp: 401,
+    errors.UnknownGateway: 404,
+    errors.UnknownChannel: 404,
+    errors.InvalidBody: 422,
+    errors.InvalidValues: 422,
+    errors.DatabaseUnavailable: 503,
+}
+
+
+def as_problem(error: errors.BillingError) -> Problem:
+    status = next((code for kind, code in STATUS.items() if isinstance(error, kind)), 500)
+    headers = {"Retry-After": "5"} if status == 503 else None
+    return Problem(status, error.slug, error.detail, headers=headers)
+
+
+async def on_billing_error(request: Request, exc: Exception) -> Response:
+    if not isinstance(exc, errors.BillingError):
+        raise exc
+    return problem_response(as_problem(exc))
+
+
+# Telegram user ids and our channel ids as the database stores them (bigint, integer).
+TelegramUserId = Annotated[int, msgspec.Meta(gt=0, le=2**63 - 1)]
+ChannelId = Annotated[int, msgspec.Meta(gt=0, lt=2**31)]
+
+
 class InvoiceRequest(msgspec.Struct, forbid_unknown_fields=True):
-    telegram_user_id: int
-    channel_id: int
+    telegram_user_id: TelegramUserId
+    channel_id: ChannelId
     gateway: str
 
 
@@ -72,13 +104,13 @@ def create_app(settings: BillingSettings, *, clock: Clock = utc_now) -> Starlett
         gateway = request.path_params["gateway"]
         verifier = verifiers.get(gateway)
         if verifier is None:
-            raise Problem(404, "unknown-gateway", f"no payment gateway {gateway!r} is enabled")
+            raise errors.UnknownGateway(f"no payment gateway {gateway!r} is enabled")
         body = await read_body(request, WEBHOOK_BODY_LIMIT)
         now = clock()
         try:
             delivery = verifier.verify(request.headers, body, now)
-        except Problem as problem:
-            REJECTED.labels(gateway, problem.slug).inc()
+        except errors.BillingError as error:
+            REJECTED.labels(gateway, error.slug).inc()
             raise
         async with runtime(request).pool.connection() as conn:
             outcome = await store.record_delivery(conn, delivery, now)
@@ -90,7 +122,7 @@ def create_app(settings: BillingSettings, *, clock: Clock = utc_now) -> Starlett
         started = time.monotonic()
         now = clock()
         counts = {Status.GRACE: 0, Status.EXPIRED: 0}
-        examined = 0
+        examined = skipped = 0
         async with runtime(request).pool.connection() as conn:
             due = await store.due_memberships(conn, now, settings.sweep_batch + 1)
             more = len(due) > settings.sweep_batch
@@ -99,8 +131,14 @@ def create_app(settings: BillingSettings, *, clock: Clock = utc_now) -> Starlett
                     more = True
                     break
                 examined += 1
+                # Each membership in a transaction of its own: its move is committed (and its
+                # lock released) before the next one is looked at.
                 moved = await store.sweep_membership(conn, keys, now)
-                if moved is not None:
+                if moved is Skipped.LOCKED:
+                    # A payment holds it now; the next call takes it.
+                    skipped += 1
+                    more = True
+                elif moved is not None:
                     counts[moved] += 1
                     SWEEP_TRANSITIONS.labels(moved.value).inc()
             invoices = await store.expire_open_invoices(conn, now, settings.sweep_batch)
@@ -111,6 +149,7 @@ def create_app(settings: BillingSettings, *, clock: Clock = utc_now) -> Starlett
                 "examined": examined,
                 "to_grace": counts[Status.GRACE],
                 "to_expired": counts[Status.EXPIRED],
+                "skipped": skipped,
                 "invoices_expired": invoices,
                 "more": more,
             }
@@ -121,16 +160,12 @@ def create_app(settings: BillingSettings, *, clock: Clock = utc_now) -> Starlett
         body = await json_body(request, InvoiceRequest, limit=4096)
         if body.gateway not in verifiers:
             raise Problem(422, "unknown-gateway", f"gateway {body.gateway!r} is not enabled")
-        if body.telegram_user_id <= 0:
-            raise Problem(422, "invalid-values", "telegram_user_id must be positive")
-        if not 0 < body.channel_id < 2**31:
-            raise Problem(404, "unknown-channel", "no such channel")
         async with runtime(request).pool.connection() as conn:
             invoice = await store.create_invoice(
                 conn, body.telegram_user_id, body.channel_id, body.gateway, clock()
             )
         if invoice is None:
-            raise Problem(404, "unknown-channel", "no paid channel with a default plan by that id")
+            raise errors.UnknownChannel("no paid channel with a default plan by that id")
         amount = money.minor_to_text(invoice.amount_minor, invoice.currency)
         pay_url = settings.pay_urls[body.gateway].format(
             order_reference=invoice.order_reference, amount=amount, currency=invoice.currency
@@ -153,4 +188,5 @@ def create_app(settings: BillingSettings, *, clock: Clock = utc_now) -> Starlett
             Route("/v1/sweep", sweep, methods=["POST"]),
             Route("/internal/invoices", create_invoice, methods=["POST"]),
         ],
+        exception_handlers={errors.BillingError: on_billing_error},
     )

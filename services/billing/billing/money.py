@@ -24,7 +24,8 @@ _TWO = frozenset(
 # Telegram Stars: whole stars, not ISO but priced the same way.
 _STARS = frozenset({"XTR"})
 
-_DECIMAL_TEXT = re.compile(r"^(0|[1-9]\d{0,17})(\.\d{1,8})?$")
+# ASCII digits only: `\d` and Decimal also read other scripts' digits (U+0661 U+0660 is 10).
+_DECIMAL_TEXT = re.compile(r"(0|[1-9][0-9]{0,17})(\.[0-9]{1,8})?", re.ASCII)
 
 
 class AmountError(ValueError):
@@ -53,7 +54,7 @@ def is_currency(code: str) -> bool:
 
 def parse_major(text: str) -> Decimal:
     """A non-negative decimal written in major units (`"149"`, `"1547.36"`)."""
-    if not _DECIMAL_TEXT.match(text):
+    if not _DECIMAL_TEXT.fullmatch(text):
         raise AmountError(f"amount {text!r} is not a plain decimal number")
     try:
         return Decimal(text)

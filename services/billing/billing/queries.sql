@@ -20,22 +20,24 @@ VALUES (%(order_reference)s, %(person_id)s, %(channel_id)s, %(plan_id)s, %(amoun
 RETURNING id;
 
 -- invoice_by_reference --
-SELECT id, person_id, channel_id, amount_minor, currency, period_days, grace_days, status,
+SELECT id, order_reference, person_id, channel_id, amount_minor, currency, period_days, grace_days, status,
        gateway
   FROM invoices
  WHERE order_reference = %(order_reference)s;
 
 -- lock_membership_of_invoice --
--- The membership lock (below), taken through the invoice in one round trip; no row when the
--- order reference is unknown. One row at most: order_reference is unique.
+-- Every payment and sweep decision for one membership runs under this lock, so they apply in
+-- one order and the history records that order. The two-int4 form is reserved for it. Taken
+-- through the invoice in one round trip; no row when the order reference is unknown (one row
+-- at most: order_reference is unique).
 SELECT pg_advisory_xact_lock(person_id, channel_id)
   FROM invoices
  WHERE order_reference = %(order_reference)s;
 
--- lock_membership --
--- Every payment and sweep decision for one membership runs under this lock, so they apply in
--- one order and the history records that order. The two-int4 form is reserved for it.
-SELECT pg_advisory_xact_lock(%(person_id)s::int4, %(channel_id)s::int4);
+-- try_lock_membership --
+-- The sweep's form of the lock above: a membership a payment holds right now is left for the
+-- next call instead of making the whole sweep wait behind it.
+SELECT pg_try_advisory_xact_lock(%(person_id)s::int4, %(channel_id)s::int4) AS locked;
 
 -- insert_payment --
 -- The redelivery guard: a second insert of the same key does nothing and returns no row.
@@ -104,10 +106,11 @@ VALUES (%(gateway)s, %(event_type)s, %(order_reference)s, %(external_payment_id)
 
 -- due_memberships --
 -- Through memberships_due: only rows with a decision ahead, oldest first, a bounded batch.
+-- The key breaks ties, so equal times come in one stable order from call to call.
 SELECT person_id, channel_id
   FROM memberships
  WHERE next_check_at IS NOT NULL AND next_check_at < %(now)s
- ORDER BY next_check_at
+ ORDER BY next_check_at, person_id, channel_id
  LIMIT %(limit)s;
 
 -- expire_open_invoices --

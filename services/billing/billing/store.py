@@ -7,15 +7,16 @@ import json
 import logging
 import secrets
 from dataclasses import dataclass
-from decimal import Decimal
+from enum import Enum
 from typing import Any
 
 from psycopg import AsyncCursor
 from psycopg.rows import DictRow
 
 from billing import sqlq
+from billing.model import Delivery, InvoiceRecord, Kind, PaymentRecord
+from billing.payments import Verdict, decide
 from billing.transitions import Status, extend, next_check_at, next_status
-from billing.webhooks import Delivery, Kind
 from shared.db import Connection
 
 log = logging.getLogger("billing.store")
@@ -114,66 +115,82 @@ async def record_delivery(conn: Connection, delivery: Delivery, now: dt.datetime
                 delivery.order_reference,
             )
             return await _record(conn, delivery, outcome, now)
-        return await _apply_payment(conn, delivery, now)
+        # Read under the lock (a statement of its own, so its snapshot is taken after the lock
+        # was granted): another delivery may have paid the invoice while we waited.
+        cur = await conn.execute(
+            Q["invoice_by_reference"], {"order_reference": delivery.order_reference}
+        )
+        invoice = InvoiceRecord.from_row(await _one(cur))
+        return await _apply_payment(conn, invoice, delivery, now)
 
 
-async def _apply_payment(conn: Connection, delivery: Delivery, now: dt.datetime) -> Outcome:
+async def _apply_payment(
+    conn: Connection, invoice: InvoiceRecord, delivery: Delivery, now: dt.datetime
+) -> Outcome:
     if delivery.paid_at is None or delivery.amount_minor is None:
         raise ValueError("a payment delivery carries paid_at and amount_minor")
-    # Read under the lock: another delivery may have paid it while we waited.
-    cur = await conn.execute(
-        Q["invoice_by_reference"], {"order_reference": delivery.order_reference}
-    )
-    invoice = await _one(cur)
-    keys = {"person_id": invoice["person_id"], "channel_id": invoice["channel_id"]}
-    matches = delivery.currency == invoice["currency"] and delivery.amount_minor == Decimal(
-        invoice["amount_minor"]
-    )
-    flag = None
-    if not matches:
-        flag = "amount_mismatch"
-    elif invoice["status"] == "paid":
-        flag = "invoice_already_paid"
-    cur = await conn.execute(
-        Q["insert_payment"],
-        {
-            "gateway": delivery.gateway,
-            "external_payment_id": delivery.external_payment_id,
-            "invoice_id": invoice["id"],
-            **keys,
-            "amount_minor": delivery.amount_minor,
-            "currency": delivery.currency,
-            "paid_at": delivery.paid_at,
-            "applied": matches,
-            "flag": flag,
-        },
-    )
-    inserted = await cur.fetchone()
-    if inserted is None:
-        return await _redelivered(conn, delivery, keys, now)
-    payment_id = int(inserted["id"])
-    if not matches:
+    key = invoice.key
+    decision = decide(invoice, delivery, None)
+    payment_id: int | None = None
+    if decision.stores_payment:
+        cur = await conn.execute(
+            Q["insert_payment"],
+            {
+                "gateway": delivery.gateway,
+                "external_payment_id": delivery.external_payment_id,
+                "invoice_id": invoice.id,
+                **key.params(),
+                "amount_minor": delivery.amount_minor,
+                "currency": delivery.currency,
+                "paid_at": delivery.paid_at,
+                "applied": decision.verdict is Verdict.APPLIED,
+                "flag": decision.flag
+                if decision.verdict is Verdict.APPLIED
+                else decision.verdict.value,
+            },
+        )
+        inserted = await cur.fetchone()
+        if inserted is None:
+            # The key is taken: decide again, knowing the payment stored under it.
+            cur = await conn.execute(
+                Q["payment_by_key"],
+                {"gateway": delivery.gateway, "external_payment_id": delivery.external_payment_id},
+            )
+            existing = PaymentRecord.from_row(await _one(cur))
+            decision = decide(invoice, delivery, existing)
+            payment_id = existing.id
+        else:
+            payment_id = int(inserted["id"])
+    if decision.verdict is not Verdict.APPLIED:
+        if decision.verdict is Verdict.CONFLICT:
+            log.error(
+                "%s payment %s redelivered with different business fields (order %r)",
+                delivery.gateway,
+                delivery.external_payment_id,
+                delivery.order_reference,
+            )
+        elif decision.verdict is not Verdict.DUPLICATE:
+            log.warning("%s delivery not applied: %s", delivery.gateway, decision.reason)
         outcome = Outcome(
-            "amount_mismatch",
+            decision.verdict.value,
+            decision.duplicate,
             False,
-            False,
-            f"paid {delivery.amount_minor} {delivery.currency} (minor units), invoice is "
-            f"{invoice['amount_minor']} {invoice['currency']}",
-            await _membership(conn, **keys),
+            decision.reason,
+            await _membership(conn, **key.params()),
             payment_id,
         )
-        log.warning("payment %d kept but not applied: %s", payment_id, outcome.reason)
         return await _record(conn, delivery, outcome, now)
-
-    before = await _membership(conn, **keys)
+    if payment_id is None:
+        raise RuntimeError("an applied payment was stored")
+    before = await _membership(conn, **key.params())
     expires_at = extend(
-        before.expires_at if before else None, delivery.paid_at, invoice["period_days"]
+        before.expires_at if before else None, delivery.paid_at, invoice.period_days
     )
-    after = Membership(Status.ACTIVE, expires_at, invoice["grace_days"])
+    after = Membership(Status.ACTIVE, expires_at, invoice.grace_days)
     await conn.execute(
         Q["upsert_membership"],
         {
-            **keys,
+            **key.params(),
             "status": after.status.value,
             "expires_at": after.expires_at,
             "grace_days": after.grace_days,
@@ -183,63 +200,26 @@ async def _apply_payment(conn: Connection, delivery: Delivery, now: dt.datetime)
     )
     event_id = await _membership_event(
         conn,
-        keys,
+        key.params(),
         before,
         after,
         now,
         cause="payment",
         payment_id=payment_id,
         paid_at=delivery.paid_at,
-        period_days=invoice["period_days"],
+        period_days=invoice.period_days,
     )
-    await _access_event(conn, "grant", keys, event_id, after.expires_at, now)
+    await _access_event(conn, "grant", key.params(), event_id, after.expires_at, now)
     await conn.execute(
-        Q["mark_invoice_paid"], {"invoice_id": invoice["id"], "paid_at": delivery.paid_at}
+        Q["mark_invoice_paid"], {"invoice_id": invoice.id, "paid_at": delivery.paid_at}
     )
-    if flag == "invoice_already_paid":
+    if decision.flag is not None:
         log.warning(
             "invoice %s paid a second time (payment %d); applied",
             delivery.order_reference,
             payment_id,
         )
-    outcome = Outcome("applied", False, True, flag, after, payment_id)
-    return await _record(conn, delivery, outcome, now)
-
-
-async def _redelivered(
-    conn: Connection, delivery: Delivery, keys: dict[str, int], now: dt.datetime
-) -> Outcome:
-    cur = await conn.execute(
-        Q["payment_by_key"],
-        {"gateway": delivery.gateway, "external_payment_id": delivery.external_payment_id},
-    )
-    existing = await _one(cur)
-    same = (
-        existing["order_reference"] == delivery.order_reference
-        and Decimal(existing["amount_minor"]) == delivery.amount_minor
-        and existing["currency"] == delivery.currency
-    )
-    membership = await _membership(conn, **keys)
-    if same:
-        outcome = Outcome(
-            "duplicate", True, False, "already received", membership, int(existing["id"])
-        )
-        return await _record(conn, delivery, outcome, now)
-    log.error(
-        "%s payment %s redelivered with different business fields (order %r -> %r)",
-        delivery.gateway,
-        delivery.external_payment_id,
-        existing["order_reference"],
-        delivery.order_reference,
-    )
-    outcome = Outcome(
-        "conflict",
-        True,
-        False,
-        "payment id already used with different order, amount or currency",
-        membership,
-        int(existing["id"]),
-    )
+    outcome = Outcome("applied", False, True, decision.flag, after, payment_id)
     return await _record(conn, delivery, outcome, now)
 
 
@@ -301,12 +281,20 @@ async def due_memberships(conn: Connection, now: dt.datetime, limit: int) -> lis
     return [dict(row) for row in await cur.fetchall()]
 
 
+class Skipped(Enum):
+    LOCKED = "locked"
+    """Another transaction (a payment) holds the membership's lock; a later sweep takes it."""
+
+
 async def sweep_membership(
     conn: Connection, keys: dict[str, int], now: dt.datetime
-) -> Status | None:
-    """Decide one due membership under its lock; the new status, or None when unchanged."""
+) -> Status | Skipped | None:
+    """Decide one due membership under its lock; the new status, None when unchanged, or
+    `Skipped.LOCKED` without waiting when someone else holds the lock."""
     async with conn.transaction():
-        await conn.execute(Q["lock_membership"], keys)
+        cur = await conn.execute(Q["try_lock_membership"], keys)
+        if not (await _one(cur))["locked"]:
+            return Skipped.LOCKED
         before = await _membership(conn, **keys)
         if before is None:
             return None

@@ -1,8 +1,8 @@
 """Payment gateway verifiers: one per signature scheme, each checking the raw body first.
 
-A verifier turns (headers, raw body, now) into a `Delivery`, or raises `Problem` with a 4xx
-that retrying cannot fix (malformed, bad signature, stale). It never touches the database.
-After the delivery is recorded, `acknowledge` builds the body the gateway expects.
+A verifier turns (headers, raw body, now) into a `Delivery`, or raises one of billing's errors
+that retrying cannot fix (malformed, bad signature, stale, invalid). It never touches the
+database. After the delivery is recorded, `acknowledge` builds the body the gateway expects.
 """
 
 from __future__ import annotations
@@ -10,43 +10,23 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import hmac
-import json
+import re
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
-from enum import StrEnum
 from typing import Any, Protocol
 
 from billing import money
-from shared.errors import Problem
-from shared.jsonsafe import contains_nul
+from billing.errors import BadSignature, InvalidBody, Malformed, StaleTimestamp
+from billing.model import Delivery, Kind
+from shared import jsonsafe
 from shared.settings import Secret
 
 TOLERANCE_SECONDS = 300
-
-
-class Kind(StrEnum):
-    PAYMENT = "payment"
-    """Money received: goes through the exactly-once path."""
-    NOT_SUCCESS = "not_success"
-    """An authentic status that is not a payment (declined, pending, ...)."""
-    IGNORED = "ignored"
-    """An authentic event type we do not act on."""
-
-
-@dataclass(frozen=True)
-class Delivery:
-    gateway: str
-    kind: Kind
-    event_type: str
-    payload: dict[str, Any]
-    order_reference: str | None = None
-    external_payment_id: str | None = None
-    amount_minor: Decimal | None = None
-    currency: str | None = None
-    paid_at: dt.datetime | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+# Unix seconds a timestamp may carry: 1970 to the end of year 9999 (what datetime can hold).
+LATEST_TIMESTAMP = 253_402_300_799
+_UNIX_SECONDS = re.compile(r"[0-9]{1,12}", re.ASCII)
 
 
 class Verifier(Protocol):
@@ -60,29 +40,47 @@ class Verifier(Protocol):
         ...
 
 
-def _bad_signature(detail: str = "signature does not match") -> Problem:
-    return Problem(401, "bad-signature", detail)
+def _bad_signature(detail: str = "signature does not match") -> BadSignature:
+    return BadSignature(detail)
 
 
-def _stale(detail: str) -> Problem:
-    return Problem(401, "stale-timestamp", detail)
+def _stale(detail: str) -> StaleTimestamp:
+    return StaleTimestamp(detail)
 
 
-def _invalid(detail: str) -> Problem:
-    return Problem(422, "invalid-body", detail)
+def _invalid(detail: str) -> InvalidBody:
+    return InvalidBody(detail)
 
 
-def _json_object(body: bytes, **parse: Any) -> dict[str, Any]:
+def _json_object(body: bytes, *, numbers_as_text: bool = False) -> dict[str, Any]:
     try:
-        value = json.loads(body, **parse)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
-        raise Problem(400, "malformed-json", f"body is not valid JSON: {error}") from None
-    if contains_nul(value):
-        # PostgreSQL's jsonb cannot hold NUL, and no gateway sends one.
-        raise Problem(400, "malformed-json", "body contains a NUL character")
+        value = jsonsafe.loads(body, numbers_as_text=numbers_as_text)
+    except jsonsafe.UnsafeJson as error:
+        raise Malformed(f"body is not valid JSON: {error}") from None
     if not isinstance(value, dict):
         raise _invalid("body must be a JSON object")
     return value
+
+
+def _signature(payload: Mapping[str, Any], key: str) -> str:
+    """The presented signature: missing, empty or not text is a bad signature, not a bad body."""
+    value = payload.get(key)
+    if not isinstance(value, str) or not value:
+        raise _bad_signature(f"missing signature `{key}`")
+    return value
+
+
+def _matches(expected_hex: str, presented: str) -> bool:
+    """Constant-time, on bytes: compare_digest refuses non-ASCII text instead of answering."""
+    return hmac.compare_digest(expected_hex.encode(), presented.lower().encode())
+
+
+def _unix_seconds(value: Any, key: str) -> dt.datetime:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _invalid(f"field `{key}` must be whole unix seconds")
+    if not 0 <= value <= LATEST_TIMESTAMP:
+        raise _invalid(f"field `{key}` is out of range")
+    return dt.datetime.fromtimestamp(value, dt.UTC)
 
 
 def _text(payload: Mapping[str, Any], key: str, *, allow_empty: bool = False) -> str:
@@ -128,17 +126,17 @@ class Subgate:
 
     def verify(self, headers: Mapping[str, str], body: bytes, now: dt.datetime) -> Delivery:
         payload = _json_object(body)
+        signature = _signature(payload, "signature")
         order = _text(payload, "orderReference")
         external = _text(payload, "externalPaymentId")
         amount = _text(payload, "amount")
         currency_text = _text(payload, "currency")
-        signature = _text(payload, "signature")
         timestamp = payload.get("timestamp")
         if isinstance(timestamp, bool) or not isinstance(timestamp, int):
             raise _invalid("field `timestamp` must be whole unix seconds")
         message = f"{order};{external};{amount};{currency_text};{timestamp}"
         expected = _hex_hmac(self.secret, message, "sha256")
-        if not hmac.compare_digest(expected, signature.lower()):
+        if not _matches(expected, signature):
             raise _bad_signature()
         skew = abs(now.timestamp() - timestamp)
         if skew > TOLERANCE_SECONDS:
@@ -153,7 +151,7 @@ class Subgate:
             external_payment_id=external,
             amount_minor=_minor(amount, currency),
             currency=currency,
-            paid_at=dt.datetime.fromtimestamp(timestamp, dt.UTC),
+            paid_at=_unix_seconds(timestamp, "timestamp"),
         )
 
     def acknowledge(self, delivery: Delivery, outcome: dict[str, Any], now: dt.datetime) -> Any:
@@ -195,8 +193,9 @@ class WayForPay:
 
     def verify(self, headers: Mapping[str, str], body: bytes, now: dt.datetime) -> Delivery:
         # Numbers are kept as the text they were written as: the signature covers that text.
-        as_text = _json_object(body, parse_float=str, parse_int=str)
+        as_text = _json_object(body, numbers_as_text=True)
         payload = _json_object(body)
+        signature = _signature(as_text, "merchantSignature")
         values: list[str] = []
         for key in WAYFORPAY_SIGNED:
             value = as_text.get(key, "")
@@ -205,11 +204,8 @@ class WayForPay:
             if not isinstance(value, str):
                 raise _invalid(f"field `{key}` must be a string or a number")
             values.append(value)
-        signature = as_text.get("merchantSignature")
-        if not isinstance(signature, str) or not signature:
-            raise _invalid("missing field `merchantSignature`")
         expected = wayforpay_signature(self.secret.reveal(), values)
-        if not hmac.compare_digest(expected, signature.lower()):
+        if not _matches(expected, signature):
             raise _bad_signature()
         merchant, order, amount, currency_text, _, _, status, _ = values
         if not hmac.compare_digest(merchant.encode(), self.merchant_account.encode()):
@@ -273,10 +269,9 @@ class Stripe:
         for item in header.split(","):
             key, _, value = item.strip().partition("=")
             if key == "t" and timestamp is None:
-                try:
-                    timestamp = int(value)
-                except ValueError:
-                    raise _bad_signature("Stripe-Signature has no valid timestamp") from None
+                if not _UNIX_SECONDS.fullmatch(value):
+                    raise _bad_signature("Stripe-Signature has no valid timestamp")
+                timestamp = int(value)
             elif key == "v1" and value:
                 candidates.append(value.lower())
         if timestamp is None or not candidates:
@@ -286,7 +281,7 @@ class Stripe:
             expected = stripe_signature(secret.reveal(), timestamp, body)
             for candidate in candidates:
                 # Every comparison runs: no early exit that would time the secrets.
-                matched |= hmac.compare_digest(expected, candidate)
+                matched |= _matches(expected, candidate)
         if not matched:
             raise _bad_signature()
         skew = abs(now.timestamp() - timestamp)
@@ -294,14 +289,11 @@ class Stripe:
             raise _stale(f"signature timestamp is {skew:.0f} s from now")
         event = _json_object(body)
         event_type = _text(event, "type")
-        created = event.get("created")
-        if isinstance(created, bool) or not isinstance(created, int):
-            raise _invalid("field `created` must be whole unix seconds")
+        paid_at = _unix_seconds(event.get("created"), "created")
         data = event.get("data")
         obj = data.get("object") if isinstance(data, dict) else None
         if not isinstance(obj, dict):
             raise _invalid("missing field `data.object`")
-        paid_at = dt.datetime.fromtimestamp(created, dt.UTC)
         if event_type == "checkout.session.completed":
             return self._checkout(event, obj, paid_at)
         if event_type == "payment_intent.succeeded":

@@ -24,8 +24,7 @@ def serve(role: str) -> None:
     settings = exit_on_error(lambda: load(os.environ, role))
     jsonlog.configure(f"botedge-{role}", settings.common.log_level, settings.secrets)
     app = create_api_app(settings) if role == "api" else create_worker_app(settings)
-    common = settings.common
-    lifecycle.run(app, host=common.host, port=common.port, shutdown_timeout=common.shutdown_timeout)
+    lifecycle.run_service(app, settings.common)
 
 
 def replay(inbox_id: int) -> int:

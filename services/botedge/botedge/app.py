@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import hmac
-import json
+import re
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Annotated, Literal
 
 import httpx
 import msgspec
@@ -20,8 +21,15 @@ from botedge.edge import EdgeWorker
 from botedge.handlers import Handler
 from botedge.metrics import IGNORED_KINDS, WEBHOOK_UPDATES
 from botedge.settings import BotedgeSettings
-from botedge.telegram import BotApi, TelegramError, Unauthorized
+from botedge.telegram import (
+    BotApi,
+    ServerError,
+    TelegramError,
+    TooManyRequests,
+    Unauthorized,
+)
 from botedge.updates import ALLOWED_UPDATES, MalformedUpdate, other_kind, parse
+from shared import jsonsafe
 from shared.db import Pool
 from shared.errors import Problem, json_body, read_body
 from shared.listen import Notifier
@@ -32,9 +40,14 @@ Q = sqlq.Q
 BOT_CACHE_SECONDS = 5.0
 
 
+# Telegram's token shape: the bot's id, a colon, 35 or more of [A-Za-z0-9_-]. Checked before
+# any call: the token goes into the Bot API URL's path.
+TOKEN_SHAPE = re.compile(r"[0-9]{1,20}:[A-Za-z0-9_-]{35,}", re.ASCII)
+
+
 class BotRegistration(msgspec.Struct, forbid_unknown_fields=True):
-    token: str
-    mode: str = "polling"
+    token: Annotated[str, msgspec.Meta(max_length=200)]
+    mode: Literal["polling", "webhook"] = "polling"
 
 
 def create_api_app(settings: BotedgeSettings) -> Starlette:
@@ -78,8 +91,8 @@ def create_api_app(settings: BotedgeSettings) -> Starlette:
             raise Problem(401, "bad-secret-token", "X-Telegram-Bot-Api-Secret-Token is wrong")
         body = await read_body(request)
         try:
-            incoming = parse(json.loads(body))
-        except (ValueError, MalformedUpdate):
+            incoming = parse(jsonsafe.loads(body))
+        except (jsonsafe.UnsafeJson, MalformedUpdate):
             # Telegram retries every non-2xx and holds back the chat meanwhile: drop it here.
             WEBHOOK_UPDATES.labels("malformed").inc()
             return JSONResponse({"ok": True, "dropped": "malformed"})
@@ -116,8 +129,6 @@ def create_api_app(settings: BotedgeSettings) -> Starlette:
     async def register_bot(request: Request) -> Response:
         require_bearer(request, settings.service_token)
         body = await json_body(request, BotRegistration, limit=4096)
-        if body.mode not in ("polling", "webhook"):
-            raise Problem(422, "invalid-values", "mode is polling or webhook")
         if body.mode == "webhook" and not settings.public_base_url:
             raise Problem(422, "invalid-values", "webhook mode needs PUBLIC_BASE_URL")
         state = runtime(request)
@@ -141,25 +152,47 @@ def create_api_app(settings: BotedgeSettings) -> Starlette:
 async def register(
     pool: Pool, api: BotApi, settings: BotedgeSettings, box: SecretBox, token: str, mode: str
 ) -> dict[str, object]:
-    """Check a token with getMe, store it encrypted, and point Telegram at us."""
+    """Check a token with getMe, store it encrypted, and point Telegram at us.
+
+    A webhook bot is stored paused and made active only once Telegram accepted the webhook, so
+    no active bot is left without one.
+    """
+    if not TOKEN_SHAPE.fullmatch(token):
+        raise Problem(422, "bad-bot-token", "not a Telegram bot token (<digits>:<35+ characters>)")
     try:
         me = await api.call(token, "getMe")
     except Unauthorized:
         raise Problem(422, "bad-bot-token", "Telegram does not accept this bot token") from None
     except TelegramError as error:
-        raise Problem(503, "telegram-unavailable", f"getMe failed: {error.code}") from None
+        raise _upstream_problem("getMe", error) from None
     async with pool.connection() as conn:
         bot_id, secret = await store.save_bot(conn, box, me, token, mode)
-    if mode == "webhook":
-        url = f"{settings.public_base_url}/telegram/{bot_id}/webhook"
-        await api.call(
-            token,
-            "setWebhook",
-            {"url": url, "secret_token": secret, "allowed_updates": ALLOWED_UPDATES},
-        )
-    else:
-        await api.call(token, "deleteWebhook", {"drop_pending_updates": False})
+    try:
+        if mode == "webhook":
+            url = f"{settings.public_base_url}/telegram/{bot_id}/webhook"
+            await api.call(
+                token,
+                "setWebhook",
+                {"url": url, "secret_token": secret, "allowed_updates": ALLOWED_UPDATES},
+            )
+        else:
+            await api.call(token, "deleteWebhook", {"drop_pending_updates": False})
+    except TelegramError as error:
+        async with pool.connection() as conn:
+            await store.record_bot_error(conn, bot_id, f"{error.code}: {error.description}")
+        method = "setWebhook" if mode == "webhook" else "deleteWebhook"
+        raise _upstream_problem(method, error) from None
+    async with pool.connection() as conn:
+        await store.activate_bot(conn, bot_id)
     return {"id": bot_id, "telegram_bot_id": me["id"], "username": me.get("username"), "mode": mode}
+
+
+def _upstream_problem(method: str, error: TelegramError) -> Problem:
+    """502 when Telegram answered no (its description in `detail`), 503 when it could not be
+    asked or asked us to wait."""
+    if isinstance(error, ServerError | TooManyRequests):
+        return Problem(503, "telegram-unavailable", f"{method}: {error.description}")
+    return Problem(502, "telegram-refused", f"{method}: {error.description}")
 
 
 def create_worker_app(settings: BotedgeSettings, handler: Handler | None = None) -> Starlette:

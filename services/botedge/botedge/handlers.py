@@ -17,6 +17,11 @@ Q = sqlq.Q
 
 WELCOME = "Welcome! Open a content link to get started."
 
+# Accounts Telegram puts in `from` that are not people: the service account that forwards
+# channel posts to linked groups, the stand-in for anonymous group admins, and the stand-in for
+# messages sent on behalf of a channel.
+NOT_PEOPLE = frozenset({777000, 1087968824, 136817688})
+
 
 @dataclass(frozen=True)
 class Update:
@@ -71,6 +76,8 @@ class Handler(Protocol):
 async def record_person(conn: Connection, bot_id: int, user: Any) -> int | None:
     if not isinstance(user, dict) or user.get("is_bot") or not isinstance(user.get("id"), int):
         return None
+    if user["id"] in NOT_PEOPLE:
+        return None
     cur = await conn.execute(
         Q["upsert_person"],
         {
@@ -88,6 +95,12 @@ async def record_person(conn: Connection, bot_id: int, user: Any) -> int | None:
     return int(row["id"])
 
 
+async def move_chat(conn: Connection, old_chat_id: int, new_chat_id: int) -> None:
+    """A group became a supergroup under a new id: what we keep about it follows."""
+    await conn.execute(Q["move_channel"], {"old": old_chat_id, "new": new_chat_id})
+    await conn.execute(Q["move_pending_sends"], {"old": old_chat_id, "new": new_chat_id})
+
+
 class BotLogic:
     """The default behaviour: greet on /start, answer everything else with a hint."""
 
@@ -98,6 +111,9 @@ class BotLogic:
         body = update.body
         await record_person(conn, update.bot_id, body.get("from"))
         if update.kind == "message":
+            if isinstance(body.get("migrate_to_chat_id"), int):
+                await move_chat(conn, int(body["chat"]["id"]), body["migrate_to_chat_id"])
+                return []
             return self._message(body)
         if update.kind == "callback_query":
             return [

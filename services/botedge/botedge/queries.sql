@@ -9,14 +9,19 @@ SELECT id, telegram_bot_id, username, token_encrypted, mode, poll_offset, poll_b
  ORDER BY id;
 
 -- insert_bot --
-INSERT INTO bots (telegram_bot_id, username, token_encrypted, webhook_secret_encrypted, mode)
+-- Paused until Telegram has accepted where to send its updates (activate_bot).
+INSERT INTO bots (telegram_bot_id, username, token_encrypted, webhook_secret_encrypted, mode,
+                  status)
 VALUES (%(telegram_bot_id)s, %(username)s, %(token_encrypted)s, %(webhook_secret_encrypted)s,
-        %(mode)s)
+        %(mode)s, 'paused')
 ON CONFLICT (telegram_bot_id) DO UPDATE
    SET token_encrypted = excluded.token_encrypted,
        webhook_secret_encrypted = excluded.webhook_secret_encrypted,
-       mode = excluded.mode, token_invalid_at = NULL
+       mode = excluded.mode, token_invalid_at = NULL, status = 'paused'
 RETURNING id;
+
+-- activate_bot --
+UPDATE bots SET status = 'active', last_error = NULL WHERE id = %(bot_id)s;
 
 -- insert_update --
 -- The redelivery guard: the key outlives the update's handling.
@@ -139,6 +144,22 @@ ON CONFLICT (bot_id, person_id) DO UPDATE SET last_seen_at = now();
 UPDATE bot_people bp SET blocked_at = CASE WHEN %(blocked)s THEN now() END
   FROM people p
  WHERE bp.person_id = p.id AND bp.bot_id = %(bot_id)s AND p.telegram_user_id = %(user_id)s;
+
+-- move_channel --
+-- A group migrated to a supergroup: its row follows the new id, unless that id is already known.
+UPDATE channels SET telegram_chat_id = %(new)s
+ WHERE telegram_chat_id = %(old)s
+   AND NOT EXISTS (SELECT 1 FROM channels WHERE telegram_chat_id = %(new)s);
+
+-- move_pending_sends --
+-- Sends still queued for the old id would fail ("group chat was upgraded"): point them at the
+-- new one, in every bot's outbox.
+UPDATE outbox
+   SET chat_id = %(new)s,
+       payload = CASE WHEN payload ? 'chat_id'
+                      THEN jsonb_set(payload, '{chat_id}', to_jsonb(%(new)s::bigint))
+                      ELSE payload END
+ WHERE chat_id = %(old)s AND state = 'pending';
 
 -- insert_outbox --
 INSERT INTO outbox (bot_id, chat_id, method, payload, priority, dedupe_key)

@@ -75,6 +75,16 @@ async def save_bot(
     return int(row["id"]), webhook_secret
 
 
+async def record_bot_error(conn: Connection, bot_id: int, error: str) -> None:
+    await conn.execute(
+        Q["record_bot_error"], {"bot_id": bot_id, "error": error, "backoff_until": None}
+    )
+
+
+async def activate_bot(conn: Connection, bot_id: int) -> None:
+    await conn.execute(Q["activate_bot"], {"bot_id": bot_id})
+
+
 async def dead_updates(conn: Connection, limit: int = 100) -> list[dict[str, Any]]:
     cur = await conn.execute(Q["dead_updates"], {"limit": limit})
     return [dict(row) for row in await cur.fetchall()]

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from shared.jsonsafe import contains_nul
+from shared.jsonsafe import storage_problem
 
 # The update kinds stored in the inbox; every other kind is answered 200 and counted.
 KINDS = (
@@ -18,6 +18,12 @@ KINDS = (
     "pre_checkout_query",
 )
 ALLOWED_UPDATES = list(KINDS)
+
+# Ids are stored as bigint.
+BIGINT_MAX = 2**63 - 1
+# Telegram's limit for a message's text or caption, in UTF-16 code units: anything longer
+# did not come from Telegram, and a reply must not quote it.
+MAX_TEXT_UNITS = 4096
 
 
 class MalformedUpdate(ValueError):
@@ -42,7 +48,13 @@ def _int_at(obj: Any, *path: str) -> int:
         obj = obj[key]
     if isinstance(obj, bool) or not isinstance(obj, int):
         raise MalformedUpdate(f"{'.'.join(path)} is not an integer")
+    if not -BIGINT_MAX <= obj <= BIGINT_MAX:
+        raise MalformedUpdate(f"{'.'.join(path)} is out of range")
     return obj
+
+
+def utf16_units(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
 
 
 def parse(payload: Any) -> Incoming:
@@ -52,12 +64,25 @@ def parse(payload: Any) -> Incoming:
     update_id = payload.get("update_id")
     if isinstance(update_id, bool) or not isinstance(update_id, int) or update_id <= 0:
         raise MalformedUpdate("update_id must be a positive integer")
-    if contains_nul(payload):
-        # PostgreSQL's jsonb cannot store NUL; no real update carries one.
-        raise MalformedUpdate("update contains a NUL character")
+    if update_id > BIGINT_MAX:
+        raise MalformedUpdate("update_id is out of range")
+    problem = storage_problem(payload)
+    if problem is not None:
+        # jsonb could not store it, and no real update carries it.
+        raise MalformedUpdate(f"update {problem}")
+    # "At most one of the optional parameters can be present in any given update."
+    carried = [key for key in payload if key != "update_id"]
+    if len(carried) > 1:
+        raise MalformedUpdate(f"update carries {len(carried)} kinds at once")
     kind = next((k for k in KINDS if k in payload), None)
     if kind is None:
         return Incoming(update_id, None, None, payload)
+    if kind == "message":
+        message = payload["message"]
+        for field in ("text", "caption"):
+            text = message.get(field) if isinstance(message, dict) else None
+            if isinstance(text, str) and utf16_units(text) > MAX_TEXT_UNITS:
+                raise MalformedUpdate(f"message {field} is longer than Telegram allows")
     # Whose queue: the chat for messages, the person for what a person does elsewhere.
     if kind == "message":
         key = _int_at(payload, "message", "chat", "id")

@@ -16,13 +16,7 @@ from shared.settings import Reader, exit_on_error
 def serve() -> None:
     settings = exit_on_error(lambda: load(os.environ))
     jsonlog.configure("panel-api", settings.common.log_level, settings.secrets)
-    common = settings.common
-    lifecycle.run(
-        create_app(settings),
-        host=common.host,
-        port=common.port,
-        shutdown_timeout=common.shutdown_timeout,
-    )
+    lifecycle.run_service(create_app(settings), settings.common)
 
 
 def seed_demo() -> None:

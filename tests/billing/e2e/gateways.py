@@ -137,6 +137,17 @@ def create_invoice(
     return dict(response.json())
 
 
+def add_person(database_url: str, telegram_user_id: int) -> int:
+    with psycopg.connect(database_url) as conn:
+        row = conn.execute(
+            "INSERT INTO people (telegram_user_id) VALUES (%s) ON CONFLICT (telegram_user_id)"
+            " DO UPDATE SET updated_at = now() RETURNING id",
+            (telegram_user_id,),
+        ).fetchone()
+        assert row is not None
+        return int(row[0])
+
+
 def set_membership(
     database_url: str,
     telegram_user_id: int,

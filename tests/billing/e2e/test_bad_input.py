@@ -16,6 +16,7 @@ from tests.conftest import SECRETS, ServiceProcess, service_env
 
 SUBGATE = "/v1/webhooks/payments/subgate"
 STRIPE = "/v1/webhooks/payments/stripe"
+WAYFORPAY = "/v1/webhooks/payments/wayforpay"
 
 
 def signed_subgate(**overrides: object) -> bytes:
@@ -31,77 +32,211 @@ def signed_subgate(**overrides: object) -> bytes:
     return json.dumps(payload).encode()
 
 
+def unsigned_subgate(signature: object = None) -> bytes:
+    body = json.loads(signed_subgate())
+    if signature is None:
+        del body["signature"]
+    else:
+        body["signature"] = signature
+    return json.dumps(body).encode()
+
+
 def tampered() -> bytes:
     body = json.loads(signed_subgate())
     body["amount"] = "0.01"
     return json.dumps(body).encode()
 
 
-CASES = [
-    ("malformed json", SUBGATE, b'{"orderReference": ', {}, 400, "malformed-json"),
-    ("not an object", SUBGATE, b'"text"', {}, 422, "invalid-body"),
+def with_raw(body: bytes, field: bytes, raw: bytes) -> bytes:
+    """A signed body with one more field whose JSON text is `raw` (not what json.dumps writes)."""
+    return body[:-1] + b', "' + field + b'": ' + raw + b"}"
+
+
+def wayforpay_without_signature() -> bytes:
+    body = json.loads(gateways.wayforpay("gh_x", "12.50").content)
+    del body["merchantSignature"]
+    return json.dumps(body).encode()
+
+
+def signed_stripe(created: object) -> tuple[bytes, dict[str, str]]:
+    event = {
+        "type": "checkout.session.completed",
+        "created": created,
+        "data": {"object": {"client_reference_id": "gh_x"}},
+    }
+    body = json.dumps(event).encode()
+    return body, {"stripe-signature": Stripe.header(SECRETS["STRIPE_WEBHOOK_SECRET"], body)}
+
+
+Build = Callable[[], tuple[bytes, dict[str, str]]]
+
+
+def body_only(make: Callable[[], bytes]) -> Build:
+    return lambda: (make(), {})
+
+
+# Each body is built inside the test: signed timestamps count from when it runs.
+CASES: list[tuple[str, str, Build, int, str]] = [
+    ("malformed json", SUBGATE, body_only(lambda: b'{"orderReference": '), 400, "malformed-json"),
+    ("not an object", SUBGATE, body_only(lambda: b'"text"'), 422, "invalid-body"),
     (
         "missing field",
         SUBGATE,
-        json.dumps({"orderReference": "x"}).encode(),
-        {},
+        body_only(lambda: json.dumps({"signature": "ab12", "orderReference": "x"}).encode()),
         422,
         "invalid-body",
     ),
-    ("wrong type", SUBGATE, signed_subgate(timestamp="yesterday"), {}, 422, "invalid-body"),
+    (
+        "wrong type",
+        SUBGATE,
+        body_only(lambda: signed_subgate(timestamp="yesterday")),
+        422,
+        "invalid-body",
+    ),
     (
         "bad signature",
         SUBGATE,
-        signed_subgate().replace(b'"signature": "', b'"signature": "0'),
-        {},
+        body_only(lambda: signed_subgate().replace(b'"signature": "', b'"signature": "0')),
         401,
         "bad-signature",
     ),
-    ("tampered amount", SUBGATE, tampered(), {}, 401, "bad-signature"),
+    ("missing signature", SUBGATE, body_only(unsigned_subgate), 401, "bad-signature"),
+    ("empty signature", SUBGATE, body_only(lambda: unsigned_subgate("")), 401, "bad-signature"),
+    (
+        "signature not text",
+        SUBGATE,
+        body_only(lambda: unsigned_subgate(12)),
+        401,
+        "bad-signature",
+    ),
+    (
+        "non-ascii signature",
+        SUBGATE,
+        body_only(lambda: unsigned_subgate("\u00e9" * 64)),
+        401,
+        "bad-signature",
+    ),
+    (
+        "wayforpay missing signature",
+        WAYFORPAY,
+        body_only(wayforpay_without_signature),
+        401,
+        "bad-signature",
+    ),
+    ("tampered amount", SUBGATE, body_only(tampered), 401, "bad-signature"),
+    (
+        "lone surrogate in a signed field",
+        SUBGATE,
+        body_only(lambda: signed_subgate().replace(b'"gh_x"', b'"gh_\\ud800"')),
+        400,
+        "malformed-json",
+    ),
+    (
+        "NaN",
+        SUBGATE,
+        body_only(lambda: with_raw(signed_subgate(), b"fee", b"NaN")),
+        400,
+        "malformed-json",
+    ),
+    (
+        "Infinity",
+        SUBGATE,
+        body_only(lambda: with_raw(signed_subgate(), b"fee", b"-Infinity")),
+        400,
+        "malformed-json",
+    ),
+    (
+        "number beyond a float",
+        SUBGATE,
+        body_only(lambda: with_raw(signed_subgate(), b"fee", b"1e400")),
+        400,
+        "malformed-json",
+    ),
+    (
+        "integer beyond the digit limit",
+        SUBGATE,
+        body_only(lambda: with_raw(signed_subgate(), b"fee", b"9" * 5000)),
+        400,
+        "malformed-json",
+    ),
+    (
+        "nested too deeply",
+        SUBGATE,
+        body_only(lambda: with_raw(signed_subgate(), b"fee", b"[" * 5000 + b"]" * 5000)),
+        400,
+        "malformed-json",
+    ),
+    (
+        "amount in other digits",
+        SUBGATE,
+        body_only(lambda: signed_subgate(amount="1\u0660\u0660.\u0660\u0660")),
+        422,
+        "invalid-body",
+    ),
+    (
+        "amount with a trailing newline",
+        SUBGATE,
+        body_only(lambda: signed_subgate(amount="12.50\n")),
+        422,
+        "invalid-body",
+    ),
     (
         "stale timestamp",
         SUBGATE,
-        signed_subgate(timestamp=int(time.time()) - 600),
-        {},
+        body_only(lambda: signed_subgate(timestamp=int(time.time()) - 600)),
         401,
         "stale-timestamp",
     ),
     (
         "future timestamp",
         SUBGATE,
-        signed_subgate(timestamp=int(time.time()) + 600),
-        {},
+        body_only(lambda: signed_subgate(timestamp=int(time.time()) + 600)),
         401,
         "stale-timestamp",
     ),
-    ("bad currency", SUBGATE, signed_subgate(currency="XXQ"), {}, 422, "invalid-body"),
+    (
+        "bad currency",
+        SUBGATE,
+        body_only(lambda: signed_subgate(currency="XXQ")),
+        422,
+        "invalid-body",
+    ),
     (
         "unknown gateway",
         "/v1/webhooks/payments/paypal",
-        signed_subgate(),
-        {},
+        body_only(signed_subgate),
         404,
         "unknown-gateway",
     ),
-    ("too large", SUBGATE, b'{"pad": "' + b"x" * (64 * 1024) + b'"}', {}, 413, "body-too-large"),
-    ("stripe without signature", STRIPE, b"{}", {}, 401, "bad-signature"),
+    (
+        "too large",
+        SUBGATE,
+        body_only(lambda: b'{"pad": "' + b"x" * (64 * 1024) + b'"}'),
+        413,
+        "body-too-large",
+    ),
+    ("stripe without signature", STRIPE, body_only(lambda: b"{}"), 401, "bad-signature"),
     (
         "stripe stale",
         STRIPE,
-        b'{"type": "x"}',
-        {
-            "stripe-signature": Stripe.header(
-                SECRETS["STRIPE_WEBHOOK_SECRET"], b'{"type": "x"}', int(time.time()) - 400
-            )
-        },
+        lambda: (
+            b'{"type": "x"}',
+            {
+                "stripe-signature": Stripe.header(
+                    SECRETS["STRIPE_WEBHOOK_SECRET"], b'{"type": "x"}', int(time.time()) - 400
+                )
+            },
+        ),
         401,
         "stale-timestamp",
     ),
+    ("stripe created out of range", STRIPE, lambda: signed_stripe(10**15), 422, "invalid-body"),
+    ("stripe created negative", STRIPE, lambda: signed_stripe(-(10**15)), 422, "invalid-body"),
 ]
 
 
 @pytest.mark.parametrize(
-    ("path", "body", "headers", "status", "slug"),
+    ("path", "build", "status", "slug"),
     [case[1:] for case in CASES],
     ids=[case[0] for case in CASES],
 )
@@ -109,11 +244,11 @@ def test_bad_delivery__4xx_problem_and_nothing_written(
     billing: ServiceProcess,
     database_url: str,
     path: str,
-    body: bytes,
-    headers: dict[str, str],
+    build: Build,
     status: int,
     slug: str,
 ) -> None:
+    body, headers = build()
     response = httpx.post(billing.url + path, content=body, headers=headers)
     assert response.status_code == status, response.text
     assert response.headers["content-type"] == "application/problem+json"
@@ -125,6 +260,7 @@ def test_bad_delivery__4xx_problem_and_nothing_written(
             " (SELECT count(*) FROM memberships)"
         ).fetchone()
     assert counts == (0, 0, 0)
+    assert '"level": "ERROR"' not in billing.output()
 
 
 def test_gateway_off__404(start_service: Callable[..., ServiceProcess], database_url: str) -> None:

@@ -113,6 +113,25 @@ def test_amount_mismatch__kept_not_applied(billing: ServiceProcess, database_url
     ]
 
 
+def test_payment_through_another_gateway__recorded_not_applied(
+    billing: ServiceProcess, database_url: str
+) -> None:
+    order = invoice(billing, database_url, "subgate")
+    with httpx.Client() as client:
+        answer = gateways.stripe(order, "pi_other", 1250).send(client, billing.url)
+        again = gateways.stripe(order, "pi_other", 1250).send(client, billing.url)
+    assert (answer.status_code, again.status_code) == (200, 200)
+    assert answer.json()["applied"] is False
+    assert "subgate" in answer.json()["reason"]
+    assert rows(database_url, "SELECT count(*) FROM payments") == [(0,)]
+    assert extensions(database_url) == 0
+    assert rows(database_url, "SELECT status FROM invoices") == [("open",)]
+    assert rows(database_url, "SELECT outcome, gateway FROM gateway_events") == [
+        ("gateway_mismatch", "stripe"),
+        ("gateway_mismatch", "stripe"),
+    ]
+
+
 def test_same_payment_id_different_fields__conflict(
     billing: ServiceProcess, database_url: str
 ) -> None:
@@ -213,3 +232,27 @@ def test_invoice_endpoint__answers_and_guards(billing: ServiceProcess, database_
     assert created["currency"] == "JPY"
     assert created["order_reference"] in created["pay_url"]
     assert (no_token.status_code, wrong.status_code, unknown.status_code) == (401, 401, 404)
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"telegram_user_id": 2**63},
+        {"telegram_user_id": 0},
+        {"channel_id": 2**31},
+        {"channel_id": 2**64},
+        {"channel_id": -1},
+    ],
+)
+def test_invoice_endpoint__ids_out_of_range_422(
+    billing: ServiceProcess, database_url: str, overrides: dict[str, int]
+) -> None:
+    body = {"telegram_user_id": 5, "channel_id": 1, "gateway": "subgate", **overrides}
+    response = httpx.post(
+        f"{billing.url}/internal/invoices",
+        json=body,
+        headers=gateways.sweep_request(gateways.SECRETS["SERVICE_TOKEN"]),
+    )
+    assert response.status_code == 422, response.text
+    assert response.headers["content-type"] == "application/problem+json"
+    assert rows(database_url, "SELECT count(*) FROM invoices") == [(0,)]

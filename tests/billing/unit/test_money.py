@@ -25,7 +25,14 @@ def test_to_minor__exact(text: str, currency: str, minor: Decimal) -> None:
     assert to_minor(parse_major(text), currency) == minor
 
 
-@pytest.mark.parametrize("text", ["", "1e3", "-5", "01.5", "1.", ".5", "NaN", "1,5", " 1"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        *("", "1e3", "-5", "01.5", "1.", ".5", "NaN", "1,5", " 1", "12.50\n"),
+        # Other scripts' digits: Arabic-Indic, Persian, Devanagari, fullwidth.
+        *("1\u0660\u0660.\u0660\u0660", "\u06f1\u06f2", "\u0967", "\uff11\uff12.50"),
+    ],
+)
 def test_parse_major__refuses_anything_but_plain_decimals(text: str) -> None:
     with pytest.raises(AmountError):
         parse_major(text)

@@ -62,3 +62,46 @@ def test_webhook__malformed_and_other_kinds_are_200_and_not_stored(edge: Edge) -
     assert 'botedge_webhook_updates_total{result="malformed"} 5.0' in metrics
     assert 'botedge_ignored_updates_total{kind="edited_message"} 1.0' in metrics
     assert 'botedge_ignored_updates_total{kind="poll"} 1.0' in metrics
+
+
+def test_webhook__bodies_that_could_not_come_from_telegram_are_200_dropped_and_counted(
+    edge: Edge,
+) -> None:
+    bot_id, _, secret = edge.add_bot(7004)
+    edge.start_api()
+
+    def msg(**fields: object) -> dict[str, object]:
+        body = message(20, 42, "hi")
+        body["message"] = {**body["message"], **fields}  # type: ignore[dict-item]
+        return body
+
+    too_long = "é" * 4000 + "😀" * 50  # 4,100 UTF-16 units, 4,050 characters
+    bodies = [
+        json.dumps(msg(text="\ud800")).encode(),
+        b'{"update_id": 9223372036854775808, "message": {"chat": {"id": 1}}}',
+        json.dumps(msg(chat={"id": 2**63, "type": "private"})).encode(),
+        b'{"update_id": 21, "message": {"chat": {"id": 1}}, "pad": '
+        + b"[" * 5000
+        + b"]" * 5000
+        + b"}",
+        json.dumps(
+            {**message(22, 42, "hi"), "callback_query": {"id": "c", "from": {"id": 42}}}
+        ).encode(),
+        json.dumps(msg(text=too_long)).encode(),
+        json.dumps(msg(caption=too_long, text=None)).encode(),
+        b'{"update_id": 23, "message": {"chat": {"id": 1}, "x": NaN}}',
+    ]
+    for body in bodies:
+        response = post(edge, bot_id, secret, body)
+        assert response.status_code == 200, response.text
+        assert response.json()["dropped"] == "malformed"
+    assert edge.query("SELECT count(*) FROM inbox") == [(0,)]
+    assert edge.api is not None
+    metrics = httpx.get(f"{edge.api.url}/metrics").text
+    assert f'botedge_webhook_updates_total{{result="malformed"}} {len(bodies)}.0' in metrics
+    assert 'status="500"' not in metrics
+    assert '"level": "ERROR"' not in edge.api.output()
+    # Exactly at the limit is a real message: stored.
+    at_limit = json.dumps(msg(text="a" * 4096)).encode()
+    assert post(edge, bot_id, secret, at_limit).status_code == 200
+    assert edge.query("SELECT count(*) FROM inbox") == [(1,)]

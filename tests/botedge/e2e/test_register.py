@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import httpx
+import pytest
 
 from tests.botedge.conftest import new_token
 from tests.botedge.e2e.conftest import Edge
@@ -30,3 +31,36 @@ def test_register_webhook_bot__telegram_delivers_and_the_bot_answers(edge: Edge)
     edge.sim_post("/_sim/messages", {"token": token, "user_id": 7777, "text": "/start"})
     edge.wait_until(lambda: len(edge.sim_get("/_sim/sent", bot_id=9601)) == 1, 20, "a reply")
     assert edge.sim_get("/_sim/sent", bot_id=9601)[0]["text"].startswith("Welcome")
+
+
+@pytest.mark.parametrize(
+    "token",
+    [
+        "123:short",
+        "123:../../../getUpdates?x=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+        "123:/../" + "A" * 40,
+        "abc:" + "A" * 40,
+        "123:" + "A" * 39 + "\u0000",
+        "123:" + "A" * 35 + "é",
+    ],
+)
+def test_register__token_of_the_wrong_shape_is_422_before_any_call(edge: Edge, token: str) -> None:
+    api = edge.start_api()
+    auth = {"Authorization": f"Bearer {SECRETS['SERVICE_TOKEN']}"}
+    response = httpx.post(f"{api.url}/internal/bots", json={"token": token}, headers=auth)
+    assert (response.status_code, response.json()["type"]) == (422, "/problems/bad-bot-token")
+    assert edge.sim_get("/_sim/calls") == []
+    assert edge.query("SELECT count(*) FROM bots") == [(0,)]
+
+
+def test_register__webhook_telegram_refuses_is_502_and_no_active_bot(edge: Edge) -> None:
+    api = edge.start_api(PUBLIC_BASE_URL="https://gatehouse.invalid")
+    token = new_token(9602)
+    auth = {"Authorization": f"Bearer {SECRETS['SERVICE_TOKEN']}"}
+    response = httpx.post(
+        f"{api.url}/internal/bots", json={"token": token, "mode": "webhook"}, headers=auth
+    )
+    assert response.status_code == 502, response.text
+    assert response.json()["type"] == "/problems/telegram-refused"
+    assert "bad webhook" in response.json()["detail"]
+    assert edge.query("SELECT status, last_error LIKE '400: %%' FROM bots") == [("paused", True)]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import httpx
 import jwt
@@ -75,17 +75,24 @@ def forge(secret: str, **overrides: object) -> str:
     return jwt.encode(claims, secret, algorithm="HS256")
 
 
+# Tokens are built inside the test (their expiry counts from now), never at collection.
 @pytest.mark.parametrize(
-    ("token", "slug"),
+    ("make_token", "slug"),
     [
-        (forge("some-other-secret-of-thirty-two-bytes!!"), "invalid-token"),
-        (forge(SECRETS["JWT_SECRET"], exp=dt.datetime(2020, 1, 1, tzinfo=dt.UTC)), "token-expired"),
-        (forge(SECRETS["JWT_SECRET"], iss="someone-else"), "invalid-token"),
-        ("not.a.jwt", "invalid-token"),
-        (jwt.encode({"sub": "1", "iss": ISSUER}, "", algorithm="none"), "invalid-token"),
+        (lambda: forge("some-other-secret-of-thirty-two-bytes!!"), "invalid-token"),
+        (
+            lambda: forge(SECRETS["JWT_SECRET"], exp=dt.datetime(2020, 1, 1, tzinfo=dt.UTC)),
+            "token-expired",
+        ),
+        (lambda: forge(SECRETS["JWT_SECRET"], iss="someone-else"), "invalid-token"),
+        (lambda: "not.a.jwt", "invalid-token"),
+        (lambda: jwt.encode({"sub": "1", "iss": ISSUER}, "", algorithm="none"), "invalid-token"),
     ],
 )
-def test_me__forged_expired_or_malformed_tokens_401(panel: str, token: str, slug: str) -> None:
+def test_me__forged_expired_or_malformed_tokens_401(
+    panel: str, make_token: Callable[[], str], slug: str
+) -> None:
+    token = make_token()
     response = httpx.get(f"{panel}/v1/me", headers={"Authorization": f"Bearer {token}"})
     assert response.status_code == 401
     assert response.json()["type"] == f"/problems/{slug}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 
 from starlette.requests import Request
@@ -14,10 +15,18 @@ from shared import logging as jsonlog
 from shared.settings import CommonSettings, Reader
 from shared.web import create_service_app
 
+log = logging.getLogger("slow-app")
+
 
 async def slow(request: Request) -> Response:
+    # The tests wait for this line: the request is in flight.
+    log.info("slow request started")
     await asyncio.sleep(float(request.query_params.get("seconds", "2")))
     return JSONResponse({"finished": True})
+
+
+async def echo(request: Request) -> Response:
+    return Response(await request.body())
 
 
 async def fail(request: Request) -> Response:
@@ -29,11 +38,13 @@ def main() -> None:
     jsonlog.configure("slow-app", settings.log_level, [settings.database_url])
     app = create_service_app(
         settings,
-        [Route("/slow", slow, methods=["GET"]), Route("/fail", fail, methods=["GET"])],
+        [
+            Route("/slow", slow, methods=["GET"]),
+            Route("/fail", fail, methods=["GET"]),
+            Route("/echo", echo, methods=["POST"]),
+        ],
     )
-    lifecycle.run(
-        app, host=settings.host, port=settings.port, shutdown_timeout=settings.shutdown_timeout
-    )
+    lifecycle.run_service(app, settings)
 
 
 if __name__ == "__main__":

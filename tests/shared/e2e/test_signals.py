@@ -13,6 +13,13 @@ import pytest
 from tests.conftest import ServiceProcess, service_env
 
 
+def wait_for_line(service: ServiceProcess, text: str, timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while text not in service.output():
+        assert time.monotonic() < deadline, f"no {text!r} in the log after {timeout} s"
+        time.sleep(0.02)
+
+
 @pytest.mark.parametrize(
     ("module", "args"),
     [
@@ -59,7 +66,7 @@ def test_service__finishes_in_flight_request_before_exiting(
     service = start_service("tests.shared.e2e.slow_app", env=service_env(database_url))
     with ThreadPoolExecutor(1) as pool:
         pending = pool.submit(httpx.get, f"{service.url}/slow?seconds=1.5", timeout=10)
-        time.sleep(0.4)
+        wait_for_line(service, "slow request started")
         service.signal(signal.SIGTERM)
         response = pending.result(timeout=10)
     assert response.status_code == 200
@@ -77,7 +84,7 @@ def test_service__in_flight_request_cut_at_the_shutdown_deadline(
     service = start_service("tests.shared.e2e.slow_app", env=env)
     with ThreadPoolExecutor(1) as pool:
         pending = pool.submit(httpx.get, f"{service.url}/slow?seconds=30", timeout=40)
-        time.sleep(0.4)
+        wait_for_line(service, "slow request started")
         started = time.monotonic()
         service.signal(signal.SIGTERM)
         assert service.wait(timeout=15) == 0

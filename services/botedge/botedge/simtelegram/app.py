@@ -14,7 +14,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlsplit
 
 import httpx
 from starlette.applications import Starlette
@@ -306,6 +306,12 @@ async def set_webhook(world: World, bot: Bot, params: Params) -> Any:
         raise ApiError(400, "Bad Request: secret token contains unallowed characters")
     if len(secret) > 256:
         raise ApiError(400, "Bad Request: secret token is too long")
+    host = urlsplit(url).hostname or ""
+    if url and (host == "invalid" or host.endswith(".invalid")):
+        # RFC 2606's never-resolving domain: how a test asks for a refused webhook.
+        raise ApiError(
+            400, "Bad Request: bad webhook: Failed to resolve host: Name or service not known"
+        )
     already = bot.webhook_url == url and bool(url)
     bot.webhook_url = url
     bot.webhook_secret = secret

@@ -1,0 +1,62 @@
+"""Billing's errors: one base, a kind per way a request can fail. No HTTP here: the app maps
+each kind to a status in one table (`billing.app.STATUS`)."""
+
+from __future__ import annotations
+
+
+class BillingError(Exception):
+    """Something billing refuses or cannot do; `slug` names it in docs/errors.md."""
+
+    slug = "billing-error"
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+class Malformed(BillingError):
+    """The body is not JSON that can be read as written."""
+
+    slug = "malformed-json"
+
+
+class InvalidBody(BillingError):
+    """Well-formed, but a field is missing, of the wrong type or out of range."""
+
+    slug = "invalid-body"
+
+
+class BadSignature(BillingError):
+    """The signature is missing, empty or does not match."""
+
+    slug = "bad-signature"
+
+
+class StaleTimestamp(BillingError):
+    """Signed, but too far from now to be a fresh delivery."""
+
+    slug = "stale-timestamp"
+
+
+class UnknownGateway(BillingError):
+    """No such gateway is switched on."""
+
+    slug = "unknown-gateway"
+
+
+class UnknownChannel(BillingError):
+    """No paid channel with a default plan by that id."""
+
+    slug = "unknown-channel"
+
+
+class InvalidValues(BillingError):
+    """A request to an internal endpoint with values out of range."""
+
+    slug = "invalid-values"
+
+
+class DatabaseUnavailable(BillingError):
+    """PostgreSQL could not be reached or dropped the connection; retrying later may work."""
+
+    slug = "unavailable"

@@ -1,0 +1,97 @@
+"""The values billing's parts pass each other: a verified delivery, an invoice as read under its
+membership's lock, a payment already on record. Plain data; no I/O."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from decimal import Decimal
+from enum import StrEnum
+from typing import Any, NewType
+
+PersonId = NewType("PersonId", int)
+ChannelId = NewType("ChannelId", int)
+
+
+class Kind(StrEnum):
+    PAYMENT = "payment"
+    """Money received: goes through the exactly-once path."""
+    NOT_SUCCESS = "not_success"
+    """An authentic status that is not a payment (declined, pending, ...)."""
+    IGNORED = "ignored"
+    """An authentic event type we do not act on."""
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One authentic gateway callback, as its verifier read it."""
+
+    gateway: str
+    kind: Kind
+    event_type: str
+    payload: dict[str, Any]
+    order_reference: str | None = None
+    external_payment_id: str | None = None
+    amount_minor: Decimal | None = None
+    currency: str | None = None
+    paid_at: dt.datetime | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MembershipKey:
+    """The two ints of `pg_advisory_xact_lock(person_id, channel_id)`."""
+
+    person_id: PersonId
+    channel_id: ChannelId
+
+    def params(self) -> dict[str, int]:
+        return {"person_id": self.person_id, "channel_id": self.channel_id}
+
+
+@dataclass(frozen=True)
+class InvoiceRecord:
+    """An invoice read under its membership's lock."""
+
+    id: int
+    order_reference: str
+    key: MembershipKey
+    amount_minor: Decimal
+    currency: str
+    period_days: int
+    grace_days: int
+    status: str
+    gateway: str
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> InvoiceRecord:
+        return cls(
+            id=int(row["id"]),
+            order_reference=str(row["order_reference"]),
+            key=MembershipKey(PersonId(row["person_id"]), ChannelId(row["channel_id"])),
+            amount_minor=Decimal(row["amount_minor"]),
+            currency=str(row["currency"]),
+            period_days=int(row["period_days"]),
+            grace_days=int(row["grace_days"]),
+            status=str(row["status"]),
+            gateway=str(row["gateway"]),
+        )
+
+
+@dataclass(frozen=True)
+class PaymentRecord:
+    """A payment already stored under the delivery's key (gateway, external payment id)."""
+
+    id: int
+    order_reference: str
+    amount_minor: Decimal
+    currency: str
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> PaymentRecord:
+        return cls(
+            id=int(row["id"]),
+            order_reference=str(row["order_reference"]),
+            amount_minor=Decimal(row["amount_minor"]),
+            currency=str(row["currency"]),
+        )
