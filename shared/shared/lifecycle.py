@@ -38,6 +38,10 @@ def _mark_draining(app: Starlette) -> None:
     runtime = getattr(app.state, "runtime", None)
     if runtime is not None:
         runtime.draining = True
+    # Whatever the app wants told before in-flight requests are waited for (a long poll that
+    # should answer now rather than be cancelled at the deadline).
+    for hook in getattr(app.state, "drain_hooks", ()):
+        hook()
 
 
 async def serve(

@@ -17,7 +17,8 @@ from typing import LiteralString
 import psycopg
 from psycopg import sql
 
-from shared.db import Pool, connect
+from shared.backoff import backoff_delay
+from shared.db import Connection, Pool, connect
 
 log = logging.getLogger("shared.listen")
 
@@ -60,9 +61,20 @@ class Notifier:
 class Listener:
     """Sets `event(channel)` whenever a notification on that channel arrives."""
 
-    def __init__(self, database_url: str, channels: tuple[LiteralString, ...]) -> None:
+    def __init__(
+        self,
+        database_url: str,
+        channels: tuple[LiteralString, ...],
+        *,
+        check_every: float = 30.0,
+        check_timeout: float = 5.0,
+    ) -> None:
         self.database_url = database_url
         self.channels = channels
+        # A connection that only listens never notices a dead peer: after this long without a
+        # notification it is asked `SELECT 1`, and replaced when no answer comes in time.
+        self.check_every = check_every
+        self.check_timeout = check_timeout
         self.events: dict[str, asyncio.Event] = defaultdict(asyncio.Event)
         self.payload_events: dict[tuple[str, str], asyncio.Event] = defaultdict(asyncio.Event)
         self.connected = asyncio.Event()
@@ -83,27 +95,52 @@ class Listener:
                 await self._task
 
     async def _run(self) -> None:
-        delay = 0.5
+        failures = 0
         while True:
             try:
-                conn = await connect(self.database_url, autocommit=True)
-                async with conn:
-                    for channel in self.channels:
-                        await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
-                    self.connected.set()
-                    delay = 0.5
-                    # Wake everyone once: anything announced while we were away is picked up.
-                    self._wake_all()
-                    async for note in conn.notifies():
-                        self.events[note.channel].set()
-                        self.payload_events[(note.channel, note.payload)].set()
+                await self._listen()
             except asyncio.CancelledError:
                 raise
-            except (psycopg.Error, OSError) as error:
+            except (psycopg.Error, OSError, TimeoutError) as error:
                 self.connected.clear()
-                log.warning("LISTEN connection lost (%s); reconnecting in %.1f s", error, delay)
+                failures += 1
+                delay = backoff_delay(failures, base=0.5, cap=10.0)
+                reason = str(error) or type(error).__name__
+                log.warning("LISTEN connection lost (%s); reconnecting in %.1f s", reason, delay)
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, 10.0)
+            else:
+                failures = 0
+
+    async def _listen(self) -> None:
+        conn = await connect(self.database_url, autocommit=True)
+        try:
+            for channel in self.channels:
+                await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+            self.connected.set()
+            # Wake everyone once: anything announced while we were away is picked up.
+            self._wake_all()
+            while True:
+                async for note in conn.notifies(timeout=self.check_every):
+                    self.events[note.channel].set()
+                    self.payload_events[(note.channel, note.payload)].set()
+                await self._check(conn)
+        finally:
+            await conn.close()
+
+    async def _check(self, conn: Connection) -> None:
+        """`SELECT 1`, or TimeoutError when no answer comes in time."""
+        check = asyncio.ensure_future(conn.execute("SELECT 1"))
+        done, _ = await asyncio.wait({check}, timeout=self.check_timeout)
+        if check in done:
+            check.result()
+            return
+        # Drop the socket first: cancelling a query in flight would make psycopg try to cancel
+        # it on the server, which cannot answer either.
+        conn.pgconn.finish()
+        check.cancel()
+        with contextlib.suppress(asyncio.CancelledError, psycopg.Error):
+            await check
+        raise TimeoutError(f"no answer to SELECT 1 in {self.check_timeout:.0f} s")
 
     def _wake_all(self) -> None:
         for event in (*self.events.values(), *self.payload_events.values()):

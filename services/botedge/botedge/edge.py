@@ -16,7 +16,8 @@ import psycopg
 from botedge import sqlq, store
 from botedge.handlers import BotLogic, Handler
 from botedge.leases import Lease, holder_id
-from botedge.metrics import DEAD_UPDATES, INBOX_DEPTH, INBOX_OLDEST_AGE, OUTBOX_DEPTH
+from botedge.metrics import BOTS_SERVED, DEAD_UPDATES, INBOX_DEPTH, INBOX_OLDEST_AGE, OUTBOX_DEPTH
+from botedge.pause import BotPause
 from botedge.poller import Poller
 from botedge.sender import Limits, Sender
 from botedge.settings import BotedgeSettings
@@ -64,6 +65,8 @@ class EdgeWorker:
             self.holder,
         )
         self.contenders: dict[str, asyncio.Task[None]] = {}
+        # One per bot, shared by its sender and poller: a 429 to either quiets both.
+        self.pauses: dict[int, BotPause] = {}
         self.tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
@@ -96,6 +99,8 @@ class EdgeWorker:
             except (psycopg.Error, OSError, SecretBoxError) as error:
                 log.warning("could not load bots: %s", error)
                 bots = []
+            else:
+                BOTS_SERVED.set(len(bots))
             wanted: dict[str, Callable[[], Awaitable[None]]] = {}
             for bot in bots:
                 wanted[f"send:{bot.id}"] = self._sender_factory(bot)
@@ -112,6 +117,11 @@ class EdgeWorker:
                         self._contend(name, run)
                     )
             await sleep_unless_stopped(self.stopping, BOTS_REFRESH)
+
+    def _pause(self, bot_id: int) -> BotPause:
+        if bot_id not in self.pauses:
+            self.pauses[bot_id] = BotPause(self.pool, bot_id)
+        return self.pauses[bot_id]
 
     def _sender_factory(self, bot: store.BotRecord) -> Callable[[], Awaitable[None]]:
         async def run() -> None:
@@ -131,6 +141,7 @@ class EdgeWorker:
                     bot.token,
                     lease,
                     self.listener.event("outbox", str(bot.id)),
+                    self._pause(bot.id),
                     limits=limits,
                     poll_interval=settings.poll_interval,
                     lanes=settings.send_lanes,
@@ -152,6 +163,7 @@ class EdgeWorker:
                     bot.token,
                     bot.poll_offset,
                     lease,
+                    self._pause(bot.id),
                     poll_timeout=self.settings.poll_timeout,
                 ).run(self.stopping),
             )
@@ -176,7 +188,7 @@ class EdgeWorker:
                             await lease.release()
                 if self.stopping.is_set():
                     return
-            await sleep_unless_stopped(self.stopping, self.settings.lease_seconds / 3)
+            await sleep_unless_stopped(self.stopping, lease.renew_every)
 
     async def _contend(self, name: str, run: Callable[[], Awaitable[None]]) -> None:
         try:

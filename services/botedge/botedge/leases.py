@@ -6,6 +6,7 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from botedge import sqlq
@@ -22,30 +23,37 @@ def holder_id() -> str:
 
 @dataclass
 class Lease:
+    """Renew every `ttl / 3` and stop trusting it `ttl / 6` before it would run out: both follow
+    from the length, so no length can leave a holder that never believes it holds."""
+
     pool: Pool
     name: str
     holder: str
     ttl: float = 30.0
-    # Stop trusting the lease this long before it would run out.
-    margin: float = 5.0
+    clock: Callable[[], float] = time.monotonic
     valid_until: float = 0.0
 
     @property
+    def margin(self) -> float:
+        return self.ttl / 6
+
+    @property
+    def renew_every(self) -> float:
+        return self.ttl / 3
+
+    @property
     def held(self) -> bool:
-        return time.monotonic() < self.valid_until
+        return self.clock() < self.valid_until
 
     async def take_or_renew(self) -> bool:
         """True while we hold the lease; False (and stop at once) when we do not."""
-        asked = time.monotonic()
-        try:
-            async with self.pool.connection() as conn:
-                cur = await conn.execute(
-                    Q["take_lease"], {"name": self.name, "holder": self.holder, "ttl": self.ttl}
-                )
-                row = await cur.fetchone()
-        except Exception:
-            self.lose()
-            raise
+        asked = self.clock()
+        # A failure to ask changes nothing: what we held is still ours until `valid_until`.
+        async with self.pool.connection(timeout=5) as conn:
+            cur = await conn.execute(
+                Q["take_lease"], {"name": self.name, "holder": self.holder, "ttl": self.ttl}
+            )
+            row = await cur.fetchone()
         if row is None:
             self.lose()
             return False

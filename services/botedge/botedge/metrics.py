@@ -33,3 +33,6 @@ LEASE_CHANGES = Counter(
     "botedge_lease_changes_total", "Leases taken over or lost by this process", ["kind", "change"]
 )
 POLLED_UPDATES = Counter("botedge_polled_updates_total", "Updates received by getUpdates")
+BOTS_SERVED = Gauge(
+    "botedge_bots_served", "Active bots with a working token this worker contends for"
+)

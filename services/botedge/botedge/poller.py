@@ -17,8 +17,10 @@ import psycopg
 from botedge import sqlq
 from botedge.leases import Lease
 from botedge.metrics import IGNORED_KINDS, POLLED_UPDATES
-from botedge.telegram import BotApi, Conflict, TelegramError, Unauthorized
+from botedge.pause import BotPause
+from botedge.telegram import BotApi, Conflict, TelegramError, TooManyRequests, Unauthorized
 from botedge.updates import ALLOWED_UPDATES, MalformedUpdate, other_kind, parse
+from shared.backoff import backoff_delay
 from shared.db import Pool
 from shared.lifecycle import sleep_unless_stopped
 from shared.listen import Notifier
@@ -40,6 +42,7 @@ class Poller:
         token: str,
         offset: int,
         lease: Lease,
+        pause: BotPause,
         poll_timeout: int = 20,
     ) -> None:
         self.pool = pool
@@ -50,16 +53,22 @@ class Poller:
         self.offset = offset
         self.lease = lease
         self.poll_timeout = poll_timeout
-        self.backoff = BACKOFF_START
+        self.pause = pause
+        self.failures = 0
 
     async def run(self, stopping: asyncio.Event) -> None:
+        await self.pause.load()
         while not stopping.is_set():
-            if not await self.lease.take_or_renew():
+            await self.pause.wait(stopping)
+            if stopping.is_set() or not await self.lease.take_or_renew():
                 return
             try:
                 updates = await self._get_updates(stopping)
                 if updates is None:
                     return
+            except TooManyRequests as error:
+                await self.pause.extend(error.retry_after or 1.0)
+                continue
             except (Conflict, Unauthorized) as error:
                 await self._record(error, invalid=isinstance(error, Unauthorized))
                 if isinstance(error, Unauthorized):
@@ -70,7 +79,7 @@ class Poller:
                 await self._record(error)
                 await self._back_off(stopping)
                 continue
-            self.backoff = BACKOFF_START
+            self.failures = 0
             if isinstance(updates, list) and updates:
                 await self.store(updates)
 
@@ -136,6 +145,10 @@ class Poller:
         if stored:
             self.notifier.announce("inbox", str(self.bot_id))
 
+    @property
+    def backoff(self) -> float:
+        return backoff_delay(self.failures + 1, base=BACKOFF_START, cap=BACKOFF_CAP)
+
     async def _record(self, error: TelegramError, *, invalid: bool = False) -> None:
         until = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=self.backoff)
         description = f"{error.code}: {error.description}"
@@ -161,4 +174,4 @@ class Poller:
 
     async def _back_off(self, stopping: asyncio.Event) -> None:
         await sleep_unless_stopped(stopping, self.backoff)
-        self.backoff = min(BACKOFF_CAP, self.backoff * 2)
+        self.failures += 1

@@ -41,6 +41,18 @@ UPDATE bots SET last_error = %(error)s, last_error_at = now(),
                 poll_backoff_until = %(backoff_until)s
  WHERE id = %(bot_id)s;
 
+-- bot_pause_left --
+-- Seconds left of a 429 pause recorded by any process (0 when none).
+SELECT greatest(0, coalesce(extract(epoch FROM paused_until - now()), 0))::float8 AS left
+  FROM bots WHERE id = %(bot_id)s;
+
+-- pause_bot --
+-- Only ever lengthened: two lanes told different waits keep the longer.
+UPDATE bots
+   SET paused_until = greatest(coalesce(paused_until, now()),
+                               now() + make_interval(secs => %(seconds)s))
+ WHERE id = %(bot_id)s;
+
 -- mark_token_invalid --
 UPDATE bots SET token_invalid_at = now(), last_error = %(error)s, last_error_at = now()
  WHERE id = %(bot_id)s;

@@ -16,11 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
+import psycopg_pool
 
 from botedge import sqlq
 from botedge.buckets import Bucket
 from botedge.leases import Lease
 from botedge.metrics import SENDS
+from botedge.pause import BotPause
 from botedge.telegram import (
     BadRequest,
     BotApi,
@@ -30,7 +32,9 @@ from botedge.telegram import (
     TooManyRequests,
     Unauthorized,
 )
+from shared.backoff import backoff_delay
 from shared.db import Pool
+from shared.lifecycle import sleep_unless_stopped
 
 log = logging.getLogger("botedge.sender")
 Q = sqlq.Q
@@ -38,7 +42,6 @@ Q = sqlq.Q
 LANES = 4
 FETCH = 500
 MAX_SEND_ATTEMPTS = 8
-RENEW_EVERY = 10.0
 # How long in-flight sends get to finish when the sender stops.
 LANE_GRACE = 5.0
 
@@ -96,6 +99,7 @@ class Sender:
         token: str,
         lease: Lease,
         wakeup: asyncio.Event,
+        pause: BotPause,
         limits: Limits | None = None,
         poll_interval: float = 1.0,
         lanes: int = LANES,
@@ -109,23 +113,13 @@ class Sender:
         self.limits = limits or Limits()
         self.poll_interval = poll_interval
         self.lane_count = lanes
-        self.paused_until = 0.0
+        self.pause = pause
         self.closing = False
         self.stopping = asyncio.Event()
         self.busy: set[int] = set()
         self.lane_ended: dict[int, float] = {}
         self.lanes: set[asyncio.Task[None]] = set()
         self.invalid = False
-
-    # -- the one place a 429 is honoured --------------------------------------------------
-
-    def pause(self, seconds: float) -> None:
-        self.paused_until = max(self.paused_until, time.monotonic() + seconds)
-        log.warning("bot %d: Telegram asked for %.1f s of quiet", self.bot_id, seconds)
-
-    async def wait_unpaused(self) -> None:
-        while (left := self.paused_until - time.monotonic()) > 0:
-            await asyncio.sleep(left)
 
     # -- main loop ------------------------------------------------------------------------
 
@@ -134,7 +128,9 @@ class Sender:
         self.stopping = stopping
         renewer = asyncio.get_running_loop().create_task(self._renew(stopping))
         try:
-            await self.api.call(self.token, "getMe")
+            await self.pause.load()
+            if not await self._check_token(stopping):
+                return
             while not stopping.is_set() and self.lease.held and not self.invalid:
                 launched = await self._launch_lanes()
                 if not launched:
@@ -152,16 +148,43 @@ class Sender:
                 lane.cancel()
             await asyncio.gather(renewer, *self.lanes, return_exceptions=True)
 
+    async def _check_token(self, stopping: asyncio.Event) -> bool:
+        """getMe before the first send, like any call: quiet when told, back off on failures.
+        False when the sender should stop (stop asked, lease gone)."""
+        failures = 0
+        while not stopping.is_set() and self.lease.held:
+            await self.pause.wait(stopping)
+            if stopping.is_set():
+                return False
+            try:
+                await self.api.call(self.token, "getMe")
+                return True
+            except TooManyRequests as error:
+                await self.pause.extend(error.retry_after or 1.0)
+            except Unauthorized:
+                raise
+            except TelegramError as error:
+                failures += 1
+                delay = backoff_delay(failures, base=1.0, cap=60.0)
+                log.warning(
+                    "bot %d: getMe failed (%s); trying again in %.1f s",
+                    self.bot_id,
+                    error.description or error.code,
+                    delay,
+                )
+                await sleep_unless_stopped(stopping, delay)
+        return False
+
     async def _renew(self, stopping: asyncio.Event) -> None:
         while not stopping.is_set():
-            await asyncio.sleep(RENEW_EVERY)
+            await asyncio.sleep(self.lease.renew_every)
             try:
                 if not await self.lease.take_or_renew():
                     log.warning("bot %d: send lease lost; stopping at once", self.bot_id)
                     return
-            except (psycopg.Error, OSError) as error:
-                log.warning("bot %d: could not renew send lease (%s); stopping", self.bot_id, error)
-                return
+            except (psycopg.Error, psycopg_pool.PoolTimeout, OSError) as error:
+                # Still ours until it runs out; sends stop by themselves if it does.
+                log.warning("bot %d: could not renew send lease (%s)", self.bot_id, error)
 
     async def _wait(self, stopping: asyncio.Event) -> None:
         """Until a lane ends, a wake-up, a stop, or the poll interval."""
@@ -185,7 +208,7 @@ class Sender:
         free = self.lane_count - len(self.lanes)
         if free <= 0:
             return False
-        await self.wait_unpaused()
+        await self.pause.wait(self.stopping)
         fetched_at = time.monotonic()
         if len(self.lane_ended) > 10_000:
             self.lane_ended = {c: t for c, t in self.lane_ended.items() if t > fetched_at - 60}
@@ -237,14 +260,14 @@ class Sender:
     async def _send(self, row: OutboxRow) -> bool:
         """Send one row; True to go on with the chat's next row."""
         await self.limits.acquire(row.chat_id)
-        await self.wait_unpaused()
+        await self.pause.wait(self.stopping)
         if self.closing or self.stopping.is_set() or not self.lease.held or self.invalid:
             return False
         try:
             result = await self.api.call(self.token, row.method, row.payload)
         except TooManyRequests as error:
             SENDS.labels("429").inc()
-            self.pause(error.retry_after or 1.0)
+            await self.pause.extend(error.retry_after or 1.0)
             return False
         except Unauthorized as error:
             await self._token_invalid(error)
@@ -271,7 +294,7 @@ class Sender:
             if row.attempts + 1 >= MAX_SEND_ATTEMPTS:
                 await self._finish(Q["mark_failed"], row, error=error.description)
                 return True
-            delay = min(60.0, 0.5 * 2**row.attempts)
+            delay = backoff_delay(row.attempts + 1, base=0.5, cap=60.0)
             await self._finish(Q["postpone_send"], row, delay=delay, error=error.description)
             return False
         SENDS.labels("sent").inc()
@@ -280,8 +303,30 @@ class Sender:
         return True
 
     async def _finish(self, query: Any, row: OutboxRow, **params: Any) -> None:
-        async with self.pool.connection() as conn:
-            await conn.execute(query, {"id": row.id, **params})
+        """Record what Telegram answered, whatever it takes: until it is recorded the row looks
+        unsent, and the next lane (or the next holder) would send it again. The lane waits
+        here, and takes nothing else, until the database answers."""
+        failures = 0
+        while True:
+            try:
+                async with self.pool.connection(timeout=5) as conn:
+                    await conn.execute(query, {"id": row.id, **params})
+                if failures:
+                    log.info(
+                        "bot %d: recorded send %d after %d tries", self.bot_id, row.id, failures + 1
+                    )
+                return
+            except (psycopg.Error, psycopg_pool.PoolTimeout, OSError) as error:
+                failures += 1
+                delay = backoff_delay(failures, base=0.1, cap=5.0)
+                log.warning(
+                    "bot %d: could not record send %d (%s); retrying in %.1f s",
+                    self.bot_id,
+                    row.id,
+                    error,
+                    delay,
+                )
+                await asyncio.sleep(delay)
 
     async def _token_invalid(self, error: TelegramError) -> None:
         self.invalid = True

@@ -5,10 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from shared.settings import CommonSettings, Reader, Secret
+from shared.settings import CommonSettings, Reader, Secret, SettingsError
 
 API_PORT = 8002
 WORKER_PORT = 8012
+# Connections a worker needs beside its slots: the claim, lease renewals, sends being
+# recorded, the gauges.
+WORKER_SPARE_CONNECTIONS = 4
 
 
 @dataclass(frozen=True)
@@ -40,15 +43,16 @@ class BotedgeSettings:
 
 def read(r: Reader, role: str) -> BotedgeSettings:
     port = API_PORT if role == "api" else WORKER_PORT
-    return BotedgeSettings(
-        common=CommonSettings.read(r, f"botedge-{role}", port),
+    pool_max = 10 if role == "api" else 20
+    settings = BotedgeSettings(
+        common=CommonSettings.read(r, f"botedge-{role}", port, default_pool_max=pool_max),
         role=role,
         service_token=r.secret("SERVICE_TOKEN", min_bytes=16),
         bot_token_key=r.fernet_keys("BOT_TOKEN_KEY"),
         telegram_api_base=r.url("TELEGRAM_API_BASE", "https://api.telegram.org"),
         public_base_url=r.optional_text("PUBLIC_BASE_URL"),
         billing_url=r.url("BILLING_URL", "http://127.0.0.1:8001"),
-        worker_slots=r.integer("WORKER_SLOTS", 32, minimum=1, maximum=1024),
+        worker_slots=r.integer("WORKER_SLOTS", 16, minimum=1, maximum=1024),
         lock_seconds=r.seconds("WORKER_LOCK_SECONDS", 60.0, minimum=1.0),
         max_attempts=r.integer("WORKER_MAX_ATTEMPTS", 5, minimum=1, maximum=100),
         lease_seconds=r.seconds("LEASE_SECONDS", 30.0, minimum=3.0),
@@ -61,6 +65,29 @@ def read(r: Reader, role: str) -> BotedgeSettings:
         send_group_per_minute=r.seconds("SEND_GROUP_PER_MINUTE", 20.0, minimum=0.1),
         gauges_interval=r.seconds("GAUGES_INTERVAL", 5.0, minimum=0.1),
     )
+    check(settings)
+    return settings
+
+
+def check(settings: BotedgeSettings) -> None:
+    """Combinations that would start and then quietly not work."""
+    if settings.role == "worker":
+        needed = settings.worker_slots + WORKER_SPARE_CONNECTIONS
+        if settings.common.db_pool_max < needed:
+            raise SettingsError(
+                "DB_POOL_MAX",
+                f"a worker with WORKER_SLOTS={settings.worker_slots} needs at least {needed} "
+                f"connections, got {settings.common.db_pool_max}",
+            )
+    # A long poll must end well inside the part of the lease its holder trusts (5/6 of it);
+    # otherwise another worker takes the lease mid-poll and Telegram answers both with 409.
+    trusted = settings.lease_seconds * 5 / 6
+    if settings.poll_timeout + 5 > trusted:
+        raise SettingsError(
+            "TELEGRAM_POLL_TIMEOUT",
+            f"must be at most {trusted - 5:.0f} with LEASE_SECONDS={settings.lease_seconds:g} "
+            f"(a poll must end well inside the lease), got {settings.poll_timeout}",
+        )
 
 
 def load(env: Mapping[str, str], role: str) -> BotedgeSettings:

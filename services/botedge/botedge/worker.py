@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import random
 import time
 from dataclasses import dataclass
 
@@ -20,6 +19,7 @@ import psycopg
 from botedge import sqlq
 from botedge.handlers import Handler, Update
 from botedge.metrics import HANDLING_SECONDS, UPDATES_HANDLED
+from shared.backoff import backoff_delay
 from shared.db import Pool
 from shared.lifecycle import sleep_unless_stopped
 from shared.listen import Notifier
@@ -41,12 +41,6 @@ class WorkerConfig:
 
 class LostClaim(Exception):
     """Our claim was taken over (lease ran out); whatever we wrote is rolled back."""
-
-
-def backoff(attempt: int, base: float, cap: float) -> float:
-    """Exponential with jitter: somewhere in the upper half of base * 2^(attempt-1)."""
-    ceiling = min(cap, base * 2 ** max(0, attempt - 1))
-    return random.uniform(ceiling / 2, ceiling)  # noqa: S311 - jitter, not a secret
 
 
 class UpdateWorker:
@@ -175,8 +169,11 @@ class UpdateWorker:
                 if last:
                     await conn.execute(Q["bury_update"], params)
                 else:
-                    delay = backoff(
-                        update.attempt, self.config.backoff_base, self.config.backoff_cap
+                    delay = backoff_delay(
+                        update.attempt,
+                        base=self.config.backoff_base,
+                        cap=self.config.backoff_cap,
+                        jitter=True,
                     )
                     await conn.execute(Q["retry_update"], {**params, "delay": delay})
         except (psycopg.Error, OSError) as db_error:

@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import psycopg
 
@@ -52,20 +53,24 @@ def test_sweep_command__fails_loudly_when_billing_is_unreachable(database_url: s
 
 
 def test_sweep_every__repeats_and_stops_on_sigterm(
-    start_service: object, database_url: str
+    start_service: object, database_url: str, tmp_path: Path
 ) -> None:
     billing: ServiceProcess = start_service(  # type: ignore[operator]
         "billing", env=service_env(database_url)
     )
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "billing", "sweep", "--every", "0.2"],
-        env=service_env(database_url, BILLING_URL=billing.url),
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-    )
-    time.sleep(1.5)
+    log = tmp_path / "sweep.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "billing", "sweep", "--every", "0.2"],
+            env=service_env(database_url, BILLING_URL=billing.url),
+            stderr=out,
+            text=True,
+            cwd=ROOT,
+        )
+    deadline = time.monotonic() + 20
+    while log.read_text().count("swept:") < 3:
+        assert time.monotonic() < deadline, log.read_text()
+        time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=10)
-    assert proc.returncode == 0
-    assert err.count("swept:") >= 3
+    assert proc.wait(timeout=10) == 0
+    assert log.read_text().count("swept:") >= 3

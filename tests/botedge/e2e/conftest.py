@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -77,6 +78,12 @@ class Edge:
             lambda: bool(self.query("SELECT 1 FROM leases WHERE name = %s", lease)), 15, lease
         )
         return str(self.query("SELECT holder FROM leases WHERE name = %s", lease)[0][0])
+
+    def bots_served(self, worker: ServiceProcess) -> float:
+        """The worker's own count of the bots it serves (it drops a bot whose token died)."""
+        text = httpx.get(f"{worker.url}/metrics", timeout=10).text
+        match = re.search(r"^botedge_bots_served ([0-9.e+]+)$", text, re.MULTILINE)
+        return float(match.group(1)) if match else -1.0
 
     def add_bot(self, telegram_bot_id: int, mode: str = "webhook") -> tuple[int, str, str]:
         bot_id, token, secret = insert_bot(self.database_url, telegram_bot_id, mode)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 
 import httpx
 
@@ -27,16 +26,27 @@ def test_wedged_update__oldest_age_grows_while_depth_stays_flat(edge: Edge) -> N
         " WHERE update_id = 1 RETURNING id"
     )
     worker = edge.start_worker(GAUGES_INTERVAL="0.3")
-    time.sleep(1)
-    first = httpx.get(f"{worker.url}/metrics").text
-    time.sleep(2)
-    second = httpx.get(f"{worker.url}/metrics").text
+
+    def read() -> str | None:
+        text = httpx.get(f"{worker.url}/metrics").text
+        return text if f'botedge_inbox_depth{{bot_id="{bot_id}"}}' in text else None
+
+    edge.wait_until(lambda: read() is not None, 15, "the first gauges")
+    first = read()
+    assert first is not None
+    first_age = gauge(first, "botedge_inbox_oldest_age_seconds", bot_id)
+    # Later readings, taken by the worker itself, until the age has grown by 1.5 s.
+    edge.wait_until(
+        lambda: (
+            gauge(read() or first, "botedge_inbox_oldest_age_seconds", bot_id) >= first_age + 1.5
+        ),
+        15,
+        "the oldest age to grow",
+    )
+    second = read()
+    assert second is not None
     assert gauge(first, "botedge_inbox_depth", bot_id) == 3
     assert gauge(second, "botedge_inbox_depth", bot_id) == 3
-    assert (
-        gauge(second, "botedge_inbox_oldest_age_seconds", bot_id)
-        >= gauge(first, "botedge_inbox_oldest_age_seconds", bot_id) + 1.5
-    )
     # The person behind the wedge waits; nothing of theirs was handled out of order.
     assert edge.query("SELECT count(*) FROM inbox WHERE state = 'done'") == [(0,)]
 
@@ -46,7 +56,14 @@ def test_metrics__handled_and_sent_counters(edge: Edge) -> None:
     enqueue(edge.database_url, bot_id, [(1, 7101, "x"), (2, 7102, "y")])
     worker = edge.start_worker()
     edge.wait_until(lambda: len(edge.sim_get("/_sim/sent", bot_id=9402)) == 2, 20, "replies")
-    time.sleep(0.3)
+    # The counter moves when the send is recorded, just after Telegram saw it.
+    edge.wait_until(
+        lambda: (
+            'botedge_sends_total{outcome="sent"} 2.0' in httpx.get(f"{worker.url}/metrics").text
+        ),
+        10,
+        "both sends counted",
+    )
     text = httpx.get(f"{worker.url}/metrics").text
     assert 'botedge_updates_handled_total{outcome="done"} 2.0' in text
     assert 'botedge_sends_total{outcome="sent"} 2.0' in text

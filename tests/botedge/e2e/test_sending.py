@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
 import signal
-import time
 from collections import defaultdict
 from typing import Any
+from urllib.parse import urlsplit
 
+import psycopg
+
+from shared.testing import Cluster
 from tests.botedge.conftest import queue_messages
 from tests.botedge.e2e.conftest import Edge
 
@@ -20,6 +24,21 @@ def texts_by_chat(sent: list[dict[str, Any]]) -> dict[int, list[str]]:
 
 def expected(chats: int, per_chat: int) -> dict[int, list[str]]:
     return {2000 + c: [f"c{c}-{n}" for n in range(per_chat)] for c in range(chats)}
+
+
+def wait_all_recorded(edge: Edge, bot_id: int) -> None:
+    """Until no send of the bot is pending: each was answered and recorded, so whatever
+    Telegram will ever have been sent for them it has been sent by now."""
+    edge.wait_until(
+        lambda: (
+            edge.query(
+                "SELECT count(*) FROM outbox WHERE bot_id = %s AND state = 'pending'", bot_id
+            )
+            == [(0,)]
+        ),
+        30,
+        "every send recorded",
+    )
 
 
 def queue(edge: Edge, bot_id: int, chats: int, per_chat: int) -> None:
@@ -42,7 +61,7 @@ def test_two_workers__only_the_lease_holder_sends_and_hands_over_on_stop(edge: E
     stopped.signal(signal.SIGTERM)
     assert stopped.wait(timeout=20) == 0
     edge.wait_until(lambda: len(edge.sim_get("/_sim/sent", bot_id=9101)) >= 300, 60, "all")
-    time.sleep(0.5)
+    wait_all_recorded(edge, bot_id)
     sent = edge.sim_get("/_sim/sent", bot_id=9101)
     assert texts_by_chat(sent) == expected(20, 15)
     calls = edge.sim_get("/_sim/calls", bot_id=9101, method="sendMessage")
@@ -63,7 +82,7 @@ def test_injected_429__nothing_lost_or_doubled_and_retry_after_honoured(edge: Ed
     queue(edge, bot_id, chats=10, per_chat=8)
     edge.start_worker()
     edge.wait_until(lambda: len(edge.sim_get("/_sim/sent", bot_id=9102)) >= 80, 90, "all sent")
-    time.sleep(0.5)
+    wait_all_recorded(edge, bot_id)
     assert texts_by_chat(edge.sim_get("/_sim/sent", bot_id=9102)) == expected(10, 8)
     calls = sorted(edge.sim_get("/_sim/calls", bot_id=9102), key=lambda c: c["at"])
     refused = [c for c in calls if c["status"] == 429]
@@ -125,7 +144,7 @@ def test_answers__403_blocks_401_stops_400_fails_not_modified_counts(edge: Edge)
         30,
         "the token marked invalid",
     )
-    time.sleep(1.5)
+    edge.wait_until(lambda: edge.bots_served(edge.workers[0]) == 0, 20, "the bot dropped")
     calls = edge.sim_get("/_sim/calls", bot_id=9103)
     assert sum(c["status"] == 401 for c in calls) <= 2
     assert edge.query("SELECT state FROM outbox WHERE dedupe_key LIKE '%%after revoke'") == [
@@ -173,9 +192,102 @@ def test_replies_before_broadcasts_and_5xx_retried_in_order(edge: Edge) -> None:
     edge.sim_post("/_sim/faults", {"rate_5xx": 0.3})
     queue(edge, bot_id, chats=5, per_chat=6)
     edge.wait_until(lambda: len(edge.sim_get("/_sim/sent", bot_id=9105)) >= 36, 60, "the rest")
-    time.sleep(0.5)
+    wait_all_recorded(edge, bot_id)
     by_chat = texts_by_chat(edge.sim_get("/_sim/sent", bot_id=9105))
     for chat, texts in expected(5, 6).items():
         assert by_chat[chat] == texts
     failures = [c for c in edge.sim_get("/_sim/calls", bot_id=9105) if c["status"] == 502]
     assert failures, "the fault was injected"
+
+
+def test_429_pause__outlives_a_killed_worker(edge: Edge) -> None:
+    bot_id, _, _ = edge.add_bot(9110)
+    queue(edge, bot_id, chats=1, per_chat=1)
+    retry_after = 10
+    edge.sim_post("/_sim/faults", {"rate_429": 1.0, "retry_after": retry_after})
+    quick = {"LEASE_SECONDS": "6", "TELEGRAM_POLL_TIMEOUT": "0"}
+    first = edge.start_worker(**quick)
+    edge.wait_until(
+        lambda: any(c["status"] == 429 for c in edge.sim_get("/_sim/calls", bot_id=9110)),
+        20,
+        "a 429",
+    )
+    first.proc.kill()
+    first.proc.wait()
+    edge.sim_post("/_sim/faults", {"rate_429": 0.0})
+    edge.start_worker(**quick)
+    edge.wait_until(lambda: len(edge.sim_get("/_sim/sent", bot_id=9110)) == 1, 40, "the send")
+    calls = edge.sim_get("/_sim/calls", bot_id=9110)
+    told = max(c["at"] for c in calls if c["status"] == 429)
+    after = [c for c in calls if c["started"] > told]
+    # The second worker took the lease within seconds, yet called nothing before the pause
+    # it found on the bot's row was over (0.3 s for the two clocks' reading).
+    assert after, calls
+    assert min(c["started"] for c in after) >= told + retry_after - 0.3, after
+
+
+def test_token_check_at_start__backs_off_on_5xx_and_honours_429(edge: Edge) -> None:
+    bot_id, _, _ = edge.add_bot(9111)
+    queue(edge, bot_id, chats=1, per_chat=1)
+    edge.sim_post("/_sim/faults", {"rate_5xx": 1.0})
+    worker = edge.start_worker()
+
+    def get_mes() -> list[dict[str, Any]]:
+        return sorted(
+            edge.sim_get("/_sim/calls", bot_id=9111, method="getMe"), key=lambda c: c["started"]
+        )
+
+    edge.wait_until(lambda: len(get_mes()) >= 4, 30, "four getMe calls")
+    starts = [c["started"] for c in get_mes()[:4]]
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
+    # 1, 2 and 4 seconds: doubling, not a fixed interval.
+    assert gaps[0] >= 0.9 and gaps[1] >= 1.8 and gaps[2] >= 3.6, gaps
+    edge.sim_post("/_sim/faults", {"rate_5xx": 0.0, "rate_429": 1.0, "retry_after": 3})
+    edge.wait_until(lambda: any(c["status"] == 429 for c in get_mes()), 30, "a 429 on getMe")
+    edge.sim_post("/_sim/faults", {"rate_429": 0.0})
+    edge.wait_until(lambda: len(edge.sim_get("/_sim/sent", bot_id=9111)) == 1, 30, "the send")
+    told = max(c["at"] for c in get_mes() if c["status"] == 429)
+    later = [c["started"] for c in edge.sim_get("/_sim/calls", bot_id=9111) if c["started"] > told]
+    assert min(later) >= told + 3 - 0.3
+    output = worker.output()
+    assert '"level": "ERROR"' not in output
+    assert "Traceback" not in output
+
+
+def test_short_lease__still_sends(edge: Edge) -> None:
+    bot_id, _, _ = edge.add_bot(9112)
+    queue(edge, bot_id, chats=3, per_chat=2)
+    edge.start_worker(LEASE_SECONDS="6", TELEGRAM_POLL_TIMEOUT="0")
+    edge.wait_until(lambda: len(edge.sim_get("/_sim/sent", bot_id=9112)) == 6, 30, "all sent")
+    assert texts_by_chat(edge.sim_get("/_sim/sent", bot_id=9112)) == expected(3, 2)
+
+
+def test_database_blip_after_telegram_accepted__each_message_sent_once(
+    edge: Edge, pg_cluster: Cluster
+) -> None:
+    bot_id, _, _ = edge.add_bot(9113)
+    queue(edge, bot_id, chats=1, per_chat=3)
+    edge.sim_post("/_sim/faults", {"delay_ms": 1500})
+    worker = edge.start_worker()
+    edge.wait_until(
+        lambda: edge.sim_get("/_sim/inflight").get("sendmessage", 0) >= 1, 30, "a send on the wire"
+    )
+    name = urlsplit(edge.database_url).path.lstrip("/")
+    with psycopg.connect(pg_cluster.admin_url, autocommit=True) as admin:
+        # While Telegram holds the call: no connection to the database, old or new.
+        admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false')
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,)
+        )
+        try:
+            edge.wait_until(
+                lambda: "could not record send" in worker.output(), 30, "a failed record"
+            )
+        finally:
+            admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
+    edge.wait_until(
+        lambda: edge.query("SELECT count(*) FROM outbox WHERE state = 'sent'") == [(3,)],
+        60,
+        "all three recorded as sent",
+    )
+    assert texts_by_chat(edge.sim_get("/_sim/sent", bot_id=9113)) == expected(1, 3)

@@ -13,7 +13,7 @@ import psycopg
 from botedge.app import create_api_app
 from botedge.handlers import BotLogic, Reply, Update
 from botedge.settings import load
-from botedge.worker import UpdateWorker, WorkerConfig, backoff
+from botedge.worker import UpdateWorker, WorkerConfig
 from shared.db import Connection, create_pool
 from shared.listen import Notifier
 from shared.settings import CommonSettings, Reader
@@ -79,13 +79,6 @@ def test_failure__retries_only_that_person_then_dead_releases_them(database_url:
     assert error is not None and "cannot handle 1" in error[0]
     # Only person 20's two replies: a failed attempt writes nothing.
     assert replies == (2,)
-
-
-def test_backoff__grows_with_jitter_and_a_cap() -> None:
-    for attempt in range(1, 12):
-        delay = backoff(attempt, 1.0, 60.0)
-        ceiling = min(60.0, 2 ** (attempt - 1))
-        assert ceiling / 2 <= delay <= ceiling
 
 
 def test_dead_updates__listed_and_replayed_by_command_and_endpoint(database_url: str) -> None:

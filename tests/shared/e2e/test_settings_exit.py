@@ -22,6 +22,18 @@ URL = "postgresql://postgres@127.0.0.1:1/none"
         (["botedge", "--role", "worker"], {"BOT_TOKEN_KEY": "nope"}, "BOT_TOKEN_KEY"),
         (["botedge", "--role", "api"], {"PORT": "99999"}, "PORT"),
         (["panel_api"], {"DATABASE_URL": ""}, "DATABASE_URL"),
+        # Combinations that would start and then misbehave.
+        (["billing"], {"DB_POOL_MIN": "12", "DB_POOL_MAX": "10"}, "DB_POOL_MIN"),
+        (
+            ["botedge", "--role", "worker"],
+            {"WORKER_SLOTS": "32", "DB_POOL_MAX": "10"},
+            "DB_POOL_MAX",
+        ),
+        (
+            ["botedge", "--role", "worker"],
+            {"LEASE_SECONDS": "10", "TELEGRAM_POLL_TIMEOUT": "20"},
+            "TELEGRAM_POLL_TIMEOUT",
+        ),
     ],
 )
 def test_service__bad_setting_exits_naming_the_variable(

@@ -92,3 +92,29 @@ def test_service__in_flight_request_cut_at_the_shutdown_deadline(
         with pytest.raises(httpx.HTTPError):
             pending.result(timeout=10).raise_for_status()
     assert elapsed < 10, f"drain took {elapsed:.1f} s with a 1 s deadline"
+
+
+def test_simulated_telegram__stops_with_a_long_poll_in_flight_and_no_error(
+    start_service: Callable[..., ServiceProcess], database_url: str
+) -> None:
+    sim = start_service("botedge.simtelegram", env=service_env(database_url))
+    token = "5551234:AA" + "x" * 33
+    httpx.post(f"{sim.url}/_sim/bots", json={"token": token}).raise_for_status()
+    with ThreadPoolExecutor(1) as pool:
+        poll = pool.submit(
+            httpx.post, f"{sim.url}/bot{token}/getUpdates", json={"timeout": 30}, timeout=40
+        )
+        deadline = time.monotonic() + 10
+        while httpx.get(f"{sim.url}/_sim/inflight").json().get("getupdates", 0) < 1:
+            assert time.monotonic() < deadline, "the long poll never arrived"
+            time.sleep(0.02)
+        started = time.monotonic()
+        sim.signal(signal.SIGINT)
+        answer = poll.result(timeout=20)
+    assert sim.wait(timeout=15) == 0
+    # Answered (empty) when the stop began, not cut off at the drain deadline.
+    assert answer.json() == {"ok": True, "result": []}
+    assert time.monotonic() - started < 10
+    output = sim.output()
+    assert '"level": "ERROR"' not in output
+    assert "CancelledError" not in output

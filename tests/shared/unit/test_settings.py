@@ -40,6 +40,8 @@ def test_reader__short_secret_is_refused() -> None:
         ({"PORT": "70000"}, "PORT"),
         ({"LOG_LEVEL": "LOUD"}, "LOG_LEVEL"),
         ({"DB_POOL_MAX": "0"}, "DB_POOL_MAX"),
+        ({"DB_POOL_MIN": "11", "DB_POOL_MAX": "10"}, "DB_POOL_MIN"),
+        ({"REQUEST_READ_TIMEOUT": "0"}, "REQUEST_READ_TIMEOUT"),
         ({"DATABASE_URL": "mysql://x"}, "DATABASE_URL"),
     ],
 )

@@ -8,7 +8,6 @@ second per bot) answered with 429 and `retry_after`, and injected faults from `F
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import time
@@ -286,10 +285,19 @@ async def get_updates(world: World, bot: Bot, params: Params) -> Any:
     bot.poll_generation += 1
     generation = bot.poll_generation
     deadline = time.monotonic() + timeout
-    while not bot.updates and time.monotonic() < deadline:
+    while not bot.updates and time.monotonic() < deadline and not world.closing.is_set():
         bot.new_updates.clear()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(bot.new_updates.wait(), deadline - time.monotonic())
+        woken = [
+            asyncio.ensure_future(bot.new_updates.wait()),
+            asyncio.ensure_future(world.closing.wait()),
+        ]
+        try:
+            await asyncio.wait(
+                woken, timeout=deadline - time.monotonic(), return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            for waiter in woken:
+                waiter.cancel()
         if bot.poll_generation != generation:
             raise ApiError(
                 409,
@@ -407,6 +415,7 @@ def create_app(faults: Faults | None = None, seed: int | None = None) -> Starlet
         status = 200
         bot_id = 0
         params: Params = {}
+        world.in_flight[name] += 1
         try:
             bot = world.bot(request.path_params["token"])
             bot_id = bot.id
@@ -438,6 +447,7 @@ def create_app(faults: Faults | None = None, seed: int | None = None) -> Starlet
             status = error.code
             return error_response(error)
         finally:
+            world.in_flight[name] -= 1
             chat = params.get("chat_id")
             world.calls.append(
                 Call(
@@ -464,10 +474,18 @@ def create_app(faults: Faults | None = None, seed: int | None = None) -> Starlet
             delivery_client.append(httpx.AsyncClient(timeout=60))
         client = delivery_client[0]
         delay = 0.0
-        while bot.webhook_url:
+        while bot.webhook_url and not world.closing.is_set():
             if not bot.updates:
                 bot.new_updates.clear()
-                await bot.new_updates.wait()
+                woken = [
+                    asyncio.ensure_future(bot.new_updates.wait()),
+                    asyncio.ensure_future(world.closing.wait()),
+                ]
+                try:
+                    await asyncio.wait(woken, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    for waiter in woken:
+                        waiter.cancel()
                 continue
             update = bot.updates[0]
             headers = {"content-type": "application/json"}
@@ -546,6 +564,9 @@ def create_app(faults: Faults | None = None, seed: int | None = None) -> Starlet
         ]
         return JSONResponse(rows)
 
+    async def control_in_flight(request: Request) -> Response:
+        return JSONResponse({method: n for method, n in world.in_flight.items() if n})
+
     async def control_calls(request: Request) -> Response:
         query = request.query_params
         rows = [
@@ -597,6 +618,7 @@ def create_app(faults: Faults | None = None, seed: int | None = None) -> Starlet
             Route("/_sim/messages", control_messages, methods=["POST"]),
             Route("/_sim/sent", control_sent, methods=["GET"]),
             Route("/_sim/calls", control_calls, methods=["GET"]),
+            Route("/_sim/inflight", control_in_flight, methods=["GET"]),
             Route("/_sim/faults", control_faults, methods=["GET", "POST"]),
             Route("/_sim/chats", control_chat, methods=["POST"]),
             Route("/_sim/reset", control_reset, methods=["POST"]),
@@ -604,4 +626,6 @@ def create_app(faults: Faults | None = None, seed: int | None = None) -> Starlet
         body_limit=50 * 1024 * 1024,
     )
     app.state.world = world
+    # Called by the server on a stop signal, before it waits for requests in flight.
+    app.state.drain_hooks = [world.closing.set]
     return app

@@ -6,7 +6,7 @@ import asyncio
 import math
 import random
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -160,6 +160,10 @@ class World:
         self.calls: list[Call] = []
         self.sent: list[dict[str, Any]] = []
         self.admins: dict[int, set[int]] = {}
+        # Bot API calls being answered right now, by method.
+        self.in_flight: Counter[str] = Counter()
+        # Set when the server starts draining: long polls answer at once, deliveries stop.
+        self.closing = asyncio.Event()
 
     def bot(self, token: str) -> Bot:
         prefix, _, secret = token.partition(":")
