@@ -8,8 +8,12 @@ open an implicit transaction that lasts until the connection goes back to the po
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any, TypeAlias
 
+import psycopg
+import psycopg_pool
 from psycopg import AsyncConnection
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool
@@ -59,3 +63,23 @@ async def connect(database_url: str, *, autocommit: bool = False) -> Connection:
         connect_timeout=5,
         row_factory=dict_row,
     )
+
+
+@asynccontextmanager
+async def translated(
+    pool: Pool,
+    *,
+    unavailable: Callable[[str], Exception],
+    failed: Callable[[str], Exception],
+    timeout: float | None = None,
+) -> AsyncIterator[Connection]:
+    """A pool connection whose psycopg errors, on checkout or in the block, come out as the
+    service's own: `unavailable` for the database being away (worth a retry), `failed` for a
+    statement that failed otherwise. Other exceptions pass through untouched."""
+    try:
+        async with pool.connection(timeout) as conn:
+            yield conn
+    except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as error:
+        raise unavailable(str(error) or type(error).__name__) from error
+    except psycopg.Error as error:
+        raise failed(f"{type(error).__name__}: {error}") from error

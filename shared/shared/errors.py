@@ -8,6 +8,7 @@ traceback. Slugs are listed in docs/errors.md.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable, Mapping
 from http import HTTPStatus
 from typing import Any, TypeVar
 
@@ -62,6 +63,46 @@ class Problem(Exception):
         self.detail = detail
         self.headers = headers or {}
         self.extra = extra or {}
+
+
+class ServiceError(Exception):
+    """What each service's own error base derives from: a slug (docs/errors.md) and a detail
+    for a person. No HTTP here: each app maps its kinds to statuses in one table."""
+
+    slug = "error"
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+E = TypeVar("E", bound=ServiceError)
+
+
+def problem_for(error: Exception, statuses: Mapping[type[E], int]) -> Problem | None:
+    """The answer to `error` by the service's table, or None when it is not one to give."""
+    if not isinstance(error, ServiceError):
+        return None
+    status = next((code for kind, code in statuses.items() if isinstance(error, kind)), None)
+    if status is None:
+        return None
+    headers = {"Retry-After": "5"} if status == 503 else None
+    return Problem(status, error.slug, error.detail, headers=headers)
+
+
+def service_error_handler(
+    statuses: Mapping[type[E], int],
+) -> Callable[[Request, Exception], Awaitable[Response]]:
+    """The exception handler for a service's errors, answering by its table. An error the table
+    does not name is a bug: raised on, so it is logged once and answered 500."""
+
+    async def handle(request: Request, exc: Exception) -> Response:
+        problem = problem_for(exc, statuses)
+        if problem is None:
+            raise exc
+        return problem_response(problem)
+
+    return handle
 
 
 def problem_response(problem: Problem) -> Response:

@@ -7,6 +7,7 @@ pytest's capture included. Exception text is redacted again by the formatter.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import datetime as dt
 import json
@@ -120,6 +121,20 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, default=str, ensure_ascii=False)
 
 
+class _ShutdownCancellations(logging.Filter):
+    """uvicorn reports requests it cancels at the shutdown deadline as errors, with a
+    CancelledError traceback. They are the deadline doing its job: a warning, no traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        cancelled = bool(record.exc_info and isinstance(record.exc_info[1], asyncio.CancelledError))
+        if cancelled or "timeout graceful shutdown exceeded" in record.getMessage():
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+            if cancelled:
+                record.msg, record.args = "request task cancelled at the shutdown deadline", None
+                record.exc_info, record.exc_text = None, None
+        return True
+
+
 def install_redaction() -> None:
     """Redact every record at creation; idempotent."""
     if logging.getLogRecordFactory() is not _redacting_factory:
@@ -146,6 +161,9 @@ def configure(
         logger = logging.getLogger(name)
         logger.handlers.clear()
         logger.propagate = True
+    server_log = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, _ShutdownCancellations) for f in server_log.filters):
+        server_log.addFilter(_ShutdownCancellations())
     # Libraries chatty at DEBUG stay at INFO unless the whole process asks for DEBUG.
     quiet = "DEBUG" if level == "DEBUG" else "WARNING"
     for name in ("httpcore", "hpack", "psycopg.pool"):

@@ -3,15 +3,16 @@ problem+json errors, a body limit and a lifespan that owns the database pool."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 import psycopg_pool
@@ -48,13 +49,17 @@ _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
 @dataclass
 class Runtime:
-    """What the lifespan owns, reachable from handlers as `request.app.state.runtime`."""
+    """What the lifespan owns, reachable from handlers as `request.app.state.runtime`.
+
+    `resources` is what the service's own lifespan yielded (its clients, its notifier), of the
+    service's own type: handlers read it through `resources(request, TheType)`.
+    """
 
     settings: CommonSettings
     pool: Pool
     expected_migration: int
     draining: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
+    resources: object = None
 
 
 def runtime(request: Request) -> Runtime:
@@ -64,14 +69,26 @@ def runtime(request: Request) -> Runtime:
     return value
 
 
-ExtraLifespan = Callable[[Runtime], AbstractAsyncContextManager[None]]
+R = TypeVar("R")
+
+
+def resources(request: Request, kind: type[R]) -> R:
+    """The service's own lifespan resources, checked to be of the type it declared."""
+    value = runtime(request).resources
+    if not isinstance(value, kind):
+        raise TypeError(f"the app's resources are not a {kind.__name__}")
+    return value
+
+
+# The service's part of the lifespan: given the runtime, yields its resources.
+ServiceLifespan = Callable[[Runtime], AbstractAsyncContextManager[object]]
 
 
 def create_service_app(
     settings: CommonSettings,
     routes: Sequence[BaseRoute],
     *,
-    extra_lifespan: ExtraLifespan | None = None,
+    service_lifespan: ServiceLifespan | None = None,
     body_limit: int = 1024 * 1024,
     pool_factory: Callable[[CommonSettings], Pool] = create_pool,
     exception_handlers: dict[Any, Any] | None = None,
@@ -88,10 +105,11 @@ def create_service_app(
         app.state.runtime = state
         log.info("%s listening on %s:%d", settings.service_name, settings.host, settings.port)
         try:
-            if extra_lifespan is None:
+            if service_lifespan is None:
                 yield
             else:
-                async with extra_lifespan(state):
+                async with service_lifespan(state) as owned:
+                    state.resources = owned
                     yield
         finally:
             state.draining = True
@@ -196,6 +214,8 @@ async def metrics(request: Request) -> Response:
 
 # Recorded for a request whose client went away before an answer could be sent (nginx's code).
 CLIENT_CLOSED = 499
+# Recorded for a request the server cancelled at its shutdown deadline.
+CUT_AT_SHUTDOWN = 503
 _STANDARD_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
 
@@ -242,6 +262,11 @@ class RequestContextMiddleware:
         except ClientDisconnect:
             status = CLIENT_CLOSED
             log.info("client went away before the request was read whole")
+        except asyncio.CancelledError:
+            # The server gave up on it at the shutdown deadline: announced, not a failure.
+            status = CUT_AT_SHUTDOWN
+            log.warning("request cut at the shutdown deadline")
+            raise
         except Exception as error:
             log.error("unhandled error on %s %s", scope["method"], scope["path"], exc_info=error)
             if response_started:

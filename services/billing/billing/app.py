@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
-import time
-from collections.abc import Callable
 from typing import Annotated
 
 import msgspec
@@ -20,12 +17,12 @@ from billing.settings import BillingSettings
 from billing.store import Skipped
 from billing.transitions import Status
 from billing.webhooks import Stripe, Subgate, Verifier, WayForPay
-from shared.errors import Problem, json_body, problem_response, read_body
+from shared.clock import SYSTEM_CLOCK, Clock
+from shared.errors import Problem, json_body, read_body, service_error_handler
 from shared.web import create_service_app, require_bearer, runtime
 
 log = logging.getLogger("billing.app")
 
-Clock = Callable[[], dt.datetime]
 WEBHOOK_BODY_LIMIT = 64 * 1024
 SWEEP_TIME_BUDGET = 20.0
 
@@ -42,10 +39,6 @@ SWEEP_TRANSITIONS = Counter(
 )
 SWEEP_RUNS = Counter("billing_sweep_runs_total", "Sweep calls", ["more"])
 SWEEP_DURATION = Histogram("billing_sweep_duration_seconds", "Time one sweep call took")
-
-
-def utc_now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
 
 
 def build_verifiers(settings: BillingSettings) -> dict[str, Verifier]:
@@ -74,18 +67,6 @@ STATUS: dict[type[errors.BillingError], int] = {
 }
 
 
-def as_problem(error: errors.BillingError) -> Problem:
-    status = next((code for kind, code in STATUS.items() if isinstance(error, kind)), 500)
-    headers = {"Retry-After": "5"} if status == 503 else None
-    return Problem(status, error.slug, error.detail, headers=headers)
-
-
-async def on_billing_error(request: Request, exc: Exception) -> Response:
-    if not isinstance(exc, errors.BillingError):
-        raise exc
-    return problem_response(as_problem(exc))
-
-
 # Telegram user ids and our channel ids as the database stores them (bigint, integer).
 TelegramUserId = Annotated[int, msgspec.Meta(gt=0, le=2**63 - 1)]
 ChannelId = Annotated[int, msgspec.Meta(gt=0, lt=2**31)]
@@ -97,7 +78,7 @@ class InvoiceRequest(msgspec.Struct, forbid_unknown_fields=True):
     gateway: str
 
 
-def create_app(settings: BillingSettings, *, clock: Clock = utc_now) -> Starlette:
+def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Starlette:
     verifiers = build_verifiers(settings)
 
     async def payment_webhook(request: Request) -> Response:
@@ -106,28 +87,28 @@ def create_app(settings: BillingSettings, *, clock: Clock = utc_now) -> Starlett
         if verifier is None:
             raise errors.UnknownGateway(f"no payment gateway {gateway!r} is enabled")
         body = await read_body(request, WEBHOOK_BODY_LIMIT)
-        now = clock()
+        now = clock.now()
         try:
             delivery = verifier.verify(request.headers, body, now)
         except errors.BillingError as error:
             REJECTED.labels(gateway, error.slug).inc()
             raise
-        async with runtime(request).pool.connection() as conn:
+        async with store.connection(runtime(request).pool) as conn:
             outcome = await store.record_delivery(conn, delivery, now)
         DELIVERIES.labels(gateway, outcome.outcome).inc()
         return JSONResponse(verifier.acknowledge(delivery, outcome.as_json(), now))
 
     async def sweep(request: Request) -> Response:
         require_bearer(request, settings.sweep_token)
-        started = time.monotonic()
-        now = clock()
+        started = clock.monotonic()
+        now = clock.now()
         counts = {Status.GRACE: 0, Status.EXPIRED: 0}
         examined = skipped = 0
-        async with runtime(request).pool.connection() as conn:
+        async with store.connection(runtime(request).pool) as conn:
             due = await store.due_memberships(conn, now, settings.sweep_batch + 1)
             more = len(due) > settings.sweep_batch
             for keys in due[: settings.sweep_batch]:
-                if time.monotonic() - started > SWEEP_TIME_BUDGET:
+                if clock.monotonic() - started > SWEEP_TIME_BUDGET:
                     more = True
                     break
                 examined += 1
@@ -143,7 +124,7 @@ def create_app(settings: BillingSettings, *, clock: Clock = utc_now) -> Starlett
                     SWEEP_TRANSITIONS.labels(moved.value).inc()
             invoices = await store.expire_open_invoices(conn, now, settings.sweep_batch)
         SWEEP_RUNS.labels(str(more).lower()).inc()
-        SWEEP_DURATION.observe(time.monotonic() - started)
+        SWEEP_DURATION.observe(clock.monotonic() - started)
         return JSONResponse(
             {
                 "examined": examined,
@@ -160,9 +141,9 @@ def create_app(settings: BillingSettings, *, clock: Clock = utc_now) -> Starlett
         body = await json_body(request, InvoiceRequest, limit=4096)
         if body.gateway not in verifiers:
             raise Problem(422, "unknown-gateway", f"gateway {body.gateway!r} is not enabled")
-        async with runtime(request).pool.connection() as conn:
+        async with store.connection(runtime(request).pool) as conn:
             invoice = await store.create_invoice(
-                conn, body.telegram_user_id, body.channel_id, body.gateway, clock()
+                conn, body.telegram_user_id, body.channel_id, body.gateway, clock.now()
             )
         if invoice is None:
             raise errors.UnknownChannel("no paid channel with a default plan by that id")
@@ -188,5 +169,5 @@ def create_app(settings: BillingSettings, *, clock: Clock = utc_now) -> Starlett
             Route("/v1/sweep", sweep, methods=["POST"]),
             Route("/internal/invoices", create_invoice, methods=["POST"]),
         ],
-        exception_handlers={errors.BillingError: on_billing_error},
+        exception_handlers={errors.BillingError: service_error_handler(STATUS)},
     )

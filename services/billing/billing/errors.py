@@ -3,15 +3,13 @@ each kind to a status in one table (`billing.app.STATUS`)."""
 
 from __future__ import annotations
 
+from shared.errors import ServiceError
 
-class BillingError(Exception):
+
+class BillingError(ServiceError):
     """Something billing refuses or cannot do; `slug` names it in docs/errors.md."""
 
     slug = "billing-error"
-
-    def __init__(self, detail: str) -> None:
-        super().__init__(detail)
-        self.detail = detail
 
 
 class Malformed(BillingError):
@@ -60,3 +58,9 @@ class DatabaseUnavailable(BillingError):
     """PostgreSQL could not be reached or dropped the connection; retrying later may work."""
 
     slug = "unavailable"
+
+
+class StoreError(BillingError):
+    """A statement failed for another reason than the database being away: a bug."""
+
+    slug = "internal-error"

@@ -1,4 +1,5 @@
-"""Billing's database work: async functions taking a connection, one transaction each."""
+"""Billing's database work: async functions taking a connection from `connection(pool)`, one
+transaction each. Every statement of the service runs here, from `queries.sql`."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import datetime as dt
 import json
 import logging
 import secrets
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -13,14 +15,20 @@ from typing import Any
 from psycopg import AsyncCursor
 from psycopg.rows import DictRow
 
-from billing import sqlq
+from billing import errors, sqlq
 from billing.model import Delivery, InvoiceRecord, Kind, PaymentRecord
 from billing.payments import Verdict, decide
 from billing.transitions import Status, extend, next_check_at, next_status
-from shared.db import Connection
+from shared.db import Connection, Pool, translated
 
 log = logging.getLogger("billing.store")
 Q = sqlq.Q
+
+
+def connection(pool: Pool) -> AbstractAsyncContextManager[Connection]:
+    """A pool connection whose psycopg errors come out as billing's: `DatabaseUnavailable`
+    when the database is away, `StoreError` when a statement failed otherwise."""
+    return translated(pool, unavailable=errors.DatabaseUnavailable, failed=errors.StoreError)
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ def serve(role: str) -> None:
 
 
 def replay(inbox_id: int) -> int:
-    from botedge import store
+    from botedge import inbox_store
     from shared.db import connect
 
     database_url = exit_on_error(lambda: Reader(os.environ).database_url())
@@ -37,7 +37,7 @@ def replay(inbox_id: int) -> int:
     async def run() -> int | None:
         conn = await connect(database_url.reveal())
         async with conn:
-            bot_id = await store.replay(conn, inbox_id)
+            bot_id = await inbox_store.replay(conn, inbox_id)
             await conn.commit()
             if bot_id is not None:
                 await conn.execute("SELECT pg_notify('inbox', %s)", (str(bot_id),))
@@ -54,7 +54,7 @@ def replay(inbox_id: int) -> int:
 def prune(days: int, every: float | None) -> int:
     import psycopg
 
-    from botedge import store
+    from botedge import inbox_store, outbox_store
     from shared.db import connect
     from shared.periodic import run_every
 
@@ -63,8 +63,11 @@ def prune(days: int, every: float | None) -> int:
 
     async def run() -> tuple[int, int]:
         conn = await connect(database_url.reveal())
-        async with conn:
-            return await store.prune(conn, days)
+        async with conn, conn.transaction():
+            return (
+                await inbox_store.prune(conn, days),
+                await outbox_store.prune(conn, days),
+            )
 
     def job() -> None:
         inbox, outbox = asyncio.run(run())
@@ -79,11 +82,11 @@ def prune(days: int, every: float | None) -> int:
 def add_bot(token: str, mode: str) -> int:
     import httpx
 
-    from botedge.app import register
+    from botedge.errors import BotedgeError
+    from botedge.registration import register
     from botedge.settings import load
     from botedge.telegram import BotApi
     from shared.db import create_pool
-    from shared.errors import Problem
     from shared.secretbox import SecretBox
 
     settings = exit_on_error(lambda: load(os.environ, "api"))
@@ -96,14 +99,14 @@ def add_bot(token: str, mode: str) -> int:
             async with httpx.AsyncClient() as http:
                 api = BotApi(http, settings.telegram_api_base)
                 box = SecretBox(settings.bot_token_key)
-                return await register(pool, api, settings, box, token, mode)
+                return await register(pool, api, box, token, mode, settings.public_base_url)
         finally:
             await pool.close()
 
     try:
         result = asyncio.run(run())
-    except Problem as problem:
-        print(f"could not add the bot: {problem.detail}", file=sys.stderr)
+    except BotedgeError as error:
+        print(f"could not add the bot: {error.detail}", file=sys.stderr)
         return 1
     print(f"bot {result['id']} (@{result['username']}) added in {mode} mode")
     return 0

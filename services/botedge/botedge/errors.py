@@ -3,15 +3,13 @@ name what went wrong in our terms, and the app maps them to HTTP in one table.""
 
 from __future__ import annotations
 
+from shared.errors import ServiceError
 
-class BotedgeError(Exception):
+
+class BotedgeError(ServiceError):
     """Something the bot edge refuses or cannot do; `slug` names it in docs/errors.md."""
 
     slug = "botedge-error"
-
-    def __init__(self, detail: str) -> None:
-        super().__init__(detail)
-        self.detail = detail
 
 
 class DatabaseUnavailable(BotedgeError):
@@ -24,3 +22,21 @@ class StoreError(BotedgeError):
     """A statement failed for another reason: a bug or a broken invariant, not a blip."""
 
     slug = "internal-error"
+
+
+class BadBotToken(BotedgeError):
+    """Not shaped like a bot token, or Telegram does not accept it."""
+
+    slug = "bad-bot-token"
+
+
+class TelegramRefused(BotedgeError):
+    """Telegram answered no to a call made for the caller; its description is the detail."""
+
+    slug = "telegram-refused"
+
+
+class TelegramUnavailable(BotedgeError):
+    """Telegram could not be asked, or asked us to wait."""
+
+    slug = "telegram-unavailable"

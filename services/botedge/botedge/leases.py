@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import os
 import socket
-import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 
-from botedge import sqlq
+from botedge import bot_store
+from botedge.db import connection
 from botedge.metrics import LEASE_CHANGES
+from shared.clock import SYSTEM_CLOCK, Clock
 from shared.db import Pool
-
-Q = sqlq.Q
 
 
 def holder_id() -> str:
@@ -30,7 +28,7 @@ class Lease:
     name: str
     holder: str
     ttl: float = 30.0
-    clock: Callable[[], float] = time.monotonic
+    clock: Clock = SYSTEM_CLOCK
     valid_until: float = 0.0
 
     @property
@@ -43,21 +41,18 @@ class Lease:
 
     @property
     def held(self) -> bool:
-        return self.clock() < self.valid_until
+        return self.clock.monotonic() < self.valid_until
 
     async def take_or_renew(self) -> bool:
         """True while we hold the lease; False (and stop at once) when we do not."""
-        asked = self.clock()
+        asked = self.clock.monotonic()
         # A failure to ask changes nothing: what we held is still ours until `valid_until`.
-        async with self.pool.connection(timeout=5) as conn:
-            cur = await conn.execute(
-                Q["take_lease"], {"name": self.name, "holder": self.holder, "ttl": self.ttl}
-            )
-            row = await cur.fetchone()
-        if row is None:
+        async with connection(self.pool, timeout=5) as conn:
+            taken = await bot_store.take_lease(conn, self.name, self.holder, self.ttl)
+        if taken is None:
             self.lose()
             return False
-        if row["taken"]:
+        if taken:
             LEASE_CHANGES.labels(self.kind, "taken").inc()
         # Counted from before we asked: the database's expiry is at least this late.
         self.valid_until = asked + self.ttl - self.margin
@@ -70,8 +65,8 @@ class Lease:
 
     async def release(self) -> None:
         self.valid_until = 0.0
-        async with self.pool.connection() as conn:
-            await conn.execute(Q["release_lease"], {"name": self.name, "holder": self.holder})
+        async with connection(self.pool, timeout=5) as conn:
+            await bot_store.release_lease(conn, self.name, self.holder)
 
     @property
     def kind(self) -> str:

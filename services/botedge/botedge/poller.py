@@ -12,21 +12,20 @@ import datetime as dt
 import logging
 from typing import Any
 
-import psycopg
-
-from botedge import sqlq
+from botedge import bot_store, errors, inbox_store
+from botedge.db import connection
 from botedge.leases import Lease
 from botedge.metrics import IGNORED_KINDS, POLLED_UPDATES
 from botedge.pause import BotPause
 from botedge.telegram import BotApi, Conflict, TelegramError, TooManyRequests, Unauthorized
 from botedge.updates import ALLOWED_UPDATES, MalformedUpdate, other_kind, parse
 from shared.backoff import backoff_delay
+from shared.clock import SYSTEM_CLOCK, Clock
 from shared.db import Pool
 from shared.lifecycle import sleep_unless_stopped
 from shared.listen import Notifier
 
 log = logging.getLogger("botedge.poller")
-Q = sqlq.Q
 
 BACKOFF_START = 5.0
 BACKOFF_CAP = 300.0
@@ -44,6 +43,7 @@ class Poller:
         lease: Lease,
         pause: BotPause,
         poll_timeout: int = 20,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.pool = pool
         self.api = api
@@ -54,14 +54,23 @@ class Poller:
         self.lease = lease
         self.poll_timeout = poll_timeout
         self.pause = pause
+        self.clock = clock
         self.failures = 0
 
     async def run(self, stopping: asyncio.Event) -> None:
         await self.pause.load()
         while not stopping.is_set():
             await self.pause.wait(stopping)
-            if stopping.is_set() or not await self.lease.take_or_renew():
+            if stopping.is_set():
                 return
+            try:
+                if not await self.lease.take_or_renew():
+                    return
+            except errors.BotedgeError as error:
+                # Still ours until it runs out.
+                log.warning("bot %d: could not renew the poll lease: %s", self.bot_id, error)
+                if not self.lease.held:
+                    return
             try:
                 updates = await self._get_updates(stopping)
                 if updates is None:
@@ -81,7 +90,12 @@ class Poller:
                 continue
             self.failures = 0
             if isinstance(updates, list) and updates:
-                await self.store(updates)
+                try:
+                    await self.store(updates)
+                except errors.BotedgeError as error:
+                    # The offset did not move: the same updates come again.
+                    log.warning("bot %d: could not store polled updates: %s", self.bot_id, error)
+                    await self._back_off(stopping)
 
     async def _get_updates(self, stopping: asyncio.Event) -> Any:
         """One long poll, abandoned at once on stop (None): nothing is confirmed until the
@@ -113,7 +127,7 @@ class Poller:
     async def store(self, updates: list[object]) -> None:
         highest = self.offset - 1
         stored = 0
-        async with self.pool.connection() as conn, conn.transaction():
+        async with connection(self.pool) as conn, conn.transaction():
             for raw in updates:
                 try:
                     incoming = parse(raw)
@@ -126,20 +140,8 @@ class Poller:
                 if incoming.kind is None:
                     IGNORED_KINDS.labels(other_kind(incoming.payload)).inc()
                     continue
-                cur = await conn.execute(
-                    Q["insert_update"],
-                    {
-                        "bot_id": self.bot_id,
-                        "update_id": incoming.update_id,
-                        "chat_key": incoming.chat_key,
-                        "kind": incoming.kind,
-                        "payload": incoming.as_json(),
-                    },
-                )
-                stored += cur.rowcount
-            await conn.execute(
-                Q["advance_poll_offset"], {"bot_id": self.bot_id, "offset": highest + 1}
-            )
+                stored += await inbox_store.insert_update(conn, self.bot_id, incoming)
+            await inbox_store.advance_poll_offset(conn, self.bot_id, highest + 1)
         self.offset = highest + 1
         POLLED_UPDATES.inc(stored)
         if stored:
@@ -150,7 +152,7 @@ class Poller:
         return backoff_delay(self.failures + 1, base=BACKOFF_START, cap=BACKOFF_CAP)
 
     async def _record(self, error: TelegramError, *, invalid: bool = False) -> None:
-        until = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=self.backoff)
+        until = self.clock.now() + dt.timedelta(seconds=self.backoff)
         description = f"{error.code}: {error.description}"
         log.warning(
             "bot %d: getUpdates failed (%s); backing off %.0f s",
@@ -159,17 +161,12 @@ class Poller:
             self.backoff,
         )
         try:
-            async with self.pool.connection() as conn:
+            async with connection(self.pool) as conn:
                 if invalid:
-                    await conn.execute(
-                        Q["mark_token_invalid"], {"bot_id": self.bot_id, "error": description}
-                    )
+                    await bot_store.mark_token_invalid(conn, self.bot_id, description)
                 else:
-                    await conn.execute(
-                        Q["record_bot_error"],
-                        {"bot_id": self.bot_id, "error": description, "backoff_until": until},
-                    )
-        except (psycopg.Error, OSError) as db_error:
+                    await bot_store.record_bot_error(conn, self.bot_id, description, until)
+        except errors.BotedgeError as db_error:
             log.warning("bot %d: could not record the error: %s", self.bot_id, db_error)
 
     async def _back_off(self, stopping: asyncio.Event) -> None:

@@ -8,20 +8,19 @@ bursts), 20 a minute per group. A 429 pauses the whole bot for `retry_after`, in
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
+import contextlib
 import logging
-import time
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import psycopg
-import psycopg_pool
-
-from botedge import sqlq
+from botedge import bot_store, errors, outbox_store
 from botedge.buckets import Bucket
+from botedge.db import connection
 from botedge.leases import Lease
 from botedge.metrics import SENDS
+from botedge.outbox_store import OutboxRow
 from botedge.pause import BotPause
 from botedge.telegram import (
     BadRequest,
@@ -33,12 +32,11 @@ from botedge.telegram import (
     Unauthorized,
 )
 from shared.backoff import backoff_delay
+from shared.clock import SYSTEM_CLOCK, Clock
 from shared.db import Pool
 from shared.lifecycle import sleep_unless_stopped
 
 log = logging.getLogger("botedge.sender")
-Q = sqlq.Q
-
 LANES = 4
 FETCH = 500
 MAX_SEND_ATTEMPTS = 8
@@ -53,19 +51,20 @@ class Limits:
     private_rate: float = 1.0
     group_burst: float = 3.0
     group_per_minute: float = 20.0
+    clock: Clock = SYSTEM_CLOCK
     overall: Bucket = field(init=False)
     chats: dict[int, Bucket] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.overall = Bucket(self.per_second, self.per_second)
+        self.overall = Bucket(self.per_second, self.per_second, self.clock)
 
     def chat(self, chat_id: int) -> Bucket:
         bucket = self.chats.get(chat_id)
         if bucket is None:
             if chat_id < 0:
-                bucket = Bucket(self.group_burst, self.group_per_minute / 60)
+                bucket = Bucket(self.group_burst, self.group_per_minute / 60, self.clock)
             else:
-                bucket = Bucket(self.private_burst, self.private_rate)
+                bucket = Bucket(self.private_burst, self.private_rate, self.clock)
             self.chats[chat_id] = bucket
         return bucket
 
@@ -77,17 +76,7 @@ class Limits:
                 self.overall.take()
                 chat.take()
                 return
-            await asyncio.sleep(wait)
-
-
-@dataclass(frozen=True)
-class OutboxRow:
-    id: int
-    chat_id: int
-    method: str
-    payload: dict[str, Any]
-    attempts: int
-    available_at: dt.datetime
+            await self.clock.sleep(wait)
 
 
 class Sender:
@@ -103,8 +92,10 @@ class Sender:
         limits: Limits | None = None,
         poll_interval: float = 1.0,
         lanes: int = LANES,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.pool = pool
+        self.clock = clock
         self.api = api
         self.bot_id = bot_id
         self.token = token
@@ -132,7 +123,11 @@ class Sender:
             if not await self._check_token(stopping):
                 return
             while not stopping.is_set() and self.lease.held and not self.invalid:
-                launched = await self._launch_lanes()
+                try:
+                    launched = await self._launch_lanes()
+                except errors.BotedgeError as error:
+                    log.warning("bot %d: could not read the outbox: %s", self.bot_id, error)
+                    launched = False
                 if not launched:
                     await self._wait(stopping)
         except Unauthorized as error:
@@ -182,7 +177,7 @@ class Sender:
                 if not await self.lease.take_or_renew():
                     log.warning("bot %d: send lease lost; stopping at once", self.bot_id)
                     return
-            except (psycopg.Error, psycopg_pool.PoolTimeout, OSError) as error:
+            except errors.BotedgeError as error:
                 # Still ours until it runs out; sends stop by themselves if it does.
                 log.warning("bot %d: could not renew send lease (%s)", self.bot_id, error)
 
@@ -209,25 +204,15 @@ class Sender:
         if free <= 0:
             return False
         await self.pause.wait(self.stopping)
-        fetched_at = time.monotonic()
+        fetched_at = self.clock.monotonic()
         if len(self.lane_ended) > 10_000:
             self.lane_ended = {c: t for c, t in self.lane_ended.items() if t > fetched_at - 60}
-        async with self.pool.connection() as conn:
-            cur = await conn.execute(Q["pending_outbox"], {"bot_id": self.bot_id, "limit": FETCH})
-            rows = await cur.fetchall()
+        async with connection(self.pool) as conn:
+            rows = await outbox_store.pending(conn, self.bot_id, FETCH)
         by_chat: OrderedDict[int, list[OutboxRow]] = OrderedDict()
         for row in rows:
-            by_chat.setdefault(int(row["chat_id"]), []).append(
-                OutboxRow(
-                    int(row["id"]),
-                    int(row["chat_id"]),
-                    str(row["method"]),
-                    dict(row["payload"]),
-                    int(row["attempts"]),
-                    row["available_at"],
-                )
-            )
-        now = dt.datetime.now(dt.UTC)
+            by_chat.setdefault(row.chat_id, []).append(row)
+        now = self.clock.now()
         launched = False
         for chat_id, chat_rows in by_chat.items():
             if free <= 0:
@@ -254,7 +239,7 @@ class Sender:
         except Exception:
             log.exception("bot %d: sending to a chat failed", self.bot_id)
         finally:
-            self.lane_ended[chat_id] = time.monotonic()
+            self.lane_ended[chat_id] = self.clock.monotonic()
             self.busy.discard(chat_id)
 
     async def _send(self, row: OutboxRow) -> bool:
@@ -274,49 +259,49 @@ class Sender:
             return False
         except Forbidden as error:
             SENDS.labels("403").inc()
-            await self._finish(Q["mark_failed"], row, error=error.description)
+            await self._record(row, outbox_store.mark_failed, error.description)
             if row.chat_id > 0:
-                async with self.pool.connection() as conn:
-                    await conn.execute(
-                        Q["set_blocked"],
-                        {"bot_id": self.bot_id, "user_id": row.chat_id, "blocked": True},
-                    )
+                with contextlib.suppress(errors.BotedgeError):
+                    async with connection(self.pool) as conn:
+                        await bot_store.set_blocked(conn, self.bot_id, row.chat_id, True)
             return True
         except BadRequest as error:
             SENDS.labels("400").inc()
             if error.not_modified:
-                await self._finish(Q["mark_sent"], row, message_id=None)
+                await self._record(row, outbox_store.mark_sent, None)
             else:
-                await self._finish(Q["mark_failed"], row, error=error.description)
+                await self._record(row, outbox_store.mark_failed, error.description)
             return True
         except (ServerError, TelegramError) as error:
             SENDS.labels("5xx").inc()
             if row.attempts + 1 >= MAX_SEND_ATTEMPTS:
-                await self._finish(Q["mark_failed"], row, error=error.description)
+                await self._record(row, outbox_store.mark_failed, error.description)
                 return True
             delay = backoff_delay(row.attempts + 1, base=0.5, cap=60.0)
-            await self._finish(Q["postpone_send"], row, delay=delay, error=error.description)
+            await self._record(row, outbox_store.postpone, delay, error.description)
             return False
         SENDS.labels("sent").inc()
         message_id = result.get("message_id") if isinstance(result, dict) else None
-        await self._finish(Q["mark_sent"], row, message_id=message_id)
+        await self._record(row, outbox_store.mark_sent, message_id)
         return True
 
-    async def _finish(self, query: Any, row: OutboxRow, **params: Any) -> None:
+    async def _record(
+        self, row: OutboxRow, outcome: Callable[..., Awaitable[None]], *args: Any
+    ) -> None:
         """Record what Telegram answered, whatever it takes: until it is recorded the row looks
         unsent, and the next lane (or the next holder) would send it again. The lane waits
         here, and takes nothing else, until the database answers."""
         failures = 0
         while True:
             try:
-                async with self.pool.connection(timeout=5) as conn:
-                    await conn.execute(query, {"id": row.id, **params})
+                async with connection(self.pool, timeout=5) as conn:
+                    await outcome(conn, row.id, *args)
                 if failures:
                     log.info(
                         "bot %d: recorded send %d after %d tries", self.bot_id, row.id, failures + 1
                     )
                 return
-            except (psycopg.Error, psycopg_pool.PoolTimeout, OSError) as error:
+            except errors.BotedgeError as error:
                 failures += 1
                 delay = backoff_delay(failures, base=0.1, cap=5.0)
                 log.warning(
@@ -326,7 +311,7 @@ class Sender:
                     error,
                     delay,
                 )
-                await asyncio.sleep(delay)
+                await self.clock.sleep(delay)
 
     async def _token_invalid(self, error: TelegramError) -> None:
         self.invalid = True
@@ -335,8 +320,11 @@ class Sender:
             self.bot_id,
             error.description,
         )
-        async with self.pool.connection() as conn:
-            await conn.execute(
-                Q["mark_token_invalid"],
-                {"bot_id": self.bot_id, "error": f"{error.code}: {error.description}"},
-            )
+        try:
+            async with connection(self.pool) as conn:
+                await bot_store.mark_token_invalid(
+                    conn, self.bot_id, f"{error.code}: {error.description}"
+                )
+        except errors.BotedgeError as db_error:
+            # The next getMe (this worker's or another's) finds the token dead again.
+            log.warning("bot %d: could not mark the token invalid: %s", self.bot_id, db_error)

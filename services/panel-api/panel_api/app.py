@@ -2,28 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-
 from starlette.applications import Starlette
-from starlette.routing import Route
 
-from panel_api import auth
+from panel_api import auth, errors
 from panel_api.settings import PanelSettings
-from shared.web import Runtime, create_service_app
+from shared.clock import SYSTEM_CLOCK, Clock
+from shared.errors import service_error_handler
+from shared.web import create_service_app
+
+# The one place the panel's errors meet HTTP.
+STATUS: dict[type[errors.PanelError], int] = {errors.DatabaseUnavailable: 503}
 
 
-def create_app(settings: PanelSettings) -> Starlette:
-    @asynccontextmanager
-    async def resources(state: Runtime) -> AsyncIterator[None]:
-        state.extra["jwt_secret"] = settings.jwt_secret
-        yield
-
+def create_app(settings: PanelSettings, *, clock: Clock = SYSTEM_CLOCK) -> Starlette:
     return create_service_app(
         settings.common,
-        routes=[
-            Route("/v1/auth/login", auth.login, methods=["POST"]),
-            Route("/v1/me", auth.me, methods=["GET"]),
-        ],
-        extra_lifespan=resources,
+        routes=auth.routes(settings.jwt_secret, clock),
+        exception_handlers={errors.PanelError: service_error_handler(STATUS)},
     )

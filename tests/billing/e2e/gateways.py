@@ -157,13 +157,8 @@ def set_membership(
     grace_days: int = 3,
 ) -> int:
     """A membership as it stands before the test (past due, say); returns the person id."""
+    person = add_person(database_url, telegram_user_id)
     with psycopg.connect(database_url) as conn:
-        row = conn.execute(
-            "INSERT INTO people (telegram_user_id) VALUES (%s) ON CONFLICT (telegram_user_id)"
-            " DO UPDATE SET updated_at = now() RETURNING id",
-            (telegram_user_id,),
-        ).fetchone()
-        assert row is not None
         check = (
             expires_at
             if status == "active"
@@ -172,9 +167,9 @@ def set_membership(
         conn.execute(
             "INSERT INTO memberships (person_id, channel_id, status, expires_at, grace_days,"
             " next_check_at, updated_at) VALUES (%s, %s, %s, %s, %s, %s, now())",
-            (row[0], channel_id, status, expires_at, grace_days, check),
+            (person, channel_id, status, expires_at, grace_days, check),
         )
-        return int(row[0])
+        return person
 
 
 def sweep_request(token: str | None = None) -> dict[str, str]:

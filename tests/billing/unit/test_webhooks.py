@@ -8,7 +8,7 @@ from decimal import Decimal
 
 import pytest
 
-from billing.app import as_problem
+from billing.app import STATUS
 from billing.errors import BillingError
 from billing.webhooks import (
     Kind,
@@ -18,6 +18,7 @@ from billing.webhooks import (
     stripe_signature,
     wayforpay_signature,
 )
+from shared.errors import problem_for
 from shared.settings import Secret
 
 NOW = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.UTC)
@@ -39,6 +40,12 @@ def test_wayforpay_signature__documented_purchase_example() -> None:
 # -- subgate --
 
 SUBGATE = Subgate(Secret("subgate-test-secret-0001"))
+
+
+def status_of(error: BillingError) -> int:
+    problem = problem_for(error, STATUS)
+    assert problem is not None, f"{type(error).__name__} has no status"
+    return problem.status
 
 
 def subgate_body(**overrides: object) -> dict[str, object]:
@@ -67,7 +74,7 @@ def test_subgate__tampered_amount_is_401() -> None:
     body["amount"] = "1.00"
     with pytest.raises(BillingError) as error:
         SUBGATE.verify({}, json.dumps(body).encode(), NOW)
-    assert (as_problem(error.value).status, error.value.slug) == (401, "bad-signature")
+    assert (status_of(error.value), error.value.slug) == (401, "bad-signature")
 
 
 def test_subgate__new_payment_id_on_a_captured_payload_is_401() -> None:
@@ -82,7 +89,7 @@ def test_subgate__stale_or_future_timestamp_is_401(offset: int) -> None:
     body = subgate_body(timestamp=TS + offset)
     with pytest.raises(BillingError) as error:
         SUBGATE.verify({}, json.dumps(body).encode(), NOW)
-    assert (as_problem(error.value).status, error.value.slug) == (401, "stale-timestamp")
+    assert (status_of(error.value), error.value.slug) == (401, "stale-timestamp")
 
 
 @pytest.mark.parametrize(
@@ -100,7 +107,7 @@ def test_subgate__stale_or_future_timestamp_is_401(offset: int) -> None:
 def test_subgate__malformed(body: bytes, status: int) -> None:
     with pytest.raises(BillingError) as error:
         SUBGATE.verify({}, body, NOW)
-    assert as_problem(error.value).status == status
+    assert status_of(error.value) == status
 
 
 # -- WayForPay --
@@ -214,7 +221,7 @@ def test_stripe__bad_headers(header: str | None, slug: str) -> None:
     headers = {} if header is None else {"stripe-signature": header}
     with pytest.raises(BillingError) as error:
         STRIPE.verify(headers, stripe_event(), NOW)
-    assert (as_problem(error.value).status, error.value.slug) == (401, slug)
+    assert (status_of(error.value), error.value.slug) == (401, slug)
 
 
 @pytest.mark.parametrize("offset", [-301, 301])

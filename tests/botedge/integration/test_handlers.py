@@ -10,13 +10,14 @@ from typing import Any
 import psycopg
 import pytest
 
-from botedge.handlers import BotLogic, Update
+from botedge.handlers import BotLogic
+from botedge.inbox_store import InboxRow
 from shared.db import connect
 from tests.botedge.conftest import insert_bot
 
 
-def update(bot_id: int, kind: str, body: dict[str, Any], chat_key: int) -> Update:
-    return Update(
+def update(bot_id: int, kind: str, body: dict[str, Any], chat_key: int) -> InboxRow:
+    return InboxRow(
         id=1,
         bot_id=bot_id,
         update_id=1,
@@ -28,7 +29,7 @@ def update(bot_id: int, kind: str, body: dict[str, Any], chat_key: int) -> Updat
     )
 
 
-async def apply(database_url: str, item: Update) -> None:
+async def apply(database_url: str, item: InboxRow) -> None:
     conn = await connect(database_url, autocommit=True)
     async with conn, conn.transaction():
         await BotLogic().apply(conn, item, None)

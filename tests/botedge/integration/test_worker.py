@@ -5,15 +5,17 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 import psycopg
 
 from botedge.app import create_api_app
-from botedge.handlers import BotLogic, Reply, Update
+from botedge.consumer import ConsumerConfig, InboxConsumer
+from botedge.handlers import BotLogic, Reply
+from botedge.inbox_store import InboxRow
 from botedge.settings import load
-from botedge.worker import UpdateWorker, WorkerConfig
 from shared.db import Connection, create_pool
 from shared.listen import Notifier
 from shared.settings import CommonSettings, Reader
@@ -29,7 +31,7 @@ class FailingFor(BotLogic):
         self.failing = failing
         self.seen: list[tuple[int, int]] = []
 
-    async def apply(self, conn: Connection, update: Update, prepared: Any) -> list[Reply]:
+    async def apply(self, conn: Connection, update: InboxRow, prepared: Any) -> list[Reply]:
         self.seen.append((update.chat_key, update.update_id))
         if update.chat_key in self.failing:
             raise RuntimeError(f"cannot handle {update.update_id}")
@@ -42,20 +44,31 @@ def states(database_url: str) -> dict[int, tuple[str, int]]:
     return {u: (s, a) for u, s, a in rows}
 
 
-async def run_worker(database_url: str, handler: Any, seconds: float, **config: Any) -> None:
+def settled(database_url: str, expected: set[str]) -> Callable[[], bool]:
+    """True once every update is in one of the `expected` states."""
+    return lambda: {s for s, _ in states(database_url).values()} <= expected
+
+
+async def run_worker(
+    database_url: str, handler: Any, until: Callable[[], bool], **config: Any
+) -> None:
+    """Run a consumer until `until()` holds (checked between waits, 20 s at most)."""
     settings = CommonSettings.read(Reader({"DATABASE_URL": database_url}), "test-worker", 1)
     pool = create_pool(settings)
     await pool.open(wait=True)
     stopping = asyncio.Event()
-    worker = UpdateWorker(
+    worker = InboxConsumer(
         pool,
         handler,
         Notifier(pool),
         asyncio.Event(),
-        WorkerConfig(slots=8, poll_interval=0.05, **config),
+        ConsumerConfig(slots=8, poll_interval=0.05, **config),
     )
     task = asyncio.create_task(worker.run(stopping))
-    await asyncio.sleep(seconds)
+    deadline = asyncio.get_running_loop().time() + 20
+    while not await asyncio.to_thread(until):
+        assert asyncio.get_running_loop().time() < deadline, "the consumer never got there"
+        await asyncio.sleep(0.05)
     stopping.set()
     await task
     await pool.close()
@@ -65,7 +78,15 @@ def test_failure__retries_only_that_person_then_dead_releases_them(database_url:
     bot, _, _ = insert_bot(database_url)
     enqueue(database_url, bot, [(1, 10, "a1"), (2, 20, "b1"), (3, 10, "a2"), (4, 20, "b2")])
     handler = FailingFor({10})
-    asyncio.run(run_worker(database_url, handler, 2.0, max_attempts=3, backoff_base=0.05))
+    asyncio.run(
+        run_worker(
+            database_url,
+            handler,
+            settled(database_url, {"done", "dead"}),
+            max_attempts=3,
+            backoff_base=0.05,
+        )
+    )
     result = states(database_url)
     # Person 20 was never held up.
     assert result[2] == ("done", 1) and result[4] == ("done", 1)
@@ -84,7 +105,11 @@ def test_failure__retries_only_that_person_then_dead_releases_them(database_url:
 def test_dead_updates__listed_and_replayed_by_command_and_endpoint(database_url: str) -> None:
     bot, _, _ = insert_bot(database_url)
     enqueue(database_url, bot, [(1, 10, "a1"), (2, 11, "b1")])
-    asyncio.run(run_worker(database_url, FailingFor({10, 11}), 0.6, max_attempts=1))
+    asyncio.run(
+        run_worker(
+            database_url, FailingFor({10, 11}), settled(database_url, {"dead"}), max_attempts=1
+        )
+    )
     assert {s for s, _ in states(database_url).values()} == {"dead"}
     with psycopg.connect(database_url) as conn:
         ids = [r[0] for r in conn.execute("SELECT id FROM inbox ORDER BY update_id").fetchall()]
@@ -112,5 +137,5 @@ def test_dead_updates__listed_and_replayed_by_command_and_endpoint(database_url:
         assert httpx.get(f"{api}/internal/inbox/dead").status_code == 401
         assert httpx.post(f"{api}/internal/inbox/{ids[1]}/replay", headers=auth).status_code == 200
         assert httpx.post(f"{api}/internal/inbox/{ids[1]}/replay", headers=auth).status_code == 404
-    asyncio.run(run_worker(database_url, BotLogic(), 0.6))
+    asyncio.run(run_worker(database_url, BotLogic(), settled(database_url, {"done"})))
     assert {s for s, _ in states(database_url).values()} == {"done"}

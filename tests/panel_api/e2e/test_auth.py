@@ -102,3 +102,11 @@ def test_me__without_credentials_401(panel: str) -> None:
     response = httpx.get(f"{panel}/v1/me")
     assert response.status_code == 401
     assert response.headers["www-authenticate"] == "Bearer"
+
+
+@pytest.mark.parametrize("length", [73, 200, 3000])
+def test_login__password_beyond_bcrypts_72_bytes_is_401_not_500(panel: str, length: int) -> None:
+    # Starts with the real password: bcrypt would have read only its first 72 bytes.
+    response = login(panel, "owner@example.com", (PASSWORD + "x" * length)[:length])
+    assert response.status_code == 401
+    assert response.json()["type"] == "/problems/bad-credentials"

@@ -92,6 +92,11 @@ def test_service__in_flight_request_cut_at_the_shutdown_deadline(
         with pytest.raises(httpx.HTTPError):
             pending.result(timeout=10).raise_for_status()
     assert elapsed < 10, f"drain took {elapsed:.1f} s with a 1 s deadline"
+    # Cut by design: announced, not an error and not a 500.
+    output = service.output()
+    assert "request cut at the shutdown deadline" in output
+    assert '"level": "ERROR"' not in output
+    assert '"status": 500' not in output
 
 
 def test_simulated_telegram__stops_with_a_long_poll_in_flight_and_no_error(

@@ -1,4 +1,5 @@
-"""The worker process: the claim loop, a sender and a poller contender per bot, the gauges.
+"""The worker process's supervisor: it runs the inbox consumer, a sender and a poller contender
+per active bot (reloaded every 5 s), and the queue gauges.
 
 Every worker runs the same thing; the leases decide which one sends (and polls) for each bot.
 """
@@ -11,9 +12,10 @@ import logging
 from collections.abc import Awaitable, Callable
 
 import httpx
-import psycopg
 
-from botedge import sqlq, store
+from botedge import bot_store, errors, inbox_store, outbox_store
+from botedge.consumer import ConsumerConfig, InboxConsumer
+from botedge.db import connection
 from botedge.handlers import BotLogic, Handler
 from botedge.leases import Lease, holder_id
 from botedge.metrics import BOTS_SERVED, DEAD_UPDATES, INBOX_DEPTH, INBOX_OLDEST_AGE, OUTBOX_DEPTH
@@ -22,27 +24,29 @@ from botedge.poller import Poller
 from botedge.sender import Limits, Sender
 from botedge.settings import BotedgeSettings
 from botedge.telegram import BotApi
-from botedge.worker import UpdateWorker, WorkerConfig
+from shared.clock import SYSTEM_CLOCK, Clock
 from shared.db import Pool
 from shared.lifecycle import sleep_unless_stopped
 from shared.listen import Listener, Notifier
 from shared.secretbox import SecretBox, SecretBoxError
 
-log = logging.getLogger("botedge.edge")
-Q = sqlq.Q
+log = logging.getLogger("botedge.supervisor")
 
 BOTS_REFRESH = 5.0
 
 
-class EdgeWorker:
+class WorkerSupervisor:
     def __init__(
         self,
         settings: BotedgeSettings,
         pool: Pool,
         http: httpx.AsyncClient,
         handler: Handler | None = None,
+        *,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.settings = settings
+        self.clock = clock
         self.pool = pool
         self.api = BotApi(http, settings.telegram_api_base)
         self.box = SecretBox(settings.bot_token_key)
@@ -50,12 +54,12 @@ class EdgeWorker:
         self.notifier = Notifier(pool)
         self.listener = Listener(settings.common.database_url.reveal(), ("inbox", "outbox"))
         self.stopping = asyncio.Event()
-        self.worker = UpdateWorker(
+        self.consumer = InboxConsumer(
             pool,
             handler or BotLogic(),
             self.notifier,
             self.listener.event("inbox"),
-            WorkerConfig(
+            ConsumerConfig(
                 slots=settings.worker_slots,
                 lock_seconds=settings.lock_seconds,
                 max_attempts=settings.max_attempts,
@@ -73,7 +77,7 @@ class EdgeWorker:
         self.listener.start()
         loop = asyncio.get_running_loop()
         self.tasks = [
-            loop.create_task(self.worker.run(self.stopping)),
+            loop.create_task(self.consumer.run(self.stopping)),
             loop.create_task(self._supervise_bots()),
             loop.create_task(self._gauges()),
         ]
@@ -94,9 +98,9 @@ class EdgeWorker:
     async def _supervise_bots(self) -> None:
         while not self.stopping.is_set():
             try:
-                async with self.pool.connection() as conn:
-                    bots = await store.active_bots(conn, self.box)
-            except (psycopg.Error, OSError, SecretBoxError) as error:
+                async with connection(self.pool) as conn:
+                    bots = await bot_store.active_bots(conn, self.box)
+            except (errors.BotedgeError, SecretBoxError) as error:
                 log.warning("could not load bots: %s", error)
                 bots = []
             else:
@@ -120,17 +124,20 @@ class EdgeWorker:
 
     def _pause(self, bot_id: int) -> BotPause:
         if bot_id not in self.pauses:
-            self.pauses[bot_id] = BotPause(self.pool, bot_id)
+            self.pauses[bot_id] = BotPause(self.pool, bot_id, self.clock)
         return self.pauses[bot_id]
 
-    def _sender_factory(self, bot: store.BotRecord) -> Callable[[], Awaitable[None]]:
+    def _sender_factory(self, bot: bot_store.BotRecord) -> Callable[[], Awaitable[None]]:
         async def run() -> None:
             settings = self.settings
-            lease = Lease(self.pool, f"send:{bot.id}", self.holder, settings.lease_seconds)
+            lease = Lease(
+                self.pool, f"send:{bot.id}", self.holder, settings.lease_seconds, self.clock
+            )
             limits = Limits(
                 per_second=settings.send_rate,
                 private_rate=settings.send_private_rate,
                 group_per_minute=settings.send_group_per_minute,
+                clock=self.clock,
             )
             await self._while_holding(
                 lease,
@@ -145,14 +152,17 @@ class EdgeWorker:
                     limits=limits,
                     poll_interval=settings.poll_interval,
                     lanes=settings.send_lanes,
+                    clock=self.clock,
                 ).run(self.stopping),
             )
 
         return run
 
-    def _poller_factory(self, bot: store.BotRecord) -> Callable[[], Awaitable[None]]:
+    def _poller_factory(self, bot: bot_store.BotRecord) -> Callable[[], Awaitable[None]]:
         async def run() -> None:
-            lease = Lease(self.pool, f"poll:{bot.id}", self.holder, self.settings.lease_seconds)
+            lease = Lease(
+                self.pool, f"poll:{bot.id}", self.holder, self.settings.lease_seconds, self.clock
+            )
             await self._while_holding(
                 lease,
                 lambda: Poller(
@@ -165,6 +175,7 @@ class EdgeWorker:
                     lease,
                     self._pause(bot.id),
                     poll_timeout=self.settings.poll_timeout,
+                    clock=self.clock,
                 ).run(self.stopping),
             )
 
@@ -175,7 +186,7 @@ class EdgeWorker:
         while not self.stopping.is_set():
             try:
                 taken = await lease.take_or_renew()
-            except (psycopg.Error, OSError) as error:
+            except errors.BotedgeError as error:
                 log.warning("lease %s: %s", lease.name, error)
                 taken = False
             if taken:
@@ -184,7 +195,7 @@ class EdgeWorker:
                     await work()
                 finally:
                     if self.stopping.is_set():
-                        with contextlib.suppress(psycopg.Error, OSError):
+                        with contextlib.suppress(errors.BotedgeError):
                             await lease.release()
                 if self.stopping.is_set():
                     return
@@ -201,16 +212,19 @@ class EdgeWorker:
     async def _gauges(self) -> None:
         while not self.stopping.is_set():
             try:
-                async with self.pool.connection() as conn:
-                    for gauge in (INBOX_DEPTH, INBOX_OLDEST_AGE, OUTBOX_DEPTH, DEAD_UPDATES):
-                        gauge.clear()
-                    for row in await (await conn.execute(Q["queue_gauges"])).fetchall():
-                        INBOX_DEPTH.labels(str(row["bot_id"])).set(row["depth"])
-                        INBOX_OLDEST_AGE.labels(str(row["bot_id"])).set(float(row["oldest_age"]))
-                    for row in await (await conn.execute(Q["outbox_gauges"])).fetchall():
-                        OUTBOX_DEPTH.labels(str(row["bot_id"])).set(row["depth"])
-                    for row in await (await conn.execute(Q["dead_count"])).fetchall():
-                        DEAD_UPDATES.labels(str(row["bot_id"])).set(row["dead"])
-            except (psycopg.Error, OSError) as error:
+                async with connection(self.pool) as conn:
+                    queues = await inbox_store.queue_gauges(conn)
+                    sends = await outbox_store.depths(conn)
+                    dead = await inbox_store.dead_counts(conn)
+                for gauge in (INBOX_DEPTH, INBOX_OLDEST_AGE, OUTBOX_DEPTH, DEAD_UPDATES):
+                    gauge.clear()
+                for queue in queues:
+                    INBOX_DEPTH.labels(str(queue.bot_id)).set(queue.depth)
+                    INBOX_OLDEST_AGE.labels(str(queue.bot_id)).set(queue.oldest_age)
+                for bot_id, depth in sends.items():
+                    OUTBOX_DEPTH.labels(str(bot_id)).set(depth)
+                for bot_id, count in dead.items():
+                    DEAD_UPDATES.labels(str(bot_id)).set(count)
+            except errors.BotedgeError as error:
                 log.warning("could not read queue gauges: %s", error)
             await sleep_unless_stopped(self.stopping, self.settings.gauges_interval)

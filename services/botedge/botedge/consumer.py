@@ -1,6 +1,6 @@
-"""Claim and handle updates: each person's in order, different people in parallel.
+"""The inbox consumer: claim and handle updates, each person's in order, people in parallel.
 
-N slots (default 32); a claim runs as soon as a quarter of them are free. One transaction per
+N slots (default 16); a claim runs as soon as a quarter of them are free. One transaction per
 update writes the person, the effects and the replies, and finishes the row by compare-and-set
 on its claim token. A failure retries with exponential backoff and jitter, delaying only that
 person; after the last attempt the update is dead and the person moves on.
@@ -9,15 +9,14 @@ person; after the last attempt the update is dead and the person moves on.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from dataclasses import dataclass
 
-import psycopg
-
-from botedge import sqlq
-from botedge.handlers import Handler, Update
+from botedge import errors, inbox_store, outbox_store
+from botedge.db import connection
+from botedge.handlers import Handler
+from botedge.inbox_store import InboxRow
 from botedge.metrics import HANDLING_SECONDS, UPDATES_HANDLED
 from shared.backoff import backoff_delay
 from shared.db import Pool
@@ -25,13 +24,12 @@ from shared.lifecycle import sleep_unless_stopped
 from shared.listen import Notifier
 from shared.logging import request_id
 
-log = logging.getLogger("botedge.worker")
-Q = sqlq.Q
+log = logging.getLogger("botedge.consumer")
 
 
 @dataclass(frozen=True)
-class WorkerConfig:
-    slots: int = 32
+class ConsumerConfig:
+    slots: int = 16
     lock_seconds: float = 60.0
     max_attempts: int = 5
     poll_interval: float = 1.0
@@ -43,14 +41,14 @@ class LostClaim(Exception):
     """Our claim was taken over (lease ran out); whatever we wrote is rolled back."""
 
 
-class UpdateWorker:
+class InboxConsumer:
     def __init__(
         self,
         pool: Pool,
         handler: Handler,
         notifier: Notifier,
         wakeup: asyncio.Event,
-        config: WorkerConfig,
+        config: ConsumerConfig,
         holder: str = "",
     ) -> None:
         self.pool = pool
@@ -62,31 +60,27 @@ class UpdateWorker:
         self.in_flight: set[asyncio.Task[None]] = set()
         self._slot_freed = asyncio.Event()
 
-    async def claim(self, limit: int) -> list[Update]:
-        async with self.pool.connection() as conn:
-            cur = await conn.execute(
-                Q["claim_updates"],
-                {"limit": limit, "lock_seconds": self.config.lock_seconds, "holder": self.holder},
-            )
-            return [Update.from_row(row) for row in await cur.fetchall()]
+    async def claim(self, limit: int) -> list[InboxRow] | None:
+        async with connection(self.pool) as conn:
+            return await inbox_store.claim(conn, limit, self.config.lock_seconds, self.holder)
 
     async def run(self, stopping: asyncio.Event) -> None:
         slots = self.config.slots
         quarter = max(1, slots // 4)
         while not stopping.is_set():
             free = slots - len(self.in_flight)
-            claimed: list[Update] = []
+            claimed: list[InboxRow] = []
             if free >= quarter:
                 try:
-                    claimed = await self.claim(free)
-                except psycopg.errors.UniqueViolation:
-                    # Two claims raced for one person; the unique index kept them apart.
-                    await asyncio.sleep(0.01)
-                    continue
-                except (psycopg.Error, OSError) as error:
+                    result = await self.claim(free)
+                except errors.BotedgeError as error:
                     log.warning("claim failed: %s", error)
                     await sleep_unless_stopped(stopping, self.config.poll_interval)
                     continue
+                if result is None:
+                    await asyncio.sleep(0.01)
+                    continue
+                claimed = result
                 for update in claimed:
                     task = asyncio.get_running_loop().create_task(self.handle(update))
                     self.in_flight.add(task)
@@ -123,7 +117,7 @@ class UpdateWorker:
         self.wakeup.clear()
         self._slot_freed.clear()
 
-    async def handle(self, update: Update) -> None:
+    async def handle(self, update: InboxRow) -> None:
         token = request_id.set(f"update-{update.bot_id}-{update.update_id}")
         started = time.perf_counter()
         outcome = "done"
@@ -131,22 +125,18 @@ class UpdateWorker:
             budget = self.config.lock_seconds * 0.8
             prepared = await asyncio.wait_for(self.handler.prepare(update), budget)
             replies = 0
-            async with self.pool.connection() as conn, conn.transaction():
+            async with connection(self.pool) as conn, conn.transaction():
                 for n, reply in enumerate(await self.handler.apply(conn, update, prepared)):
-                    await conn.execute(
-                        Q["insert_outbox"],
-                        {
-                            "bot_id": update.bot_id,
-                            "chat_id": reply.chat_id,
-                            "method": reply.method,
-                            "payload": json.dumps(reply.payload),
-                            "priority": 0,
-                            "dedupe_key": f"inbox:{update.id}:{n}",
-                        },
+                    await outbox_store.queue_reply(
+                        conn,
+                        update.bot_id,
+                        reply.chat_id,
+                        reply.method,
+                        reply.payload,
+                        key=f"inbox:{update.id}:{n}",
                     )
                     replies += 1
-                cur = await conn.execute(Q["finish_update"], update.claim)
-                if cur.rowcount != 1:
+                if not await inbox_store.finish(conn, update):
                     raise LostClaim
             if replies:
                 self.notifier.announce("outbox", str(update.bot_id))
@@ -160,14 +150,13 @@ class UpdateWorker:
             UPDATES_HANDLED.labels(outcome).inc()
             request_id.reset(token)
 
-    async def _fail(self, update: Update, error: BaseException) -> str:
+    async def _fail(self, update: InboxRow, error: BaseException) -> str:
         description = f"{type(error).__name__}: {error}"[:1000]
         last = update.attempt >= self.config.max_attempts
-        params = {**update.claim, "error": description}
         try:
-            async with self.pool.connection() as conn:
+            async with connection(self.pool) as conn:
                 if last:
-                    await conn.execute(Q["bury_update"], params)
+                    await inbox_store.bury(conn, update, description)
                 else:
                     delay = backoff_delay(
                         update.attempt,
@@ -175,8 +164,8 @@ class UpdateWorker:
                         cap=self.config.backoff_cap,
                         jitter=True,
                     )
-                    await conn.execute(Q["retry_update"], {**params, "delay": delay})
-        except (psycopg.Error, OSError) as db_error:
+                    await inbox_store.retry(conn, update, description, delay)
+        except errors.BotedgeError as db_error:
             # The claim runs out and the update comes back: nothing is lost.
             log.error("update %d: could not record failure: %s", update.id, db_error)
             return "error"

@@ -1,0 +1,162 @@
+"""SQL about bots and the people and chats they meet: bots, leases, pauses, people, channels.
+
+Every function takes a connection from `botedge.db.connection(pool)`.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from botedge import errors, sqlq
+from shared.db import Connection
+from shared.secretbox import SecretBox
+
+Q = sqlq.Q
+
+# Accounts Telegram puts in `from` that are not people: the service account that forwards
+# channel posts to linked groups, the stand-in for anonymous group admins, and the stand-in for
+# messages sent on behalf of a channel.
+NOT_PEOPLE = frozenset({777000, 1087968824, 136817688})
+
+
+async def _one(conn: Connection, name: str, params: dict[str, Any]) -> dict[str, Any] | None:
+    cur = await conn.execute(Q[name], params)
+    row = await cur.fetchone()
+    return dict(row) if row is not None else None
+
+
+# -- bots ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BotRecord:
+    id: int
+    telegram_bot_id: int
+    username: str
+    token: str
+    mode: str
+    poll_offset: int
+
+
+@dataclass(frozen=True)
+class WebhookBot:
+    status: str
+    webhook_secret_encrypted: str
+
+
+async def webhook_bot(conn: Connection, bot_id: int) -> WebhookBot | None:
+    row = await _one(conn, "bot_for_webhook", {"bot_id": bot_id})
+    if row is None:
+        return None
+    return WebhookBot(str(row["status"]), str(row["webhook_secret_encrypted"]))
+
+
+async def active_bots(conn: Connection, box: SecretBox) -> list[BotRecord]:
+    cur = await conn.execute(Q["active_bots"])
+    return [
+        BotRecord(
+            id=int(row["id"]),
+            telegram_bot_id=int(row["telegram_bot_id"]),
+            username=str(row["username"]),
+            token=box.open(row["token_encrypted"]),
+            mode=str(row["mode"]),
+            poll_offset=int(row["poll_offset"]),
+        )
+        for row in await cur.fetchall()
+    ]
+
+
+async def save_bot(
+    conn: Connection, box: SecretBox, me: dict[str, Any], token: str, mode: str
+) -> tuple[int, str]:
+    """Store (or update) a bot whose token getMe accepted, paused until `activate_bot`; returns
+    its id and webhook secret."""
+    webhook_secret = secrets.token_urlsafe(32)
+    row = await _one(
+        conn,
+        "insert_bot",
+        {
+            "telegram_bot_id": int(me["id"]),
+            "username": str(me.get("username") or ""),
+            "token_encrypted": box.seal(token),
+            "webhook_secret_encrypted": box.seal(webhook_secret),
+            "mode": mode,
+        },
+    )
+    if row is None:
+        raise errors.StoreError("insert_bot returned no row")
+    return int(row["id"]), webhook_secret
+
+
+async def activate_bot(conn: Connection, bot_id: int) -> None:
+    await conn.execute(Q["activate_bot"], {"bot_id": bot_id})
+
+
+async def record_bot_error(
+    conn: Connection, bot_id: int, error: str, backoff_until: Any = None
+) -> None:
+    await conn.execute(
+        Q["record_bot_error"], {"bot_id": bot_id, "error": error, "backoff_until": backoff_until}
+    )
+
+
+async def mark_token_invalid(conn: Connection, bot_id: int, error: str) -> None:
+    await conn.execute(Q["mark_token_invalid"], {"bot_id": bot_id, "error": error})
+
+
+async def pause_left(conn: Connection, bot_id: int) -> float:
+    row = await _one(conn, "bot_pause_left", {"bot_id": bot_id})
+    return float(row["left"]) if row is not None else 0.0
+
+
+async def pause_bot(conn: Connection, bot_id: int, seconds: float) -> None:
+    await conn.execute(Q["pause_bot"], {"bot_id": bot_id, "seconds": seconds})
+
+
+# -- leases -------------------------------------------------------------------------------
+
+
+async def take_lease(conn: Connection, name: str, holder: str, ttl: float) -> bool | None:
+    """None when another holder's lease still runs; else whether we took it just now."""
+    row = await _one(conn, "take_lease", {"name": name, "holder": holder, "ttl": ttl})
+    return None if row is None else bool(row["taken"])
+
+
+async def release_lease(conn: Connection, name: str, holder: str) -> None:
+    await conn.execute(Q["release_lease"], {"name": name, "holder": holder})
+
+
+# -- people and chats ---------------------------------------------------------------------
+
+
+async def record_person(conn: Connection, bot_id: int, user: Any) -> int | None:
+    """Upsert the person behind a `from` and note that this bot met them; their id."""
+    if not isinstance(user, dict) or user.get("is_bot") or not isinstance(user.get("id"), int):
+        return None
+    if user["id"] in NOT_PEOPLE:
+        return None
+    row = await _one(
+        conn,
+        "upsert_person",
+        {
+            "telegram_user_id": user["id"],
+            "username": user.get("username"),
+            "first_name": str(user.get("first_name") or ""),
+            "last_name": user.get("last_name"),
+            "language_code": user.get("language_code"),
+        },
+    )
+    if row is None:
+        return None
+    await conn.execute(Q["touch_bot_person"], {"bot_id": bot_id, "person_id": row["id"]})
+    return int(row["id"])
+
+
+async def set_blocked(conn: Connection, bot_id: int, user_id: int, blocked: bool) -> None:
+    await conn.execute(Q["set_blocked"], {"bot_id": bot_id, "user_id": user_id, "blocked": blocked})
+
+
+async def move_channel(conn: Connection, old_chat_id: int, new_chat_id: int) -> None:
+    await conn.execute(Q["move_channel"], {"old": old_chat_id, "new": new_chat_id})

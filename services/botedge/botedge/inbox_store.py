@@ -1,0 +1,147 @@
+"""SQL of the inbox: intake (webhook and polling), the claim and its outcomes, dead updates,
+pruning and the gauges. Functions take a connection from `botedge.db.connection(pool)`."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+
+from botedge import sqlq
+from botedge.updates import Incoming
+from shared.db import Connection
+
+Q = sqlq.Q
+
+
+@dataclass(frozen=True)
+class InboxRow:
+    """A claimed inbox row: one Telegram update in hand."""
+
+    id: int
+    bot_id: int
+    update_id: int
+    chat_key: int
+    kind: str
+    payload: dict[str, Any]
+    attempt: int
+    lock_token: uuid.UUID
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> InboxRow:
+        return cls(
+            id=int(row["id"]),
+            bot_id=int(row["bot_id"]),
+            update_id=int(row["update_id"]),
+            chat_key=int(row["chat_key"]),
+            kind=str(row["kind"]),
+            payload=dict(row["payload"]),
+            attempt=int(row["attempt"]),
+            lock_token=row["lock_token"],
+        )
+
+    @property
+    def claim(self) -> dict[str, Any]:
+        """The fence every transition of this claim compares against."""
+        return {"id": self.id, "lock_token": self.lock_token, "attempt": self.attempt}
+
+    @property
+    def body(self) -> dict[str, Any]:
+        value = self.payload.get(self.kind)
+        return value if isinstance(value, dict) else {}
+
+
+# -- intake -------------------------------------------------------------------------------
+
+
+async def insert_update(conn: Connection, bot_id: int, incoming: Incoming) -> bool:
+    """True when the update is new; False for a redelivery."""
+    cur = await conn.execute(
+        Q["insert_update"],
+        {
+            "bot_id": bot_id,
+            "update_id": incoming.update_id,
+            "chat_key": incoming.chat_key,
+            "kind": incoming.kind,
+            "payload": incoming.as_json(),
+        },
+    )
+    return cur.rowcount == 1
+
+
+async def advance_poll_offset(conn: Connection, bot_id: int, offset: int) -> None:
+    """In the transaction that stored the batch: the offset moves only past committed updates."""
+    await conn.execute(Q["advance_poll_offset"], {"bot_id": bot_id, "offset": offset})
+
+
+# -- the claim ----------------------------------------------------------------------------
+
+
+async def claim(
+    conn: Connection, limit: int, lock_seconds: float, holder: str
+) -> list[InboxRow] | None:
+    """Up to `limit` updates, each the head of its person's queue. None when another claim
+    raced us for a person (the unique index `inbox_one_in_hand` kept the two apart): claim
+    again at once."""
+    try:
+        cur = await conn.execute(
+            Q["claim_updates"], {"limit": limit, "lock_seconds": lock_seconds, "holder": holder}
+        )
+    except psycopg.errors.UniqueViolation:
+        return None
+    return [InboxRow.from_row(row) for row in await cur.fetchall()]
+
+
+async def finish(conn: Connection, row: InboxRow) -> bool:
+    """Compare-and-set on the claim; False when it was taken over (then roll back)."""
+    cur = await conn.execute(Q["finish_update"], row.claim)
+    return cur.rowcount == 1
+
+
+async def retry(conn: Connection, row: InboxRow, error: str, delay: float) -> None:
+    await conn.execute(Q["retry_update"], {**row.claim, "error": error, "delay": delay})
+
+
+async def bury(conn: Connection, row: InboxRow, error: str) -> None:
+    await conn.execute(Q["bury_update"], {**row.claim, "error": error})
+
+
+# -- dead updates, pruning, gauges --------------------------------------------------------
+
+
+async def dead_updates(conn: Connection, limit: int = 100) -> list[dict[str, Any]]:
+    cur = await conn.execute(Q["dead_updates"], {"limit": limit})
+    return [dict(row) for row in await cur.fetchall()]
+
+
+async def replay(conn: Connection, inbox_id: int) -> int | None:
+    """Put a dead update back in line; its bot id, or None when it is not dead."""
+    cur = await conn.execute(Q["replay_update"], {"id": inbox_id})
+    row = await cur.fetchone()
+    return int(row["bot_id"]) if row else None
+
+
+async def prune(conn: Connection, days: int) -> int:
+    return (await conn.execute(Q["prune_inbox"], {"days": days})).rowcount
+
+
+@dataclass(frozen=True)
+class QueueGauge:
+    bot_id: int
+    depth: int
+    oldest_age: float
+
+
+async def queue_gauges(conn: Connection) -> list[QueueGauge]:
+    cur = await conn.execute(Q["queue_gauges"])
+    return [
+        QueueGauge(int(r["bot_id"]), int(r["depth"]), float(r["oldest_age"]))
+        for r in await cur.fetchall()
+    ]
+
+
+async def dead_counts(conn: Connection) -> dict[int, int]:
+    cur = await conn.execute(Q["dead_count"])
+    return {int(r["bot_id"]): int(r["dead"]) for r in await cur.fetchall()}
