@@ -162,3 +162,30 @@ def test_launcher__killed_launcher_leaves_postgres_the_next_one_reuses(
         for proc in (first, second):
             if proc is not None and proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_launcher__ctrl_c_stops_everything_without_an_error_line(
+    tmp_path: Path, ports: dict[str, int]
+) -> None:
+    data_dir = tmp_path / "data"
+    log = tmp_path / "launcher.log"
+    proc = start_launcher(launcher_env(data_dir, ports), log)
+    try:
+        wait_all_ready(ports, proc, log)
+        sim = f"http://127.0.0.1:{ports['simtelegram']}"
+        # The demo bot's long poll is in flight, as it is whenever make run idles.
+        deadline = time.monotonic() + 20
+        while httpx.get(f"{sim}/_sim/inflight").json().get("getupdates", 0) < 1:
+            assert time.monotonic() < deadline, "the demo bot never polled"
+            time.sleep(0.05)
+        before = len(log.read_text())
+        # What a terminal's Ctrl-C does: SIGINT to the whole foreground process group.
+        os.killpg(proc.pid, signal.SIGINT)
+        assert proc.wait(timeout=20) == 0
+        stopping = log.read_text()[before:]
+        assert '"level": "ERROR"' not in stopping, stopping
+        assert "Traceback" not in stopping
+        assert "CancelledError" not in stopping
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
