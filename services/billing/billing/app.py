@@ -62,7 +62,6 @@ STATUS: dict[type[errors.BillingError], int] = {
     errors.UnknownGateway: 404,
     errors.UnknownChannel: 404,
     errors.InvalidBody: 422,
-    errors.InvalidValues: 422,
     errors.DatabaseUnavailable: 503,
 }
 

@@ -48,12 +48,6 @@ class UnknownChannel(BillingError):
     slug = "unknown-channel"
 
 
-class InvalidValues(BillingError):
-    """A request to an internal endpoint with values out of range."""
-
-    slug = "invalid-values"
-
-
 class DatabaseUnavailable(BillingError):
     """PostgreSQL could not be reached or dropped the connection; retrying later may work."""
 

@@ -30,8 +30,13 @@ class BotPause:
 
     async def load(self) -> None:
         """Take over a pause another process (or an earlier run) recorded."""
-        async with connection(self.pool) as conn:
-            left = await bot_store.pause_left(conn, self.bot_id)
+        try:
+            async with connection(self.pool) as conn:
+                left = await bot_store.pause_left(conn, self.bot_id)
+        except errors.BotedgeError as error:
+            # Telegram will say so again if we call inside it.
+            log.warning("bot %d: could not read a recorded pause: %s", self.bot_id, error)
+            return
         if left > 0:
             self.until = max(self.until, self.clock.monotonic() + left)
             log.info("bot %d: quiet for %.1f s more, as recorded", self.bot_id, self.left())
