@@ -91,33 +91,16 @@ async def sleep_unless_stopped(stopping: asyncio.Event, seconds: float) -> None:
         await asyncio.wait_for(stopping.wait(), seconds)
 
 
-def run(
-    app: Starlette,
-    *,
-    host: str,
-    port: int,
-    shutdown_timeout: float,
-    read_timeout: float = DEFAULT_READ_TIMEOUT,
-) -> None:
+def run_service(app: Starlette, common: CommonSettings) -> None:
+    """Serve a service's app as its settings say."""
     asyncio.run(
         serve(
             app,
-            host=host,
-            port=port,
-            shutdown_timeout=shutdown_timeout,
-            read_timeout=read_timeout,
+            host=common.host,
+            port=common.port,
+            shutdown_timeout=common.shutdown_timeout,
+            read_timeout=common.request_read_timeout,
         )
-    )
-
-
-def run_service(app: Starlette, common: CommonSettings) -> None:
-    """Serve a service's app as its settings say."""
-    run(
-        app,
-        host=common.host,
-        port=common.port,
-        shutdown_timeout=common.shutdown_timeout,
-        read_timeout=common.request_read_timeout,
     )
 
 
@@ -136,4 +119,6 @@ def run_without_database(name: str, create_app: Callable[[], Starlette], default
         )
     )
     jsonlog.configure(name, level)
-    run(create_app(), host=host, port=port, shutdown_timeout=2.0, read_timeout=read_timeout)
+    asyncio.run(
+        serve(create_app(), host=host, port=port, shutdown_timeout=2.0, read_timeout=read_timeout)
+    )

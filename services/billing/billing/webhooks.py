@@ -40,16 +40,7 @@ class Verifier(Protocol):
         ...
 
 
-def _bad_signature(detail: str = "signature does not match") -> BadSignature:
-    return BadSignature(detail)
-
-
-def _stale(detail: str) -> StaleTimestamp:
-    return StaleTimestamp(detail)
-
-
-def _invalid(detail: str) -> InvalidBody:
-    return InvalidBody(detail)
+MISMATCH = "signature does not match"
 
 
 def _json_object(body: bytes, *, numbers_as_text: bool = False) -> dict[str, Any]:
@@ -58,7 +49,7 @@ def _json_object(body: bytes, *, numbers_as_text: bool = False) -> dict[str, Any
     except jsonsafe.UnsafeJson as error:
         raise Malformed(f"body is not valid JSON: {error}") from None
     if not isinstance(value, dict):
-        raise _invalid("body must be a JSON object")
+        raise InvalidBody("body must be a JSON object")
     return value
 
 
@@ -66,7 +57,7 @@ def _signature(payload: Mapping[str, Any], key: str) -> str:
     """The presented signature: missing, empty or not text is a bad signature, not a bad body."""
     value = payload.get(key)
     if not isinstance(value, str) or not value:
-        raise _bad_signature(f"missing signature `{key}`")
+        raise BadSignature(f"missing signature `{key}`")
     return value
 
 
@@ -77,27 +68,27 @@ def _matches(expected_hex: str, presented: str) -> bool:
 
 def _unix_seconds(value: Any, key: str) -> dt.datetime:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise _invalid(f"field `{key}` must be whole unix seconds")
+        raise InvalidBody(f"field `{key}` must be whole unix seconds")
     if not 0 <= value <= LATEST_TIMESTAMP:
-        raise _invalid(f"field `{key}` is out of range")
+        raise InvalidBody(f"field `{key}` is out of range")
     return dt.datetime.fromtimestamp(value, dt.UTC)
 
 
 def _text(payload: Mapping[str, Any], key: str, *, allow_empty: bool = False) -> str:
     if key not in payload:
-        raise _invalid(f"missing field `{key}`")
+        raise InvalidBody(f"missing field `{key}`")
     value = payload[key]
     if not isinstance(value, str):
-        raise _invalid(f"field `{key}` must be a string")
+        raise InvalidBody(f"field `{key}` must be a string")
     if not allow_empty and not value:
-        raise _invalid(f"field `{key}` must not be empty")
+        raise InvalidBody(f"field `{key}` must not be empty")
     return value
 
 
 def _currency(value: str, key: str = "currency") -> str:
     code = value.upper()
     if not money.is_currency(code):
-        raise _invalid(f"field `{key}` is not an ISO 4217 currency: {value!r}")
+        raise InvalidBody(f"field `{key}` is not an ISO 4217 currency: {value!r}")
     return code
 
 
@@ -105,7 +96,7 @@ def _minor(amount_text: str, currency: str, key: str = "amount") -> Decimal:
     try:
         return money.to_minor(money.parse_major(amount_text), currency)
     except money.AmountError as error:
-        raise _invalid(f"field `{key}`: {error}") from None
+        raise InvalidBody(f"field `{key}`: {error}") from None
 
 
 def _hex_hmac(key: Secret, message: str, digest: str) -> str:
@@ -133,14 +124,16 @@ class Subgate:
         currency_text = _text(payload, "currency")
         timestamp = payload.get("timestamp")
         if isinstance(timestamp, bool) or not isinstance(timestamp, int):
-            raise _invalid("field `timestamp` must be whole unix seconds")
+            raise InvalidBody("field `timestamp` must be whole unix seconds")
         message = f"{order};{external};{amount};{currency_text};{timestamp}"
         expected = _hex_hmac(self.secret, message, "sha256")
         if not _matches(expected, signature):
-            raise _bad_signature()
+            raise BadSignature(MISMATCH)
         skew = abs(now.timestamp() - timestamp)
         if skew > TOLERANCE_SECONDS:
-            raise _stale(f"timestamp is {skew:.0f} s from now; at most {TOLERANCE_SECONDS} s")
+            raise StaleTimestamp(
+                f"timestamp is {skew:.0f} s from now; at most {TOLERANCE_SECONDS} s"
+            )
         currency = _currency(currency_text)
         return Delivery(
             gateway=self.name,
@@ -202,16 +195,16 @@ class WayForPay:
             if value is None:
                 value = ""
             if not isinstance(value, str):
-                raise _invalid(f"field `{key}` must be a string or a number")
+                raise InvalidBody(f"field `{key}` must be a string or a number")
             values.append(value)
         expected = wayforpay_signature(self.secret.reveal(), values)
         if not _matches(expected, signature):
-            raise _bad_signature()
+            raise BadSignature(MISMATCH)
         merchant, order, amount, currency_text, _, _, status, _ = values
         if not hmac.compare_digest(merchant.encode(), self.merchant_account.encode()):
-            raise _bad_signature("merchantAccount is not ours")
+            raise BadSignature("merchantAccount is not ours")
         if not order:
-            raise _invalid("missing field `orderReference`")
+            raise InvalidBody("missing field `orderReference`")
         if status != "Approved":
             return Delivery(
                 gateway=self.name,
@@ -263,19 +256,19 @@ class Stripe:
     def verify(self, headers: Mapping[str, str], body: bytes, now: dt.datetime) -> Delivery:
         header = headers.get("stripe-signature")
         if not header:
-            raise _bad_signature("missing Stripe-Signature header")
+            raise BadSignature("missing Stripe-Signature header")
         timestamp: int | None = None
         candidates: list[str] = []
         for item in header.split(","):
             key, _, value = item.strip().partition("=")
             if key == "t" and timestamp is None:
                 if not _UNIX_SECONDS.fullmatch(value):
-                    raise _bad_signature("Stripe-Signature has no valid timestamp")
+                    raise BadSignature("Stripe-Signature has no valid timestamp")
                 timestamp = int(value)
             elif key == "v1" and value:
                 candidates.append(value.lower())
         if timestamp is None or not candidates:
-            raise _bad_signature("Stripe-Signature needs t= and at least one v1=")
+            raise BadSignature("Stripe-Signature needs t= and at least one v1=")
         matched = False
         for secret in self.secrets:
             expected = stripe_signature(secret.reveal(), timestamp, body)
@@ -283,17 +276,17 @@ class Stripe:
                 # Every comparison runs: no early exit that would time the secrets.
                 matched |= _matches(expected, candidate)
         if not matched:
-            raise _bad_signature()
+            raise BadSignature(MISMATCH)
         skew = abs(now.timestamp() - timestamp)
         if skew > TOLERANCE_SECONDS:
-            raise _stale(f"signature timestamp is {skew:.0f} s from now")
+            raise StaleTimestamp(f"signature timestamp is {skew:.0f} s from now")
         event = _json_object(body)
         event_type = _text(event, "type")
         paid_at = _unix_seconds(event.get("created"), "created")
         data = event.get("data")
         obj = data.get("object") if isinstance(data, dict) else None
         if not isinstance(obj, dict):
-            raise _invalid("missing field `data.object`")
+            raise InvalidBody("missing field `data.object`")
         if event_type == "checkout.session.completed":
             return self._checkout(event, obj, paid_at)
         if event_type == "payment_intent.succeeded":
@@ -313,12 +306,12 @@ class Stripe:
                 order_reference=order if isinstance(order, str) else None,
             )
         if not isinstance(order, str) or not order:
-            raise _invalid("missing field `data.object.client_reference_id`")
+            raise InvalidBody("missing field `data.object.client_reference_id`")
         intent = session.get("payment_intent")
         if isinstance(intent, dict):
             intent = intent.get("id")
         if not isinstance(intent, str) or not intent:
-            raise _invalid("missing field `data.object.payment_intent`")
+            raise InvalidBody("missing field `data.object.payment_intent`")
         return self._payment(event, order, intent, session, "amount_total", paid_at)
 
     def _payment_intent(
@@ -327,7 +320,7 @@ class Stripe:
         metadata = intent.get("metadata")
         order = metadata.get("order_reference") if isinstance(metadata, dict) else None
         if not isinstance(order, str) or not order:
-            raise _invalid("missing field `data.object.metadata.order_reference`")
+            raise InvalidBody("missing field `data.object.metadata.order_reference`")
         intent_id = _text(intent, "id")
         key = "amount_received" if "amount_received" in intent else "amount"
         return self._payment(event, order, intent_id, intent, key, paid_at)
@@ -343,7 +336,7 @@ class Stripe:
     ) -> Delivery:
         amount = obj.get(amount_key)
         if isinstance(amount, bool) or not isinstance(amount, int) or amount < 0:
-            raise _invalid(f"field `data.object.{amount_key}` must be whole minor units")
+            raise InvalidBody(f"field `data.object.{amount_key}` must be whole minor units")
         currency = _currency(_text(obj, "currency"), "data.object.currency")
         return Delivery(
             gateway=self.name,
