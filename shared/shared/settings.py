@@ -8,6 +8,7 @@ turns that into one line on stderr and a non-zero exit.
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -15,6 +16,8 @@ from typing import NoReturn, TypeVar
 from urllib.parse import urlsplit
 
 T = TypeVar("T")
+
+Networks = tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 # Seconds a client has to send one whole request, headers and body.
@@ -119,6 +122,20 @@ class Reader:
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise SettingsError(name, "must be an http:// or https:// URL")
         return value.rstrip("/")
+
+    def networks(self, name: str) -> Networks:
+        """Comma-separated addresses or CIDR blocks; none when unset."""
+        networks = []
+        for part in (self._raw(name) or "").split(","):
+            if not part.strip():
+                continue
+            try:
+                networks.append(ipaddress.ip_network(part.strip(), strict=False))
+            except ValueError:
+                raise SettingsError(
+                    name, f"{part.strip()!r} is not an address or CIDR block"
+                ) from None
+        return tuple(networks)
 
     def choice(self, name: str, default: str, choices: tuple[str, ...]) -> str:
         value = self.text(name, default)

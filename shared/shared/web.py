@@ -4,6 +4,7 @@ problem+json errors, a body limit and a lifespan that owns the database pool."""
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import re
 import time
@@ -29,7 +30,7 @@ from shared.db import Pool, create_pool
 from shared.errors import BodyLimitMiddleware, Problem, send_problem
 from shared.errors import exception_handlers as default_exception_handlers
 from shared.logging import request_id
-from shared.settings import CommonSettings, Secret
+from shared.settings import CommonSettings, Networks, Secret
 
 log = logging.getLogger("shared.web")
 access_log = logging.getLogger("access")
@@ -154,6 +155,32 @@ def create_plain_app(routes: Sequence[BaseRoute], *, body_limit: int = 1024 * 10
             Middleware(BodyLimitMiddleware, limit=body_limit),
         ],
     )
+
+
+def client_address(request: Request, trusted_proxies: Networks) -> str:
+    """Who is asking: the peer, or, when the peer is a trusted proxy, the last
+    `X-Forwarded-For` hop that is not one (each proxy appends the address it saw)."""
+    peer = request.client.host if request.client else "0.0.0.0"  # noqa: S104 - unknown peer
+    if not _trusted(peer, trusted_proxies):
+        return peer
+    hops = [h.strip() for h in request.headers.get("x-forwarded-for", "").split(",") if h.strip()]
+    for hop in reversed(hops):
+        try:
+            ipaddress.ip_address(hop)
+        except ValueError:
+            # A hop a trusted proxy would not write: stop believing the header here.
+            return peer
+        if not _trusted(hop, trusted_proxies):
+            return hop
+    return peer
+
+
+def _trusted(address: str, networks: Networks) -> bool:
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return any(ip in network for network in networks)
 
 
 def bearer_token(request: Request) -> str:

@@ -29,3 +29,24 @@ WITH channel AS (
 )
 INSERT INTO plans (channel_id, name, price_minor, currency, period_days, grace_days, is_default)
 SELECT id, 'Monthly', 500, 'USD', 30, 3, true FROM channel;
+
+-- failures_blocking --
+-- When the newest failures of a key reach the limit, the oldest of them (its `limit`-th newest)
+-- is what must age out of the window before the key may try again. One row per key, at most.
+(SELECT 'email' AS key, at FROM login_failures
+  WHERE email = %(email)s AND at > %(since)s
+  ORDER BY at DESC OFFSET %(offset)s LIMIT 1)
+UNION ALL
+(SELECT 'address' AS key, at FROM login_failures
+  WHERE address = %(address)s AND at > %(since)s
+  ORDER BY at DESC OFFSET %(offset)s LIMIT 1);
+
+-- record_failure --
+INSERT INTO login_failures (email, address, at) VALUES (%(email)s, %(address)s, %(now)s);
+
+-- forget_old_failures --
+DELETE FROM login_failures WHERE at <= %(since)s;
+
+-- forget_account_failures --
+-- A correct password clears the account's count; the address keeps its own.
+DELETE FROM login_failures WHERE email = %(email)s;

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from shared.settings import CommonSettings, Reader, Secret
+from shared.settings import CommonSettings, Networks, Reader, Secret
 
 DEFAULT_PORT = 8003
 
@@ -18,6 +18,7 @@ class PanelSettings:
     bot_token_key: Secret
     billing_url: str
     botedge_url: str
+    trusted_proxies: Networks
 
     @property
     def secrets(self) -> list[Secret | None]:
@@ -32,6 +33,7 @@ def read(r: Reader) -> PanelSettings:
         bot_token_key=r.fernet_keys("BOT_TOKEN_KEY"),
         billing_url=r.url("BILLING_URL", "http://127.0.0.1:8001"),
         botedge_url=r.url("BOTEDGE_URL", "http://127.0.0.1:8002"),
+        trusted_proxies=r.networks("TRUSTED_PROXIES"),
     )
 
 

@@ -3,6 +3,7 @@ connection from `connection(pool)`."""
 
 from __future__ import annotations
 
+import datetime as dt
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
@@ -47,3 +48,33 @@ async def member_by_id(conn: Connection, member_id: int) -> MemberRow | None:
     cur = await conn.execute(Q["member_by_id"], {"id": member_id})
     row = await cur.fetchone()
     return MemberRow.from_row(row) if row else None
+
+
+async def throttled_until(
+    conn: Connection,
+    email: str,
+    address: str,
+    now: dt.datetime,
+    window: dt.timedelta,
+    limit: int,
+) -> dt.datetime | None:
+    """When the account or the address may try again, if either has `limit` failures within
+    `window` of `now`; else None."""
+    cur = await conn.execute(
+        Q["failures_blocking"],
+        {"email": email, "address": address, "since": now - window, "offset": limit - 1},
+    )
+    blocking = [row["at"] + window for row in await cur.fetchall()]
+    return max(blocking) if blocking else None
+
+
+async def record_failure(
+    conn: Connection, email: str, address: str, now: dt.datetime, window: dt.timedelta
+) -> None:
+    async with conn.transaction():
+        await conn.execute(Q["forget_old_failures"], {"since": now - window})
+        await conn.execute(Q["record_failure"], {"email": email, "address": address, "now": now})
+
+
+async def forget_failures(conn: Connection, email: str) -> None:
+    await conn.execute(Q["forget_account_failures"], {"email": email})

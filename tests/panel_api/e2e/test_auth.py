@@ -10,7 +10,7 @@ import jwt
 import pytest
 
 from panel_api.app import create_app
-from panel_api.auth import ISSUER
+from panel_api.auth import AUDIENCE, ISSUER
 from panel_api.seed import seed
 from panel_api.settings import load
 from shared.testing import serve_in_thread
@@ -62,16 +62,20 @@ def test_login__malformed_bodies(panel: str) -> None:
     assert httpx.post(f"{panel}/v1/auth/login", json={"email": 1, "password": 2}).status_code == 422
 
 
-def forge(secret: str, **overrides: object) -> str:
+def forge(secret: str, *, drop: tuple[str, ...] = (), **overrides: object) -> str:
     now = dt.datetime.now(dt.UTC)
     claims: dict[str, object] = {
         "sub": "1",
         "role": "owner",
         "iss": ISSUER,
+        "aud": AUDIENCE,
+        "jti": "forged",
         "iat": now,
         "exp": now + dt.timedelta(minutes=5),
     }
     claims.update(overrides)
+    for name in drop:
+        del claims[name]
     return jwt.encode(claims, secret, algorithm="HS256")
 
 
@@ -85,6 +89,14 @@ def forge(secret: str, **overrides: object) -> str:
             "token-expired",
         ),
         (lambda: forge(SECRETS["JWT_SECRET"], iss="someone-else"), "invalid-token"),
+        (lambda: forge(SECRETS["JWT_SECRET"], drop=("aud",)), "invalid-token"),
+        (lambda: forge(SECRETS["JWT_SECRET"], aud="billing"), "invalid-token"),
+        (lambda: forge(SECRETS["JWT_SECRET"], drop=("jti",)), "invalid-token"),
+        # Correctly signed, yet naming no member, or not a number.
+        (lambda: forge(SECRETS["JWT_SECRET"], sub="987654"), "invalid-token"),
+        (lambda: forge(SECRETS["JWT_SECRET"], sub="owner"), "invalid-token"),
+        (lambda: forge(SECRETS["JWT_SECRET"], sub="9" * 40), "invalid-token"),
+        (lambda: forge(SECRETS["JWT_SECRET"], sub=7), "invalid-token"),
         (lambda: "not.a.jwt", "invalid-token"),
         (lambda: jwt.encode({"sub": "1", "iss": ISSUER}, "", algorithm="none"), "invalid-token"),
     ],
@@ -104,9 +116,83 @@ def test_me__without_credentials_401(panel: str) -> None:
     assert response.headers["www-authenticate"] == "Bearer"
 
 
-@pytest.mark.parametrize("length", [73, 200, 3000])
+@pytest.mark.parametrize("length", [73, 200, 1024])
 def test_login__password_beyond_bcrypts_72_bytes_is_401_not_500(panel: str, length: int) -> None:
     # Starts with the real password: bcrypt would have read only its first 72 bytes.
     response = login(panel, "owner@example.com", (PASSWORD + "x" * length)[:length])
     assert response.status_code == 401
     assert response.json()["type"] == "/problems/bad-credentials"
+
+
+def test_login__password_past_any_sane_length_is_422(panel: str) -> None:
+    response = login(panel, "owner@example.com", "p" * 2000)
+    assert response.status_code == 422
+    assert response.headers["content-type"] == "application/problem+json"
+
+
+def test_login__access_token_lasts_fifteen_minutes_for_this_audience(panel: str) -> None:
+    answer = login(panel, "owner@example.com", PASSWORD).json()
+    assert answer["expires_in"] == 900
+    claims = jwt.decode(
+        answer["access_token"],
+        SECRETS["JWT_SECRET"],
+        algorithms=["HS256"],
+        audience=AUDIENCE,
+        issuer=ISSUER,
+    )
+    assert claims["exp"] - claims["iat"] == 900
+    assert len(claims["jti"]) == 32
+
+
+@pytest.mark.parametrize(
+    "email", ["owner\u0000@example.com", "a\nb@example.com", "x" * 300 + "@example.com", ""]
+)
+def test_login__unstorable_or_oversized_email_is_422(panel: str, email: str) -> None:
+    response = login(panel, email, PASSWORD)
+    assert response.status_code == 422
+    assert response.headers["content-type"] == "application/problem+json"
+
+
+def test_login__eleventh_failure_for_an_account_is_429_with_retry_after(panel: str) -> None:
+    for _ in range(10):
+        assert login(panel, "owner@example.com", "wrong password").status_code == 401
+    throttled = login(panel, "owner@example.com", PASSWORD)
+    assert throttled.status_code == 429
+    assert throttled.json()["type"] == "/problems/too-many-requests"
+    assert 1 <= int(throttled.headers["retry-after"]) <= 900
+
+
+def test_login__one_address_across_accounts_is_throttled_too(panel: str) -> None:
+    for n in range(10):
+        assert login(panel, f"nobody{n}@example.com", "wrong password").status_code == 401
+    assert login(panel, "owner@example.com", PASSWORD).status_code == 429
+
+
+def test_login__success_clears_the_accounts_count(panel: str) -> None:
+    for _ in range(9):
+        login(panel, "owner@example.com", "wrong password")
+    assert login(panel, "owner@example.com", PASSWORD).status_code == 200
+    # The count starts again: nine more failures still leave room for the right password.
+    for _ in range(9):
+        login(panel, "owner@example.com", "wrong password")
+    assert login(panel, "owner@example.com", PASSWORD).status_code == 200
+
+
+def test_login__behind_a_trusted_proxy_the_forwarded_address_counts(database_url: str) -> None:
+    assert seed(database_url, "owner@example.com", PASSWORD) is True
+    settings = load(service_env(database_url, TRUSTED_PROXIES="127.0.0.1/32"))
+    with serve_in_thread(create_app(settings)) as url:
+
+        def from_address(address: str, email: str, password: str) -> httpx.Response:
+            return httpx.post(
+                f"{url}/v1/auth/login",
+                json={"email": email, "password": password},
+                # A client's own claim first, then what the proxy saw.
+                headers={"X-Forwarded-For": f"198.51.100.1, {address}"},
+            )
+
+        for n in range(10):
+            assert from_address("203.0.113.5", f"x{n}@example.com", "wrong").status_code == 401
+        assert from_address("203.0.113.5", "owner@example.com", PASSWORD).status_code == 429
+        # Another client behind the same proxy is not held back.
+        assert from_address("203.0.113.6", "owner@example.com", PASSWORD).status_code == 200

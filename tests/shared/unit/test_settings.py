@@ -73,3 +73,11 @@ def test_reader__fernet_keys() -> None:
         Reader({"BOT_TOKEN_KEY": "not-a-key"}).fernet_keys("BOT_TOKEN_KEY")
     key = "x" * 43 + "="
     assert Reader({"BOT_TOKEN_KEY": key}).fernet_keys("BOT_TOKEN_KEY").reveal() == key
+
+
+def test_reader__networks() -> None:
+    networks = Reader({"TRUSTED_PROXIES": "10.0.0.0/8, 127.0.0.1 ,::1"}).networks("TRUSTED_PROXIES")
+    assert [str(n) for n in networks] == ["10.0.0.0/8", "127.0.0.1/32", "::1/128"]
+    assert Reader({}).networks("TRUSTED_PROXIES") == ()
+    with pytest.raises(SettingsError, match="TRUSTED_PROXIES: 'proxy.local' is not"):
+        Reader({"TRUSTED_PROXIES": "proxy.local"}).networks("TRUSTED_PROXIES")
