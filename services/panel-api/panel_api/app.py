@@ -17,6 +17,6 @@ STATUS: dict[type[errors.PanelError], int] = {errors.DatabaseUnavailable: 503}
 def create_app(settings: PanelSettings, *, clock: Clock = SYSTEM_CLOCK) -> Starlette:
     return create_service_app(
         settings.common,
-        routes=auth.routes(settings.jwt_secret, clock, settings.trusted_proxies),
+        routes=auth.SignIn(settings.jwt_secret, clock, settings.trusted_proxies).routes(),
         exception_handlers={errors.PanelError: service_error_handler(STATUS)},
     )

@@ -16,9 +16,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from panel_api import store
+from panel_api import sessions, store
 from shared.clock import Clock
-from shared.errors import Problem, json_body
+from shared.errors import Problem, json_body, problem_response
 from shared.settings import Networks, Secret
 from shared.web import bearer_token, client_address, runtime
 
@@ -64,7 +64,9 @@ def issue_token(secret: Secret, member: Member, now: dt.datetime) -> str:
     return jwt.encode(claims, secret.reveal(), algorithm="HS256")
 
 
-def verify_token(secret: Secret, token: str) -> dict[str, Any]:
+def verify_token(secret: Secret, token: str, now: dt.datetime) -> dict[str, Any]:
+    """The claims of a token we signed for this audience, unexpired at `now` (the service's
+    clock, not PyJWT's own reading of the system time)."""
     try:
         claims: dict[str, Any] = jwt.decode(
             token,
@@ -72,81 +74,162 @@ def verify_token(secret: Secret, token: str) -> dict[str, Any]:
             algorithms=["HS256"],
             issuer=ISSUER,
             audience=AUDIENCE,
-            options={"require": ["exp", "iat", "sub", "iss", "aud", "jti"]},
+            options={
+                "require": ["exp", "iat", "sub", "iss", "aud", "jti"],
+                "verify_exp": False,
+                "verify_iat": False,
+            },
         )
-    except jwt.ExpiredSignatureError:
-        raise Problem(401, "token-expired", "the access token has expired") from None
     except jwt.InvalidTokenError:
         raise Problem(401, "invalid-token", "the access token is not valid") from None
+    exp = claims["exp"]
+    if isinstance(exp, bool) or not isinstance(exp, int | float):
+        raise Problem(401, "invalid-token", "the access token is not valid")
+    if now.timestamp() >= exp:
+        raise Problem(401, "token-expired", "the access token has expired")
     sub = claims["sub"]
     if not (isinstance(sub, str) and sub.isascii() and sub.isdigit() and len(sub) <= 18):
         raise Problem(401, "invalid-token", "the access token names no member")
     return claims
 
 
-def routes(jwt_secret: Secret, clock: Clock, trusted_proxies: Networks) -> list[BaseRoute]:
-    """Signing in and who am I; tokens signed with `jwt_secret`, timed by `clock`; failures
-    counted by the client's address as `client_address` finds it behind `trusted_proxies`."""
+class SignIn:
+    """The sign-in routes, their secret, clock and the proxies they trust."""
 
-    async def login_route(request: Request) -> Response:
-        return await login(request, jwt_secret, clock, client_address(request, trusted_proxies))
+    def __init__(self, jwt_secret: Secret, clock: Clock, trusted_proxies: Networks) -> None:
+        self.jwt_secret = jwt_secret
+        self.clock = clock
+        self.trusted_proxies = trusted_proxies
+        self.box = sessions.grace_box(jwt_secret)
 
-    async def me_route(request: Request) -> Response:
-        return await me(request, jwt_secret)
+    def routes(self) -> list[BaseRoute]:
+        return [
+            Route("/v1/auth/login", self.login, methods=["POST"]),
+            Route("/v1/auth/refresh", self.refresh, methods=["POST"]),
+            Route("/v1/auth/logout", self.logout, methods=["POST"]),
+            Route("/v1/me", self.me, methods=["GET"]),
+        ]
 
-    return [
-        Route("/v1/auth/login", login_route, methods=["POST"]),
-        Route("/v1/me", me_route, methods=["GET"]),
-    ]
-
-
-async def login(request: Request, jwt_secret: Secret, clock: Clock, address: str) -> Response:
-    body = await json_body(request, LoginBody, limit=4096)
-    email = body.email.strip().lower()
-    now = clock.now()
-    pool = runtime(request).pool
-    async with store.connection(pool) as conn:
-        until = await store.throttled_until(
-            conn, email, address, now, FAILURE_WINDOW, FAILURE_LIMIT
-        )
-        if until is not None:
-            wait = max(1, math.ceil((until - now).total_seconds()))
-            raise Problem(
-                429,
-                "too-many-requests",
-                f"too many failed sign-ins; try again in {wait} s",
-                headers={"Retry-After": str(wait)},
-            )
-        row = await store.member_by_email(conn, email)
-    stored = row.password_hash.encode() if row and row.password_hash else _DUMMY_HASH
-    presented = body.password.encode()
-    too_long = len(presented) > BCRYPT_MAX_BYTES
-    if too_long:
-        # No password we set is this long; bcrypt refuses it. Same cost, same answer.
-        stored, presented = _DUMMY_HASH, b"-"
-    # One bcrypt check whatever the email (~0.2 s by design): off the event loop.
-    password_ok = await run_in_threadpool(bcrypt.checkpw, presented, stored)
-    if row is None or not password_ok or row.disabled or too_long:
+    async def login(self, request: Request) -> Response:
+        body = await json_body(request, LoginBody, limit=4096)
+        email = body.email.strip().lower()
+        address = client_address(request, self.trusted_proxies)
+        now = self.clock.now()
+        pool = runtime(request).pool
         async with store.connection(pool) as conn:
-            await store.record_failure(conn, email, address, now, FAILURE_WINDOW)
-        raise Problem(401, "bad-credentials", "email or password is wrong")
-    async with store.connection(pool) as conn:
-        await store.forget_failures(conn, email)
-    member = Member(id=row.id, email=row.email, role=row.role)
-    token = issue_token(jwt_secret, member, now)
-    return JSONResponse(
-        {
-            "access_token": token,
-            "token_type": "Bearer",
-            "expires_in": int(ACCESS_TOKEN_TTL.total_seconds()),
-        }
-    )
+            until = await store.throttled_until(
+                conn, email, address, now, FAILURE_WINDOW, FAILURE_LIMIT
+            )
+            if until is not None:
+                wait = max(1, math.ceil((until - now).total_seconds()))
+                raise Problem(
+                    429,
+                    "too-many-requests",
+                    f"too many failed sign-ins; try again in {wait} s",
+                    headers={"Retry-After": str(wait)},
+                )
+            row = await store.member_by_email(conn, email)
+        stored = row.password_hash.encode() if row and row.password_hash else _DUMMY_HASH
+        presented = body.password.encode()
+        too_long = len(presented) > BCRYPT_MAX_BYTES
+        if too_long:
+            # No password we set is this long; bcrypt refuses it. Same cost, same answer.
+            stored, presented = _DUMMY_HASH, b"-"
+        # One bcrypt check whatever the email (~0.2 s by design): off the event loop.
+        password_ok = await run_in_threadpool(bcrypt.checkpw, presented, stored)
+        if row is None or not password_ok or row.disabled or too_long:
+            async with store.connection(pool) as conn:
+                await store.record_failure(conn, email, address, now, FAILURE_WINDOW)
+            raise Problem(401, "bad-credentials", "email or password is wrong")
+        member = Member(id=row.id, email=row.email, role=row.role)
+        refresh = sessions.new_token()
+        async with store.connection(pool) as conn, conn.transaction():
+            await store.forget_failures(conn, email)
+            await store.insert_refresh_token(
+                conn,
+                sessions.new_family(),
+                member.id,
+                sessions.token_hash(refresh),
+                now,
+                now + sessions.REFRESH_TTL,
+            )
+        return self._answer(sessions.Pair(issue_token(self.jwt_secret, member, now), refresh))
+
+    async def refresh(self, request: Request) -> Response:
+        self._require_csrf_header(request)
+        presented = request.cookies.get(sessions.COOKIE)
+        if not presented:
+            raise Problem(401, "missing-credentials", "no refresh token")
+        now = self.clock.now()
+        async with store.connection(runtime(request).pool) as conn, conn.transaction():
+            row = await store.refresh_token_for_update(conn, sessions.token_hash(presented))
+            if row is None or row.revoked or row.expires_at <= now:
+                raise Problem(401, "invalid-token", "the refresh token is not valid")
+            if row.member.disabled:
+                await store.revoke_family(conn, row.family, now)
+                # Answered, not raised: raising would roll the revocation back.
+                return _refused("the member is disabled")
+            if row.rotated_at is not None:
+                if row.successor_sealed and now - row.rotated_at <= sessions.REUSE_GRACE:
+                    # A second tab with the same token, a moment later: the same new pair.
+                    return self._answer(sessions.Pair.unseal(self.box, row.successor_sealed))
+                # Used again after it was exchanged: whoever holds the family, it is over.
+                await store.revoke_family(conn, row.family, now)
+                return _refused("the refresh token was used again; its session is revoked")
+            member = Member(id=row.member.id, email=row.member.email, role=row.member.role)
+            pair = sessions.Pair(issue_token(self.jwt_secret, member, now), sessions.new_token())
+            successor = await store.insert_refresh_token(
+                conn,
+                row.family,
+                member.id,
+                sessions.token_hash(pair.refresh_token),
+                now,
+                now + sessions.REFRESH_TTL,
+            )
+            await store.mark_rotated(conn, row.id, successor, pair.seal(self.box), now)
+            await store.forget_sealed_pairs(conn, now - sessions.REUSE_GRACE)
+        return self._answer(pair)
+
+    async def logout(self, request: Request) -> Response:
+        self._require_csrf_header(request)
+        presented = request.cookies.get(sessions.COOKIE)
+        if presented:
+            now = self.clock.now()
+            async with store.connection(runtime(request).pool) as conn, conn.transaction():
+                row = await store.refresh_token_for_update(conn, sessions.token_hash(presented))
+                if row is not None:
+                    await store.revoke_family(conn, row.family, now)
+        response = Response(status_code=204)
+        sessions.clear_cookie(response)
+        return response
+
+    async def me(self, request: Request) -> Response:
+        claims = verify_token(self.jwt_secret, bearer_token(request), self.clock.now())
+        async with store.connection(runtime(request).pool) as conn:
+            row = await store.member_by_id(conn, int(claims["sub"]))
+        if row is None or row.disabled:
+            raise Problem(401, "invalid-token", "the member no longer exists or is disabled")
+        return JSONResponse({"id": row.id, "email": row.email, "role": row.role})
+
+    @staticmethod
+    def _require_csrf_header(request: Request) -> None:
+        if request.headers.get(sessions.CSRF_HEADER) != sessions.CSRF_VALUE:
+            raise Problem(403, "forbidden", f"send {sessions.CSRF_HEADER}: {sessions.CSRF_VALUE}")
+
+    @staticmethod
+    def _answer(pair: sessions.Pair) -> Response:
+        response = JSONResponse(
+            {
+                "access_token": pair.access_token,
+                "token_type": "Bearer",
+                "expires_in": int(ACCESS_TOKEN_TTL.total_seconds()),
+            }
+        )
+        sessions.set_cookie(response, pair.refresh_token)
+        return response
 
 
-async def me(request: Request, jwt_secret: Secret) -> Response:
-    claims = verify_token(jwt_secret, bearer_token(request))
-    async with store.connection(runtime(request).pool) as conn:
-        row = await store.member_by_id(conn, int(claims["sub"]))
-    if row is None or row.disabled:
-        raise Problem(401, "invalid-token", "the member no longer exists or is disabled")
-    return JSONResponse({"id": row.id, "email": row.email, "role": row.role})
+def _refused(detail: str) -> Response:
+    response = problem_response(Problem(401, "invalid-token", detail))
+    sessions.clear_cookie(response)
+    return response

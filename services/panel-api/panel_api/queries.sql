@@ -50,3 +50,32 @@ DELETE FROM login_failures WHERE at <= %(since)s;
 -- forget_account_failures --
 -- A correct password clears the account's count; the address keeps its own.
 DELETE FROM login_failures WHERE email = %(email)s;
+
+-- insert_refresh_token --
+INSERT INTO refresh_tokens (family, member_id, token_hash, created_at, expires_at)
+VALUES (%(family)s, %(member_id)s, %(token_hash)s, %(now)s, %(expires_at)s)
+RETURNING id;
+
+-- refresh_token_for_update --
+-- Locked: two tabs refreshing at once take turns, and the second sees the first's rotation.
+SELECT t.id, t.family, t.member_id, t.expires_at, t.rotated_at, t.successor_sealed,
+       t.revoked_at, m.role, m.email, m.disabled_at
+  FROM refresh_tokens t
+  JOIN team_members m ON m.id = t.member_id
+ WHERE t.token_hash = %(token_hash)s
+   FOR UPDATE OF t;
+
+-- mark_rotated --
+UPDATE refresh_tokens
+   SET rotated_at = %(now)s, successor_id = %(successor_id)s, successor_sealed = %(sealed)s
+ WHERE id = %(id)s;
+
+-- revoke_family --
+UPDATE refresh_tokens
+   SET revoked_at = coalesce(revoked_at, %(now)s), successor_sealed = NULL
+ WHERE family = %(family)s;
+
+-- forget_sealed_pairs --
+-- Past the grace window a sealed pair is of no use to anyone.
+UPDATE refresh_tokens SET successor_sealed = NULL
+ WHERE successor_sealed IS NOT NULL AND rotated_at < %(before)s;

@@ -4,6 +4,7 @@ connection from `connection(pool)`."""
 from __future__ import annotations
 
 import datetime as dt
+import uuid
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
@@ -78,3 +79,81 @@ async def record_failure(
 
 async def forget_failures(conn: Connection, email: str) -> None:
     await conn.execute(Q["forget_account_failures"], {"email": email})
+
+
+# -- refresh tokens -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RefreshRow:
+    id: int
+    family: uuid.UUID
+    member: MemberRow
+    expires_at: dt.datetime
+    rotated_at: dt.datetime | None
+    successor_sealed: str | None
+    revoked: bool
+
+
+async def insert_refresh_token(
+    conn: Connection,
+    family: uuid.UUID,
+    member_id: int,
+    token_hash: bytes,
+    now: dt.datetime,
+    expires_at: dt.datetime,
+) -> int:
+    cur = await conn.execute(
+        Q["insert_refresh_token"],
+        {
+            "family": family,
+            "member_id": member_id,
+            "token_hash": token_hash,
+            "now": now,
+            "expires_at": expires_at,
+        },
+    )
+    row = await cur.fetchone()
+    if row is None:
+        raise errors.StoreError("insert_refresh_token returned no row")
+    return int(row["id"])
+
+
+async def refresh_token_for_update(conn: Connection, token_hash: bytes) -> RefreshRow | None:
+    cur = await conn.execute(Q["refresh_token_for_update"], {"token_hash": token_hash})
+    row = await cur.fetchone()
+    if row is None:
+        return None
+    member = MemberRow(
+        id=int(row["member_id"]),
+        email=str(row["email"]),
+        role=str(row["role"]),
+        password_hash=None,
+        disabled=row["disabled_at"] is not None,
+    )
+    return RefreshRow(
+        id=int(row["id"]),
+        family=row["family"],
+        member=member,
+        expires_at=row["expires_at"],
+        rotated_at=row["rotated_at"],
+        successor_sealed=row["successor_sealed"],
+        revoked=row["revoked_at"] is not None,
+    )
+
+
+async def mark_rotated(
+    conn: Connection, token_id: int, successor_id: int, sealed: str, now: dt.datetime
+) -> None:
+    await conn.execute(
+        Q["mark_rotated"],
+        {"id": token_id, "successor_id": successor_id, "sealed": sealed, "now": now},
+    )
+
+
+async def revoke_family(conn: Connection, family: uuid.UUID, now: dt.datetime) -> None:
+    await conn.execute(Q["revoke_family"], {"family": family, "now": now})
+
+
+async def forget_sealed_pairs(conn: Connection, before: dt.datetime) -> None:
+    await conn.execute(Q["forget_sealed_pairs"], {"before": before})

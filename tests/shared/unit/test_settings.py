@@ -79,5 +79,5 @@ def test_reader__networks() -> None:
     networks = Reader({"TRUSTED_PROXIES": "10.0.0.0/8, 127.0.0.1 ,::1"}).networks("TRUSTED_PROXIES")
     assert [str(n) for n in networks] == ["10.0.0.0/8", "127.0.0.1/32", "::1/128"]
     assert Reader({}).networks("TRUSTED_PROXIES") == ()
-    with pytest.raises(SettingsError, match="TRUSTED_PROXIES: 'proxy.local' is not"):
+    with pytest.raises(SettingsError, match=r"TRUSTED_PROXIES: 'proxy\.local' is not"):
         Reader({"TRUSTED_PROXIES": "proxy.local"}).networks("TRUSTED_PROXIES")
