@@ -79,3 +79,23 @@ UPDATE refresh_tokens
 -- Past the grace window a sealed pair is of no use to anyone.
 UPDATE refresh_tokens SET successor_sealed = NULL
  WHERE successor_sealed IS NOT NULL AND rotated_at < %(before)s;
+
+-- owner_exists --
+SELECT 1 FROM team_members WHERE role = 'owner';
+
+-- save_setup_code --
+-- One code at a time: a process started later replaces an earlier one's.
+INSERT INTO setup_codes (id, code_hash, expires_at) VALUES (true, %(code_hash)s, %(expires_at)s)
+ON CONFLICT (id) DO UPDATE SET code_hash = excluded.code_hash, expires_at = excluded.expires_at;
+
+-- setup_code --
+SELECT code_hash, expires_at FROM setup_codes;
+
+-- take_setup_code --
+-- Used once: whoever deletes it creates the owner.
+DELETE FROM setup_codes WHERE code_hash = %(code_hash)s RETURNING id;
+
+-- insert_setup_owner --
+INSERT INTO team_members (email, display_name, password_hash, role)
+VALUES (%(email)s, 'Owner', %(password_hash)s, 'owner')
+RETURNING id, email, role, password_hash, disabled_at;

@@ -157,3 +157,46 @@ async def revoke_family(conn: Connection, family: uuid.UUID, now: dt.datetime) -
 
 async def forget_sealed_pairs(conn: Connection, before: dt.datetime) -> None:
     await conn.execute(Q["forget_sealed_pairs"], {"before": before})
+
+
+# -- first-run setup ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SetupCode:
+    code_hash: bytes
+    expires_at: dt.datetime
+
+
+async def owner_exists(conn: Connection) -> bool:
+    cur = await conn.execute(Q["owner_exists"])
+    return await cur.fetchone() is not None
+
+
+async def save_setup_code(conn: Connection, code_hash: bytes, expires_at: dt.datetime) -> None:
+    await conn.execute(Q["save_setup_code"], {"code_hash": code_hash, "expires_at": expires_at})
+
+
+async def setup_code(conn: Connection) -> SetupCode | None:
+    cur = await conn.execute(Q["setup_code"])
+    row = await cur.fetchone()
+    return SetupCode(bytes(row["code_hash"]), row["expires_at"]) if row else None
+
+
+async def create_owner(
+    conn: Connection, email: str, password_hash: str, code_hash: bytes
+) -> MemberRow | None:
+    """In the caller's transaction: the owner, if the code is still there to take and no owner
+    exists yet (checked under the seed lock); else None."""
+    await conn.execute(Q["lock_seed"])
+    if await owner_exists(conn):
+        return None
+    taken = await (await conn.execute(Q["take_setup_code"], {"code_hash": code_hash})).fetchone()
+    if taken is None:
+        return None
+    await conn.execute(Q["insert_workspace"], {"name": "Workspace"})
+    cur = await conn.execute(
+        Q["insert_setup_owner"], {"email": email, "password_hash": password_hash}
+    )
+    row = await cur.fetchone()
+    return MemberRow.from_row(row) if row else None

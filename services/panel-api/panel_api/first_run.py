@@ -1,0 +1,146 @@
+"""First start: while no owner exists, a one-time setup code lets whoever reads the service's
+output create the owner with `POST /v1/setup`.
+
+The code is printed (not logged: it is a credential), stored only as its SHA-256 hash, valid for
+an hour by the service's clock, and replaced by the next process that starts without an owner.
+Once an owner exists the route answers 404.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import hashlib
+import hmac
+import logging
+import math
+import secrets
+import sys
+from collections.abc import Callable
+from typing import Annotated
+
+import bcrypt
+import msgspec
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from panel_api import errors, store
+from panel_api.auth import BCRYPT_MAX_BYTES, FAILURE_LIMIT, FAILURE_WINDOW, Email
+from shared.backoff import backoff_delay
+from shared.clock import Clock
+from shared.db import Pool
+from shared.errors import Problem, json_body
+from shared.settings import Networks
+from shared.web import client_address, runtime
+
+log = logging.getLogger("panel_api.first_run")
+
+CODE_TTL = dt.timedelta(hours=1)
+# Wrong codes are throttled per address and, since there is one code, under this one key.
+THROTTLE_KEY = "setup-code"
+MIN_PASSWORD = 10
+_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+
+
+class SetupBody(msgspec.Struct, forbid_unknown_fields=True):
+    code: Annotated[str, msgspec.Meta(max_length=64)]
+    email: Email
+    password: Annotated[str, msgspec.Meta(min_length=MIN_PASSWORD, max_length=1024)]
+
+
+def new_code() -> str:
+    """Easy to read aloud and type: three groups of four, no 0/O or 1/I."""
+    chars = "".join(secrets.choice(_ALPHABET) for _ in range(12))
+    return f"{chars[:4]}-{chars[4:8]}-{chars[8:]}"
+
+
+def code_hash(code: str) -> bytes:
+    return hashlib.sha256(code.strip().upper().encode()).digest()
+
+
+def print_code(code: str) -> None:
+    print(
+        f"\nNo owner yet. Create one within the hour with the setup code {code}:\n"
+        f'  POST /v1/setup {{"code": "{code}", "email": ..., "password": ...}}\n',
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+async def offer_code(
+    pool: Pool, clock: Clock, announce: Callable[[str], None], stopping: asyncio.Event
+) -> None:
+    """If no owner exists, store a fresh code's hash and announce the code; retried with backoff
+    until the database answers once."""
+    failures = 0
+    while not stopping.is_set():
+        code = new_code()
+        try:
+            async with store.connection(pool) as conn, conn.transaction():
+                if await store.owner_exists(conn):
+                    return
+                await store.save_setup_code(conn, code_hash(code), clock.now() + CODE_TTL)
+        except errors.DatabaseUnavailable as error:
+            failures += 1
+            delay = backoff_delay(failures, base=1.0, cap=30.0)
+            log.warning("could not check for an owner (%s); again in %.0f s", error, delay)
+            try:
+                await asyncio.wait_for(stopping.wait(), delay)
+            except TimeoutError:
+                pass
+            continue
+        announce(code)
+        return
+
+
+class Setup:
+    def __init__(self, clock: Clock, trusted_proxies: Networks) -> None:
+        self.clock = clock
+        self.trusted_proxies = trusted_proxies
+
+    async def create_owner(self, request: Request) -> Response:
+        body = await json_body(request, SetupBody, limit=4096)
+        if len(body.password.encode()) > BCRYPT_MAX_BYTES:
+            raise Problem(422, "invalid-values", f"password is over {BCRYPT_MAX_BYTES} bytes")
+        address = client_address(request, self.trusted_proxies)
+        now = self.clock.now()
+        pool = runtime(request).pool
+        async with store.connection(pool) as conn:
+            if await store.owner_exists(conn):
+                raise Problem(404, "not-found", "the owner exists; setup is over")
+            until = await store.throttled_until(
+                conn, THROTTLE_KEY, address, now, FAILURE_WINDOW, FAILURE_LIMIT
+            )
+            if until is not None:
+                wait = max(1, math.ceil((until - now).total_seconds()))
+                raise Problem(
+                    429,
+                    "too-many-requests",
+                    f"too many wrong setup codes; try again in {wait} s",
+                    headers={"Retry-After": str(wait)},
+                )
+            saved = await store.setup_code(conn)
+        matches = saved is not None and hmac.compare_digest(saved.code_hash, code_hash(body.code))
+        if not matches or saved is None:
+            async with store.connection(pool) as conn:
+                await store.record_failure(conn, THROTTLE_KEY, address, now, FAILURE_WINDOW)
+            raise Problem(401, "bad-setup-code", "the setup code is wrong")
+        if saved.expires_at <= now:
+            raise Problem(
+                401, "setup-code-expired", "the setup code has expired; restart to get another"
+            )
+        password_hash = await run_in_threadpool(
+            lambda: bcrypt.hashpw(body.password.encode(), bcrypt.gensalt(rounds=12)).decode()
+        )
+        async with store.connection(pool) as conn, conn.transaction():
+            member = await store.create_owner(
+                conn, body.email.strip().lower(), password_hash, code_hash(body.code)
+            )
+        if member is None:
+            # Another request used the code first.
+            raise Problem(404, "not-found", "the owner exists; setup is over")
+        log.info("owner %d created with the setup code", member.id)
+        return JSONResponse(
+            {"id": member.id, "email": member.email, "role": member.role}, status_code=201
+        )
