@@ -11,13 +11,36 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 
 from panel_api import auth, errors, first_run
+from panel_api.access import Access, Handler, Role
 from panel_api.settings import PanelSettings
+from panel_api.team import Team
 from shared.clock import SYSTEM_CLOCK, Clock
 from shared.errors import service_error_handler
 from shared.web import Runtime, create_service_app
 
 # The one place the panel's errors meet HTTP.
 STATUS: dict[type[errors.PanelError], int] = {errors.DatabaseUnavailable: 503}
+
+# Every route behind a bearer token, with the least role it takes: the one table of who may do
+# what. Sign-in, refresh, logout and setup take no token.
+LEAST_ROLE: dict[tuple[str, str], Role] = {
+    ("GET", "/v1/me"): Role.VIEWER,
+    ("GET", "/v1/workspace"): Role.VIEWER,
+    ("PATCH", "/v1/workspace"): Role.OWNER,
+    ("GET", "/v1/team"): Role.OWNER,
+    ("POST", "/v1/team"): Role.OWNER,
+    ("PATCH", "/v1/team/{member_id:int}"): Role.OWNER,
+    ("GET", "/v1/audit"): Role.OWNER,
+}
+
+
+def guarded_routes(access: Access, handlers: dict[tuple[str, str], Handler]) -> list[Route]:
+    if handlers.keys() != LEAST_ROLE.keys():
+        raise RuntimeError("every guarded route needs its least role in LEAST_ROLE, and only those")
+    return [
+        Route(path, access.guard(LEAST_ROLE[(method, path)], handler), methods=[method])
+        for (method, path), handler in handlers.items()
+    ]
 
 
 def create_app(
@@ -44,11 +67,22 @@ def create_app(
 
     sign_in = auth.SignIn(settings.jwt_secret, clock, settings.trusted_proxies)
     first_start = first_run.Setup(clock, settings.trusted_proxies)
+    team = Team(clock)
+    handlers: dict[tuple[str, str], Handler] = {
+        ("GET", "/v1/me"): team.me,
+        ("GET", "/v1/workspace"): team.workspace,
+        ("PATCH", "/v1/workspace"): team.change_workspace,
+        ("GET", "/v1/team"): team.list_members,
+        ("POST", "/v1/team"): team.add,
+        ("PATCH", "/v1/team/{member_id:int}"): team.change,
+        ("GET", "/v1/audit"): team.audit_log,
+    }
     return create_service_app(
         settings.common,
         routes=[
             *sign_in.routes(),
             Route("/v1/setup", first_start.create_owner, methods=["POST"]),
+            *guarded_routes(Access(settings.jwt_secret, clock), handlers),
         ],
         service_lifespan=lifespan,
         exception_handlers={errors.PanelError: service_error_handler(STATUS)},

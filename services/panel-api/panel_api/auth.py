@@ -20,7 +20,7 @@ from panel_api import sessions, store
 from shared.clock import Clock
 from shared.errors import Problem, json_body, problem_response
 from shared.settings import Networks, Secret
-from shared.web import bearer_token, client_address, runtime
+from shared.web import client_address, runtime
 
 ACCESS_TOKEN_TTL = dt.timedelta(minutes=15)
 # bcrypt reads at most this many bytes of a password (bcrypt 5 refuses longer ones).
@@ -107,7 +107,6 @@ class SignIn:
             Route("/v1/auth/login", self.login, methods=["POST"]),
             Route("/v1/auth/refresh", self.refresh, methods=["POST"]),
             Route("/v1/auth/logout", self.logout, methods=["POST"]),
-            Route("/v1/me", self.me, methods=["GET"]),
         ]
 
     async def login(self, request: Request) -> Response:
@@ -202,14 +201,6 @@ class SignIn:
         response = Response(status_code=204)
         sessions.clear_cookie(response)
         return response
-
-    async def me(self, request: Request) -> Response:
-        claims = verify_token(self.jwt_secret, bearer_token(request), self.clock.now())
-        async with store.connection(runtime(request).pool) as conn:
-            row = await store.member_by_id(conn, int(claims["sub"]))
-        if row is None or row.disabled:
-            raise Problem(401, "invalid-token", "the member no longer exists or is disabled")
-        return JSONResponse({"id": row.id, "email": row.email, "role": row.role})
 
     @staticmethod
     def _require_csrf_header(request: Request) -> None:

@@ -99,3 +99,59 @@ DELETE FROM setup_codes WHERE code_hash = %(code_hash)s RETURNING id;
 INSERT INTO team_members (email, display_name, password_hash, role)
 VALUES (%(email)s, 'Owner', %(password_hash)s, 'owner')
 RETURNING id, email, role, password_hash, disabled_at;
+
+-- team_page --
+-- Keyset pagination: members after the cursor's id, oldest first.
+SELECT id, email, display_name, role, disabled_at, created_at
+  FROM team_members
+ WHERE id > %(after)s
+ ORDER BY id
+ LIMIT %(limit)s;
+
+-- member_for_update --
+SELECT id, email, display_name, role, disabled_at, created_at
+  FROM team_members WHERE id = %(id)s FOR UPDATE;
+
+-- insert_member --
+INSERT INTO team_members (email, display_name, password_hash, role)
+VALUES (%(email)s, %(display_name)s, %(password_hash)s, %(role)s)
+ON CONFLICT (email) DO NOTHING
+RETURNING id, email, display_name, role, disabled_at, created_at;
+
+-- update_member --
+UPDATE team_members
+   SET role = %(role)s, display_name = %(display_name)s, disabled_at = %(disabled_at)s
+ WHERE id = %(id)s
+RETURNING id, email, display_name, role, disabled_at, created_at;
+
+-- revoke_member_sessions --
+-- A disabled member's refresh tokens stop working at once.
+UPDATE refresh_tokens SET revoked_at = coalesce(revoked_at, %(now)s), successor_sealed = NULL
+ WHERE member_id = %(id)s;
+
+-- insert_audit --
+INSERT INTO audit_log (member_id, action, target, before, after, at, request_id)
+VALUES (%(member_id)s, %(action)s, %(target)s, %(before)s, %(after)s, %(now)s, %(request_id)s);
+
+-- audit_page --
+-- Newest first; each filter applies only when given.
+SELECT id, member_id, action, target, before, after, at, request_id
+  FROM audit_log
+ WHERE (%(before_id)s::bigint IS NULL OR id < %(before_id)s)
+   AND (%(member_id)s::bigint IS NULL OR member_id = %(member_id)s)
+   AND (%(action)s::text IS NULL OR action = %(action)s)
+   AND (%(target)s::text IS NULL OR target = %(target)s)
+   AND (%(since)s::timestamptz IS NULL OR at >= %(since)s)
+   AND (%(until)s::timestamptz IS NULL OR at < %(until)s)
+ ORDER BY id DESC
+ LIMIT %(limit)s;
+
+-- workspace --
+SELECT name, time_zone, language FROM workspace;
+
+-- workspace_for_update --
+SELECT name, time_zone, language FROM workspace FOR UPDATE;
+
+-- update_workspace --
+UPDATE workspace SET time_zone = %(time_zone)s, language = %(language)s
+RETURNING name, time_zone, language;

@@ -9,6 +9,8 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
 
+from psycopg.types.json import Jsonb
+
 from panel_api import errors, sqlq
 from shared.db import Connection, Pool, translated
 
@@ -200,3 +202,131 @@ async def create_owner(
     )
     row = await cur.fetchone()
     return MemberRow.from_row(row) if row else None
+
+
+# -- the team and the audit log -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TeamMember:
+    id: int
+    email: str
+    display_name: str
+    role: str
+    disabled: bool
+    created_at: dt.datetime
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> TeamMember:
+        return cls(
+            id=int(row["id"]),
+            email=str(row["email"]),
+            display_name=str(row["display_name"]),
+            role=str(row["role"]),
+            disabled=row["disabled_at"] is not None,
+            created_at=row["created_at"],
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "email": self.email,
+            "display_name": self.display_name,
+            "role": self.role,
+            "disabled": self.disabled,
+            "created_at": self.created_at.isoformat(),
+        }
+
+
+async def team_page(conn: Connection, after: int, limit: int) -> list[TeamMember]:
+    cur = await conn.execute(Q["team_page"], {"after": after, "limit": limit})
+    return [TeamMember.from_row(row) for row in await cur.fetchall()]
+
+
+async def member_for_update(conn: Connection, member_id: int) -> TeamMember | None:
+    cur = await conn.execute(Q["member_for_update"], {"id": member_id})
+    row = await cur.fetchone()
+    return TeamMember.from_row(row) if row else None
+
+
+async def insert_member(
+    conn: Connection, email: str, display_name: str, password_hash: str, role: str
+) -> TeamMember | None:
+    """None when the email is taken."""
+    cur = await conn.execute(
+        Q["insert_member"],
+        {
+            "email": email,
+            "display_name": display_name,
+            "password_hash": password_hash,
+            "role": role,
+        },
+    )
+    row = await cur.fetchone()
+    return TeamMember.from_row(row) if row else None
+
+
+async def update_member(
+    conn: Connection,
+    member_id: int,
+    role: str,
+    display_name: str,
+    disabled_at: dt.datetime | None,
+) -> TeamMember:
+    cur = await conn.execute(
+        Q["update_member"],
+        {"id": member_id, "role": role, "display_name": display_name, "disabled_at": disabled_at},
+    )
+    row = await cur.fetchone()
+    if row is None:
+        raise errors.StoreError("update_member returned no row")
+    return TeamMember.from_row(row)
+
+
+async def revoke_member_sessions(conn: Connection, member_id: int, now: dt.datetime) -> None:
+    await conn.execute(Q["revoke_member_sessions"], {"id": member_id, "now": now})
+
+
+async def audit(
+    conn: Connection,
+    *,
+    member_id: int,
+    action: str,
+    target: str,
+    before: dict[str, Any] | None,
+    after: dict[str, Any] | None,
+    now: dt.datetime,
+    request_id: str | None,
+) -> None:
+    """Call inside the write's own transaction: the entry and the change commit together."""
+    await conn.execute(
+        Q["insert_audit"],
+        {
+            "member_id": member_id,
+            "action": action,
+            "target": target,
+            "before": Jsonb(before) if before is not None else None,
+            "after": Jsonb(after) if after is not None else None,
+            "now": now,
+            "request_id": request_id,
+        },
+    )
+
+
+async def audit_page(conn: Connection, filters: dict[str, Any], limit: int) -> list[dict[str, Any]]:
+    cur = await conn.execute(Q["audit_page"], {**filters, "limit": limit})
+    return [dict(row) for row in await cur.fetchall()]
+
+
+async def workspace(conn: Connection, *, for_update: bool = False) -> dict[str, Any] | None:
+    cur = await conn.execute(Q["workspace_for_update" if for_update else "workspace"])
+    row = await cur.fetchone()
+    return dict(row) if row else None
+
+
+async def update_workspace(conn: Connection, time_zone: str, language: str) -> dict[str, Any]:
+    cur = await conn.execute(Q["update_workspace"], {"time_zone": time_zone, "language": language})
+    row = await cur.fetchone()
+    if row is None:
+        raise errors.StoreError("update_workspace returned no row")
+    return dict(row)

@@ -1,0 +1,218 @@
+"""The team (owner only): list, add, change; the audit log; workspace settings."""
+
+from __future__ import annotations
+
+import datetime as dt
+import zoneinfo
+from typing import Annotated, Any, Literal
+
+import bcrypt
+import msgspec
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from panel_api import store
+from panel_api.access import Caller, Role, cursor_after, page
+from panel_api.auth import BCRYPT_MAX_BYTES, Email
+from shared.clock import Clock
+from shared.db import Connection
+from shared.errors import Problem, json_body
+from shared.logging import request_id
+from shared.web import runtime
+
+MIN_PASSWORD = 10
+# The roles the owner hands out; there is one owner.
+GrantedRole = Literal["admin", "editor", "viewer"]
+DisplayName = Annotated[str, msgspec.Meta(max_length=120, pattern=r"^[^\x00-\x1f\x7f]*$")]
+
+
+class NewMember(msgspec.Struct, forbid_unknown_fields=True):
+    email: Email
+    role: GrantedRole
+    password: Annotated[str, msgspec.Meta(min_length=MIN_PASSWORD, max_length=1024)]
+    display_name: DisplayName = ""
+
+
+class MemberChange(msgspec.Struct, forbid_unknown_fields=True):
+    role: GrantedRole | msgspec.UnsetType = msgspec.UNSET
+    display_name: DisplayName | msgspec.UnsetType = msgspec.UNSET
+    disabled: bool | msgspec.UnsetType = msgspec.UNSET
+
+
+class WorkspaceChange(msgspec.Struct, forbid_unknown_fields=True):
+    time_zone: Annotated[str, msgspec.Meta(max_length=64)] | msgspec.UnsetType = msgspec.UNSET
+    language: Literal["en", "fa"] | msgspec.UnsetType = msgspec.UNSET
+
+
+class Team:
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+
+    async def me(self, request: Request, caller: Caller) -> Response:
+        return JSONResponse({"id": caller.id, "email": caller.email, "role": caller.role.value})
+
+    async def list_members(self, request: Request, caller: Caller) -> Response:
+        where = page(request)
+        async with store.connection(runtime(request).pool) as conn:
+            members = await store.team_page(conn, where.position or 0, where.limit + 1)
+        shown = members[: where.limit]
+        more = len(members) > where.limit
+        return JSONResponse(
+            {
+                "items": [m.as_json() for m in shown],
+                "next_cursor": cursor_after(shown[-1].id) if more else None,
+            }
+        )
+
+    async def add(self, request: Request, caller: Caller) -> Response:
+        body = await json_body(request, NewMember, limit=4096)
+        if len(body.password.encode()) > BCRYPT_MAX_BYTES:
+            raise Problem(422, "invalid-values", f"password is over {BCRYPT_MAX_BYTES} bytes")
+        password_hash = await run_in_threadpool(_hash, body.password)
+        now = self.clock.now()
+        async with store.connection(runtime(request).pool) as conn, conn.transaction():
+            member = await store.insert_member(
+                conn, body.email.strip().lower(), body.display_name, password_hash, body.role
+            )
+            if member is None:
+                raise Problem(409, "conflict", "a member with that email exists")
+            await _audit(conn, caller, "team.add", member, None, member.as_json(), now)
+        return JSONResponse(member.as_json(), status_code=201)
+
+    async def change(self, request: Request, caller: Caller) -> Response:
+        member_id = int(request.path_params["member_id"])
+        body = await json_body(request, MemberChange, limit=4096)
+        now = self.clock.now()
+        async with store.connection(runtime(request).pool) as conn, conn.transaction():
+            before = await store.member_for_update(conn, member_id) if member_id < 2**63 else None
+            if before is None:
+                raise Problem(404, "not-found", "no team member by that id")
+            role = before.role if isinstance(body.role, msgspec.UnsetType) else body.role
+            disabled = (
+                before.disabled if isinstance(body.disabled, msgspec.UnsetType) else body.disabled
+            )
+            name = (
+                before.display_name
+                if isinstance(body.display_name, msgspec.UnsetType)
+                else body.display_name
+            )
+            if before.role == Role.OWNER and (role != Role.OWNER or disabled):
+                raise Problem(409, "conflict", "the owner cannot be demoted or disabled")
+            after = await store.update_member(
+                conn, member_id, role, name, now if disabled else None
+            )
+            if disabled and not before.disabled:
+                await store.revoke_member_sessions(conn, member_id, now)
+            await _audit(conn, caller, "team.update", after, before.as_json(), after.as_json(), now)
+        return JSONResponse(after.as_json())
+
+    async def audit_log(self, request: Request, caller: Caller) -> Response:
+        where = page(request)
+        query = request.query_params
+        filters: dict[str, Any] = {
+            "before_id": where.position,
+            "member_id": _whole(query.get("member"), "member"),
+            "action": query.get("action"),
+            "target": query.get("target"),
+            "since": _instant(query.get("since"), "since"),
+            "until": _instant(query.get("until"), "until"),
+        }
+        async with store.connection(runtime(request).pool) as conn:
+            rows = await store.audit_page(conn, filters, where.limit + 1)
+        shown = rows[: where.limit]
+        return JSONResponse(
+            {
+                "items": [{**row, "at": row["at"].isoformat()} for row in shown],
+                "next_cursor": cursor_after(shown[-1]["id"]) if len(rows) > where.limit else None,
+            }
+        )
+
+    async def workspace(self, request: Request, caller: Caller) -> Response:
+        async with store.connection(runtime(request).pool) as conn:
+            row = await store.workspace(conn)
+        if row is None:
+            raise Problem(404, "not-found", "the workspace is not set up yet")
+        return JSONResponse(row)
+
+    async def change_workspace(self, request: Request, caller: Caller) -> Response:
+        body = await json_body(request, WorkspaceChange, limit=4096)
+        if not isinstance(body.time_zone, msgspec.UnsetType):
+            _check_time_zone(body.time_zone)
+        now = self.clock.now()
+        async with store.connection(runtime(request).pool) as conn, conn.transaction():
+            before = await store.workspace(conn, for_update=True)
+            if before is None:
+                raise Problem(404, "not-found", "the workspace is not set up yet")
+            after = await store.update_workspace(
+                conn,
+                before["time_zone"]
+                if isinstance(body.time_zone, msgspec.UnsetType)
+                else body.time_zone,
+                before["language"]
+                if isinstance(body.language, msgspec.UnsetType)
+                else body.language,
+            )
+            await store.audit(
+                conn,
+                member_id=caller.id,
+                action="workspace.update",
+                target="workspace",
+                before=before,
+                after=after,
+                now=now,
+                request_id=request_id.get(),
+            )
+        return JSONResponse(after)
+
+
+def _hash(password: str) -> str:
+    return bcrypt.hashpw(password.encode(), bcrypt.gensalt(rounds=12)).decode()
+
+
+async def _audit(
+    conn: Connection,
+    caller: Caller,
+    action: str,
+    member: store.TeamMember,
+    before: dict[str, Any] | None,
+    after: dict[str, Any] | None,
+    now: dt.datetime,
+) -> None:
+    await store.audit(
+        conn,
+        member_id=caller.id,
+        action=action,
+        target=f"team_member:{member.id}",
+        before=before,
+        after=after,
+        now=now,
+        request_id=request_id.get(),
+    )
+
+
+def _check_time_zone(name: str) -> None:
+    try:
+        zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise Problem(422, "invalid-values", f"{name!r} is not an IANA time zone") from None
+
+
+def _whole(value: str | None, name: str) -> int | None:
+    if value is None:
+        return None
+    if not (value.isascii() and value.isdigit()) or int(value) >= 2**63:
+        raise Problem(422, "invalid-values", f"{name} is a member id")
+    return int(value)
+
+
+def _instant(value: str | None, name: str) -> dt.datetime | None:
+    if value is None:
+        return None
+    try:
+        moment = dt.datetime.fromisoformat(value)
+    except ValueError:
+        raise Problem(422, "invalid-values", f"{name} is an ISO 8601 time") from None
+    if moment.tzinfo is None:
+        raise Problem(422, "invalid-values", f"{name} needs a UTC offset")
+    return moment

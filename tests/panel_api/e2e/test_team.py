@@ -1,0 +1,168 @@
+"""The team, roles and the audit log over real HTTP."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import httpx
+import pytest
+
+from panel_api.access import RANK, Role
+from panel_api.app import LEAST_ROLE, create_app
+from panel_api.seed import seed
+from panel_api.settings import load
+from shared.testing import serve_in_thread
+from tests.conftest import service_env
+
+OWNER_PASSWORD = "correct horse battery"
+PASSWORD = "member password 1"
+
+
+@dataclass
+class Panel:
+    url: str
+    tokens: dict[Role, str]
+    ids: dict[Role, int]
+
+    def call(
+        self, method: str, path: str, role: Role, json: object = None, **headers: str
+    ) -> httpx.Response:
+        return httpx.request(
+            method,
+            f"{self.url}{path}",
+            json=json,
+            headers={"Authorization": f"Bearer {self.tokens[role]}", **headers},
+        )
+
+
+def login(url: str, email: str, password: str) -> str:
+    response = httpx.post(f"{url}/v1/auth/login", json={"email": email, "password": password})
+    assert response.status_code == 200, response.text
+    return str(response.json()["access_token"])
+
+
+@pytest.fixture
+def panel(database_url: str) -> Iterator[Panel]:
+    assert seed(database_url, "owner@example.com", OWNER_PASSWORD) is True
+    with serve_in_thread(create_app(load(service_env(database_url)))) as url:
+        owner = login(url, "owner@example.com", OWNER_PASSWORD)
+        tokens, ids = {Role.OWNER: owner}, {}
+        for role in (Role.ADMIN, Role.EDITOR, Role.VIEWER):
+            created = httpx.post(
+                f"{url}/v1/team",
+                json={"email": f"{role}@example.com", "role": role.value, "password": PASSWORD},
+                headers={"Authorization": f"Bearer {owner}"},
+            )
+            assert created.status_code == 201, created.text
+            ids[role] = created.json()["id"]
+            tokens[role] = login(url, f"{role}@example.com", PASSWORD)
+        me = httpx.get(f"{url}/v1/me", headers={"Authorization": f"Bearer {owner}"})
+        ids[Role.OWNER] = me.json()["id"]
+        yield Panel(url, tokens, ids)
+
+
+def concrete(path: str, panel: Panel) -> str:
+    return path.replace("{member_id:int}", str(panel.ids[Role.VIEWER]))
+
+
+@pytest.mark.parametrize(("method", "path"), sorted(LEAST_ROLE))
+def test_roles__every_guarded_route_with_every_role(panel: Panel, method: str, path: str) -> None:
+    least = LEAST_ROLE[(method, path)]
+    for role in Role:
+        response = panel.call(method, concrete(path, panel), role, json={})
+        if RANK[role] < RANK[least]:
+            assert response.status_code == 403, (role, response.text)
+            assert response.json()["type"] == "/problems/forbidden"
+        else:
+            # Let through: whatever the (empty) body earns, but never a refusal or a failure.
+            assert response.status_code not in (401, 403), (role, response.text)
+            assert response.status_code < 500, (role, response.text)
+
+
+@pytest.mark.parametrize(("method", "path"), sorted(LEAST_ROLE))
+def test_roles__every_guarded_route_needs_a_token(panel: Panel, method: str, path: str) -> None:
+    response = httpx.request(method, f"{panel.url}{concrete(path, panel)}", json={})
+    assert response.status_code == 401
+    assert response.headers["content-type"] == "application/problem+json"
+
+
+@pytest.mark.parametrize("change", [{"role": "admin"}, {"disabled": True}])
+def test_team__the_owner_cannot_be_demoted_or_disabled(
+    panel: Panel, change: dict[str, object]
+) -> None:
+    response = panel.call("PATCH", f"/v1/team/{panel.ids[Role.OWNER]}", Role.OWNER, json=change)
+    assert response.status_code == 409
+    assert panel.call("GET", "/v1/me", Role.OWNER).json()["role"] == "owner"
+
+
+def test_team__a_disabled_member_is_signed_out(panel: Panel) -> None:
+    response = panel.call(
+        "PATCH", f"/v1/team/{panel.ids[Role.EDITOR]}", Role.OWNER, json={"disabled": True}
+    )
+    assert (response.status_code, response.json()["disabled"]) == (200, True)
+    assert panel.call("GET", "/v1/me", Role.EDITOR).status_code == 401
+    relogin = httpx.post(
+        f"{panel.url}/v1/auth/login", json={"email": "editor@example.com", "password": PASSWORD}
+    )
+    assert relogin.status_code == 401
+
+
+def test_team__adding_a_taken_email_is_409_and_a_second_owner_422(panel: Panel) -> None:
+    taken = {"email": "ADMIN@example.com", "role": "viewer", "password": PASSWORD}
+    assert panel.call("POST", "/v1/team", Role.OWNER, json=taken).status_code == 409
+    owner = {"email": "new@example.com", "role": "owner", "password": PASSWORD}
+    assert panel.call("POST", "/v1/team", Role.OWNER, json=owner).status_code == 422
+
+
+def test_team__pages_through_a_cursor(panel: Panel) -> None:
+    seen: list[int] = []
+    cursor: str | None = None
+    while True:
+        query = "?limit=2" + (f"&cursor={cursor}" if cursor else "")
+        answer = panel.call("GET", f"/v1/team{query}", Role.OWNER).json()
+        seen += [item["id"] for item in answer["items"]]
+        cursor = answer["next_cursor"]
+        if cursor is None:
+            break
+    assert seen == sorted(panel.ids.values())
+
+
+@pytest.mark.parametrize(
+    "query", ["?limit=0", "?limit=201", "?limit=x", "?cursor=%%%", "?cursor=e30="]
+)
+def test_team__bad_page_parameters_are_422(panel: Panel, query: str) -> None:
+    response = panel.call("GET", f"/v1/team{query}", Role.OWNER)
+    assert response.status_code == 422, response.text
+
+
+def test_audit__every_write_with_before_after_and_request_id(panel: Panel) -> None:
+    changed = panel.call(
+        "PATCH",
+        f"/v1/team/{panel.ids[Role.VIEWER]}",
+        Role.OWNER,
+        json={"role": "editor", "display_name": "Vee"},
+        **{"X-Request-Id": "audit-check-1"},
+    )
+    assert changed.status_code == 200
+    entries = panel.call("GET", "/v1/audit?action=team.update", Role.OWNER).json()["items"]
+    assert len(entries) == 1
+    entry = entries[0]
+    assert entry["member_id"] == panel.ids[Role.OWNER]
+    assert entry["target"] == f"team_member:{panel.ids[Role.VIEWER]}"
+    assert (entry["before"]["role"], entry["after"]["role"]) == ("viewer", "editor")
+    assert entry["after"]["display_name"] == "Vee"
+    assert entry["request_id"] == "audit-check-1"
+    added = panel.call("GET", "/v1/audit?action=team.add", Role.OWNER).json()["items"]
+    assert len(added) == 3 and all(e["before"] is None for e in added)
+
+
+def test_workspace__time_zone_must_be_iana_and_language_en_or_fa(panel: Panel) -> None:
+    good = panel.call(
+        "PATCH", "/v1/workspace", Role.OWNER, json={"time_zone": "Asia/Tehran", "language": "fa"}
+    )
+    assert good.status_code == 200
+    assert good.json()["time_zone"] == "Asia/Tehran"
+    for body in ({"time_zone": "Mars/Olympus"}, {"time_zone": "../etc/passwd"}, {"language": "de"}):
+        assert panel.call("PATCH", "/v1/workspace", Role.OWNER, json=body).status_code == 422
+    assert panel.call("GET", "/v1/workspace", Role.VIEWER).json()["language"] == "fa"
