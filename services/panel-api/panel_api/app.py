@@ -7,15 +7,18 @@ import contextlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
+import httpx
 from starlette.applications import Starlette
 from starlette.routing import Route
 
 from panel_api import auth, errors, first_run
 from panel_api.access import Access, Handler, Role
+from panel_api.bots import Bots
 from panel_api.settings import PanelSettings
 from panel_api.team import Team
 from shared.clock import SYSTEM_CLOCK, Clock
 from shared.errors import service_error_handler
+from shared.secretbox import SecretBox
 from shared.web import Runtime, create_service_app
 
 # The one place the panel's errors meet HTTP.
@@ -31,6 +34,10 @@ LEAST_ROLE: dict[tuple[str, str], Role] = {
     ("POST", "/v1/team"): Role.OWNER,
     ("PATCH", "/v1/team/{member_id:int}"): Role.OWNER,
     ("GET", "/v1/audit"): Role.OWNER,
+    ("GET", "/v1/bots"): Role.VIEWER,
+    ("POST", "/v1/bots"): Role.ADMIN,
+    ("GET", "/v1/dead-updates"): Role.ADMIN,
+    ("POST", "/v1/dead-updates/{inbox_id:int}/replay"): Role.ADMIN,
 }
 
 
@@ -48,6 +55,7 @@ def create_app(
     *,
     clock: Clock = SYSTEM_CLOCK,
     announce: Callable[[str], None] = first_run.print_code,
+    botedge_transport: httpx.AsyncBaseTransport | None = None,
 ) -> Starlette:
     """`announce` shows a first start's setup code to whoever runs the service."""
 
@@ -68,6 +76,13 @@ def create_app(
     sign_in = auth.SignIn(settings.jwt_secret, clock, settings.trusted_proxies)
     first_start = first_run.Setup(clock, settings.trusted_proxies)
     team = Team(clock)
+    bots = Bots(
+        clock,
+        SecretBox(settings.bot_token_key),
+        settings.botedge_url,
+        settings.service_token,
+        botedge_transport,
+    )
     handlers: dict[tuple[str, str], Handler] = {
         ("GET", "/v1/me"): team.me,
         ("GET", "/v1/workspace"): team.workspace,
@@ -76,6 +91,10 @@ def create_app(
         ("POST", "/v1/team"): team.add,
         ("PATCH", "/v1/team/{member_id:int}"): team.change,
         ("GET", "/v1/audit"): team.audit_log,
+        ("GET", "/v1/bots"): bots.list_bots,
+        ("POST", "/v1/bots"): bots.add_bot,
+        ("GET", "/v1/dead-updates"): bots.list_dead,
+        ("POST", "/v1/dead-updates/{inbox_id:int}/replay"): bots.replay,
     }
     return create_service_app(
         settings.common,

@@ -155,3 +155,19 @@ SELECT name, time_zone, language FROM workspace FOR UPDATE;
 -- update_workspace --
 UPDATE workspace SET time_zone = %(time_zone)s, language = %(language)s
 RETURNING name, time_zone, language;
+
+-- bots_page --
+SELECT id, telegram_bot_id, username, mode, status, token_invalid_at, last_error,
+       last_error_at, token_encrypted, created_at
+  FROM bots
+ WHERE id > %(after)s
+ ORDER BY id
+ LIMIT %(limit)s;
+
+-- dead_updates_page --
+-- Dead updates for the owner, with the cursor botedge's own listing (100 at most) lacks.
+SELECT id, bot_id, update_id, chat_key, kind, attempt, last_error, received_at, done_at
+  FROM inbox
+ WHERE state = 'dead' AND id > %(after)s
+ ORDER BY id
+ LIMIT %(limit)s;

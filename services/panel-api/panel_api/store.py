@@ -330,3 +330,16 @@ async def update_workspace(conn: Connection, time_zone: str, language: str) -> d
     if row is None:
         raise errors.StoreError("update_workspace returned no row")
     return dict(row)
+
+
+# -- what botedge keeps, read for the owner -------------------------------------------------
+
+
+async def bots_page(conn: Connection, after: int, limit: int) -> list[dict[str, Any]]:
+    cur = await conn.execute(Q["bots_page"], {"after": after, "limit": limit})
+    return [dict(row) for row in await cur.fetchall()]
+
+
+async def dead_updates_page(conn: Connection, after: int, limit: int) -> list[dict[str, Any]]:
+    cur = await conn.execute(Q["dead_updates_page"], {"after": after, "limit": limit})
+    return [dict(row) for row in await cur.fetchall()]

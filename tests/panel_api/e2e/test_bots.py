@@ -1,0 +1,124 @@
+"""Bots through the panel: added by botedge, shown by their last four characters only."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import httpx
+import psycopg
+import pytest
+
+from panel_api.app import create_app
+from panel_api.seed import seed
+from panel_api.settings import load
+from shared.testing import serve_in_thread
+from tests.botedge.conftest import insert_bot, new_token
+from tests.conftest import ServiceProcess, service_env
+
+PASSWORD = "correct horse battery"
+
+
+@dataclass
+class Setup:
+    panel: str
+    owner: str
+    botedge: ServiceProcess
+    sim: ServiceProcess
+
+    def call(self, method: str, path: str, json_body: object = None) -> httpx.Response:
+        return httpx.request(
+            method,
+            f"{self.panel}{path}",
+            json=json_body,
+            headers={"Authorization": f"Bearer {self.owner}"},
+            timeout=30,
+        )
+
+
+@pytest.fixture
+def setup(start_service: Callable[..., ServiceProcess], database_url: str) -> Iterator[Setup]:
+    sim = start_service("botedge.simtelegram", env=service_env(database_url))
+    botedge = start_service(
+        "botedge", "--role", "api", env=service_env(database_url, TELEGRAM_API_BASE=sim.url)
+    )
+    assert seed(database_url, "owner@example.com", PASSWORD) is True
+    settings = load(service_env(database_url, BOTEDGE_URL=botedge.url))
+    with serve_in_thread(create_app(settings)) as panel:
+        owner = httpx.post(
+            f"{panel}/v1/auth/login", json={"email": "owner@example.com", "password": PASSWORD}
+        ).json()["access_token"]
+        yield Setup(panel, owner, botedge, sim)
+
+
+def every_table_as_text(database_url: str) -> str:
+    with psycopg.connect(database_url) as conn:
+        tables = [
+            row[0]
+            for row in conn.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
+            ).fetchall()
+        ]
+        return "\n".join(
+            row[0]
+            for table in tables
+            for row in conn.execute(f'SELECT row_to_json(t)::text FROM "{table}" t').fetchall()
+        )
+
+
+def test_bots__added_through_botedge_and_the_token_is_nowhere(
+    setup: Setup, database_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    token = new_token(9701)
+    added = setup.call("POST", "/v1/bots", {"token": token, "mode": "polling"})
+    assert added.status_code == 201, added.text
+    listed = setup.call("GET", "/v1/bots")
+    assert listed.status_code == 200
+    [bot] = listed.json()["items"]
+    assert (bot["telegram_bot_id"], bot["token"], bot["status"]) == (
+        9701,
+        "..." + token[-4:],
+        "active",
+    )
+    for text in (added.text, listed.text, every_table_as_text(database_url)):
+        assert token not in text
+        assert token.split(":", 1)[1] not in text
+    assert token not in caplog.text
+    assert token not in setup.botedge.output()
+    audit = setup.call("GET", "/v1/audit?action=bots.add").json()["items"]
+    assert [entry["target"] for entry in audit] == [f"bot:{bot['id']}"]
+
+
+@pytest.mark.parametrize("kind", ["not shaped like a token", "revoked in Telegram"])
+def test_bots__botedges_refusal_comes_back_unchanged(setup: Setup, kind: str) -> None:
+    token = "123:short"
+    if kind == "revoked in Telegram":
+        token = new_token(9703)
+        httpx.post(f"{setup.sim.url}/_sim/bots", json={"token": token}).raise_for_status()
+        httpx.post(f"{setup.sim.url}/_sim/bots/9703/revoke").raise_for_status()
+    refused = setup.call("POST", "/v1/bots", {"token": token})
+    assert refused.status_code == 422
+    assert refused.headers["content-type"] == "application/problem+json"
+    assert refused.json()["type"] == "/problems/bad-bot-token"
+    assert setup.call("GET", "/v1/bots").json()["items"] == []
+
+
+def test_dead_updates__listed_with_a_cursor_and_replayed(setup: Setup, database_url: str) -> None:
+    bot, _, _ = insert_bot(database_url, 9702)
+    with psycopg.connect(database_url) as conn:
+        for update_id in (1, 2, 3):
+            conn.execute(
+                "INSERT INTO inbox (bot_id, update_id, chat_key, kind, payload, state, attempt,"
+                " done_at, last_error) VALUES (%s, %s, 5, 'message', %s, 'dead', 5, now(), 'x')",
+                (bot, update_id, json.dumps({"update_id": update_id})),
+            )
+    first = setup.call("GET", "/v1/dead-updates?limit=2").json()
+    second = setup.call("GET", f"/v1/dead-updates?limit=2&cursor={first['next_cursor']}").json()
+    ids = [item["id"] for item in first["items"] + second["items"]]
+    assert len(ids) == 3 and second["next_cursor"] is None
+    assert setup.call("POST", f"/v1/dead-updates/{ids[0]}/replay").status_code == 200
+    again = setup.call("POST", f"/v1/dead-updates/{ids[0]}/replay")
+    assert (again.status_code, again.json()["type"]) == (404, "/problems/not-dead")
