@@ -14,6 +14,7 @@ from starlette.routing import Route
 from panel_api import auth, errors, first_run
 from panel_api.access import Access, Handler, Role
 from panel_api.bots import Bots
+from panel_api.ledger import Ledger
 from panel_api.settings import PanelSettings
 from panel_api.team import Team
 from shared.clock import SYSTEM_CLOCK, Clock
@@ -38,6 +39,13 @@ LEAST_ROLE: dict[tuple[str, str], Role] = {
     ("POST", "/v1/bots"): Role.ADMIN,
     ("GET", "/v1/dead-updates"): Role.ADMIN,
     ("POST", "/v1/dead-updates/{inbox_id:int}/replay"): Role.ADMIN,
+    ("GET", "/v1/people"): Role.VIEWER,
+    ("GET", "/v1/memberships"): Role.VIEWER,
+    ("GET", "/v1/memberships/{person_id:int}/{channel_id:int}/events"): Role.VIEWER,
+    ("GET", "/v1/invoices"): Role.VIEWER,
+    ("POST", "/v1/invoices"): Role.ADMIN,
+    ("GET", "/v1/payments"): Role.VIEWER,
+    ("GET", "/v1/gateway-events"): Role.VIEWER,
 }
 
 
@@ -56,6 +64,7 @@ def create_app(
     clock: Clock = SYSTEM_CLOCK,
     announce: Callable[[str], None] = first_run.print_code,
     botedge_transport: httpx.AsyncBaseTransport | None = None,
+    billing_transport: httpx.AsyncBaseTransport | None = None,
 ) -> Starlette:
     """`announce` shows a first start's setup code to whoever runs the service."""
 
@@ -76,6 +85,7 @@ def create_app(
     sign_in = auth.SignIn(settings.jwt_secret, clock, settings.trusted_proxies)
     first_start = first_run.Setup(clock, settings.trusted_proxies)
     team = Team(clock)
+    ledger = Ledger(settings.billing_url, settings.service_token, billing_transport)
     bots = Bots(
         clock,
         SecretBox(settings.bot_token_key),
@@ -95,6 +105,13 @@ def create_app(
         ("POST", "/v1/bots"): bots.add_bot,
         ("GET", "/v1/dead-updates"): bots.list_dead,
         ("POST", "/v1/dead-updates/{inbox_id:int}/replay"): bots.replay,
+        ("GET", "/v1/people"): ledger.people,
+        ("GET", "/v1/memberships"): ledger.memberships,
+        ("GET", "/v1/memberships/{person_id:int}/{channel_id:int}/events"): ledger.history,
+        ("GET", "/v1/invoices"): ledger.invoices,
+        ("POST", "/v1/invoices"): ledger.create_invoice,
+        ("GET", "/v1/payments"): ledger.payments,
+        ("GET", "/v1/gateway-events"): ledger.gateway_events,
     }
     return create_service_app(
         settings.common,

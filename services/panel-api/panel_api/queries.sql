@@ -171,3 +171,72 @@ SELECT id, bot_id, update_id, chat_key, kind, attempt, last_error, received_at, 
  WHERE state = 'dead' AND id > %(after)s
  ORDER BY id
  LIMIT %(limit)s;
+
+-- people_page --
+-- Each bot's visitors, in (bot, person) order after the cursor's pair.
+SELECT bp.bot_id, p.id AS person_id, p.telegram_user_id, p.username, p.first_name,
+       p.last_name, bp.first_seen_at, bp.last_seen_at, bp.blocked_at IS NOT NULL AS blocked
+  FROM bot_people bp
+  JOIN people p ON p.id = bp.person_id
+ WHERE (bp.bot_id, bp.person_id) > (%(after_bot)s, %(after_person)s)
+   AND (%(bot_id)s::integer IS NULL OR bp.bot_id = %(bot_id)s)
+ ORDER BY bp.bot_id, bp.person_id
+ LIMIT %(limit)s;
+
+-- memberships_page --
+SELECT m.person_id, p.telegram_user_id, m.channel_id, c.title AS channel_title, m.status,
+       m.expires_at, m.grace_days, m.updated_at
+  FROM memberships m
+  JOIN people p ON p.id = m.person_id
+  JOIN channels c ON c.id = m.channel_id
+ WHERE (m.person_id, m.channel_id) > (%(after_person)s, %(after_channel)s)
+   AND (%(status)s::text IS NULL OR m.status = %(status)s)
+   AND (%(channel_id)s::integer IS NULL OR m.channel_id = %(channel_id)s)
+ ORDER BY m.person_id, m.channel_id
+ LIMIT %(limit)s;
+
+-- membership_history --
+SELECT id, from_status, to_status, old_expires_at, new_expires_at, cause, payment_id, paid_at,
+       period_days, at
+  FROM membership_events
+ WHERE person_id = %(person_id)s AND channel_id = %(channel_id)s
+ ORDER BY id;
+
+-- invoices_page --
+-- Newest first.
+-- Amounts as text of minor units, as payments' are: exact, one type for both.
+SELECT i.id, i.order_reference, p.telegram_user_id, i.channel_id,
+       i.amount_minor::text AS amount_minor, i.currency, i.gateway, i.status, i.created_at,
+       i.expires_at, i.paid_at
+  FROM invoices i
+  JOIN people p ON p.id = i.person_id
+ WHERE (%(before_id)s::bigint IS NULL OR i.id < %(before_id)s)
+   AND (%(status)s::text IS NULL OR i.status = %(status)s)
+ ORDER BY i.id DESC
+ LIMIT %(limit)s;
+
+-- payments_page --
+-- Newest first; filtered by gateway, applied and flag when given.
+SELECT pay.id, pay.gateway, pay.external_payment_id, i.order_reference, p.telegram_user_id,
+       pay.channel_id, pay.amount_minor, pay.currency, pay.paid_at, pay.applied, pay.flag,
+       pay.created_at
+  FROM payments pay
+  JOIN invoices i ON i.id = pay.invoice_id
+  JOIN people p ON p.id = pay.person_id
+ WHERE (%(before_id)s::bigint IS NULL OR pay.id < %(before_id)s)
+   AND (%(gateway)s::text IS NULL OR pay.gateway = %(gateway)s)
+   AND (%(applied)s::boolean IS NULL OR pay.applied = %(applied)s)
+   AND (%(flag)s::text IS NULL OR pay.flag = %(flag)s)
+ ORDER BY pay.id DESC
+ LIMIT %(limit)s;
+
+-- gateway_events_page --
+-- What needs the owner: deliveries authentic but not applied as they came. Newest first.
+SELECT id, gateway, event_type, order_reference, external_payment_id, outcome, payment_id,
+       detail, received_at
+  FROM gateway_events
+ WHERE outcome IN ('orphan', 'amount_mismatch', 'conflict', 'gateway_mismatch')
+   AND (%(before_id)s::bigint IS NULL OR id < %(before_id)s)
+   AND (%(outcome)s::text IS NULL OR outcome = %(outcome)s)
+ ORDER BY id DESC
+ LIMIT %(limit)s;

@@ -343,3 +343,12 @@ async def bots_page(conn: Connection, after: int, limit: int) -> list[dict[str, 
 async def dead_updates_page(conn: Connection, after: int, limit: int) -> list[dict[str, Any]]:
     cur = await conn.execute(Q["dead_updates_page"], {"after": after, "limit": limit})
     return [dict(row) for row in await cur.fetchall()]
+
+
+# -- money and people, read for the owner ---------------------------------------------------
+
+
+async def rows(conn: Connection, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rows of one of the read-only listing queries above."""
+    cur = await conn.execute(Q[query], params)
+    return [dict(row) for row in await cur.fetchall()]

@@ -63,8 +63,10 @@ def panel(database_url: str) -> Iterator[Panel]:
 
 
 def concrete(path: str, panel: Panel) -> str:
-    return path.replace("{member_id:int}", str(panel.ids[Role.VIEWER])).replace(
-        "{inbox_id:int}", "1"
+    return (
+        path.replace("{member_id:int}", str(panel.ids[Role.VIEWER]))
+        .replace("{inbox_id:int}", "1")
+        .replace("{person_id:int}/{channel_id:int}", "1/1")
     )
 
 
@@ -78,9 +80,12 @@ def test_roles__every_guarded_route_with_every_role(panel: Panel, method: str, p
             assert response.json()["type"] == "/problems/forbidden"
         else:
             # Let through: whatever the (empty) body earns, but never a refusal or a failure.
-            # (No botedge runs here: a route that asks it says so with 503.)
+            # (No botedge or billing runs here: a route that asks one says so with 503.)
             assert response.status_code not in (401, 403), (role, response.text)
-            unavailable = response.json().get("type") == "/problems/botedge-unavailable"
+            unavailable = response.json().get("type") in (
+                "/problems/botedge-unavailable",
+                "/problems/billing-unavailable",
+            )
             assert response.status_code < 500 or unavailable, (role, response.text)
 
 

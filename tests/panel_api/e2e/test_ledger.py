@@ -1,0 +1,121 @@
+"""People and money through the panel: invoices made by billing, payments, memberships and
+their history, deliveries that need the owner, each bot's visitors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import httpx
+import psycopg
+import pytest
+
+from panel_api.app import create_app
+from panel_api.seed import seed
+from panel_api.settings import load
+from shared.testing import serve_in_thread
+from tests.billing.e2e import gateways
+from tests.botedge.conftest import insert_bot
+from tests.conftest import ServiceProcess, service_env
+
+PASSWORD = "correct horse battery"
+
+
+@dataclass
+class Setup:
+    panel: str
+    owner: str
+    billing: ServiceProcess
+
+    def get(self, path: str) -> httpx.Response:
+        return httpx.get(f"{self.panel}{path}", headers={"Authorization": f"Bearer {self.owner}"})
+
+    def post(self, path: str, body: object) -> httpx.Response:
+        return httpx.post(
+            f"{self.panel}{path}", json=body, headers={"Authorization": f"Bearer {self.owner}"}
+        )
+
+
+@pytest.fixture
+def setup(start_service: Callable[..., ServiceProcess], database_url: str) -> Iterator[Setup]:
+    billing = start_service("billing", env=service_env(database_url))
+    assert seed(database_url, "owner@example.com", PASSWORD) is True
+    settings = load(service_env(database_url, BILLING_URL=billing.url))
+    with serve_in_thread(create_app(settings)) as panel:
+        owner = httpx.post(
+            f"{panel}/v1/auth/login", json={"email": "owner@example.com", "password": PASSWORD}
+        ).json()["access_token"]
+        yield Setup(panel, owner, billing)
+
+
+def test_ledger__an_invoice_paid_shows_everywhere(setup: Setup, database_url: str) -> None:
+    channel = gateways.add_paid_channel(database_url)
+    made = setup.post(
+        "/v1/invoices", {"telegram_user_id": 4242, "channel_id": channel, "gateway": "subgate"}
+    )
+    assert made.status_code == 201, made.text
+    order = made.json()["order_reference"]
+    with httpx.Client() as client:
+        paid = gateways.subgate(order, "pay-1", "12.50").send(client, setup.billing.url)
+        orphan = gateways.subgate("gh_unknown", "pay-2", "12.50").send(client, setup.billing.url)
+    assert (paid.status_code, orphan.status_code) == (200, 200)
+
+    [invoice] = setup.get("/v1/invoices").json()["items"]
+    assert (invoice["order_reference"], invoice["status"], invoice["amount_minor"]) == (
+        order,
+        "paid",
+        "1250",
+    )
+    [payment] = setup.get("/v1/payments?gateway=subgate&applied=true").json()["items"]
+    assert (payment["external_payment_id"], payment["telegram_user_id"]) == ("pay-1", 4242)
+    assert setup.get("/v1/payments?applied=false").json()["items"] == []
+    [membership] = setup.get("/v1/memberships?status=active").json()["items"]
+    assert membership["telegram_user_id"] == 4242
+    history = setup.get(f"/v1/memberships/{membership['person_id']}/{channel}/events").json()[
+        "items"
+    ]
+    assert [event["cause"] for event in history] == ["payment"]
+    [event] = setup.get("/v1/gateway-events").json()["items"]
+    assert (event["outcome"], event["order_reference"]) == ("orphan", "gh_unknown")
+
+
+def test_ledger__billings_refusal_comes_back_unchanged(setup: Setup) -> None:
+    refused = setup.post(
+        "/v1/invoices", {"telegram_user_id": 1, "channel_id": 999, "gateway": "subgate"}
+    )
+    assert refused.status_code == 404
+    assert refused.json()["type"] == "/problems/unknown-channel"
+
+
+def test_ledger__people_pages_across_bots(setup: Setup, database_url: str) -> None:
+    bots = [insert_bot(database_url, 9800 + n)[0] for n in range(2)]
+    with psycopg.connect(database_url) as conn:
+        for n in range(3):
+            person = conn.execute(
+                "INSERT INTO people (telegram_user_id) VALUES (%s) RETURNING id", (700 + n,)
+            ).fetchone()
+            assert person is not None
+            for bot in bots:
+                conn.execute(
+                    "INSERT INTO bot_people (bot_id, person_id, first_seen_at, last_seen_at)"
+                    " VALUES (%s, %s, now(), now())",
+                    (bot, person[0]),
+                )
+    seen: list[tuple[int, int]] = []
+    cursor = None
+    while True:
+        answer = setup.get("/v1/people?limit=4" + (f"&cursor={cursor}" if cursor else "")).json()
+        seen += [(item["bot_id"], item["telegram_user_id"]) for item in answer["items"]]
+        cursor = answer["next_cursor"]
+        if cursor is None:
+            break
+    assert seen == [(bot, 700 + n) for bot in bots for n in range(3)]
+    one_bot = setup.get(f"/v1/people?bot={bots[1]}").json()["items"]
+    assert {item["bot_id"] for item in one_bot} == {bots[1]}
+
+
+@pytest.mark.parametrize(
+    "path", ["/v1/payments?applied=maybe", "/v1/memberships?status=gone", "/v1/people?bot=x"]
+)
+def test_ledger__bad_filters_are_422(setup: Setup, path: str) -> None:
+    assert setup.get(path).status_code == 422
