@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test check lint typecheck pytest migrate bench-webhooks bench-claim clean
+.PHONY: run test check lint typecheck pytest migrate bench-webhooks bench-claim bench-login clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is required")'
@@ -40,6 +40,9 @@ bench-webhooks: $(STAMP)
 
 bench-claim: $(STAMP)
 	$(BIN)/python loadtest/bench_claim.py $(BENCH_ARGS)
+
+bench-login: $(STAMP)
+	$(BIN)/python loadtest/bench_login.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .data .mypy_cache .pytest_cache .ruff_cache

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import bcrypt
 import jwt
 import msgspec
+from prometheus_client import Counter
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -30,6 +31,9 @@ AUDIENCE = "panel-api"
 # Failed sign-ins allowed per account and per address within the window, then 429.
 FAILURE_LIMIT = 10
 FAILURE_WINDOW = dt.timedelta(minutes=15)
+PASSWORD_CHECKS = Counter(
+    "panel_password_checks_total", "bcrypt verifications made by sign-ins (one per attempt)"
+)
 # Checked against when the email is unknown, so both paths cost one bcrypt verification.
 _DUMMY_HASH = bcrypt.hashpw(b"no such member", bcrypt.gensalt(rounds=12))
 
@@ -136,6 +140,7 @@ class SignIn:
             stored, presented = _DUMMY_HASH, b"-"
         # One bcrypt check whatever the email (~0.2 s by design): off the event loop.
         password_ok = await run_in_threadpool(bcrypt.checkpw, presented, stored)
+        PASSWORD_CHECKS.inc()
         if row is None or not password_ok or row.disabled or too_long:
             async with store.connection(pool) as conn:
                 await store.record_failure(conn, email, address, now, FAILURE_WINDOW)

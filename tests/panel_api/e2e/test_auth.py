@@ -196,3 +196,27 @@ def test_login__behind_a_trusted_proxy_the_forwarded_address_counts(database_url
         assert from_address("203.0.113.5", "owner@example.com", PASSWORD).status_code == 429
         # Another client behind the same proxy is not held back.
         assert from_address("203.0.113.6", "owner@example.com", PASSWORD).status_code == 200
+
+
+def password_checks(panel: str) -> float:
+    text = httpx.get(f"{panel}/metrics").text
+    line = next(x for x in text.splitlines() if x.startswith("panel_password_checks_total "))
+    return float(line.split()[1])
+
+
+@pytest.mark.parametrize(
+    ("email", "password"),
+    [
+        ("owner@example.com", PASSWORD),
+        ("owner@example.com", "wrong password"),
+        ("nobody@example.com", "wrong password"),
+        ("owner@example.com", "x" * 100),
+    ],
+    ids=["right", "wrong password", "unknown email", "over 72 bytes"],
+)
+def test_login__exactly_one_bcrypt_check_whatever_the_email(
+    panel: str, email: str, password: str
+) -> None:
+    before = password_checks(panel)
+    login(panel, email, password)
+    assert password_checks(panel) - before == 1

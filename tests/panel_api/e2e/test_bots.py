@@ -42,7 +42,10 @@ class Setup:
 def setup(start_service: Callable[..., ServiceProcess], database_url: str) -> Iterator[Setup]:
     sim = start_service("botedge.simtelegram", env=service_env(database_url))
     botedge = start_service(
-        "botedge", "--role", "api", env=service_env(database_url, TELEGRAM_API_BASE=sim.url)
+        "botedge",
+        "--role",
+        "api",
+        env=service_env(database_url, TELEGRAM_API_BASE=sim.url, LOG_LEVEL="DEBUG"),
     )
     assert seed(database_url, "owner@example.com", PASSWORD) is True
     settings = load(service_env(database_url, BOTEDGE_URL=botedge.url))
