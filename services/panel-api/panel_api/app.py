@@ -14,6 +14,7 @@ from starlette.routing import Route
 from panel_api import auth, errors, first_run
 from panel_api.access import Access, Handler, Role
 from panel_api.bots import Bots
+from panel_api.internal import Internal
 from panel_api.ledger import Ledger
 from panel_api.settings import PanelSettings
 from panel_api.team import Team
@@ -85,13 +86,13 @@ def create_app(
     sign_in = auth.SignIn(settings.jwt_secret, clock, settings.trusted_proxies)
     first_start = first_run.Setup(clock, settings.trusted_proxies)
     team = Team(clock)
-    ledger = Ledger(settings.billing_url, settings.service_token, billing_transport)
+    ledger = Ledger(
+        Internal("billing", settings.billing_url, settings.service_token, billing_transport)
+    )
     bots = Bots(
         clock,
         SecretBox(settings.bot_token_key),
-        settings.botedge_url,
-        settings.service_token,
-        botedge_transport,
+        Internal("botedge", settings.botedge_url, settings.service_token, botedge_transport),
     )
     handlers: dict[tuple[str, str], Handler] = {
         ("GET", "/v1/me"): team.me,

@@ -19,6 +19,7 @@ from starlette.routing import BaseRoute, Route
 
 from panel_api import sessions, store
 from shared.clock import Clock
+from shared.db import Connection
 from shared.errors import Problem, json_body, problem_response
 from shared.settings import Networks, Secret
 from shared.web import client_address, runtime
@@ -97,6 +98,21 @@ def verify_token(secret: Secret, token: str, now: dt.datetime) -> dict[str, Any]
     return claims
 
 
+async def refuse_if_throttled(
+    conn: Connection, key: str, address: str, now: dt.datetime, what: str
+) -> None:
+    """429 with `Retry-After` while `key` or `address` has its fill of recent failures."""
+    until = await store.throttled_until(conn, key, address, now, FAILURE_WINDOW, FAILURE_LIMIT)
+    if until is not None:
+        wait = max(1, math.ceil((until - now).total_seconds()))
+        raise Problem(
+            429,
+            "too-many-requests",
+            f"too many {what}; try again in {wait} s",
+            headers={"Retry-After": str(wait)},
+        )
+
+
 class SignIn:
     """The sign-in routes, their secret, clock and the proxies they trust."""
 
@@ -120,17 +136,7 @@ class SignIn:
         now = self.clock.now()
         pool = runtime(request).pool
         async with store.connection(pool) as conn:
-            until = await store.throttled_until(
-                conn, email, address, now, FAILURE_WINDOW, FAILURE_LIMIT
-            )
-            if until is not None:
-                wait = max(1, math.ceil((until - now).total_seconds()))
-                raise Problem(
-                    429,
-                    "too-many-requests",
-                    f"too many failed sign-ins; try again in {wait} s",
-                    headers={"Retry-After": str(wait)},
-                )
+            await refuse_if_throttled(conn, email, address, now, "failed sign-ins")
             row = await store.member_by_email(conn, email)
         stored = row.password_hash.encode() if row and row.password_hash else _DUMMY_HASH
         presented = body.password.encode()

@@ -10,18 +10,17 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Any, Literal
 
-import httpx
 import msgspec
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from panel_api import store
 from panel_api.access import Caller, cursor_after, page
+from panel_api.internal import Internal, relayed
 from shared.clock import Clock
-from shared.errors import PROBLEM_JSON, Problem, json_body
+from shared.errors import Problem, json_body
 from shared.logging import request_id
 from shared.secretbox import SecretBox, SecretBoxError
-from shared.settings import Secret
 from shared.web import runtime
 
 
@@ -31,19 +30,10 @@ class NewBot(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class Bots:
-    def __init__(
-        self,
-        clock: Clock,
-        box: SecretBox,
-        botedge_url: str,
-        service_token: Secret,
-        transport: httpx.AsyncBaseTransport | None = None,
-    ) -> None:
+    def __init__(self, clock: Clock, box: SecretBox, botedge: Internal) -> None:
         self.clock = clock
         self.box = box
-        self.botedge_url = botedge_url
-        self.service_token = service_token
-        self.transport = transport
+        self.botedge = botedge
 
     async def list_bots(self, request: Request, caller: Caller) -> Response:
         where = page(request)
@@ -78,23 +68,13 @@ class Bots:
 
     async def add_bot(self, request: Request, caller: Caller) -> Response:
         body = await json_body(request, NewBot, limit=4096)
-        answer = await self._botedge(
+        answer = await self.botedge.ask(
             "POST", "/internal/bots", {"token": body.token, "mode": body.mode}
         )
         if answer.status_code == 201:
             added = answer.json()
-            async with store.connection(runtime(request).pool) as conn:
-                await store.audit(
-                    conn,
-                    member_id=caller.id,
-                    action="bots.add",
-                    target=f"bot:{added['id']}",
-                    before=None,
-                    after=added,
-                    now=self.clock.now(),
-                    request_id=request_id.get(),
-                )
-        return _relay(answer)
+            await self._audit(request, caller, "bots.add", f"bot:{added['id']}", added)
+        return relayed(answer)
 
     async def list_dead(self, request: Request, caller: Caller) -> Response:
         where = page(request)
@@ -116,43 +96,27 @@ class Bots:
         inbox_id = int(request.path_params["inbox_id"])
         if inbox_id >= 2**63:
             raise Problem(404, "not-dead", "no dead update with that id")
-        answer = await self._botedge("POST", f"/internal/inbox/{inbox_id}/replay", None)
+        answer = await self.botedge.ask("POST", f"/internal/inbox/{inbox_id}/replay")
         if answer.status_code == 200:
-            async with store.connection(runtime(request).pool) as conn:
-                await store.audit(
-                    conn,
-                    member_id=caller.id,
-                    action="inbox.replay",
-                    target=f"inbox:{inbox_id}",
-                    before=None,
-                    after=None,
-                    now=self.clock.now(),
-                    request_id=request_id.get(),
-                )
-        return _relay(answer)
+            await self._audit(request, caller, "inbox.replay", f"inbox:{inbox_id}", None)
+        return relayed(answer)
 
-    async def _botedge(self, method: str, path: str, body: Any) -> httpx.Response:
-        headers = {"Authorization": f"Bearer {self.service_token.reveal()}"}
-        rid = request_id.get()
-        if rid:
-            headers["X-Request-Id"] = rid
-        try:
-            async with httpx.AsyncClient(transport=self.transport, timeout=30) as client:
-                return await client.request(
-                    method, f"{self.botedge_url}{path}", json=body, headers=headers
-                )
-        except httpx.HTTPError as error:
-            raise Problem(
-                503, "botedge-unavailable", f"botedge could not be asked: {type(error).__name__}"
-            ) from None
-
-
-def _relay(answer: httpx.Response) -> Response:
-    """botedge's answer, status and body, as it gave them."""
-    media = answer.headers.get("content-type", "application/json")
-    if answer.status_code >= 500 and media != PROBLEM_JSON:
-        raise Problem(503, "botedge-unavailable", f"botedge answered {answer.status_code}")
-    return Response(answer.content, status_code=answer.status_code, media_type=media)
+    async def _audit(
+        self, request: Request, caller: Caller, action: str, target: str, after: Any
+    ) -> None:
+        """After botedge made the write (it owns bots and the inbox): the panel's record of
+        who asked for it."""
+        async with store.connection(runtime(request).pool) as conn:
+            await store.audit(
+                conn,
+                member_id=caller.id,
+                action=action,
+                target=target,
+                before=None,
+                after=after,
+                now=self.clock.now(),
+                request_id=request_id.get(),
+            )
 
 
 def _iso(value: dt.datetime | None) -> str | None:

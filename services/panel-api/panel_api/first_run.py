@@ -13,7 +13,6 @@ import datetime as dt
 import hashlib
 import hmac
 import logging
-import math
 import secrets
 import sys
 from collections.abc import Callable
@@ -26,7 +25,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from panel_api import errors, store
-from panel_api.auth import BCRYPT_MAX_BYTES, FAILURE_LIMIT, FAILURE_WINDOW, Email
+from panel_api.auth import BCRYPT_MAX_BYTES, FAILURE_WINDOW, Email, refuse_if_throttled
 from shared.backoff import backoff_delay
 from shared.clock import Clock
 from shared.db import Pool
@@ -109,17 +108,7 @@ class Setup:
         async with store.connection(pool) as conn:
             if await store.owner_exists(conn):
                 raise Problem(404, "not-found", "the owner exists; setup is over")
-            until = await store.throttled_until(
-                conn, THROTTLE_KEY, address, now, FAILURE_WINDOW, FAILURE_LIMIT
-            )
-            if until is not None:
-                wait = max(1, math.ceil((until - now).total_seconds()))
-                raise Problem(
-                    429,
-                    "too-many-requests",
-                    f"too many wrong setup codes; try again in {wait} s",
-                    headers={"Retry-After": str(wait)},
-                )
+            await refuse_if_throttled(conn, THROTTLE_KEY, address, now, "wrong setup codes")
             saved = await store.setup_code(conn)
         matches = saved is not None and hmac.compare_digest(saved.code_hash, code_hash(body.code))
         if not matches or saved is None:

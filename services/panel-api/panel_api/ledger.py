@@ -6,16 +6,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-import httpx
 import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
 from panel_api import store
 from panel_api.access import Caller, Page, cursor_after, page
+from panel_api.internal import Internal, relayed
 from shared.errors import Problem, json_body
-from shared.logging import request_id
-from shared.settings import Secret
 from shared.web import runtime
 
 # Composite keys ride in one cursor number: (high << 31) | low, both int4 ids.
@@ -56,15 +54,8 @@ def _choice(request: Request, name: str, choices: tuple[str, ...]) -> str | None
 
 
 class Ledger:
-    def __init__(
-        self,
-        billing_url: str,
-        service_token: Secret,
-        transport: httpx.AsyncBaseTransport | None = None,
-    ) -> None:
-        self.billing_url = billing_url
-        self.service_token = service_token
-        self.transport = transport
+    def __init__(self, billing: Internal) -> None:
+        self.billing = billing
 
     async def _list(
         self, request: Request, query: str, params: dict[str, Any], where: Page
@@ -150,27 +141,5 @@ class Ledger:
 
     async def create_invoice(self, request: Request, caller: Caller) -> Response:
         body = await json_body(request, NewInvoice, limit=4096)
-        headers = {"Authorization": f"Bearer {self.service_token.reveal()}"}
-        rid = request_id.get()
-        if rid:
-            headers["X-Request-Id"] = rid
-        try:
-            async with httpx.AsyncClient(transport=self.transport, timeout=30) as client:
-                answer = await client.post(
-                    f"{self.billing_url}/internal/invoices",
-                    json=msgspec.to_builtins(body),
-                    headers=headers,
-                )
-        except httpx.HTTPError as error:
-            raise Problem(
-                503, "billing-unavailable", f"billing could not be asked: {type(error).__name__}"
-            ) from None
-        if answer.status_code >= 500 and "problem+json" not in answer.headers.get(
-            "content-type", ""
-        ):
-            raise Problem(503, "billing-unavailable", f"billing answered {answer.status_code}")
-        return Response(
-            answer.content,
-            status_code=answer.status_code,
-            media_type=answer.headers.get("content-type", "application/json"),
-        )
+        answer = await self.billing.ask("POST", "/internal/invoices", msgspec.to_builtins(body))
+        return relayed(answer)

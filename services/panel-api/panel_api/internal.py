@@ -1,0 +1,59 @@
+"""Asking billing and botedge: their internal endpoints, their answers handed back unchanged.
+
+Money and Telegram are theirs (DESIGN: who owns what); the panel forwards the owner's request
+with `SERVICE_TOKEN` and the request id, and relays the status and body. When the other service
+cannot be asked, or fails without a problem body, the answer is 503 `<service>-unavailable`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+from starlette.responses import Response
+
+from shared.errors import PROBLEM_JSON, Problem
+from shared.logging import request_id
+from shared.settings import Secret
+
+
+class Internal:
+    def __init__(
+        self,
+        service: str,
+        base_url: str,
+        service_token: Secret,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.service = service
+        self.base_url = base_url
+        self.service_token = service_token
+        self.transport = transport
+
+    async def ask(self, method: str, path: str, body: Any = None) -> httpx.Response:
+        headers = {"Authorization": f"Bearer {self.service_token.reveal()}"}
+        rid = request_id.get()
+        if rid:
+            headers["X-Request-Id"] = rid
+        try:
+            async with httpx.AsyncClient(transport=self.transport, timeout=30) as client:
+                answer = await client.request(
+                    method, f"{self.base_url}{path}", json=body, headers=headers
+                )
+        except httpx.HTTPError as error:
+            raise self._unavailable(f"could not be asked: {type(error).__name__}") from None
+        if answer.status_code >= 500 and answer.headers.get("content-type") != PROBLEM_JSON:
+            raise self._unavailable(f"answered {answer.status_code}")
+        return answer
+
+    def _unavailable(self, what: str) -> Problem:
+        return Problem(503, f"{self.service}-unavailable", f"{self.service} {what}")
+
+
+def relayed(answer: httpx.Response) -> Response:
+    """The other service's answer, status and body, as it gave them."""
+    return Response(
+        answer.content,
+        status_code=answer.status_code,
+        media_type=answer.headers.get("content-type", "application/json"),
+    )
