@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -59,6 +59,16 @@ class ServiceProcess:
 
     def wait(self, timeout: float) -> int:
         return self.proc.wait(timeout=timeout)
+
+
+def wait_until(check: Callable[[], object], timeout: float, what: str) -> None:
+    """Return once `check()` is true; fail naming `what` after `timeout` seconds. The one place
+    tests wait: on a condition, looked at every 50 ms, never for a fixed time."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.05)
 
 
 def wait_healthy(url: str, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:

@@ -6,13 +6,12 @@ import datetime as dt
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psycopg
 
 from tests.billing.e2e import gateways
-from tests.conftest import ROOT, ServiceProcess, service_env
+from tests.conftest import ROOT, ServiceProcess, service_env, wait_until
 
 
 def test_sweep_command__works_through_the_backlog_in_bounded_calls(
@@ -67,10 +66,7 @@ def test_sweep_every__repeats_and_stops_on_sigterm(
             text=True,
             cwd=ROOT,
         )
-    deadline = time.monotonic() + 20
-    while log.read_text().count("swept:") < 3:
-        assert time.monotonic() < deadline, log.read_text()
-        time.sleep(0.05)
+    wait_until(lambda: log.read_text().count("swept:") >= 3, 20, "three sweep rounds")
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=10) == 0
     assert log.read_text().count("swept:") >= 3

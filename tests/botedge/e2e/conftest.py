@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,7 +12,7 @@ import psycopg
 import pytest
 
 from tests.botedge.conftest import insert_bot
-from tests.conftest import ServiceProcess, service_env
+from tests.conftest import ServiceProcess, service_env, wait_until
 
 FAST = {
     # Limits and retries scaled for a test run; the limiter itself has its own tests.
@@ -64,12 +63,7 @@ class Edge:
             return conn.execute(sql, args).fetchall()  # type: ignore[arg-type]
 
     def wait_until(self, check: Callable[[], bool], timeout: float, what: str) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if check():
-                return
-            time.sleep(0.1)
-        raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        wait_until(check, timeout, what)
 
     def wait_for_sender(self, bot_id: int) -> str:
         """Wait until some worker holds the bot's send lease; the holder."""

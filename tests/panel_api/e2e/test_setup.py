@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 
 import httpx
@@ -14,7 +13,7 @@ from panel_api.seed import seed
 from panel_api.settings import load
 from shared.clock import ManualClock
 from shared.testing import serve_in_thread
-from tests.conftest import ServiceProcess, service_env
+from tests.conftest import ServiceProcess, service_env, wait_until
 
 PASSWORD = "a long enough password"
 
@@ -38,10 +37,7 @@ def panel(database_url: str, clock: ManualClock, codes: list[str]) -> Iterator[s
 
 def offered(codes: list[str]) -> str:
     """The code the panel offered at start (it does so as soon as the database answers)."""
-    deadline = time.monotonic() + 10
-    while not codes:
-        assert time.monotonic() < deadline, "no setup code was offered"
-        time.sleep(0.02)
+    wait_until(lambda: codes, 10, "a setup code")
     return codes[-1]
 
 
@@ -123,10 +119,7 @@ def test_setup__a_real_panel_process_prints_its_code(
     panel: ServiceProcess = start_service(  # type: ignore[operator]
         "panel_api", env=service_env(database_url)
     )
-    deadline = time.monotonic() + 15
-    while "No owner yet" not in panel.output():
-        assert time.monotonic() < deadline, panel.output()
-        time.sleep(0.05)
+    wait_until(lambda: "No owner yet" in panel.output(), 15, "the printed setup code")
     line = next(line for line in panel.output().splitlines() if "setup code" in line)
     code = line.rsplit(" ", 1)[-1].rstrip(":")
     assert set_up(panel.url, code).status_code == 201

@@ -16,7 +16,7 @@ import pytest
 
 from shared.embedded_pg import free_port
 from shared.launcher import CHILDREN
-from tests.conftest import ROOT
+from tests.conftest import ROOT, wait_until
 
 
 def launcher_env(data_dir: Path, ports: dict[str, int]) -> dict[str, str]:
@@ -174,10 +174,11 @@ def test_launcher__ctrl_c_stops_everything_without_an_error_line(
         wait_all_ready(ports, proc, log)
         sim = f"http://127.0.0.1:{ports['simtelegram']}"
         # The demo bot's long poll is in flight, as it is whenever make run idles.
-        deadline = time.monotonic() + 20
-        while httpx.get(f"{sim}/_sim/inflight").json().get("getupdates", 0) < 1:
-            assert time.monotonic() < deadline, "the demo bot never polled"
-            time.sleep(0.05)
+        wait_until(
+            lambda: httpx.get(f"{sim}/_sim/inflight").json().get("getupdates", 0) >= 1,
+            20,
+            "the demo bot's long poll",
+        )
         before = len(log.read_text())
         # What a terminal's Ctrl-C does: SIGINT to the whole foreground process group.
         os.killpg(proc.pid, signal.SIGINT)

@@ -10,14 +10,11 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from tests.conftest import ServiceProcess, service_env
+from tests.conftest import ServiceProcess, service_env, wait_until
 
 
 def wait_for_line(service: ServiceProcess, text: str, timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while text not in service.output():
-        assert time.monotonic() < deadline, f"no {text!r} in the log after {timeout} s"
-        time.sleep(0.02)
+    wait_until(lambda: text in service.output(), timeout, f"{text!r} in the log")
 
 
 @pytest.mark.parametrize(
@@ -109,10 +106,11 @@ def test_simulated_telegram__stops_with_a_long_poll_in_flight_and_no_error(
         poll = pool.submit(
             httpx.post, f"{sim.url}/bot{token}/getUpdates", json={"timeout": 30}, timeout=40
         )
-        deadline = time.monotonic() + 10
-        while httpx.get(f"{sim.url}/_sim/inflight").json().get("getupdates", 0) < 1:
-            assert time.monotonic() < deadline, "the long poll never arrived"
-            time.sleep(0.02)
+        wait_until(
+            lambda: httpx.get(f"{sim.url}/_sim/inflight").json().get("getupdates", 0) >= 1,
+            10,
+            "the long poll",
+        )
         started = time.monotonic()
         sim.signal(signal.SIGINT)
         answer = poll.result(timeout=20)
