@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import signal
 import subprocess
@@ -125,7 +126,17 @@ async def gather_limited(calls: list[Awaitable[T]], limit: int = 48) -> list[T]:
     gate = asyncio.Semaphore(limit)
 
     async def one(call: Awaitable[T]) -> T:
-        async with gate:
+        try:
+            await gate.acquire()
+        except BaseException:
+            # Cancelled before its turn (another call failed): close it, or it is reported as
+            # never awaited in whatever test happens to be running when it is collected.
+            if inspect.iscoroutine(call):
+                call.close()
+            raise
+        try:
             return await call
+        finally:
+            gate.release()
 
     return list(await asyncio.gather(*(one(call) for call in calls)))

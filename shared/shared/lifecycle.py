@@ -20,7 +20,7 @@ import uvicorn
 from starlette.applications import Starlette
 
 from shared.protocol import with_read_deadline
-from shared.settings import DEFAULT_READ_TIMEOUT, CommonSettings
+from shared.settings import DEFAULT_KEEP_ALIVE, DEFAULT_READ_TIMEOUT, CommonSettings
 
 log = logging.getLogger("shared.lifecycle")
 
@@ -51,6 +51,7 @@ async def serve(
     port: int,
     shutdown_timeout: float,
     read_timeout: float = DEFAULT_READ_TIMEOUT,
+    keep_alive_timeout: float = DEFAULT_KEEP_ALIVE,
 ) -> None:
     config = uvicorn.Config(
         app,
@@ -62,6 +63,7 @@ async def serve(
         server_header=False,
         lifespan="on",
         timeout_graceful_shutdown=int(max(1, shutdown_timeout)),
+        timeout_keep_alive=keep_alive_timeout,  # type: ignore[arg-type]  # call_later takes floats
     )
     server = _Server(config)
     loop = asyncio.get_running_loop()
@@ -100,6 +102,7 @@ def run_service(app: Starlette, common: CommonSettings) -> None:
             port=common.port,
             shutdown_timeout=common.shutdown_timeout,
             read_timeout=common.request_read_timeout,
+            keep_alive_timeout=common.keep_alive_timeout,
         )
     )
 
@@ -110,15 +113,24 @@ def run_without_database(name: str, create_app: Callable[[], Starlette], default
     from shared.settings import LOG_LEVELS, Reader, exit_on_error
 
     r = Reader(os.environ)
-    host, port, level, read_timeout = exit_on_error(
+    host, port, level, read_timeout, keep_alive = exit_on_error(
         lambda: (
             r.text("HOST", "127.0.0.1"),
             r.port("PORT", default_port),
             r.choice("LOG_LEVEL", "INFO", LOG_LEVELS),
             r.seconds("REQUEST_READ_TIMEOUT", DEFAULT_READ_TIMEOUT, minimum=0.1),
+            r.seconds("KEEP_ALIVE_TIMEOUT", DEFAULT_KEEP_ALIVE, minimum=1),
         )
     )
     jsonlog.configure(name, level)
+    app = create_app()
     asyncio.run(
-        serve(create_app(), host=host, port=port, shutdown_timeout=2.0, read_timeout=read_timeout)
+        serve(
+            app,
+            host=host,
+            port=port,
+            shutdown_timeout=2.0,
+            read_timeout=read_timeout,
+            keep_alive_timeout=keep_alive,
+        )
     )

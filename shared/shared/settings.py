@@ -22,6 +22,9 @@ Networks = tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 # Seconds a client has to send one whole request, headers and body.
 DEFAULT_READ_TIMEOUT = 10.0
+# Longer than any client's idle expiry (httpx 5 s, nginx upstreams 60 s): the client then always
+# closes an idle connection first, and never sends a request into one the server is closing.
+DEFAULT_KEEP_ALIVE = 75.0
 
 
 class SettingsError(Exception):
@@ -221,6 +224,7 @@ class CommonSettings:
     shutdown_timeout: float
     migrations_dir: str | None
     request_read_timeout: float = DEFAULT_READ_TIMEOUT
+    keep_alive_timeout: float = DEFAULT_KEEP_ALIVE
 
     @classmethod
     def read(
@@ -240,6 +244,7 @@ class CommonSettings:
             request_read_timeout=r.seconds(
                 "REQUEST_READ_TIMEOUT", DEFAULT_READ_TIMEOUT, minimum=0.1
             ),
+            keep_alive_timeout=r.seconds("KEEP_ALIVE_TIMEOUT", DEFAULT_KEEP_ALIVE, minimum=1),
         )
         if settings.db_pool_min > settings.db_pool_max:
             raise SettingsError(

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import http.client
 import re
 import socket
+import time
 from collections.abc import Callable
 
 import httpx
 
+from shared.settings import DEFAULT_KEEP_ALIVE, CommonSettings, Reader
 from tests.conftest import ServiceProcess, service_env, wait_until
 
 APP = "tests.shared.e2e.slow_app"
@@ -119,3 +122,35 @@ def test_method_label__bounded_to_the_routes_methods(
     }
     # GET and HEAD from the health checks; the four unknown methods are all `other`.
     assert methods - {"GET", "HEAD"} == {"other"}
+
+
+def test_idle_keep_alive__closed_by_the_server_only_after_its_timeout(
+    start_service: Callable[..., ServiceProcess], database_url: str
+) -> None:
+    service = start_service(APP, env=service_env(database_url, KEEP_ALIVE_TIMEOUT="1"))
+    host, port = service.url.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=5)
+    try:
+        conn.request("POST", "/echo", body=b"hi")
+        assert conn.getresponse().read() == b"hi"
+        sock = conn.sock
+        # Kept alive: a second request goes over the same connection.
+        conn.request("POST", "/echo", body=b"again")
+        assert conn.getresponse().read() == b"again"
+        assert conn.sock is sock
+        idle_since = time.monotonic()
+        wait_until(lambda: closed_by_server(sock), 10, "the idle connection to be closed")
+        assert time.monotonic() - idle_since >= 0.9
+    finally:
+        conn.close()
+
+
+def test_keep_alive_default__outlasts_client_pools_so_clients_close_first() -> None:
+    # httpx (and so panel-api's calls to billing and botedge) drops an idle connection after
+    # keepalive_expiry; nginx upstream pools after 60 s. A server that closes first races the
+    # client's next request on that connection, which then fails with no answer.
+    httpx_expiry = httpx.Limits().keepalive_expiry
+    assert httpx_expiry is not None
+    assert DEFAULT_KEEP_ALIVE > max(httpx_expiry, 60.0)
+    settings = CommonSettings.read(Reader({"DATABASE_URL": "postgresql://u@h/db"}), "svc", 8000)
+    assert settings.keep_alive_timeout == DEFAULT_KEEP_ALIVE

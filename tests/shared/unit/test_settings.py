@@ -42,6 +42,7 @@ def test_reader__short_secret_is_refused() -> None:
         ({"DB_POOL_MAX": "0"}, "DB_POOL_MAX"),
         ({"DB_POOL_MIN": "11", "DB_POOL_MAX": "10"}, "DB_POOL_MIN"),
         ({"REQUEST_READ_TIMEOUT": "0"}, "REQUEST_READ_TIMEOUT"),
+        ({"KEEP_ALIVE_TIMEOUT": "0.5"}, "KEEP_ALIVE_TIMEOUT"),
         ({"DATABASE_URL": "mysql://x"}, "DATABASE_URL"),
     ],
 )
