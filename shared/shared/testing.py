@@ -29,6 +29,7 @@ import uvicorn
 
 from shared import migrate
 from shared.embedded_pg import EmbeddedPostgres, free_port
+from shared.settings import DEFAULT_KEEP_ALIVE
 
 # Durability off: test databases are thrown away, and fsync dominates a 2-core CI run.
 FAST_SETTINGS = {
@@ -153,7 +154,13 @@ def serve_in_thread(app: Any, port: int | None = None) -> Iterator[str]:
     """Serve an ASGI app over real HTTP on loopback; yields its base URL."""
     port = port or free_port()
     config = uvicorn.Config(
-        app, host="127.0.0.1", port=port, log_config=None, access_log=False, lifespan="on"
+        app,
+        host="127.0.0.1",
+        port=port,
+        log_config=None,
+        access_log=False,
+        lifespan="on",
+        timeout_keep_alive=DEFAULT_KEEP_ALIVE,  # type: ignore[arg-type]  # as lifecycle.serve
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name=f"uvicorn-{port}", daemon=True)

@@ -2,7 +2,7 @@
 
 Roles, least to most: viewer (reads), editor (content, campaigns, broadcasts; reads the rest),
 admin (everything but what follows), owner (also the team, the audit log and workspace
-settings; alone). Each route names its least role in `panel_api.app.LEAST_ROLE`.
+settings; alone). Each route names its least role in `panel_api.contract.OPERATIONS`.
 """
 
 from __future__ import annotations
@@ -10,10 +10,12 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Annotated, Any, Generic, TypeVar
 
+import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -46,6 +48,14 @@ class Caller:
     role: Role
 
 
+class Me(msgspec.Struct):
+    """A member as their token names them."""
+
+    id: int
+    email: str
+    role: Role
+
+
 Handler = Callable[[Request, Caller], Awaitable[Response]]
 
 
@@ -73,25 +83,57 @@ class Access:
         return endpoint
 
 
-# -- pages --------------------------------------------------------------------------------
+# -- query strings, pages and answers -----------------------------------------------------
 
-DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
+T = TypeVar("T")
+Q = TypeVar("Q", bound=msgspec.Struct)
 
 
-@dataclass(frozen=True)
-class Page:
-    limit: int
-    position: int | None
+# A word to filter by: printable, so never a NUL PostgreSQL's text cannot hold.
+Word = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$")]
 
 
-def page(request: Request) -> Page:
-    """`limit` (1-200, default 50) and an opaque `cursor` from the previous answer."""
-    raw_limit = request.query_params.get("limit", str(DEFAULT_LIMIT))
-    if not (raw_limit.isascii() and raw_limit.isdigit()) or not 1 <= int(raw_limit) <= MAX_LIMIT:
-        raise Problem(422, "invalid-values", f"limit is a whole number from 1 to {MAX_LIMIT}")
-    cursor = request.query_params.get("cursor")
-    return Page(int(raw_limit), None if cursor is None else _position(cursor))
+class Paged(msgspec.Struct, kw_only=True):
+    """What every list takes: `limit` (1-200) and the opaque `cursor` of the previous answer."""
+
+    limit: Annotated[int, msgspec.Meta(ge=1, le=MAX_LIMIT)] = 50
+    cursor: Word | None = None
+
+    @property
+    def position(self) -> int | None:
+        return None if self.cursor is None else _position(self.cursor)
+
+
+class Page(msgspec.Struct, Generic[T]):
+    items: list[T]
+    next_cursor: str | None
+
+
+def query(request: Request, kind: type[Q]) -> Q:
+    """The query string read as `kind`, whose fields are the parameters; 422 when a value does
+    not fit. Parameters it does not name are ignored, as a link's extras are."""
+    params = request.query_params
+    repeated = sorted({name for name, _ in params.multi_items() if len(params.getlist(name)) > 1})
+    if repeated:
+        raise Problem(422, "invalid-values", f"{', '.join(repeated)} given more than once")
+    try:
+        return msgspec.convert(dict(params), kind, strict=False)
+    except msgspec.ValidationError as error:
+        raise Problem(422, "invalid-values", str(error).replace("$.", "")) from None
+
+
+def page_of(rows: Sequence[T], limit: int, key: Callable[[T], int]) -> Page[T]:
+    """The first `limit` of `rows` (fetched one more than asked, to know whether more follow),
+    with the cursor after the last one shown when they do."""
+    shown = list(rows[:limit])
+    more = len(rows) > limit and bool(shown)
+    return Page(shown, cursor_after(key(shown[-1])) if more else None)
+
+
+def answer(value: Any, status: int = 200) -> Response:
+    """A JSON answer written by msgspec: times in ISO 8601, structs by their fields."""
+    return Response(msgspec.json.encode(value), status_code=status, media_type="application/json")
 
 
 def cursor_after(position: int) -> str:

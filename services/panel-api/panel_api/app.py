@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+import importlib.metadata
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 import httpx
+import msgspec
 from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
 from starlette.routing import Route
 
 from panel_api import auth, errors, first_run
-from panel_api.access import Access, Handler, Role
+from panel_api.access import Access, Handler
 from panel_api.bots import Bots
+from panel_api.contract import OPERATIONS, openapi
 from panel_api.internal import Internal
 from panel_api.ledger import Ledger
 from panel_api.settings import PanelSettings
@@ -24,39 +29,32 @@ from shared.secretbox import SecretBox
 from shared.web import Runtime, create_service_app
 
 # The one place the panel's errors meet HTTP.
-STATUS: dict[type[errors.PanelError], int] = {errors.DatabaseUnavailable: 503}
-
-# Every route behind a bearer token, with the least role it takes: the one table of who may do
-# what. Sign-in, refresh, logout and setup take no token.
-LEAST_ROLE: dict[tuple[str, str], Role] = {
-    ("GET", "/v1/me"): Role.VIEWER,
-    ("GET", "/v1/workspace"): Role.VIEWER,
-    ("PATCH", "/v1/workspace"): Role.OWNER,
-    ("GET", "/v1/team"): Role.OWNER,
-    ("POST", "/v1/team"): Role.OWNER,
-    ("PATCH", "/v1/team/{member_id:int}"): Role.OWNER,
-    ("GET", "/v1/audit"): Role.OWNER,
-    ("GET", "/v1/bots"): Role.VIEWER,
-    ("POST", "/v1/bots"): Role.ADMIN,
-    ("GET", "/v1/dead-updates"): Role.ADMIN,
-    ("POST", "/v1/dead-updates/{inbox_id:int}/replay"): Role.ADMIN,
-    ("GET", "/v1/people"): Role.VIEWER,
-    ("GET", "/v1/memberships"): Role.VIEWER,
-    ("GET", "/v1/memberships/{person_id:int}/{channel_id:int}/events"): Role.VIEWER,
-    ("GET", "/v1/invoices"): Role.VIEWER,
-    ("POST", "/v1/invoices"): Role.ADMIN,
-    ("GET", "/v1/payments"): Role.VIEWER,
-    ("GET", "/v1/gateway-events"): Role.VIEWER,
+STATUS: dict[type[errors.PanelError], int] = {
+    errors.DatabaseUnavailable: 503,
+    errors.InvalidValue: 422,
 }
 
+Key = tuple[str, str]
+Endpoint = Callable[[Request], Awaitable[Response]]
 
-def guarded_routes(access: Access, handlers: dict[tuple[str, str], Handler]) -> list[Route]:
-    if handlers.keys() != LEAST_ROLE.keys():
-        raise RuntimeError("every guarded route needs its least role in LEAST_ROLE, and only those")
-    return [
-        Route(path, access.guard(LEAST_ROLE[(method, path)], handler), methods=[method])
-        for (method, path), handler in handlers.items()
-    ]
+
+def build_routes(
+    access: Access, guarded: dict[Key, Handler], public: dict[Key, Endpoint]
+) -> list[Route]:
+    """The routes of `OPERATIONS`, each guarded by its least role; a handler missing from the
+    table, or a table entry with no handler, stops the app from being built."""
+    keys = {key for key, op in OPERATIONS.items() if op.least is not None}
+    if guarded.keys() != keys or public.keys() != OPERATIONS.keys() - keys:
+        raise RuntimeError("every route needs its entry in contract.OPERATIONS, and only those")
+    routes = []
+    for (method, path), op in OPERATIONS.items():
+        endpoint = (
+            public[(method, path)]
+            if op.least is None
+            else access.guard(op.least, guarded[(method, path)])
+        )
+        routes.append(Route(path, endpoint, methods=[method]))
+    return routes
 
 
 def create_app(
@@ -94,7 +92,13 @@ def create_app(
         SecretBox(settings.bot_token_key),
         Internal("botedge", settings.botedge_url, settings.service_token, botedge_transport),
     )
-    handlers: dict[tuple[str, str], Handler] = {
+    public: dict[Key, Endpoint] = {
+        ("POST", "/v1/auth/login"): sign_in.login,
+        ("POST", "/v1/auth/refresh"): sign_in.refresh,
+        ("POST", "/v1/auth/logout"): sign_in.logout,
+        ("POST", "/v1/setup"): first_start.create_owner,
+    }
+    guarded: dict[Key, Handler] = {
         ("GET", "/v1/me"): team.me,
         ("GET", "/v1/workspace"): team.workspace,
         ("PATCH", "/v1/workspace"): team.change_workspace,
@@ -117,10 +121,18 @@ def create_app(
     return create_service_app(
         settings.common,
         routes=[
-            *sign_in.routes(),
-            Route("/v1/setup", first_start.create_owner, methods=["POST"]),
-            *guarded_routes(Access(settings.jwt_secret, clock), handlers),
+            *build_routes(Access(settings.jwt_secret, clock), guarded, public),
+            Route("/openapi.json", _document(), methods=["GET"]),
         ],
         service_lifespan=lifespan,
         exception_handlers={errors.PanelError: service_error_handler(STATUS)},
     )
+
+
+def _document() -> Endpoint:
+    body = msgspec.json.encode(openapi(importlib.metadata.version("gatehouse")))
+
+    async def endpoint(request: Request) -> Response:
+        return Response(body, media_type="application/json")
+
+    return endpoint

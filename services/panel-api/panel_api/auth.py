@@ -6,7 +6,7 @@ import datetime as dt
 import math
 import uuid
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import bcrypt
 import jwt
@@ -14,8 +14,7 @@ import msgspec
 from prometheus_client import Counter
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import BaseRoute, Route
+from starlette.responses import Response
 
 from panel_api import sessions, store
 from shared.clock import Clock
@@ -39,13 +38,29 @@ PASSWORD_CHECKS = Counter(
 _DUMMY_HASH = bcrypt.hashpw(b"no such member", bcrypt.gensalt(rounds=12))
 
 
-# No control characters (a NUL cannot even be stored), no longer than an address can be.
-Email = Annotated[str, msgspec.Meta(min_length=3, max_length=254, pattern=r"^[^\x00-\x1f\x7f]+$")]
+# Something, an @, something (as the column's check has it); no control characters (a NUL
+# cannot even be stored), no space at either end, no longer than an address can be.
+Email = Annotated[
+    str,
+    msgspec.Meta(
+        min_length=3,
+        max_length=254,
+        pattern=r"^[^\s\x00-\x1f\x7f][^\x00-\x1f\x7f]*@[^\x00-\x1f\x7f]*[^\s\x00-\x1f\x7f]$",
+    ),
+]
 
 
 class LoginBody(msgspec.Struct, forbid_unknown_fields=True):
     email: Email
     password: Annotated[str, msgspec.Meta(max_length=1024)]
+
+
+class Tokens(msgspec.Struct):
+    """A new access token; the refresh token rides in the `gatehouse_refresh` cookie."""
+
+    access_token: str
+    token_type: Literal["Bearer"]
+    expires_in: int
 
 
 @dataclass(frozen=True)
@@ -121,13 +136,6 @@ class SignIn:
         self.clock = clock
         self.trusted_proxies = trusted_proxies
         self.box = sessions.grace_box(jwt_secret)
-
-    def routes(self) -> list[BaseRoute]:
-        return [
-            Route("/v1/auth/login", self.login, methods=["POST"]),
-            Route("/v1/auth/refresh", self.refresh, methods=["POST"]),
-            Route("/v1/auth/logout", self.logout, methods=["POST"]),
-        ]
 
     async def login(self, request: Request) -> Response:
         body = await json_body(request, LoginBody, limit=4096)
@@ -220,13 +228,8 @@ class SignIn:
 
     @staticmethod
     def _answer(pair: sessions.Pair) -> Response:
-        response = JSONResponse(
-            {
-                "access_token": pair.access_token,
-                "token_type": "Bearer",
-                "expires_in": int(ACCESS_TOKEN_TTL.total_seconds()),
-            }
-        )
+        tokens = Tokens(pair.access_token, "Bearer", int(ACCESS_TOKEN_TTL.total_seconds()))
+        response = Response(msgspec.json.encode(tokens), media_type="application/json")
         sessions.set_cookie(response, pair.refresh_token)
         return response
 

@@ -12,10 +12,10 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
 from panel_api import store
-from panel_api.access import Caller, cursor_after, page
+from panel_api.access import Caller, Paged, answer, page_of, query
 from panel_api.internal import Internal, relayed
 from shared.clock import Clock
 from shared.errors import Problem, json_body
@@ -29,6 +29,47 @@ class NewBot(msgspec.Struct, forbid_unknown_fields=True):
     mode: Literal["polling", "webhook"] = "polling"
 
 
+class Bot(msgspec.Struct):
+    id: int
+    telegram_bot_id: int
+    username: str
+    mode: Literal["polling", "webhook"]
+    status: Literal["active", "paused"]
+    # `...` and the token's last 4 characters; null when it cannot be decrypted.
+    token: str | None
+    token_invalid: bool
+    last_error: str | None
+    last_error_at: dt.datetime | None
+    created_at: dt.datetime
+
+
+class BotAdded(msgspec.Struct):
+    """botedge's answer to adding a bot, relayed."""
+
+    id: int
+    telegram_bot_id: int
+    username: str | None
+    mode: Literal["polling", "webhook"]
+
+
+class DeadUpdate(msgspec.Struct):
+    id: int
+    bot_id: int
+    update_id: int
+    chat_key: int
+    kind: str
+    attempt: int
+    last_error: str | None
+    received_at: dt.datetime
+    done_at: dt.datetime | None
+
+
+class Replayed(msgspec.Struct):
+    """botedge's answer to a replay, relayed."""
+
+    replayed: int
+
+
 class Bots:
     def __init__(self, clock: Clock, box: SecretBox, botedge: Internal) -> None:
         self.clock = clock
@@ -36,35 +77,29 @@ class Bots:
         self.botedge = botedge
 
     async def list_bots(self, request: Request, caller: Caller) -> Response:
-        where = page(request)
+        where = query(request, Paged)
         async with store.connection(runtime(request).pool) as conn:
             rows = await store.bots_page(conn, where.position or 0, where.limit + 1)
-        shown = rows[: where.limit]
-        return JSONResponse(
-            {
-                "items": [self._bot(row) for row in shown],
-                "next_cursor": cursor_after(shown[-1]["id"]) if len(rows) > where.limit else None,
-            }
-        )
+        return answer(page_of([self._bot(row) for row in rows], where.limit, lambda b: b.id))
 
-    def _bot(self, row: dict[str, Any]) -> dict[str, Any]:
+    def _bot(self, row: dict[str, Any]) -> Bot:
         try:
             token = self.box.open(row["token_encrypted"])
-            shown = "..." + token[-4:]
+            shown: str | None = "..." + token[-4:]
         except SecretBoxError:
             shown = None
-        return {
-            "id": row["id"],
-            "telegram_bot_id": row["telegram_bot_id"],
-            "username": row["username"],
-            "mode": row["mode"],
-            "status": row["status"],
-            "token": shown,
-            "token_invalid": row["token_invalid_at"] is not None,
-            "last_error": row["last_error"],
-            "last_error_at": _iso(row["last_error_at"]),
-            "created_at": _iso(row["created_at"]),
-        }
+        return Bot(
+            id=row["id"],
+            telegram_bot_id=row["telegram_bot_id"],
+            username=row["username"],
+            mode=row["mode"],
+            status=row["status"],
+            token=shown,
+            token_invalid=row["token_invalid_at"] is not None,
+            last_error=row["last_error"],
+            last_error_at=row["last_error_at"],
+            created_at=row["created_at"],
+        )
 
     async def add_bot(self, request: Request, caller: Caller) -> Response:
         body = await json_body(request, NewBot, limit=4096)
@@ -77,20 +112,11 @@ class Bots:
         return relayed(answer)
 
     async def list_dead(self, request: Request, caller: Caller) -> Response:
-        where = page(request)
+        where = query(request, Paged)
         async with store.connection(runtime(request).pool) as conn:
             rows = await store.dead_updates_page(conn, where.position or 0, where.limit + 1)
-        shown = rows[: where.limit]
-        items = [
-            {k: _iso(v) if isinstance(v, dt.datetime) else v for k, v in row.items()}
-            for row in shown
-        ]
-        return JSONResponse(
-            {
-                "items": items,
-                "next_cursor": cursor_after(shown[-1]["id"]) if len(rows) > where.limit else None,
-            }
-        )
+        dead = msgspec.convert(rows, list[DeadUpdate])
+        return answer(page_of(dead, where.limit, lambda d: d.id))
 
     async def replay(self, request: Request, caller: Caller) -> Response:
         inbox_id = int(request.path_params["inbox_id"])
@@ -117,7 +143,3 @@ class Bots:
                 now=self.clock.now(),
                 request_id=request_id.get(),
             )
-
-
-def _iso(value: dt.datetime | None) -> str | None:
-    return value.isoformat() if value is not None else None

@@ -21,3 +21,9 @@ class StoreError(PanelError):
     """A statement failed for another reason: a bug."""
 
     slug = "internal-error"
+
+
+class InvalidValue(PanelError):
+    """A value the database's own checks refuse (the schema let it through)."""
+
+    slug = "invalid-values"

@@ -22,9 +22,10 @@ import bcrypt
 import msgspec
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
 from panel_api import errors, store
+from panel_api.access import Me, Role, answer
 from panel_api.auth import BCRYPT_MAX_BYTES, FAILURE_WINDOW, Email, refuse_if_throttled
 from shared.backoff import backoff_delay
 from shared.clock import Clock
@@ -130,6 +131,4 @@ class Setup:
             # Another request used the code first.
             raise Problem(404, "not-found", "the owner exists; setup is over")
         log.info("owner %d created with the setup code", member.id)
-        return JSONResponse(
-            {"id": member.id, "email": member.email, "role": member.role}, status_code=201
-        )
+        return answer(Me(member.id, member.email, Role(member.role)), status=201)

@@ -4,101 +4,187 @@ need a look. Creating an invoice is billing's to do: the panel asks billing and 
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import datetime as dt
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, TypeVar
 
 import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
 from panel_api import store
-from panel_api.access import Caller, Page, cursor_after, page
+from panel_api.access import Caller, Paged, Word, answer, page_of, query
 from panel_api.internal import Internal, relayed
 from shared.errors import Problem, json_body
 from shared.web import runtime
 
 # Composite keys ride in one cursor number: (high << 31) | low, both int4 ids.
 _LOW = 2**31
-_ATTENTION = ("orphan", "amount_mismatch", "conflict", "gateway_mismatch")
+Id = Annotated[int, msgspec.Meta(ge=1, lt=_LOW)]
+MembershipStatus = Literal["active", "grace", "expired"]
+Attention = Literal["orphan", "amount_mismatch", "conflict", "gateway_mismatch"]
+# Amounts in minor units, as text: exact whatever their size.
+Minor = str
+R = TypeVar("R")
 
 
 class NewInvoice(msgspec.Struct, forbid_unknown_fields=True):
     telegram_user_id: Annotated[int, msgspec.Meta(gt=0, le=2**63 - 1)]
-    channel_id: Annotated[int, msgspec.Meta(gt=0, lt=2**31)]
+    channel_id: Id
+    gateway: Annotated[str, msgspec.Meta(max_length=40)]
+
+
+class InvoiceMade(msgspec.Struct):
+    """billing's answer to a new invoice, relayed."""
+
+    order_reference: str
+    amount: str
+    currency: str
     gateway: str
+    pay_url: str
 
 
-def _answer(items: list[dict[str, Any]], cursor: str | None) -> Response:
-    # msgspec writes datetimes as ISO 8601 and Decimals as strings: exact amounts.
-    body = msgspec.json.encode({"items": items, "next_cursor": cursor})
-    return Response(body, media_type="application/json")
+class PeopleQuery(Paged, kw_only=True):
+    bot: Id | None = None
+
+
+class Visitor(msgspec.Struct):
+    bot_id: int
+    person_id: int
+    telegram_user_id: int
+    username: str | None
+    first_name: str
+    last_name: str | None
+    first_seen_at: dt.datetime
+    last_seen_at: dt.datetime
+    blocked: bool
+
+
+class MembershipQuery(Paged, kw_only=True):
+    status: MembershipStatus | None = None
+    channel: Id | None = None
+
+
+class Membership(msgspec.Struct):
+    person_id: int
+    telegram_user_id: int
+    channel_id: int
+    channel_title: str
+    status: MembershipStatus
+    expires_at: dt.datetime
+    grace_days: int
+    updated_at: dt.datetime
+
+
+class MembershipEvent(msgspec.Struct):
+    id: int
+    from_status: MembershipStatus | None
+    to_status: MembershipStatus
+    old_expires_at: dt.datetime | None
+    new_expires_at: dt.datetime
+    cause: Literal["payment", "sweep"]
+    payment_id: int | None
+    paid_at: dt.datetime | None
+    period_days: int | None
+    at: dt.datetime
+
+
+class History(msgspec.Struct):
+    items: list[MembershipEvent]
+
+
+class InvoiceQuery(Paged, kw_only=True):
+    status: Literal["open", "paid", "expired", "cancelled"] | None = None
+
+
+class Invoice(msgspec.Struct):
+    id: int
+    order_reference: str
+    telegram_user_id: int
+    channel_id: int
+    amount_minor: Minor
+    currency: str
+    gateway: str
+    status: Literal["open", "paid", "expired", "cancelled"]
+    created_at: dt.datetime
+    expires_at: dt.datetime
+    paid_at: dt.datetime | None
+
+
+class PaymentQuery(Paged, kw_only=True):
+    gateway: Word | None = None
+    applied: bool | None = None
+    flag: Word | None = None
+
+
+class Payment(msgspec.Struct):
+    id: int
+    gateway: str
+    external_payment_id: str
+    order_reference: str
+    telegram_user_id: int
+    channel_id: int
+    amount_minor: Minor
+    currency: str
+    paid_at: dt.datetime
+    applied: bool
+    flag: str | None
+    created_at: dt.datetime
+
+
+class GatewayEventQuery(Paged, kw_only=True):
+    outcome: Attention | None = None
+
+
+class GatewayEvent(msgspec.Struct):
+    id: int
+    gateway: str
+    event_type: str
+    order_reference: str | None
+    external_payment_id: str | None
+    outcome: Attention
+    payment_id: int | None
+    detail: str | None
+    received_at: dt.datetime
 
 
 def _split(position: int | None) -> tuple[int, int]:
     return divmod(position or 0, _LOW)
 
 
-def _int_filter(request: Request, name: str, below: int = 2**31) -> int | None:
-    value = request.query_params.get(name)
-    if value is None:
-        return None
-    if not (value.isascii() and value.isdigit()) or not 0 < int(value) < below:
-        raise Problem(422, "invalid-values", f"{name} is an id")
-    return int(value)
-
-
-def _choice(request: Request, name: str, choices: tuple[str, ...]) -> str | None:
-    value = request.query_params.get(name)
-    if value is not None and value not in choices:
-        raise Problem(422, "invalid-values", f"{name} is one of {', '.join(choices)}")
-    return value
+def _id(row: Invoice | Payment | GatewayEvent) -> int:
+    return row.id
 
 
 class Ledger:
     def __init__(self, billing: Internal) -> None:
         self.billing = billing
 
-    async def _list(
-        self, request: Request, query: str, params: dict[str, Any], where: Page
-    ) -> list[dict[str, Any]]:
+    async def _rows(
+        self, request: Request, sql: str, params: dict[str, Any], kind: type[R], limit: int
+    ) -> list[R]:
         async with store.connection(runtime(request).pool) as conn:
-            return await store.rows(conn, query, {**params, "limit": where.limit + 1})
+            found = await store.rows(conn, sql, {**params, "limit": limit + 1})
+        return msgspec.convert(found, list[kind])  # type: ignore[valid-type]
 
     async def people(self, request: Request, caller: Caller) -> Response:
-        where = page(request)
+        where = query(request, PeopleQuery)
         bot, person = _split(where.position)
-        found = await self._list(
-            request,
-            "people_page",
-            {"after_bot": bot, "after_person": person, "bot_id": _int_filter(request, "bot")},
-            where,
-        )
-        shown = found[: where.limit]
-        more = len(found) > where.limit
-        last = shown[-1] if shown else None
-        cursor = cursor_after(last["bot_id"] * _LOW + last["person_id"]) if more and last else None
-        return _answer(shown, cursor)
+        params = {"after_bot": bot, "after_person": person, "bot_id": where.bot}
+        found = await self._rows(request, "people_page", params, Visitor, where.limit)
+        return answer(page_of(found, where.limit, lambda v: v.bot_id * _LOW + v.person_id))
 
     async def memberships(self, request: Request, caller: Caller) -> Response:
-        where = page(request)
+        where = query(request, MembershipQuery)
         person, channel = _split(where.position)
-        found = await self._list(
-            request,
-            "memberships_page",
-            {
-                "after_person": person,
-                "after_channel": channel,
-                "status": _choice(request, "status", ("active", "grace", "expired")),
-                "channel_id": _int_filter(request, "channel"),
-            },
-            where,
-        )
-        shown = found[: where.limit]
-        last = shown[-1] if shown else None
-        more = len(found) > where.limit
-        cursor = (
-            cursor_after(last["person_id"] * _LOW + last["channel_id"]) if more and last else None
-        )
-        return _answer(shown, cursor)
+        params = {
+            "after_person": person,
+            "after_channel": channel,
+            "status": where.status,
+            "channel_id": where.channel,
+        }
+        found = await self._rows(request, "memberships_page", params, Membership, where.limit)
+        return answer(page_of(found, where.limit, lambda m: m.person_id * _LOW + m.channel_id))
 
     async def history(self, request: Request, caller: Caller) -> Response:
         keys = {
@@ -111,33 +197,32 @@ class Ledger:
             events = await store.rows(conn, "membership_history", keys)
         if not events:
             raise Problem(404, "not-found", "no such membership")
-        return _answer(events, None)
+        return answer(History(msgspec.convert(events, list[MembershipEvent])))
 
     async def _newest_first(
-        self, request: Request, query: str, filters: dict[str, Any]
+        self, request: Request, sql: str, where: Paged, filters: dict[str, Any], kind: type[R]
     ) -> Response:
-        where = page(request)
-        found = await self._list(request, query, {"before_id": where.position, **filters}, where)
-        shown = found[: where.limit]
-        more = len(found) > where.limit
-        return _answer(shown, cursor_after(shown[-1]["id"]) if more and shown else None)
+        params = {"before_id": where.position, **filters}
+        found = await self._rows(request, sql, params, kind, where.limit)
+        key: Callable[[Any], int] = _id
+        return answer(page_of(found, where.limit, key))
 
     async def invoices(self, request: Request, caller: Caller) -> Response:
-        status = _choice(request, "status", ("open", "paid", "expired", "cancelled"))
-        return await self._newest_first(request, "invoices_page", {"status": status})
+        where = query(request, InvoiceQuery)
+        filters = {"status": where.status}
+        return await self._newest_first(request, "invoices_page", where, filters, Invoice)
 
     async def payments(self, request: Request, caller: Caller) -> Response:
-        applied = _choice(request, "applied", ("true", "false"))
-        filters = {
-            "gateway": request.query_params.get("gateway"),
-            "applied": None if applied is None else applied == "true",
-            "flag": request.query_params.get("flag"),
-        }
-        return await self._newest_first(request, "payments_page", filters)
+        where = query(request, PaymentQuery)
+        filters = {"gateway": where.gateway, "applied": where.applied, "flag": where.flag}
+        return await self._newest_first(request, "payments_page", where, filters, Payment)
 
     async def gateway_events(self, request: Request, caller: Caller) -> Response:
-        outcome = _choice(request, "outcome", _ATTENTION)
-        return await self._newest_first(request, "gateway_events_page", {"outcome": outcome})
+        where = query(request, GatewayEventQuery)
+        filters = {"outcome": where.outcome}
+        return await self._newest_first(
+            request, "gateway_events_page", where, filters, GatewayEvent
+        )
 
     async def create_invoice(self, request: Request, caller: Caller) -> Response:
         body = await json_body(request, NewInvoice, limit=4096)

@@ -218,8 +218,8 @@ SELECT i.id, i.order_reference, p.telegram_user_id, i.channel_id,
 -- payments_page --
 -- Newest first; filtered by gateway, applied and flag when given.
 SELECT pay.id, pay.gateway, pay.external_payment_id, i.order_reference, p.telegram_user_id,
-       pay.channel_id, pay.amount_minor, pay.currency, pay.paid_at, pay.applied, pay.flag,
-       pay.created_at
+       pay.channel_id, pay.amount_minor::text AS amount_minor, pay.currency, pay.paid_at,
+       pay.applied, pay.flag, pay.created_at
   FROM payments pay
   JOIN invoices i ON i.id = pay.invoice_id
   JOIN people p ON p.id = pay.person_id

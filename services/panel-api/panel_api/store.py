@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
 from psycopg.types.json import Jsonb
 
 from panel_api import errors, sqlq
@@ -20,6 +22,15 @@ Q = sqlq.Q
 def connection(pool: Pool) -> AbstractAsyncContextManager[Connection]:
     """psycopg's errors come out as `DatabaseUnavailable` or `StoreError`."""
     return translated(pool, unavailable=errors.DatabaseUnavailable, failed=errors.StoreError)
+
+
+@asynccontextmanager
+async def _checked(what: str) -> AsyncIterator[None]:
+    """A value the table's CHECK refuses is the caller's mistake, not a failed statement."""
+    try:
+        yield
+    except psycopg.errors.CheckViolation:
+        raise errors.InvalidValue(f"{what} is not one the database accepts") from None
 
 
 @dataclass(frozen=True)
@@ -197,9 +208,10 @@ async def create_owner(
     if taken is None:
         return None
     await conn.execute(Q["insert_workspace"], {"name": "Workspace"})
-    cur = await conn.execute(
-        Q["insert_setup_owner"], {"email": email, "password_hash": password_hash}
-    )
+    async with _checked("email"):
+        cur = await conn.execute(
+            Q["insert_setup_owner"], {"email": email, "password_hash": password_hash}
+        )
     row = await cur.fetchone()
     return MemberRow.from_row(row) if row else None
 
@@ -253,15 +265,16 @@ async def insert_member(
     conn: Connection, email: str, display_name: str, password_hash: str, role: str
 ) -> TeamMember | None:
     """None when the email is taken."""
-    cur = await conn.execute(
-        Q["insert_member"],
-        {
-            "email": email,
-            "display_name": display_name,
-            "password_hash": password_hash,
-            "role": role,
-        },
-    )
+    async with _checked("email"):
+        cur = await conn.execute(
+            Q["insert_member"],
+            {
+                "email": email,
+                "display_name": display_name,
+                "password_hash": password_hash,
+                "role": role,
+            },
+        )
     row = await cur.fetchone()
     return TeamMember.from_row(row) if row else None
 

@@ -10,10 +10,10 @@ import bcrypt
 import msgspec
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
 from panel_api import store
-from panel_api.access import Caller, Role, cursor_after, page
+from panel_api.access import Caller, Me, Page, Paged, Role, Word, answer, page_of, query
 from panel_api.auth import BCRYPT_MAX_BYTES, Email
 from shared.clock import Clock
 from shared.db import Connection
@@ -40,6 +40,40 @@ class MemberChange(msgspec.Struct, forbid_unknown_fields=True):
     disabled: bool | msgspec.UnsetType = msgspec.UNSET
 
 
+class TeamMember(msgspec.Struct):
+    id: int
+    email: str
+    display_name: str
+    role: Role
+    disabled: bool
+    created_at: dt.datetime
+
+
+class AuditQuery(Paged, kw_only=True):
+    member: Annotated[int, msgspec.Meta(ge=1, le=2**63 - 1)] | None = None
+    action: Word | None = None
+    target: Word | None = None
+    since: Annotated[dt.datetime, msgspec.Meta(tz=True)] | None = None
+    until: Annotated[dt.datetime, msgspec.Meta(tz=True)] | None = None
+
+
+class AuditEntry(msgspec.Struct):
+    id: int
+    member_id: int | None
+    action: str
+    target: str
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+    at: dt.datetime
+    request_id: str | None
+
+
+class Workspace(msgspec.Struct):
+    name: str
+    time_zone: str
+    language: Literal["en", "fa"]
+
+
 class WorkspaceChange(msgspec.Struct, forbid_unknown_fields=True):
     time_zone: Annotated[str, msgspec.Meta(max_length=64)] | msgspec.UnsetType = msgspec.UNSET
     language: Literal["en", "fa"] | msgspec.UnsetType = msgspec.UNSET
@@ -50,20 +84,14 @@ class Team:
         self.clock = clock
 
     async def me(self, request: Request, caller: Caller) -> Response:
-        return JSONResponse({"id": caller.id, "email": caller.email, "role": caller.role.value})
+        return answer(Me(caller.id, caller.email, caller.role))
 
     async def list_members(self, request: Request, caller: Caller) -> Response:
-        where = page(request)
+        where = query(request, Paged)
         async with store.connection(runtime(request).pool) as conn:
             members = await store.team_page(conn, where.position or 0, where.limit + 1)
-        shown = members[: where.limit]
-        more = len(members) > where.limit
-        return JSONResponse(
-            {
-                "items": [m.as_json() for m in shown],
-                "next_cursor": cursor_after(shown[-1].id) if more else None,
-            }
-        )
+        shown = page_of(members, where.limit, lambda m: m.id)
+        return answer(Page([_member(m) for m in shown.items], shown.next_cursor))
 
     async def add(self, request: Request, caller: Caller) -> Response:
         body = await json_body(request, NewMember, limit=4096)
@@ -78,7 +106,7 @@ class Team:
             if member is None:
                 raise Problem(409, "conflict", "a member with that email exists")
             await _audit(conn, caller, "team.add", member, None, member.as_json(), now)
-        return JSONResponse(member.as_json(), status_code=201)
+        return answer(_member(member), status=201)
 
     async def change(self, request: Request, caller: Caller) -> Response:
         member_id = int(request.path_params["member_id"])
@@ -105,35 +133,28 @@ class Team:
             if disabled and not before.disabled:
                 await store.revoke_member_sessions(conn, member_id, now)
             await _audit(conn, caller, "team.update", after, before.as_json(), after.as_json(), now)
-        return JSONResponse(after.as_json())
+        return answer(_member(after))
 
     async def audit_log(self, request: Request, caller: Caller) -> Response:
-        where = page(request)
-        query = request.query_params
+        where = query(request, AuditQuery)
         filters: dict[str, Any] = {
             "before_id": where.position,
-            "member_id": _whole(query.get("member"), "member"),
-            "action": query.get("action"),
-            "target": query.get("target"),
-            "since": _instant(query.get("since"), "since"),
-            "until": _instant(query.get("until"), "until"),
+            "member_id": where.member,
+            "action": where.action,
+            "target": where.target,
+            "since": where.since,
+            "until": where.until,
         }
         async with store.connection(runtime(request).pool) as conn:
             rows = await store.audit_page(conn, filters, where.limit + 1)
-        shown = rows[: where.limit]
-        return JSONResponse(
-            {
-                "items": [{**row, "at": row["at"].isoformat()} for row in shown],
-                "next_cursor": cursor_after(shown[-1]["id"]) if len(rows) > where.limit else None,
-            }
-        )
+        return answer(page_of(msgspec.convert(rows, list[AuditEntry]), where.limit, _id))
 
     async def workspace(self, request: Request, caller: Caller) -> Response:
         async with store.connection(runtime(request).pool) as conn:
             row = await store.workspace(conn)
         if row is None:
             raise Problem(404, "not-found", "the workspace is not set up yet")
-        return JSONResponse(row)
+        return answer(msgspec.convert(row, Workspace))
 
     async def change_workspace(self, request: Request, caller: Caller) -> Response:
         body = await json_body(request, WorkspaceChange, limit=4096)
@@ -163,7 +184,22 @@ class Team:
                 now=now,
                 request_id=request_id.get(),
             )
-        return JSONResponse(after)
+        return answer(msgspec.convert(after, Workspace))
+
+
+def _id(entry: AuditEntry) -> int:
+    return entry.id
+
+
+def _member(member: store.TeamMember) -> TeamMember:
+    return TeamMember(
+        member.id,
+        member.email,
+        member.display_name,
+        Role(member.role),
+        member.disabled,
+        member.created_at,
+    )
 
 
 def _hash(password: str) -> str:
@@ -196,23 +232,3 @@ def _check_time_zone(name: str) -> None:
         zoneinfo.ZoneInfo(name)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
         raise Problem(422, "invalid-values", f"{name!r} is not an IANA time zone") from None
-
-
-def _whole(value: str | None, name: str) -> int | None:
-    if value is None:
-        return None
-    if not (value.isascii() and value.isdigit()) or int(value) >= 2**63:
-        raise Problem(422, "invalid-values", f"{name} is a member id")
-    return int(value)
-
-
-def _instant(value: str | None, name: str) -> dt.datetime | None:
-    if value is None:
-        return None
-    try:
-        moment = dt.datetime.fromisoformat(value)
-    except ValueError:
-        raise Problem(422, "invalid-values", f"{name} is an ISO 8601 time") from None
-    if moment.tzinfo is None:
-        raise Problem(422, "invalid-values", f"{name} needs a UTC offset")
-    return moment

@@ -9,7 +9,8 @@ import httpx
 import pytest
 
 from panel_api.access import RANK, Role
-from panel_api.app import LEAST_ROLE, create_app
+from panel_api.app import create_app
+from panel_api.contract import OPERATIONS
 from panel_api.seed import seed
 from panel_api.settings import load
 from shared.testing import serve_in_thread
@@ -60,6 +61,10 @@ def panel(database_url: str) -> Iterator[Panel]:
         me = httpx.get(f"{url}/v1/me", headers={"Authorization": f"Bearer {owner}"})
         ids[Role.OWNER] = me.json()["id"]
         yield Panel(url, tokens, ids)
+
+
+# Each guarded route with the least role it takes.
+LEAST_ROLE = {key: op.least for key, op in OPERATIONS.items() if op.least is not None}
 
 
 def concrete(path: str, panel: Panel) -> str:

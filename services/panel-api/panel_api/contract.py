@@ -1,0 +1,328 @@
+"""The panel API's contract: every route, the least role it takes, what it reads and answers.
+
+`OPERATIONS` is the one table of who may do what; the app builds its routes from it and
+`GET /openapi.json` is written from it, so the document cannot leave a route out. Problem
+answers follow from what an operation takes (a token: 401 and 403; a body: 400, 413, 422; ...)
+plus the ones it names.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import msgspec
+
+from panel_api.access import Me, Page, Paged, Role
+from panel_api.auth import LoginBody, Tokens
+from panel_api.bots import Bot, BotAdded, DeadUpdate, NewBot, Replayed
+from panel_api.first_run import SetupBody
+from panel_api.ledger import (
+    GatewayEvent,
+    GatewayEventQuery,
+    History,
+    Invoice,
+    InvoiceMade,
+    InvoiceQuery,
+    Membership,
+    MembershipQuery,
+    NewInvoice,
+    Payment,
+    PaymentQuery,
+    PeopleQuery,
+    Visitor,
+)
+from panel_api.sessions import COOKIE, CSRF_HEADER, CSRF_VALUE
+from panel_api.team import (
+    AuditEntry,
+    AuditQuery,
+    MemberChange,
+    NewMember,
+    TeamMember,
+    Workspace,
+    WorkspaceChange,
+)
+from shared.errors import PROBLEM_JSON
+
+TITLE = "Gatehouse panel API"
+
+
+@dataclass(frozen=True)
+class Operation:
+    summary: str
+    least: Role | None
+    """The least role that may call it; None: no bearer token (sign-in, setup, health)."""
+    answer: Any = None
+    """The type of a successful answer's JSON body; None: no body."""
+    status: int = 200
+    body: type[msgspec.Struct] | None = None
+    query: type[msgspec.Struct] | None = None
+    problems: tuple[int, ...] = ()
+    """Problem answers beyond those that follow from the rest."""
+    csrf: bool = False
+    """Takes the refresh cookie and needs the anti-forgery header."""
+    media_type: str = "application/json"
+
+
+class ProblemBody(msgspec.Struct):
+    """RFC 9457 problem details; the slug in `type` is listed in docs/errors.md."""
+
+    type: str
+    title: str
+    status: int
+    detail: str
+
+
+class Health(msgspec.Struct):
+    status: Literal["ok"]
+
+
+class Ready(msgspec.Struct):
+    status: Literal["ready"]
+    migration: int
+
+
+OPERATIONS: dict[tuple[str, str], Operation] = {
+    ("POST", "/v1/auth/login"): Operation(
+        "Sign in: an access token, and the refresh token in a cookie",
+        None,
+        Tokens,
+        body=LoginBody,
+        problems=(401, 429),
+    ),
+    ("POST", "/v1/auth/refresh"): Operation(
+        "A new access token and a rotated refresh cookie", None, Tokens, problems=(401,), csrf=True
+    ),
+    ("POST", "/v1/auth/logout"): Operation(
+        "Sign out: the refresh token's whole family revoked", None, status=204, csrf=True
+    ),
+    ("POST", "/v1/setup"): Operation(
+        "Create the owner with the one-time setup code printed at first start",
+        None,
+        Me,
+        status=201,
+        body=SetupBody,
+        problems=(401, 404, 429),
+    ),
+    ("GET", "/v1/me"): Operation("The member the token names", Role.VIEWER, Me),
+    ("GET", "/v1/workspace"): Operation(
+        "Workspace settings", Role.VIEWER, Workspace, problems=(404,)
+    ),
+    ("PATCH", "/v1/workspace"): Operation(
+        "Change the time zone or language",
+        Role.OWNER,
+        Workspace,
+        body=WorkspaceChange,
+        problems=(404,),
+    ),
+    ("GET", "/v1/team"): Operation(
+        "The team, oldest first", Role.OWNER, Page[TeamMember], query=Paged
+    ),
+    ("POST", "/v1/team"): Operation(
+        "Add a member", Role.OWNER, TeamMember, status=201, body=NewMember, problems=(409,)
+    ),
+    ("PATCH", "/v1/team/{member_id:int}"): Operation(
+        "Change a member's role, name or disabled flag",
+        Role.OWNER,
+        TeamMember,
+        body=MemberChange,
+        problems=(409,),
+    ),
+    ("GET", "/v1/audit"): Operation(
+        "Every write, newest first", Role.OWNER, Page[AuditEntry], query=AuditQuery
+    ),
+    ("GET", "/v1/bots"): Operation("The bots", Role.VIEWER, Page[Bot], query=Paged),
+    ("POST", "/v1/bots"): Operation(
+        "Add a bot by its token (botedge checks it with Telegram)",
+        Role.ADMIN,
+        BotAdded,
+        status=201,
+        body=NewBot,
+        problems=(502,),
+    ),
+    ("GET", "/v1/dead-updates"): Operation(
+        "Updates that failed every attempt", Role.ADMIN, Page[DeadUpdate], query=Paged
+    ),
+    ("POST", "/v1/dead-updates/{inbox_id:int}/replay"): Operation(
+        "Queue a dead update again", Role.ADMIN, Replayed
+    ),
+    ("GET", "/v1/people"): Operation(
+        "Each bot's visitors", Role.VIEWER, Page[Visitor], query=PeopleQuery
+    ),
+    ("GET", "/v1/memberships"): Operation(
+        "Memberships of paid channels", Role.VIEWER, Page[Membership], query=MembershipQuery
+    ),
+    ("GET", "/v1/memberships/{person_id:int}/{channel_id:int}/events"): Operation(
+        "A membership's history, oldest first", Role.VIEWER, History
+    ),
+    ("GET", "/v1/invoices"): Operation(
+        "Invoices, newest first", Role.VIEWER, Page[Invoice], query=InvoiceQuery
+    ),
+    ("POST", "/v1/invoices"): Operation(
+        "Create an invoice (billing makes it)", Role.ADMIN, InvoiceMade, status=201, body=NewInvoice
+    ),
+    ("GET", "/v1/payments"): Operation(
+        "Payments, newest first", Role.VIEWER, Page[Payment], query=PaymentQuery
+    ),
+    ("GET", "/v1/gateway-events"): Operation(
+        "Gateway deliveries that need the owner, newest first",
+        Role.VIEWER,
+        Page[GatewayEvent],
+        query=GatewayEventQuery,
+    ),
+}
+
+# Served by every service (shared.web); documented here for the panel's clients.
+SERVICE_ROUTES: dict[tuple[str, str], Operation] = {
+    ("GET", "/healthz"): Operation("The process answers", None, Health),
+    ("GET", "/readyz"): Operation("The database answers and is migrated", None, Ready),
+    ("GET", "/metrics"): Operation(
+        "Prometheus metrics", None, str, media_type="text/plain; version=0.0.4"
+    ),
+    ("GET", "/openapi.json"): Operation("This document", None, dict[str, Any]),
+}
+
+_PARAM = re.compile(r"\{(\w+)(?::\w+)?\}")
+_REASONS = {
+    400: "The body is not JSON, or its length is malformed",
+    401: "No valid credentials",
+    403: "The role, or the anti-forgery header, does not allow it",
+    404: "Nothing by that id, or not any more",
+    409: "It conflicts with what exists",
+    413: "The body is too large",
+    422: "A value is missing, of the wrong type or out of range",
+    429: "Too many failures; wait `Retry-After` seconds",
+    502: "Telegram refused",
+    503: "The database, billing, botedge or Telegram is unavailable; retry shortly",
+}
+
+
+def problems_of(path: str, op: Operation) -> list[int]:
+    statuses = {503, *op.problems}
+    if op.least is not None:
+        statuses |= {401, 403}
+    if op.csrf:
+        statuses |= {401, 403}
+    if op.body is not None:
+        statuses |= {400, 413, 422}
+    if op.query is not None:
+        statuses.add(422)
+    if _PARAM.search(path):
+        statuses.add(404)
+    return sorted(statuses)
+
+
+def openapi(version: str) -> dict[str, Any]:
+    """The OpenAPI 3.1 document of every route in `OPERATIONS` and `SERVICE_ROUTES`."""
+    everything = {**OPERATIONS, **SERVICE_ROUTES}
+    types: list[Any] = [ProblemBody]
+    for op in everything.values():
+        types += [t for t in (op.answer, op.body) if t is not None and t is not str]
+    refs, components = msgspec.json.schema_components(
+        types, ref_template="#/components/schemas/{name}"
+    )
+    schema_of = dict(zip(map(_key, types), refs, strict=True))
+    paths: dict[str, dict[str, Any]] = {}
+    for (method, route), op in everything.items():
+        path = _PARAM.sub(r"{\1}", route)
+        paths.setdefault(path, {})[method.lower()] = _operation(method, route, op, schema_of)
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": TITLE, "version": version},
+        "paths": paths,
+        "components": {
+            "schemas": components,
+            "securitySchemes": {
+                "bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"},
+                "refreshCookie": {"type": "apiKey", "in": "cookie", "name": COOKIE},
+            },
+        },
+    }
+
+
+def _key(kind: Any) -> str:
+    return repr(kind)
+
+
+def _operation(method: str, route: str, op: Operation, schema_of: dict[str, Any]) -> dict[str, Any]:
+    parameters: list[dict[str, Any]] = [
+        {
+            "name": name,
+            "in": "path",
+            "required": True,
+            "schema": {"type": "integer", "minimum": 0},
+        }
+        for name in _PARAM.findall(route)
+    ]
+    if op.query is not None:
+        parameters += _query_parameters(op.query)
+    if op.csrf:
+        parameters.append(
+            {
+                "name": CSRF_HEADER,
+                "in": "header",
+                "required": True,
+                "schema": {"type": "string", "enum": [CSRF_VALUE]},
+            }
+        )
+    doc: dict[str, Any] = {
+        "summary": op.summary,
+        "operationId": _operation_id(method, route),
+        "parameters": parameters,
+        "responses": _responses(route, op, schema_of),
+    }
+    if op.least is not None:
+        doc["security"] = [{"bearer": []}]
+        doc["x-least-role"] = op.least.value
+    elif op.csrf:
+        doc["security"] = [{"refreshCookie": []}, {}]
+    else:
+        doc["security"] = []
+    if op.body is not None:
+        doc["requestBody"] = {
+            "required": True,
+            "content": {"application/json": {"schema": schema_of[_key(op.body)]}},
+        }
+    return doc
+
+
+def _operation_id(method: str, route: str) -> str:
+    """`patch_team_member_id` for PATCH /v1/team/{member_id:int}."""
+    words = re.findall(r"[a-z0-9]+", _PARAM.sub(r"\1", route).lower())
+    return "_".join([method.lower(), *(w for w in words if w != "v1")])
+
+
+def _responses(route: str, op: Operation, schema_of: dict[str, Any]) -> dict[str, Any]:
+    success: dict[str, Any] = {"description": op.summary}
+    if op.answer is str:
+        success["content"] = {op.media_type: {"schema": {"type": "string"}}}
+    elif op.answer is not None:
+        success["content"] = {op.media_type: {"schema": schema_of[_key(op.answer)]}}
+    responses: dict[str, Any] = {str(op.status): success}
+    problem = {PROBLEM_JSON: {"schema": schema_of[_key(ProblemBody)]}}
+    for status in problems_of(route, op):
+        answer: dict[str, Any] = {"description": _REASONS[status], "content": problem}
+        if status in (429, 503):
+            answer["headers"] = {"Retry-After": {"schema": {"type": "integer"}}}
+        responses[str(status)] = answer
+    return responses
+
+
+def _query_parameters(kind: type[msgspec.Struct]) -> list[dict[str, Any]]:
+    (ref,), components = msgspec.json.schema_components([kind])
+    schema = components[ref["$ref"].rsplit("/", 1)[-1]]
+    required = set(schema.get("required", ()))
+    return [
+        {"name": name, "in": "query", "required": name in required, "schema": _not_null(prop)}
+        for name, prop in schema["properties"].items()
+    ]
+
+
+def _not_null(schema: dict[str, Any]) -> dict[str, Any]:
+    """An optional parameter is left out, never sent as null."""
+    options = [s for s in schema.get("anyOf", ()) if s != {"type": "null"}]
+    rest = {k: v for k, v in schema.items() if k != "anyOf" and not (k == "default" and v is None)}
+    if len(options) == 1:
+        return {**rest, **options[0]}
+    return {**rest, "anyOf": options} if options else rest

@@ -1,0 +1,223 @@
+"""The panel API against its own OpenAPI document: Schemathesis generates requests for every
+route, as each role, over real HTTP, with billing, botedge and the simulated Telegram running
+and every list holding rows."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, given, settings
+from schemathesis import GenerationMode
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from panel_api.access import RANK, Access, Role
+from panel_api.app import build_routes, create_app
+from panel_api.contract import OPERATIONS, SERVICE_ROUTES
+from panel_api.seed import seed
+from panel_api.settings import load
+from shared.clock import SYSTEM_CLOCK
+from shared.settings import Secret
+from shared.testing import serve_in_thread
+from tests.billing.e2e import gateways
+from tests.botedge.conftest import insert_bot
+from tests.conftest import ServiceProcess, service_env
+
+PASSWORD = "correct horse battery"
+# Per operation and generation mode (valid, then invalid requests), for each of the four roles.
+EXAMPLES = 15
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+]
+
+
+@dataclass
+class Panel:
+    url: str
+    token: str
+    role: Role
+
+
+@pytest.fixture(params=[Role.VIEWER, Role.EDITOR, Role.ADMIN, Role.OWNER], ids=str)
+def panel(
+    request: pytest.FixtureRequest,
+    start_service: Callable[..., ServiceProcess],
+    database_url: str,
+) -> Iterator[Panel]:
+    role: Role = request.param
+    sim = start_service("botedge.simtelegram", env=service_env(database_url))
+    botedge = start_service(
+        "botedge", "--role", "api", env=service_env(database_url, TELEGRAM_API_BASE=sim.url)
+    )
+    billing = start_service("billing", env=service_env(database_url))
+    assert seed(database_url, "owner@example.com", PASSWORD) is True
+    settings_ = load(service_env(database_url, BOTEDGE_URL=botedge.url, BILLING_URL=billing.url))
+    with serve_in_thread(create_app(settings_)) as url:
+        owner = sign_in(url, "owner@example.com")
+        fill(url, owner, database_url, billing)
+        if role is Role.OWNER:
+            yield Panel(url, owner, role)
+            return
+        added = httpx.post(
+            f"{url}/v1/team",
+            json={"email": f"{role}@example.com", "role": role.value, "password": PASSWORD},
+            headers={"Authorization": f"Bearer {owner}"},
+        )
+        assert added.status_code == 201, added.text
+        yield Panel(url, sign_in(url, f"{role}@example.com"), role)
+
+
+def sign_in(url: str, email: str) -> str:
+    answer = httpx.post(f"{url}/v1/auth/login", json={"email": email, "password": PASSWORD})
+    assert answer.status_code == 200, answer.text
+    return str(answer.json()["access_token"])
+
+
+def fill(url: str, owner: str, database_url: str, billing: ServiceProcess) -> None:
+    """A row in every list, so answers are checked with items in them, not only empty."""
+    channel = gateways.add_paid_channel(database_url)
+    old = dt.datetime.now(dt.UTC) - dt.timedelta(days=3)
+    gateways.set_membership(database_url, 501, channel, old)
+    auth = {"Authorization": f"Bearer {owner}"}
+    with httpx.Client(headers=auth) as client:
+        made = client.post(
+            f"{url}/v1/invoices",
+            json={"telegram_user_id": 501, "channel_id": channel, "gateway": "subgate"},
+        )
+        assert made.status_code == 201, made.text
+        order = made.json()["order_reference"]
+        for payment in (
+            gateways.subgate(order, "pay-1", "12.50"),
+            gateways.subgate(order, "pay-2", "1.00"),
+            gateways.subgate("gh_nobody", "pay-3", "12.50"),
+        ):
+            assert payment.send(client, billing.url).status_code == 200
+        patched = client.patch(f"{url}/v1/workspace", json={"time_zone": "Asia/Tehran"})
+        assert patched.status_code == 200, patched.text
+    bot, _, _ = insert_bot(database_url)
+    with psycopg.connect(database_url) as conn:
+        person = conn.execute("SELECT id FROM people WHERE telegram_user_id = 501").fetchone()
+        assert person is not None
+        conn.execute(
+            "INSERT INTO bot_people (bot_id, person_id, first_seen_at, last_seen_at)"
+            " VALUES (%s, %s, now(), now())",
+            (bot, person[0]),
+        )
+        conn.execute(
+            "INSERT INTO inbox (bot_id, update_id, chat_key, kind, payload, state, attempt,"
+            " last_error) VALUES (%s, 1, 501, 'message', '{}', 'dead', 5, 'boom')",
+            (bot,),
+        )
+
+
+def exercise(
+    operation: Any, mode: GenerationMode, auth: dict[str, str], statuses: set[int]
+) -> None:
+    """Generated requests for one operation in one mode, each answer checked; the statuses of
+    valid requests are collected."""
+
+    @given(case=operation.as_strategy(generation_mode=mode))
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    def run(case: schemathesis.Case) -> None:
+        response = case.call_and_validate(headers=auth, checks=CHECKS, timeout=30)
+        if mode is GenerationMode.POSITIVE:
+            statuses.add(response.status_code)
+
+    run()
+
+
+def test_every_route_as_each_role__conforms_to_the_openapi_document(panel: Panel) -> None:
+    document = httpx.get(f"{panel.url}/openapi.json").json()
+    schema = schemathesis.openapi.from_dict(document)
+    schema.config.update(base_url=panel.url)
+    auth = {"Authorization": f"Bearer {panel.token}"}
+    failures: list[str] = []
+    statuses: dict[str, set[int]] = {}
+    for result in schema.get_all_operations():
+        operation = result.ok()
+        item = document["paths"][operation.path][operation.method.lower()]
+        # Invalid requests need something to make invalid: a parameter or a body.
+        takes = item["parameters"] or "requestBody" in item
+        seen = statuses.setdefault(operation.label, set())
+        for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE)[: 2 if takes else 1]:
+            try:
+                exercise(operation, mode, auth, seen)
+            except Exception as failure:
+                failures.append(f"{operation.label} ({mode.value}): {failure}")
+    assert failures == [], "\n\n".join(failures)
+    # Every route was generated for.
+    every = {f"{m} {p.replace(':int}', '}')}" for m, p in {*OPERATIONS, *SERVICE_ROUTES}}
+    assert statuses.keys() == every
+    # The role table held for every request made: below an operation's least role nothing but
+    # 403, at or above it never 403.
+    for (method, path), op in OPERATIONS.items():
+        if op.least is None:
+            continue
+        seen = statuses[f"{method} {path.replace(':int}', '}')}"]
+        if RANK[panel.role] < RANK[op.least]:
+            assert seen == {403}, (method, path, seen)
+        else:
+            assert 403 not in seen, (method, path, seen)
+
+
+def test_openapi__documents_every_route_the_app_serves(database_url: str) -> None:
+    app = create_app(load(service_env(database_url)))
+    served = {
+        (method, route.path)
+        for route in app.routes
+        for method in getattr(route, "methods", None) or ()
+        if method != "HEAD"
+    }
+    with serve_in_thread(app) as url:
+        document = httpx.get(f"{url}/openapi.json").json()
+    documented = {
+        (method.upper(), path) for path, item in document["paths"].items() for method in item
+    }
+    assert document["openapi"] == "3.1.0"
+    assert served == {*OPERATIONS, *SERVICE_ROUTES}
+    assert documented == {(method, path.replace(":int}", "}")) for method, path in served}
+    bearer = document["components"]["securitySchemes"]["bearer"]
+    assert (bearer["type"], bearer["scheme"]) == ("http", "bearer")
+    for (method, path), op in OPERATIONS.items():
+        item = document["paths"][path.replace(":int}", "}")][method.lower()]
+        if op.least is not None:
+            assert item["security"] == [{"bearer": []}]
+            assert item["x-least-role"] == op.least.value
+            assert {"401", "403"} <= item["responses"].keys()
+        for status, response in item["responses"].items():
+            if int(status) >= 400:
+                assert "application/problem+json" in response["content"]
+
+
+def test_routes__a_handler_without_its_table_entry_stops_the_app() -> None:
+    async def stray(request: Any, caller: Any) -> Any:
+        raise AssertionError("never called")
+
+    access = Access(Secret("x" * 32), SYSTEM_CLOCK)
+    guarded = {key: stray for key, op in OPERATIONS.items() if op.least is not None}
+    public = {key: stray for key, op in OPERATIONS.items() if op.least is None}
+    assert len(build_routes(access, guarded, public)) == len(OPERATIONS)  # type: ignore[arg-type]
+    with pytest.raises(RuntimeError, match=r"contract\.OPERATIONS"):
+        build_routes(access, {**guarded, ("GET", "/v1/stray"): stray}, public)  # type: ignore[arg-type]
+    del guarded[("GET", "/v1/me")]
+    with pytest.raises(RuntimeError, match=r"contract\.OPERATIONS"):
+        build_routes(access, guarded, public)  # type: ignore[arg-type]
