@@ -2,8 +2,8 @@
 
 `Notifier` gathers announcements for up to 5 ms and sends them in one
 `SELECT pg_notify(...), pg_notify(...)`, after the caller's commit. `Listener` keeps one
-autocommit LISTEN connection per process, reconnecting after failures, and sets the waiting
-`asyncio.Event`s.
+autocommit LISTEN connection per process, reconnecting after failures, sets the waiting
+`asyncio.Event`s and hands payloads to subscribers (told, too, when it reconnects).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 from collections import defaultdict
+from collections.abc import Callable
 from typing import LiteralString
 
 import psycopg
@@ -79,11 +80,24 @@ class Listener:
         self.payload_events: dict[tuple[str, str], asyncio.Event] = defaultdict(asyncio.Event)
         self.connected = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._subscribers: dict[str, list[Callable[[str], None]]] = defaultdict(list)
+        self._reconnect_hooks: list[Callable[[], None]] = []
 
     def event(self, channel: str, payload: str | None = None) -> asyncio.Event:
         if payload is None:
             return self.events[channel]
         return self.payload_events[(channel, payload)]
+
+    def subscribe(self, channel: str, on_payload: Callable[[str], None]) -> None:
+        """Call `on_payload` with the payload of every notification on `channel`."""
+        if channel not in self.channels:
+            raise ValueError(f"{channel!r} is not among the channels listened to")
+        self._subscribers[channel].append(on_payload)
+
+    def on_reconnect(self, hook: Callable[[], None]) -> None:
+        """Call `hook` each time the LISTEN connection is made anew: what was announced while
+        it was down is lost, so state kept from notifications must be started over."""
+        self._reconnect_hooks.append(hook)
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run())
@@ -119,10 +133,17 @@ class Listener:
             self.connected.set()
             # Wake everyone once: anything announced while we were away is picked up.
             self._wake_all()
+            for hook in self._reconnect_hooks:
+                self._call(hook)
             while True:
                 async for note in conn.notifies(timeout=self.check_every):
                     self.events[note.channel].set()
-                    self.payload_events[(note.channel, note.payload)].set()
+                    # Only a payload someone waits for: payloads are unbounded (chat:user).
+                    waiting = self.payload_events.get((note.channel, note.payload))
+                    if waiting is not None:
+                        waiting.set()
+                    for on_payload in self._subscribers.get(note.channel, ()):
+                        self._call(on_payload, note.payload)
                 await self._check(conn)
         finally:
             await conn.close()
@@ -141,6 +162,13 @@ class Listener:
         with contextlib.suppress(asyncio.CancelledError, psycopg.Error):
             await check
         raise TimeoutError(f"no answer to SELECT 1 in {self.check_timeout:.0f} s")
+
+    @staticmethod
+    def _call(callback: Callable[..., None], *args: str) -> None:
+        try:
+            callback(*args)
+        except Exception:
+            log.exception("a LISTEN callback failed")
 
     def _wake_all(self) -> None:
         for event in (*self.events.values(), *self.payload_events.values()):

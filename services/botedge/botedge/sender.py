@@ -68,15 +68,27 @@ class Limits:
             self.chats[chat_id] = bucket
         return bucket
 
-    async def acquire(self, chat_id: int) -> None:
-        chat = self.chat(chat_id)
+    async def acquire(self, chat_id: int, method: str = "sendMessage") -> None:
+        """Wait for a turn: every call spends the bot's overall rate; a message also spends its
+        chat's (Telegram's per-chat limits are on messages, not on answering a callback,
+        removing a member or making an invite link)."""
+        chat = self.chat(chat_id) if is_message(method) else None
         while True:
-            wait = max(self.overall.wait_time(), chat.wait_time())
+            wait = max(self.overall.wait_time(), chat.wait_time() if chat else 0.0)
             if wait <= 0:
                 self.overall.take()
-                chat.take()
+                if chat is not None:
+                    chat.take()
                 return
             await self.clock.sleep(wait)
+
+
+def is_message(method: str) -> bool:
+    """A method that puts a message in a chat (or changes one): counted per chat."""
+    return method.startswith(_MESSAGE_PREFIXES)
+
+
+_MESSAGE_PREFIXES = ("send", "copyMessage", "forwardMessage", "editMessage")
 
 
 class Sender:
@@ -244,7 +256,7 @@ class Sender:
 
     async def _send(self, row: OutboxRow) -> bool:
         """Send one row; True to go on with the chat's next row."""
-        await self.limits.acquire(row.chat_id)
+        await self.limits.acquire(row.chat_id, row.method)
         await self.pause.wait(self.stopping)
         if self.closing or self.stopping.is_set() or not self.lease.held or self.invalid:
             return False

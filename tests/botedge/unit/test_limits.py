@@ -51,3 +51,48 @@ def test_overall__per_bot_cap_across_chats() -> None:
     elapsed = seconds_for(Limits(clock=clock), clock, list(range(1, 51)))
     # 25 at once, then 25 more at 25 a second.
     assert abs(elapsed - 1.0) < 1e-6
+
+
+async def _acquire_all(limits: Limits, calls: list[tuple[int, str]]) -> None:
+    for chat, method in calls:
+        await limits.acquire(chat, method)
+
+
+def seconds_for_calls(limits: Limits, clock: ManualClock, calls: list[tuple[int, str]]) -> float:
+    started = clock.monotonic()
+    asyncio.run(_acquire_all(limits, calls))
+    return clock.monotonic() - started
+
+
+def test_answers_and_removals__spend_only_the_bots_overall_rate() -> None:
+    clock = ManualClock()
+    limits = Limits(clock=clock)
+    calls = [
+        (1, "answerCallbackQuery"),
+        (1, "answerCallbackQuery"),
+        (1, "answerCallbackQuery"),
+        (-100, "banChatMember"),
+        (-100, "unbanChatMember"),
+        (-100, "createChatInviteLink"),
+        (-100, "approveChatJoinRequest"),
+        (-100, "declineChatJoinRequest"),
+        (1, "answerPreCheckoutQuery"),
+    ]
+    # Nine calls, within the bot's burst of 25: none waits on a chat's bucket.
+    assert seconds_for_calls(limits, clock, calls * 2) == 0.0
+    # The person's and the channel's buckets are untouched: a message goes at once to each.
+    assert limits.chat(1).wait_time() == 0.0
+    assert limits.chat(-100).wait_time() == 0.0
+
+
+def test_messages_and_edits__spend_the_chats_bucket() -> None:
+    clock = ManualClock()
+    calls = [(1, "sendMessage"), (1, "editMessageText"), (1, "copyMessage"), (1, "sendPhoto")]
+    # Two at once, then two more at one a second.
+    assert abs(seconds_for_calls(Limits(clock=clock), clock, calls) - 2.0) < 1e-6
+
+
+def test_non_messages__still_count_against_the_bots_25_a_second() -> None:
+    clock = ManualClock()
+    elapsed = seconds_for_calls(Limits(clock=clock), clock, [(1, "answerCallbackQuery")] * 50)
+    assert abs(elapsed - 1.0) < 1e-6

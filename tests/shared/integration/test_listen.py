@@ -7,6 +7,7 @@ import contextlib
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
+import pytest
 
 from shared.listen import Listener
 
@@ -88,3 +89,61 @@ def test_listener__replaces_a_silently_dead_connection(database_url: str) -> Non
             await proxy.close()
 
     assert asyncio.run(scenario()) >= 2
+
+
+def test_listener__hands_payloads_to_subscribers_and_says_when_it_reconnected(
+    database_url: str,
+) -> None:
+    async def notify(payload: str) -> None:
+        conn = await psycopg.AsyncConnection.connect(database_url, autocommit=True)
+        async with conn:
+            await conn.execute("SELECT pg_notify('gate', %s)", (payload,))
+
+    async def scenario() -> tuple[list[str], int]:
+        heard: list[str] = []
+        reconnects = 0
+        got = asyncio.Event()
+
+        def on_payload(payload: str) -> None:
+            heard.append(payload)
+            got.set()
+
+        def on_reconnect() -> None:
+            nonlocal reconnects
+            reconnects += 1
+
+        listener = Listener(database_url, ("gate",))
+        listener.subscribe("gate", on_payload)
+        listener.on_reconnect(on_reconnect)
+        listener.start()
+        try:
+            await asyncio.wait_for(listener.connected.wait(), 10)
+            for payload in ("-100:7", "-100:8"):
+                got.clear()
+                await notify(payload)
+                await asyncio.wait_for(got.wait(), 10)
+            listener.connected.clear()
+            conn = await psycopg.AsyncConnection.connect(database_url, autocommit=True)
+            async with conn:
+                await conn.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                    " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                )
+            await asyncio.wait_for(listener.connected.wait(), 20)
+            got.clear()
+            await notify("-100:9")
+            await asyncio.wait_for(got.wait(), 10)
+            return heard, reconnects
+        finally:
+            await listener.stop()
+
+    heard, reconnects = asyncio.run(scenario())
+    assert heard == ["-100:7", "-100:8", "-100:9"]
+    # Once at the first connection, once after the connection was killed.
+    assert reconnects == 2
+
+
+def test_listener__subscribing_to_a_channel_not_listened_to_is_refused(database_url: str) -> None:
+    listener = Listener(database_url, ("inbox",))
+    with pytest.raises(ValueError, match="'gate' is not among the channels"):
+        listener.subscribe("gate", print)
