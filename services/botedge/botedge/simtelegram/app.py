@@ -21,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from botedge.simtelegram.state import ApiError, Bot, Call, Chat, Faults, World
+from botedge.simtelegram.state import ApiError, Bot, Call, Chat, Faults, InviteLink, World
 from shared.web import create_plain_app
 
 Params = dict[str, Any]
@@ -208,13 +208,40 @@ def _member(user_id: int, status: str) -> dict[str, Any]:
     return member
 
 
+# What the simulated bot may do where it is an admin.
+BOT_RIGHTS = {
+    "can_be_edited": False,
+    "can_manage_chat": True,
+    "can_change_info": False,
+    "can_delete_messages": True,
+    "can_invite_users": True,
+    "can_restrict_members": True,
+    "can_promote_members": False,
+    "is_anonymous": False,
+}
+
+
 async def get_chat_member(world: World, bot: Bot, params: Params) -> Any:
     chat = world.chat(_chat_id(world, params), create_private=False)
     user_id = _int(params, "user_id")
+    if user_id == bot.id:
+        return _bot_member(world, bot, chat)
     _require_admin(world, bot, chat, "Bad Request: member list is inaccessible")
     if user_id in world.faults.unknown_users:
         raise ApiError(400, "Bad Request: user not found")
+    if user_id in world.faults.participant_invalid_users:
+        raise ApiError(400, "Bad Request: PARTICIPANT_ID_INVALID")
     return _member(user_id, chat.members.get(user_id, "left"))
+
+
+def _bot_member(world: World, bot: Bot, chat: Chat) -> dict[str, Any]:
+    """The bot asking about itself: an admin with its rights, a plain member where it was not
+    made admin, and refused where it is not at all."""
+    if chat.id in world.faults.non_admin_chats:
+        return {"user": bot.user(), "status": "member"}
+    if bot.id not in world.admins.get(chat.id, set()):
+        raise ApiError(403, f"Forbidden: bot is not a member of the {chat.type} chat")
+    return {"user": bot.user(), "status": "administrator", **BOT_RIGHTS}
 
 
 async def get_chat_administrators(world: World, bot: Bot, params: Params) -> Any:
@@ -238,17 +265,21 @@ async def create_chat_invite_link(world: World, bot: Bot, params: Params) -> Any
     chat = world.chat(_chat_id(world, params), create_private=False)
     _require_admin(world, bot, chat, "Bad Request: not enough rights to manage chat invite link")
     chat.invite_links += 1
-    link: dict[str, Any] = {
-        "invite_link": f"https://t.me/+sim{abs(chat.id)}x{chat.invite_links}",
-        "creator": bot.user(),
-        "creates_join_request": bool(params.get("creates_join_request", False)),
-        "is_primary": False,
-        "is_revoked": False,
-    }
-    for key in ("name", "expire_date", "member_limit"):
-        if params.get(key) is not None:
-            link[key] = params[key]
-    return link
+    member_limit = params.get("member_limit")
+    expire_date = params.get("expire_date")
+    link = InviteLink(
+        chat_id=chat.id,
+        url=f"https://t.me/+sim{abs(chat.id)}x{chat.invite_links}",
+        creator=bot.user(),
+        member_limit=None if member_limit is None else int(member_limit),
+        expire_date=None if expire_date is None else int(expire_date),
+        creates_join_request=bool(params.get("creates_join_request", False)),
+    )
+    world.links[link.url] = link
+    answer = link.as_json()
+    if params.get("name") is not None:
+        answer["name"] = params["name"]
+    return answer
 
 
 def _set_status(status: str) -> Method:
@@ -277,6 +308,8 @@ async def get_updates(world: World, bot: Bot, params: Params) -> Any:
             "Conflict: can't use getUpdates method while webhook is active; "
             "use deleteWebhook to delete the webhook first",
         )
+    if "allowed_updates" in params:
+        bot.allowed_updates = list(params.get("allowed_updates") or [])
     offset = int(params.get("offset") or 0)
     limit = max(1, min(100, int(params.get("limit") or 100)))
     timeout = max(0.0, min(50.0, float(params.get("timeout") or 0)))
@@ -600,12 +633,90 @@ def create_app(faults: Faults | None = None, seed: int | None = None) -> Starlet
             world.admins.setdefault(chat_id, set()).add(int(bot_id))
         return JSONResponse(chat.as_json())
 
+    def _tell(bot: Bot, update: dict[str, Any]) -> dict[str, Any]:
+        added = world.add_update(bot, update)
+        if bot.webhook_url:
+            _start_delivery(bot)
+        return added
+
+    def _move(chat: Chat, user_id: int, status: str, link: InviteLink | None) -> list[int]:
+        """Change a member's status; each admin bot that asked for `chat_member` is told.
+        Returns the ids of the updates sent."""
+        old = chat.members.get(user_id, "left")
+        chat.members[user_id] = status
+        change: dict[str, Any] = {
+            "chat": chat.as_json(),
+            "from": _member(user_id, status)["user"],
+            "date": int(time.time()),
+            "old_chat_member": _member(user_id, old),
+            "new_chat_member": _member(user_id, status),
+        }
+        if link is not None:
+            change["invite_link"] = link.as_json()
+        told = []
+        for bot_id in sorted(world.admins.get(chat.id, set())):
+            bot = world.bots.get(bot_id)
+            if bot is not None and "chat_member" in bot.allowed_updates:
+                told.append(_tell(bot, {"chat_member": change})["update_id"])
+        return told
+
+    async def control_join(request: Request) -> Response:
+        body = await request.json()
+        chat = world.chats.get(int(body["chat_id"]))
+        if chat is None or chat.type == "private":
+            return JSONResponse({"error": "no such group or channel"}, status_code=404)
+        user_id = int(body["user_id"])
+        link = None
+        if body.get("invite_link"):
+            link = world.links.get(str(body["invite_link"]))
+            if link is None or link.chat_id != chat.id:
+                return JSONResponse({"error": "not a link of this chat"}, status_code=400)
+            refusal = link.refusal(time.time())
+            if refusal is not None:
+                return JSONResponse({"error": refusal}, status_code=400)
+        if chat.members.get(user_id) == "kicked":
+            return JSONResponse({"error": "the user is banned there"}, status_code=400)
+        if link is not None:
+            link.uses += 1
+        return JSONResponse({"update_ids": _move(chat, user_id, "member", link)})
+
+    async def control_leave(request: Request) -> Response:
+        body = await request.json()
+        chat = world.chats.get(int(body["chat_id"]))
+        if chat is None or chat.type == "private":
+            return JSONResponse({"error": "no such group or channel"}, status_code=404)
+        return JSONResponse({"update_ids": _move(chat, int(body["user_id"]), "left", None)})
+
+    async def control_press(request: Request) -> Response:
+        body = await request.json()
+        try:
+            bot = control_target(body)
+        except ApiError as error:
+            return error_response(error)
+        user_id, data = int(body["user_id"]), str(body["data"])
+        chat = world.chats.get(user_id)
+        message = chat.messages.get(int(body["message_id"])) if chat else None
+        if message is None or message.get("from", {}).get("id") != bot.id:
+            return JSONResponse({"error": "no such message from that bot"}, status_code=400)
+        rows = (message.get("reply_markup") or {}).get("inline_keyboard") or []
+        if not any(button.get("callback_data") == data for row in rows for button in row):
+            return JSONResponse({"error": "no such button on that message"}, status_code=400)
+        query = {
+            "id": str(world.random.getrandbits(63)),
+            "from": _member(user_id, "member")["user"],
+            "message": message,
+            "chat_instance": str(user_id),
+            "data": data,
+        }
+        return JSONResponse(_tell(bot, {"callback_query": query}))
+
     async def control_reset(request: Request) -> Response:
         world.bots.clear()
         world.chats.clear()
         world.calls.clear()
         world.sent.clear()
         world.admins.clear()
+        world.links.clear()
         world.faults = Faults()
         return JSONResponse({"reset": True})
 
@@ -621,6 +732,9 @@ def create_app(faults: Faults | None = None, seed: int | None = None) -> Starlet
             Route("/_sim/inflight", control_in_flight, methods=["GET"]),
             Route("/_sim/faults", control_faults, methods=["GET", "POST"]),
             Route("/_sim/chats", control_chat, methods=["POST"]),
+            Route("/_sim/join", control_join, methods=["POST"]),
+            Route("/_sim/leave", control_leave, methods=["POST"]),
+            Route("/_sim/press", control_press, methods=["POST"]),
             Route("/_sim/reset", control_reset, methods=["POST"]),
         ],
         body_limit=50 * 1024 * 1024,

@@ -38,6 +38,8 @@ class Faults:
     blocked_users: set[int] = field(default_factory=set)
     unknown_users: set[int] = field(default_factory=set)
     non_admin_chats: set[int] = field(default_factory=set)
+    # getChatMember about these people answers PARTICIPANT_ID_INVALID (Telegram does, at random).
+    participant_invalid_users: set[int] = field(default_factory=set)
 
     def update(self, values: Mapping[str, Any]) -> None:
         for key, value in values.items():
@@ -73,6 +75,7 @@ class Faults:
             "SIM_BLOCKED_USERS": "blocked_users",
             "SIM_UNKNOWN_USERS": "unknown_users",
             "SIM_NON_ADMIN_CHATS": "non_admin_chats",
+            "SIM_PARTICIPANT_INVALID_USERS": "participant_invalid_users",
         }
         faults.update({attr: env[name].split(",") for name, attr in lists.items() if env.get(name)})
         if env.get("SIM_ENFORCE_LIMITS"):
@@ -100,6 +103,42 @@ class Chat:
         if self.username:
             chat["username"] = self.username
         return chat
+
+
+@dataclass
+class InviteLink:
+    chat_id: int
+    url: str
+    creator: dict[str, Any]
+    member_limit: int | None
+    expire_date: int | None
+    creates_join_request: bool
+    uses: int = 0
+    revoked: bool = False
+
+    def as_json(self) -> dict[str, Any]:
+        link: dict[str, Any] = {
+            "invite_link": self.url,
+            "creator": self.creator,
+            "creates_join_request": self.creates_join_request,
+            "is_primary": False,
+            "is_revoked": self.revoked,
+        }
+        if self.member_limit is not None:
+            link["member_limit"] = self.member_limit
+        if self.expire_date is not None:
+            link["expire_date"] = self.expire_date
+        return link
+
+    def refusal(self, now: float) -> str | None:
+        """Why joining through it fails now, or None."""
+        if self.revoked:
+            return "the link was revoked"
+        if self.expire_date is not None and now >= self.expire_date:
+            return "the link has expired"
+        if self.member_limit is not None and self.uses >= self.member_limit:
+            return "the link's member limit is reached"
+        return None
 
 
 @dataclass
@@ -160,6 +199,7 @@ class World:
         self.calls: list[Call] = []
         self.sent: list[dict[str, Any]] = []
         self.admins: dict[int, set[int]] = {}
+        self.links: dict[str, InviteLink] = {}
         # Bot API calls being answered right now, by method.
         self.in_flight: Counter[str] = Counter()
         # Set when the server starts draining: long polls answer at once, deliveries stop.
