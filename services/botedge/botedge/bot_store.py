@@ -131,8 +131,11 @@ async def release_lease(conn: Connection, name: str, holder: str) -> None:
 # -- people and chats ---------------------------------------------------------------------
 
 
-async def record_person(conn: Connection, bot_id: int, user: Any) -> int | None:
-    """Upsert the person behind a `from` and note that this bot met them; their id."""
+async def record_person(
+    conn: Connection, bot_id: int, user: Any, *, met: bool = True
+) -> int | None:
+    """Upsert the person behind a `from` and, with `met`, note that this bot met them (a
+    channel member seen in `chat_member` is not a visitor of the bot); their id."""
     if not isinstance(user, dict) or user.get("is_bot") or not isinstance(user.get("id"), int):
         return None
     if user["id"] in NOT_PEOPLE:
@@ -150,7 +153,8 @@ async def record_person(conn: Connection, bot_id: int, user: Any) -> int | None:
     )
     if row is None:
         return None
-    await conn.execute(Q["touch_bot_person"], {"bot_id": bot_id, "person_id": row["id"]})
+    if met:
+        await conn.execute(Q["touch_bot_person"], {"bot_id": bot_id, "person_id": row["id"]})
     return int(row["id"])
 
 

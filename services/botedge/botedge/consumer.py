@@ -9,13 +9,14 @@ person; after the last attempt the update is dead and the person moves on.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import logging
 import time
 from dataclasses import dataclass
 
 from botedge import errors, inbox_store, outbox_store
 from botedge.db import connection
-from botedge.handlers import Handler
+from botedge.handlers import Handler, RetryLater
 from botedge.inbox_store import InboxRow
 from botedge.metrics import HANDLING_SECONDS, UPDATES_HANDLED
 from shared.backoff import backoff_delay
@@ -35,6 +36,10 @@ class ConsumerConfig:
     poll_interval: float = 1.0
     backoff_base: float = 1.0
     backoff_cap: float = 300.0
+    # How long an update Telegram could not be asked about keeps being retried, past
+    # max_attempts; and the longest wait between those tries.
+    retry_window: float = 600.0
+    transient_cap: float = 15.0
 
 
 class LostClaim(Exception):
@@ -150,9 +155,16 @@ class InboxConsumer:
             UPDATES_HANDLED.labels(outcome).inc()
             request_id.reset(token)
 
+    def _within_window(self, update: InboxRow) -> bool:
+        if update.received_at is None:
+            return False
+        age = (dt.datetime.now(dt.UTC) - update.received_at).total_seconds()
+        return age < self.config.retry_window
+
     async def _fail(self, update: InboxRow, error: BaseException) -> str:
         description = f"{type(error).__name__}: {error}"[:1000]
-        last = update.attempt >= self.config.max_attempts
+        transient = isinstance(error, RetryLater) and self._within_window(update)
+        last = update.attempt >= self.config.max_attempts and not transient
         try:
             async with connection(self.pool) as conn:
                 if last:
@@ -161,9 +173,12 @@ class InboxConsumer:
                     delay = backoff_delay(
                         update.attempt,
                         base=self.config.backoff_base,
-                        cap=self.config.backoff_cap,
+                        cap=self.config.transient_cap if transient else self.config.backoff_cap,
                         jitter=True,
                     )
+                    if isinstance(error, RetryLater):
+                        # Telegram's retry_after is the least wait.
+                        delay = max(delay, error.retry_after)
                     await inbox_store.retry(conn, update, description, delay)
         except errors.BotedgeError as db_error:
             # The claim runs out and the update comes back: nothing is lost.

@@ -1,16 +1,23 @@
 """What a bot does with an update: record the person, decide the replies.
 
-`prepare` runs before the write transaction and is where calls that read from Telegram belong;
-`apply` runs inside it and returns the replies, which become outbox rows in that transaction.
+`BotLogic` is a dispatcher. Features register, in their own modules, routes for `/start`
+payloads, callback-data prefixes and update kinds (`gate.py`); what no route takes gets the
+default behaviour here. `prepare` runs before the write transaction and is where Telegram is
+read, with the worker's `BotApi` and the bot's token; `apply` runs inside the transaction and
+returns the replies, which become outbox rows in that transaction.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import datetime as dt
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from botedge import bot_store, outbox_store
 from botedge.inbox_store import InboxRow
+from botedge.telegram import BotApi
+from shared.clock import SYSTEM_CLOCK, Clock
 from shared.db import Connection
 
 WELCOME = "Welcome! Open a content link to get started."
@@ -29,6 +36,67 @@ class Handler(Protocol):
     async def apply(self, conn: Connection, update: InboxRow, prepared: Any) -> list[Reply]: ...
 
 
+class RetryLater(Exception):
+    """Telegram could not be asked now (timeout, 5xx, 429): the update is retried, not buried
+    after the usual attempts, for as long as the worker's retry window allows."""
+
+    def __init__(self, detail: str, retry_after: float = 0.0) -> None:
+        super().__init__(detail)
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a route's `prepare` may use: the worker's Bot API client and this bot's token."""
+
+    api: BotApi
+    token: str
+
+
+@dataclass(frozen=True)
+class Visit:
+    """An update in its transaction: the route's argument and the person it came from."""
+
+    update: InboxRow
+    arg: str
+    person_id: int | None
+    now: dt.datetime
+
+
+class Route(Protocol):
+    async def prepare(self, ctx: Context, update: InboxRow, arg: str) -> Any: ...
+
+    async def apply(self, conn: Connection, visit: Visit, prepared: Any) -> list[Reply]: ...
+
+
+@dataclass
+class Routes:
+    # /start payloads by prefix; "" takes any payload no longer prefix claims.
+    starts: dict[str, Route] = field(default_factory=dict)
+    # Callback data by the prefix up to and including its first ":".
+    callbacks: dict[str, Route] = field(default_factory=dict)
+    # Update kinds taken whole (chat_member, ...).
+    kinds: dict[str, Route] = field(default_factory=dict)
+
+
+class Feature(Protocol):
+    def register(self, routes: Routes) -> None: ...
+
+
+def start_payload(message: dict[str, Any]) -> str | None:
+    """The payload of `/start <payload>` in a private chat; "" for a bare /start; None when the
+    message is not a /start."""
+    if (message.get("chat") or {}).get("type") != "private":
+        return None
+    text = message.get("text")
+    if not isinstance(text, str) or not text.strip():
+        return None
+    command, _, rest = text.strip().partition(" ")
+    if command.split("@", 1)[0] != "/start":
+        return None
+    return rest.strip()
+
+
 async def move_chat(conn: Connection, old_chat_id: int, new_chat_id: int) -> None:
     """A group became a supergroup under a new id: what we keep about it follows."""
     await bot_store.move_channel(conn, old_chat_id, new_chat_id)
@@ -36,14 +104,57 @@ async def move_chat(conn: Connection, old_chat_id: int, new_chat_id: int) -> Non
 
 
 class BotLogic:
-    """The default behaviour: greet on /start, answer everything else with a hint."""
+    """The dispatcher. Without features: greet on /start, answer everything else with a hint."""
+
+    def __init__(
+        self,
+        api: BotApi | None = None,
+        tokens: Callable[[int], str | None] | None = None,
+        features: Sequence[Feature] = (),
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
+        self.clock = clock
+        self.api = api
+        self.tokens = tokens
+        self.routes = Routes()
+        for feature in features:
+            feature.register(self.routes)
+
+    def route(self, update: InboxRow) -> tuple[Route, str] | None:
+        body = update.body
+        if update.kind == "message":
+            payload = start_payload(body)
+            if payload:
+                return _by_prefix(self.routes.starts, payload)
+            return None
+        if update.kind == "callback_query":
+            data = body.get("data")
+            if isinstance(data, str) and ":" in data:
+                prefix, _, arg = data.partition(":")
+                found = self.routes.callbacks.get(prefix + ":")
+                return (found, arg) if found else None
+            return None
+        found = self.routes.kinds.get(update.kind)
+        return (found, "") if found else None
 
     async def prepare(self, update: InboxRow) -> Any:
-        return None
+        found = self.route(update)
+        if found is None:
+            return None
+        route, arg = found
+        token = self.tokens(update.bot_id) if self.tokens else None
+        if token is None or self.api is None:
+            # Loaded every few seconds: a bot added a moment ago is known soon.
+            raise RetryLater(f"bot {update.bot_id} is not loaded in this worker yet")
+        return route, arg, await route.prepare(Context(self.api, token), update, arg)
 
     async def apply(self, conn: Connection, update: InboxRow, prepared: Any) -> list[Reply]:
         body = update.body
-        await bot_store.record_person(conn, update.bot_id, body.get("from"))
+        person_id = await bot_store.record_person(conn, update.bot_id, body.get("from"))
+        if prepared is not None:
+            route, arg, value = prepared
+            visit = Visit(update, arg, person_id, self.clock.now())
+            return list(await route.apply(conn, visit, value))
         if update.kind == "message":
             if isinstance(body.get("migrate_to_chat_id"), int):
                 await move_chat(conn, int(body["chat"]["id"]), body["migrate_to_chat_id"])
@@ -104,3 +215,11 @@ class BotLogic:
             # A person blocking or unblocking the bot in their private chat.
             await bot_store.set_blocked(conn, update.bot_id, user["id"], status == "kicked")
         return []
+
+
+def _by_prefix(routes: dict[str, Route], payload: str) -> tuple[Route, str] | None:
+    """The route of the longest prefix `payload` starts with, and the rest of it."""
+    for prefix in sorted(routes, key=len, reverse=True):
+        if payload.startswith(prefix):
+            return routes[prefix], payload[len(prefix) :]
+    return None

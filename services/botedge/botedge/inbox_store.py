@@ -3,6 +3,7 @@ pruning and the gauges. Functions take a connection from `botedge.db.connection(
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,7 @@ class InboxRow:
     payload: dict[str, Any]
     attempt: int
     lock_token: uuid.UUID
+    received_at: dt.datetime | None = None
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> InboxRow:
@@ -40,6 +42,7 @@ class InboxRow:
             payload=dict(row["payload"]),
             attempt=int(row["attempt"]),
             lock_token=row["lock_token"],
+            received_at=row.get("received_at"),
         )
 
     @property

@@ -100,7 +100,8 @@ UPDATE inbox i
        locked_by = %(holder)s
   FROM locked
  WHERE i.id = locked.id
-RETURNING i.id, i.bot_id, i.update_id, i.chat_key, i.kind, i.payload, i.attempt, i.lock_token;
+RETURNING i.id, i.bot_id, i.update_id, i.chat_key, i.kind, i.payload, i.attempt, i.lock_token,
+          i.received_at;
 
 -- finish_update --
 -- Compare-and-set on the claim: a worker that lost it changes nothing (and rolls back).
@@ -243,3 +244,50 @@ DELETE FROM inbox
 DELETE FROM outbox
  WHERE state IN ('sent', 'failed')
    AND coalesce(sent_at, created_at) < now() - make_interval(days => %(days)s);
+
+-- content_by_code --
+SELECT id, bot_id, code, kind, body, file_kind, file_id, from_chat_id, message_id, default_gate
+  FROM contents WHERE bot_id = %(bot_id)s AND code = %(code)s;
+
+-- content_by_id --
+SELECT id, bot_id, code, kind, body, file_kind, file_id, from_chat_id, message_id, default_gate
+  FROM contents WHERE bot_id = %(bot_id)s AND id = %(id)s;
+
+-- gate_channels --
+-- A content's gate: its own channels, or the bot's default set; with where to join each.
+SELECT c.id AS channel_id, c.telegram_chat_id, c.title, c.username, bc.join_url
+  FROM channels c
+  LEFT JOIN bot_channels bc ON bc.channel_id = c.id AND bc.bot_id = %(bot_id)s
+ WHERE CASE WHEN %(default_gate)s
+            THEN bc.default_gate
+            ELSE c.id IN (SELECT channel_id FROM content_gate_channels
+                           WHERE content_id = %(content_id)s) END
+ ORDER BY c.id;
+
+-- flag_bot_channel --
+-- The gate could not tell whether people are members there: the owner should look.
+INSERT INTO bot_channels (bot_id, channel_id, status, checked_at, last_error)
+VALUES (%(bot_id)s, %(channel_id)s, 'unknown', now(), %(error)s)
+ON CONFLICT (bot_id, channel_id) DO UPDATE
+   SET checked_at = now(), last_error = excluded.last_error;
+
+-- record_delivery --
+INSERT INTO content_deliveries (content_id, person_id, delivered_at)
+VALUES (%(content_id)s, %(person_id)s, %(now)s)
+ON CONFLICT DO NOTHING
+RETURNING content_id;
+
+-- channel_by_chat --
+SELECT id FROM channels WHERE telegram_chat_id = %(chat_id)s;
+
+-- upsert_channel_member --
+INSERT INTO channel_members (channel_id, person_id, status, is_member, invite_link, updated_at)
+VALUES (%(channel_id)s, %(person_id)s, %(status)s, %(is_member)s, %(invite_link)s, %(now)s)
+ON CONFLICT (channel_id, person_id) DO UPDATE
+   SET status = excluded.status, is_member = excluded.is_member,
+       invite_link = coalesce(excluded.invite_link, channel_members.invite_link),
+       updated_at = excluded.updated_at;
+
+-- notify_gate --
+-- Transactional: heard by every worker only once the leave is committed.
+SELECT pg_notify('gate', %(payload)s);

@@ -35,6 +35,7 @@ class BotedgeSettings:
     send_private_rate: float
     send_group_per_minute: float
     gauges_interval: float
+    gate_retry_window: float = 600.0
 
     @property
     def secrets(self) -> list[Secret | None]:
@@ -64,6 +65,7 @@ def read(r: Reader, role: str) -> BotedgeSettings:
         send_private_rate=r.seconds("SEND_PRIVATE_RATE", 1.0, minimum=0.01),
         send_group_per_minute=r.seconds("SEND_GROUP_PER_MINUTE", 20.0, minimum=0.1),
         gauges_interval=r.seconds("GAUGES_INTERVAL", 5.0, minimum=0.1),
+        gate_retry_window=r.seconds("GATE_RETRY_WINDOW", 600.0, minimum=1.0),
     )
     check(settings)
     return settings

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 
 import httpx
 
-from botedge import bot_store, errors, inbox_store, outbox_store
+from botedge import bot_store, errors, gate, inbox_store, outbox_store
 from botedge.consumer import ConsumerConfig, InboxConsumer
 from botedge.db import connection
 from botedge.handlers import BotLogic, Handler
@@ -52,11 +52,22 @@ class WorkerSupervisor:
         self.box = SecretBox(settings.bot_token_key)
         self.holder = holder_id()
         self.notifier = Notifier(pool)
-        self.listener = Listener(settings.common.database_url.reveal(), ("inbox", "outbox"))
+        self.listener = Listener(
+            settings.common.database_url.reveal(), ("inbox", "outbox", gate.CHANNEL)
+        )
+        # Tokens of the bots loaded below, for the handlers' reads from Telegram.
+        self.tokens: dict[int, str] = {}
+        self.joined = gate.JoinedCache(clock=clock)
+        self.listener.subscribe(gate.CHANNEL, self.joined.forget)
+        # A notice sent while the connection was down is lost: start the cache over.
+        self.listener.on_reconnect(self.joined.clear)
         self.stopping = asyncio.Event()
         self.consumer = InboxConsumer(
             pool,
-            handler or BotLogic(),
+            handler
+            or BotLogic(
+                self.api, self.tokens.get, features=[gate.Gate(pool, self.joined)], clock=clock
+            ),
             self.notifier,
             self.listener.event("inbox"),
             ConsumerConfig(
@@ -65,6 +76,7 @@ class WorkerSupervisor:
                 max_attempts=settings.max_attempts,
                 poll_interval=settings.poll_interval,
                 backoff_base=settings.retry_base,
+                retry_window=settings.gate_retry_window,
             ),
             self.holder,
         )
@@ -105,6 +117,8 @@ class WorkerSupervisor:
                 bots = []
             else:
                 BOTS_SERVED.set(len(bots))
+                self.tokens.clear()
+                self.tokens.update({bot.id: bot.token for bot in bots})
             wanted: dict[str, Callable[[], Awaitable[None]]] = {}
             for bot in bots:
                 wanted[f"send:{bot.id}"] = self._sender_factory(bot)

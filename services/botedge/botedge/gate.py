@@ -1,0 +1,380 @@
+"""The forced-join gate: content behind sponsor channels.
+
+`/start <code>` asks Telegram, in `prepare`, whether the visitor is a member of each gate
+channel. Members get the content. Anyone else gets the gate message: a button per missing
+channel and "I've joined" (`gate:<content id>`). A press asks again, edits the message to what
+is still missing, and once nothing is, deletes it and sends the content, once per person.
+
+A channel where Telegram cannot tell (the bot is not an admin there, the chat is gone) does
+not block anyone: it is Unknown, flagged on `bot_channels` for the owner. Telegram being
+unreachable never lets anyone through: the update is retried (`RetryLater`).
+
+"Joined" is cached for 5 minutes in the worker; "not joined" and Unknown never are. A leave or
+a kick seen in `chat_member` is written with `NOTIFY gate, '<chat>:<user>'`, which empties
+that entry in every worker once the leave is committed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from botedge import bot_store, sqlq
+from botedge.db import connection
+from botedge.handlers import Context, Reply, RetryLater, Routes, Visit
+from botedge.inbox_store import InboxRow
+from botedge.telegram import BadRequest, ServerError, TelegramError, TooManyRequests
+from shared.clock import SYSTEM_CLOCK, Clock
+from shared.db import Connection, Pool
+
+log = logging.getLogger("botedge.gate")
+Q = sqlq.Q
+
+JOINED_TTL = 300.0
+MEMBER = frozenset({"creator", "administrator", "member"})
+CHANNEL = "gate"
+GATE_TEXT = "To open this, join the channels below first, then press “I've joined”."
+JOINED_BUTTON = "I've joined"
+NOT_FOUND = "This link does not lead anywhere (any more)."
+
+
+def is_member(chat_member: Any) -> bool:
+    """Telegram's own rule: creator, administrator, member, or restricted while still in."""
+    if not isinstance(chat_member, dict):
+        return False
+    status = chat_member.get("status")
+    return status in MEMBER or (status == "restricted" and chat_member.get("is_member") is True)
+
+
+class Standing(enum.Enum):
+    JOINED = "joined"
+    MISSING = "missing"
+    UNKNOWN = "unknown"
+
+
+def standing_of(error: TelegramError) -> Standing | None:
+    """What a refused getChatMember says about the visitor; None: ask once more."""
+    text = error.description.lower()
+    if isinstance(error, ServerError | TooManyRequests):
+        raise RetryLater(f"getChatMember: {error}", error.retry_after or 0.0)
+    if isinstance(error, BadRequest):
+        if "user not found" in text:
+            # Telegram has never seen the person there: not a member.
+            return Standing.MISSING
+        if "participant_id_invalid" in text:
+            return None
+    # Not an admin there ("member list is inaccessible", CHAT_ADMIN_REQUIRED), "chat not
+    # found", 403 "bot is not a member", and whatever else: it cannot tell.
+    return Standing.UNKNOWN
+
+
+class JoinedCache:
+    """(chat, user) pairs seen joined, each for `ttl` seconds."""
+
+    def __init__(self, ttl: float = JOINED_TTL, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.ttl = ttl
+        self.clock = clock
+        self._until: dict[tuple[int, int], float] = {}
+
+    def joined(self, chat_id: int, user_id: int) -> bool:
+        until = self._until.get((chat_id, user_id))
+        if until is None:
+            return False
+        if until <= self.clock.monotonic():
+            del self._until[(chat_id, user_id)]
+            return False
+        return True
+
+    def remember(self, chat_id: int, user_id: int) -> None:
+        if len(self._until) > 100_000:
+            self._drop_expired()
+        self._until[(chat_id, user_id)] = self.clock.monotonic() + self.ttl
+
+    def forget(self, payload: str) -> None:
+        """A `NOTIFY gate` payload, `<chat>:<user>`."""
+        chat, _, user = payload.partition(":")
+        try:
+            self._until.pop((int(chat), int(user)), None)
+        except ValueError:
+            log.warning("ignored a malformed gate notice %r", payload[:100])
+
+    def clear(self) -> None:
+        self._until.clear()
+
+    def _drop_expired(self) -> None:
+        now = self.clock.monotonic()
+        self._until = {key: until for key, until in self._until.items() if until > now}
+
+
+@dataclass(frozen=True)
+class GateChannel:
+    channel_id: int
+    chat_id: int
+    title: str
+    join_url: str | None
+
+
+@dataclass(frozen=True)
+class Content:
+    id: int
+    kind: str
+    body: str
+    file_kind: str | None
+    file_id: str | None
+    from_chat_id: int | None
+    message_id: int | None
+    default_gate: bool
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Content:
+        return cls(
+            id=int(row["id"]),
+            kind=str(row["kind"]),
+            body=str(row["body"]),
+            file_kind=row["file_kind"],
+            file_id=row["file_id"],
+            from_chat_id=row["from_chat_id"],
+            message_id=row["message_id"],
+            default_gate=bool(row["default_gate"]),
+        )
+
+
+@dataclass(frozen=True)
+class Check:
+    """The gate as it stands for one visitor."""
+
+    content: Content | None
+    missing: tuple[GateChannel, ...] = ()
+    unknown: tuple[tuple[GateChannel, str], ...] = ()
+
+
+class Gate:
+    """The gate's routes: `/start <code>`, `gate:<content id>` presses and `chat_member`."""
+
+    def __init__(self, pool: Pool, cache: JoinedCache) -> None:
+        self.pool = pool
+        self.cache = cache
+
+    def register(self, routes: Routes) -> None:
+        routes.starts[""] = _Start(self)
+        routes.callbacks["gate:"] = _Press(self)
+        routes.kinds["chat_member"] = _MemberChange()
+
+    async def check(self, ctx: Context, bot_id: int, content: Content | None, user: int) -> Check:
+        if content is None:
+            return Check(None)
+        async with connection(self.pool) as conn:
+            cur = await conn.execute(
+                Q["gate_channels"],
+                {"bot_id": bot_id, "default_gate": content.default_gate, "content_id": content.id},
+            )
+            channels = [
+                GateChannel(
+                    int(row["channel_id"]),
+                    int(row["telegram_chat_id"]),
+                    str(row["title"]) or "Channel",
+                    row["join_url"]
+                    or (f"https://t.me/{row['username']}" if row["username"] else None),
+                )
+                for row in await cur.fetchall()
+            ]
+        # Every channel at once: the visitor waits for the slowest answer, not their sum.
+        standings = await asyncio.gather(*(self._ask(ctx, ch, user) for ch in channels))
+        pairs = list(zip(channels, standings, strict=True))
+        return Check(
+            content,
+            missing=tuple(ch for ch, (s, _) in pairs if s is Standing.MISSING),
+            unknown=tuple((ch, why) for ch, (s, why) in pairs if s is Standing.UNKNOWN),
+        )
+
+    async def _ask(self, ctx: Context, channel: GateChannel, user: int) -> tuple[Standing, str]:
+        if self.cache.joined(channel.chat_id, user):
+            return Standing.JOINED, ""
+        for _ in range(2):
+            try:
+                member = await ctx.api.call(
+                    ctx.token, "getChatMember", {"chat_id": channel.chat_id, "user_id": user}
+                )
+            except TelegramError as error:
+                standing = standing_of(error)
+                if standing is None:
+                    continue
+                return standing, error.description[:300]
+            if is_member(member):
+                self.cache.remember(channel.chat_id, user)
+                return Standing.JOINED, ""
+            return Standing.MISSING, ""
+        return Standing.UNKNOWN, "PARTICIPANT_ID_INVALID twice"
+
+    async def content(self, bot_id: int, *, code: str = "", content_id: int = 0) -> Content | None:
+        async with connection(self.pool) as conn:
+            if code:
+                cur = await conn.execute(Q["content_by_code"], {"bot_id": bot_id, "code": code})
+            else:
+                cur = await conn.execute(Q["content_by_id"], {"bot_id": bot_id, "id": content_id})
+            row = await cur.fetchone()
+        return Content.from_row(row) if row else None
+
+
+async def _flag_unknown(conn: Connection, bot_id: int, check: Check) -> None:
+    for channel, why in check.unknown:
+        await conn.execute(
+            Q["flag_bot_channel"],
+            {"bot_id": bot_id, "channel_id": channel.channel_id, "error": why or "unknown"},
+        )
+
+
+def gate_markup(content: Content, check: Check) -> dict[str, Any]:
+    rows: list[list[dict[str, Any]]] = [
+        [{"text": channel.title, "url": channel.join_url}]
+        for channel in check.missing
+        if channel.join_url
+    ]
+    rows.append([{"text": JOINED_BUTTON, "callback_data": f"gate:{content.id}"}])
+    return {"inline_keyboard": rows}
+
+
+def content_reply(chat_id: int, content: Content) -> Reply:
+    if content.kind == "post":
+        return Reply(
+            chat_id,
+            "copyMessage",
+            {
+                "chat_id": chat_id,
+                "from_chat_id": content.from_chat_id,
+                "message_id": content.message_id,
+            },
+        )
+    if content.kind == "file" and content.file_kind:
+        method = "send" + content.file_kind.capitalize()
+        payload: dict[str, Any] = {"chat_id": chat_id, content.file_kind: content.file_id}
+        if content.body:
+            payload["caption"] = content.body
+        return Reply(chat_id, method, payload)
+    return Reply(chat_id, "sendMessage", {"chat_id": chat_id, "text": content.body})
+
+
+async def _deliver_once(conn: Connection, visit: Visit, content: Content) -> bool:
+    if visit.person_id is None:
+        return False
+    cur = await conn.execute(
+        Q["record_delivery"],
+        {"content_id": content.id, "person_id": visit.person_id, "now": visit.now},
+    )
+    return await cur.fetchone() is not None
+
+
+def _user(update: InboxRow) -> int:
+    sender = update.body.get("from") or {}
+    return int(sender.get("id") or update.chat_key)
+
+
+class _Start:
+    def __init__(self, gate: Gate) -> None:
+        self.gate = gate
+
+    async def prepare(self, ctx: Context, update: InboxRow, arg: str) -> Check:
+        content = await self.gate.content(update.bot_id, code=arg[:64])
+        return await self.gate.check(ctx, update.bot_id, content, _user(update))
+
+    async def apply(self, conn: Connection, visit: Visit, check: Check) -> list[Reply]:
+        chat_id = visit.update.chat_key
+        if check.content is None:
+            return [Reply(chat_id, "sendMessage", {"chat_id": chat_id, "text": NOT_FOUND})]
+        await _flag_unknown(conn, visit.update.bot_id, check)
+        if check.missing:
+            payload = {
+                "chat_id": chat_id,
+                "text": GATE_TEXT,
+                "reply_markup": gate_markup(check.content, check),
+            }
+            return [Reply(chat_id, "sendMessage", payload)]
+        # The link opened again after the gate: the content again; recorded the first time.
+        await _deliver_once(conn, visit, check.content)
+        return [content_reply(chat_id, check.content)]
+
+
+class _Press:
+    def __init__(self, gate: Gate) -> None:
+        self.gate = gate
+
+    async def prepare(self, ctx: Context, update: InboxRow, arg: str) -> Check:
+        content_id = int(arg) if arg.isascii() and arg.isdigit() and len(arg) < 10 else 0
+        content = await self.gate.content(update.bot_id, content_id=content_id)
+        return await self.gate.check(ctx, update.bot_id, content, _user(update))
+
+    async def apply(self, conn: Connection, visit: Visit, check: Check) -> list[Reply]:
+        body = visit.update.body
+        chat_id = visit.update.chat_key
+        answer: dict[str, Any] = {"callback_query_id": str(body.get("id", ""))}
+        message = body.get("message") or {}
+        message_id = message.get("message_id")
+        if check.content is None:
+            answer["text"] = NOT_FOUND
+            return [Reply(chat_id, "answerCallbackQuery", answer)]
+        await _flag_unknown(conn, visit.update.bot_id, check)
+        if check.missing:
+            answer["text"] = "Not yet: join the channels still listed."
+            replies = [Reply(chat_id, "answerCallbackQuery", answer)]
+            if isinstance(message_id, int):
+                edit = {
+                    "chat_id": chat_id,
+                    "message_id": message_id,
+                    "text": GATE_TEXT,
+                    "reply_markup": gate_markup(check.content, check),
+                }
+                replies.append(Reply(chat_id, "editMessageText", edit))
+            return replies
+        replies = [Reply(chat_id, "answerCallbackQuery", answer)]
+        if not await _deliver_once(conn, visit, check.content):
+            # Already sent to this person: a second press sends nothing more.
+            return replies
+        if isinstance(message_id, int):
+            replies.append(
+                Reply(chat_id, "deleteMessage", {"chat_id": chat_id, "message_id": message_id})
+            )
+        replies.append(content_reply(chat_id, check.content))
+        return replies
+
+
+class _MemberChange:
+    """A `chat_member` update: the person's status in a channel we know, and a leave or a kick
+    announced to every worker's cache after commit."""
+
+    async def prepare(self, ctx: Context, update: InboxRow, arg: str) -> None:
+        return None
+
+    async def apply(self, conn: Connection, visit: Visit, prepared: None) -> list[Reply]:
+        body = visit.update.body
+        chat = body.get("chat") or {}
+        new = body.get("new_chat_member") or {}
+        user = new.get("user") or {}
+        if not isinstance(chat.get("id"), int) or not isinstance(user.get("id"), int):
+            return []
+        cur = await conn.execute(Q["channel_by_chat"], {"chat_id": chat["id"]})
+        channel = await cur.fetchone()
+        person_id = await bot_store.record_person(conn, visit.update.bot_id, user, met=False)
+        if channel is None or person_id is None or new.get("status") not in _STATUSES:
+            return []
+        member = is_member(new)
+        link = body.get("invite_link") or {}
+        await conn.execute(
+            Q["upsert_channel_member"],
+            {
+                "channel_id": channel["id"],
+                "person_id": person_id,
+                "status": new["status"],
+                "is_member": member,
+                "invite_link": link.get("invite_link") if isinstance(link, dict) else None,
+                "now": visit.now,
+            },
+        )
+        if not member:
+            await conn.execute(Q["notify_gate"], {"payload": f"{chat['id']}:{user['id']}"})
+        return []
+
+
+_STATUSES = frozenset({"creator", "administrator", "member", "restricted", "left", "kicked"})

@@ -1,0 +1,264 @@
+"""The forced-join gate end to end: real worker processes, the simulated Telegram's call log."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from botedge.gate import GATE_TEXT
+from tests.botedge.e2e.conftest import Edge
+
+NEWS, TALK = -1001000000101, -1001000000102
+VISITOR = 4242
+
+
+@dataclass
+class Setup:
+    bot_id: int
+    telegram_bot_id: int
+    content_id: int
+
+
+def gate_setup(edge: Edge, telegram_bot_id: int = 5550101, body: str = "The secret") -> Setup:
+    bot_id, _, _ = edge.add_bot(telegram_bot_id, mode="polling")
+    for chat, name in ((NEWS, "news_one"), (TALK, "talk_two")):
+        edge.sim_post(
+            "/_sim/chats",
+            {"id": chat, "type": "channel", "username": name, "admin_bots": [telegram_bot_id]},
+        )
+    with_channels = edge.query(
+        "WITH c AS (INSERT INTO channels (telegram_chat_id, title, username, is_gate)"
+        " VALUES (%s, 'News', 'news_one', true), (%s, 'Talk', 'talk_two', true) RETURNING id)"
+        " INSERT INTO bot_channels (bot_id, channel_id, default_gate)"
+        " SELECT %s, id, true FROM c RETURNING channel_id",
+        NEWS,
+        TALK,
+        bot_id,
+    )
+    assert len(with_channels) == 2
+    [(content_id,)] = edge.query(
+        "INSERT INTO contents (bot_id, code, kind, body) VALUES (%s, 'promo', 'text', %s)"
+        " RETURNING id",
+        bot_id,
+        body,
+    )
+    return Setup(bot_id, telegram_bot_id, int(content_id))
+
+
+def sent_to(edge: Edge, chat_id: int) -> list[dict[str, Any]]:
+    return list(edge.sim_get("/_sim/sent", chat_id=chat_id))
+
+
+def calls(edge: Edge, method: str) -> list[dict[str, Any]]:
+    return [c for c in edge.sim_get("/_sim/calls", method=method) if c["status"] == 200]
+
+
+def settled(edge: Edge) -> bool:
+    unfinished = edge.query("SELECT count(*) FROM inbox WHERE state <> 'done'")[0][0]
+    unsent = edge.query("SELECT count(*) FROM outbox WHERE state = 'pending'")[0][0]
+    return unfinished == 0 and unsent == 0
+
+
+def press(edge: Edge, setup: Setup, message_id: int) -> None:
+    edge.sim_post(
+        "/_sim/press",
+        {
+            "bot_id": setup.telegram_bot_id,
+            "user_id": VISITOR,
+            "message_id": message_id,
+            "data": f"gate:{setup.content_id}",
+        },
+    )
+
+
+def edits(edge: Edge) -> list[dict[str, Any]]:
+    rows = edge.query(
+        "SELECT payload FROM outbox WHERE method = 'editMessageText' AND state = 'sent' ORDER BY id"
+    )
+    return [row[0] for row in rows]
+
+
+def url_buttons(markup: dict[str, Any]) -> list[str]:
+    return [b["url"] for row in markup["inline_keyboard"] for b in row if "url" in b]
+
+
+def test_gate__two_channels_joined_one_by_one_then_content_once(edge: Edge) -> None:
+    setup = gate_setup(edge)
+    edge.start_worker()
+    edge.sim_post(
+        "/_sim/messages",
+        {"bot_id": setup.telegram_bot_id, "user_id": VISITOR, "text": "/start promo"},
+    )
+    edge.wait_until(lambda: bool(sent_to(edge, VISITOR)), 30, "the gate message")
+    [gate] = sent_to(edge, VISITOR)
+    assert gate["text"] == GATE_TEXT
+    [first] = edge.query("SELECT payload FROM outbox WHERE method = 'sendMessage'")
+    assert url_buttons(first[0]["reply_markup"]) == [
+        "https://t.me/news_one",
+        "https://t.me/talk_two",
+    ]
+
+    edge.sim_post("/_sim/join", {"chat_id": NEWS, "user_id": VISITOR})
+    press(edge, setup, gate["message_id"])
+    edge.wait_until(lambda: len(edits(edge)) == 1, 30, "the gate edited")
+    assert url_buttons(edits(edge)[0]["reply_markup"]) == ["https://t.me/talk_two"]
+    assert sent_to(edge, VISITOR) == [gate]
+
+    edge.sim_post("/_sim/join", {"chat_id": TALK, "user_id": VISITOR})
+    press(edge, setup, gate["message_id"])
+    edge.wait_until(lambda: len(sent_to(edge, VISITOR)) == 2, 30, "the content")
+    assert sent_to(edge, VISITOR)[1]["text"] == "The secret"
+    edge.wait_until(lambda: bool(calls(edge, "deletemessage")), 30, "the gate deleted")
+
+    # A third press (a double tap that raced the delete) is answered and sends nothing.
+    answered = len(calls(edge, "answercallbackquery"))
+    edge.sim_post(
+        "/_sim/updates",
+        {
+            "bot_id": setup.telegram_bot_id,
+            "update": {
+                "callback_query": {
+                    "id": "third",
+                    "from": {"id": VISITOR, "is_bot": False, "first_name": "V"},
+                    "message": {
+                        "message_id": gate["message_id"],
+                        "chat": {"id": VISITOR, "type": "private"},
+                        "date": int(time.time()),
+                    },
+                    "chat_instance": "1",
+                    "data": f"gate:{setup.content_id}",
+                }
+            },
+        },
+    )
+    edge.wait_until(
+        lambda: len(calls(edge, "answercallbackquery")) == answered + 1 and settled(edge),
+        30,
+        "the third press answered",
+    )
+    assert len(sent_to(edge, VISITOR)) == 2
+    assert edge.query("SELECT count(*) FROM content_deliveries") == [(1,)]
+    # Every press was answered: two presses and the third.
+    assert len(calls(edge, "answercallbackquery")) == 3
+
+
+def test_gate__a_member_of_both_gets_the_content_at_once(edge: Edge) -> None:
+    setup = gate_setup(edge)
+    for chat in (NEWS, TALK):
+        edge.sim_post("/_sim/join", {"chat_id": chat, "user_id": VISITOR})
+    edge.start_worker()
+    edge.sim_post(
+        "/_sim/messages",
+        {"bot_id": setup.telegram_bot_id, "user_id": VISITOR, "text": "/start promo"},
+    )
+    edge.wait_until(lambda: bool(sent_to(edge, VISITOR)), 30, "the content")
+    assert [m["text"] for m in sent_to(edge, VISITOR)] == ["The secret"]
+
+
+def test_gate__a_non_admin_channel_lets_the_visitor_through_and_is_flagged(edge: Edge) -> None:
+    setup = gate_setup(edge)
+    edge.sim_post("/_sim/join", {"chat_id": NEWS, "user_id": VISITOR})
+    # The bot was never made admin of TALK: Telegram cannot say who is there.
+    edge.sim_post("/_sim/faults", {"non_admin_chats": [TALK]})
+    edge.start_worker()
+    edge.sim_post(
+        "/_sim/messages",
+        {"bot_id": setup.telegram_bot_id, "user_id": VISITOR, "text": "/start promo"},
+    )
+    edge.wait_until(lambda: bool(sent_to(edge, VISITOR)), 30, "the content")
+    assert [m["text"] for m in sent_to(edge, VISITOR)] == ["The secret"]
+    [(error,)] = edge.query(
+        "SELECT bc.last_error FROM bot_channels bc JOIN channels c ON c.id = bc.channel_id"
+        " WHERE c.telegram_chat_id = %s",
+        TALK,
+    )
+    assert error == "Bad Request: member list is inaccessible"
+
+
+def test_gate__an_unknown_code_is_told_so(edge: Edge) -> None:
+    setup = gate_setup(edge)
+    edge.start_worker()
+    edge.sim_post(
+        "/_sim/messages",
+        {"bot_id": setup.telegram_bot_id, "user_id": VISITOR, "text": "/start nope"},
+    )
+    edge.wait_until(lambda: bool(sent_to(edge, VISITOR)), 30, "an answer")
+    assert "does not lead anywhere" in sent_to(edge, VISITOR)[0]["text"]
+    assert calls(edge, "getchatmember") == []
+
+
+def start(edge: Edge, setup: Setup, user: int = VISITOR) -> int:
+    update = edge.sim_post(
+        "/_sim/messages", {"bot_id": setup.telegram_bot_id, "user_id": user, "text": "/start promo"}
+    )
+    return int(update["update_id"])
+
+
+def handled_by(edge: Edge, update_ids: list[int]) -> dict[int, str]:
+    rows = edge.query(
+        "SELECT update_id, locked_by FROM inbox WHERE state = 'done' AND update_id = ANY(%s)",
+        update_ids,
+    )
+    return {int(u): str(holder) for u, holder in rows}
+
+
+def test_gate__a_leave_seen_by_one_worker_empties_every_workers_cache(edge: Edge) -> None:
+    setup = gate_setup(edge)
+    for chat in (NEWS, TALK):
+        edge.sim_post("/_sim/join", {"chat_id": chat, "user_id": VISITOR})
+    edge.start_worker()
+    edge.start_worker()
+    # /start until both workers have let the visitor through: each has "joined" cached.
+    before: list[int] = []
+    for _ in range(40):
+        before.append(start(edge, setup))
+        edge.wait_until(lambda: settled(edge), 30, "the /start handled")
+        if len(set(handled_by(edge, before).values())) == 2:
+            break
+    assert len(set(handled_by(edge, before).values())) == 2, "one worker took every update"
+    assert {m["text"] for m in sent_to(edge, VISITOR)} == {"The secret"}
+    asked = len(calls(edge, "getchatmember"))
+
+    [leave] = edge.sim_post("/_sim/leave", {"chat_id": NEWS, "user_id": VISITOR})["update_ids"]
+    edge.wait_until(lambda: bool(handled_by(edge, [leave])), 30, "the leave handled")
+    left_at = time.monotonic()
+    after: list[int] = []
+    for _ in range(40):
+        after.append(start(edge, setup))
+        edge.wait_until(lambda: settled(edge), 30, "the /start handled")
+        if len(set(handled_by(edge, after).values())) == 2:
+            break
+    first_answered = time.monotonic() - left_at
+    holders = handled_by(edge, after)
+    assert len(set(holders.values())) == 2, "one worker took every update"
+    # Every /start after the leave, whichever worker took it, got the gate, not the content:
+    # neither worker answered from a stale "joined".
+    texts = [m["text"] for m in sent_to(edge, VISITOR)]
+    assert texts[len(before) :] == [GATE_TEXT] * len(after)
+    assert len(calls(edge, "getchatmember")) > asked
+    print(f"{len(after)} /start after the leave, all gated; loop took {first_answered:.2f} s")
+
+
+def test_gate__telegram_timing_out_lets_no_one_through_and_buries_nothing(edge: Edge) -> None:
+    setup = gate_setup(edge)
+    edge.sim_post("/_sim/faults", {"rate_timeout": 1.0, "timeout_seconds": 0.5})
+    edge.start_worker(WORKER_MAX_ATTEMPTS="2", GATE_RETRY_WINDOW="600")
+    visitors = [5001, 5002, 5003]
+    for user in visitors:
+        start(edge, setup, user)
+
+    def retried_past_max_attempts() -> bool:
+        rows = edge.query("SELECT min(attempt) FROM inbox WHERE kind = 'message'")
+        return rows[0][0] is not None and rows[0][0] >= 4
+
+    edge.wait_until(retried_past_max_attempts, 60, "every update retried past 2 attempts")
+    assert edge.query("SELECT count(*) FROM inbox WHERE state = 'dead'") == [(0,)]
+    assert all(sent_to(edge, user) == [] for user in visitors)
+
+    edge.sim_post("/_sim/faults", {"rate_timeout": 0.0})
+    edge.wait_until(
+        lambda: all(sent_to(edge, user) for user in visitors), 60, "every visitor answered"
+    )
+    assert all([m["text"] for m in sent_to(edge, user)] == [GATE_TEXT] for user in visitors)
+    assert edge.query("SELECT count(*) FROM inbox WHERE state = 'dead'") == [(0,)]

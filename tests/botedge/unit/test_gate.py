@@ -1,0 +1,123 @@
+"""The gate's decisions: who counts as a member, what a refusal means, the joined cache, and
+which route an update takes."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from botedge.gate import JoinedCache, Standing, is_member, standing_of
+from botedge.handlers import BotLogic, RetryLater, Routes, start_payload
+from botedge.inbox_store import InboxRow
+from botedge.telegram import BadRequest, Forbidden, ServerError, TooManyRequests
+from shared.clock import ManualClock
+
+
+@pytest.mark.parametrize(
+    ("member", "expected"),
+    [
+        ({"status": "creator"}, True),
+        ({"status": "administrator"}, True),
+        ({"status": "member"}, True),
+        ({"status": "restricted", "is_member": True}, True),
+        ({"status": "restricted", "is_member": False}, False),
+        ({"status": "left"}, False),
+        ({"status": "kicked"}, False),
+        ({}, False),
+        (None, False),
+    ],
+)
+def test_is_member__telegrams_rule(member: object, expected: bool) -> None:
+    assert is_member(member) is expected
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        (BadRequest(400, "Bad Request: user not found"), Standing.MISSING),
+        (BadRequest(400, "Bad Request: member list is inaccessible"), Standing.UNKNOWN),
+        (BadRequest(400, "Bad Request: CHAT_ADMIN_REQUIRED"), Standing.UNKNOWN),
+        (BadRequest(400, "Bad Request: chat not found"), Standing.UNKNOWN),
+        (Forbidden(403, "Forbidden: bot is not a member of the channel chat"), Standing.UNKNOWN),
+        (BadRequest(400, "Bad Request: PARTICIPANT_ID_INVALID"), None),
+    ],
+)
+def test_standing_of__what_a_refusal_says(error: BadRequest, expected: Standing | None) -> None:
+    assert standing_of(error) is expected
+
+
+def test_standing_of__telegram_unreachable_retries_with_its_retry_after() -> None:
+    with pytest.raises(RetryLater):
+        standing_of(ServerError(0, "getChatMember: timed out"))
+    with pytest.raises(RetryLater) as raised:
+        standing_of(TooManyRequests(429, "Too Many Requests", retry_after=7))
+    assert raised.value.retry_after == 7
+
+
+def test_joined_cache__five_minutes_then_asked_again_and_a_notice_forgets() -> None:
+    clock = ManualClock()
+    cache = JoinedCache(clock=clock)
+    cache.remember(-100, 7)
+    cache.remember(-100, 8)
+    assert cache.joined(-100, 7)
+    clock.advance(299)
+    assert cache.joined(-100, 7)
+    cache.forget("-100:7")
+    assert not cache.joined(-100, 7)
+    assert cache.joined(-100, 8)
+    clock.advance(1)
+    assert not cache.joined(-100, 8)
+    cache.forget("not a notice")  # ignored, not raised
+
+
+def row(kind: str, body: dict[str, object]) -> InboxRow:
+    return InboxRow(1, 1, 1, 7, kind, {kind: body}, 1, uuid.uuid4())
+
+
+class Marker:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    async def prepare(self, *args: object) -> None:
+        return None
+
+    async def apply(self, *args: object) -> list[object]:
+        return []
+
+
+def test_dispatch__start_payloads_by_longest_prefix_callbacks_by_prefix_kinds_whole() -> None:
+    gate, ads, pay, press, members = (Marker(n) for n in ("gate", "ads", "pay", "press", "cm"))
+
+    class Features:
+        def register(self, routes: Routes) -> None:
+            routes.starts.update({"": gate, "ads": ads, "pay_": pay})
+            routes.callbacks["gate:"] = press
+            routes.kinds["chat_member"] = members
+
+    logic = BotLogic(features=[Features()])
+    private = {"type": "private", "id": 7}
+
+    def start(text: str) -> tuple[str, str] | None:
+        found = logic.route(row("message", {"chat": private, "text": text}))
+        return None if found is None else (found[0].name, found[1])  # type: ignore[attr-defined]
+
+    assert start("/start promo") == ("gate", "promo")
+    assert start("/start ads") == ("ads", "")
+    assert start("/start pay_12") == ("pay", "12")
+    assert start("/start") is None  # the welcome
+    assert start("hello") is None
+    in_group = row("message", {"chat": {"type": "group", "id": -5}, "text": "/start promo"})
+    assert logic.route(in_group) is None
+    pressed = logic.route(row("callback_query", {"data": "gate:12"}))
+    assert pressed is not None and pressed[0] is press and pressed[1] == "12"
+    assert logic.route(row("callback_query", {"data": "other:1"})) is None
+    changed = logic.route(row("chat_member", {}))
+    assert changed is not None and changed[0] is members
+
+
+def test_start_payload__only_in_private_chats() -> None:
+    assert start_payload({"chat": {"type": "private"}, "text": "/start abc"}) == "abc"
+    assert start_payload({"chat": {"type": "private"}, "text": "/start@my_bot abc"}) == "abc"
+    assert start_payload({"chat": {"type": "private"}, "text": "/starting"}) is None
+    assert start_payload({"chat": {"type": "channel"}, "text": "/start abc"}) is None
