@@ -1,8 +1,10 @@
 -- The forced-join gate: content behind sponsor channels, each bot's standing in the channels
 -- it works with, and the members seen there.
 
--- The bot that acts for a paid channel: invite links, removals.
+-- The bot that acts for a paid channel: invite links, removals. `chat_type` as Telegram says
+-- (`channel`, `supergroup`, `group`), written by botedge's channel check.
 ALTER TABLE channels ADD COLUMN manager_bot_id integer REFERENCES bots (id);
+ALTER TABLE channels ADD COLUMN chat_type text;
 
 -- A bot's own status and rights in a channel, as Telegram last told them; botedge writes it.
 -- `default_gate`: the channel is in the bot's default gate set (panel-api's choice).

@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from botedge import bot_store, errors, inbox_store
+from botedge import bot_store, channels, errors, inbox_store
 from botedge.db import connection
 from botedge.handlers import Handler
 from botedge.metrics import IGNORED_KINDS, WEBHOOK_UPDATES
@@ -37,6 +37,9 @@ BOT_CACHE_SECONDS = 5.0
 # The one place the bot edge's errors meet HTTP.
 STATUS: dict[type[errors.BotedgeError], int] = {
     errors.BadBotToken: 422,
+    errors.InvalidChat: 422,
+    errors.ChatNotFound: 404,
+    errors.UnknownBot: 404,
     errors.TelegramRefused: 502,
     errors.TelegramUnavailable: 503,
     errors.DatabaseUnavailable: 503,
@@ -50,6 +53,11 @@ def pool_of(request: Request) -> Pool:
 class BotRegistration(msgspec.Struct, forbid_unknown_fields=True):
     token: Annotated[str, msgspec.Meta(max_length=200)]
     mode: Literal["polling", "webhook"] = "polling"
+
+
+class ChannelCheck(msgspec.Struct, forbid_unknown_fields=True):
+    bot_id: Annotated[int, msgspec.Meta(ge=1, le=2**31 - 1)]
+    chat: Annotated[str, msgspec.Meta(min_length=1, max_length=300)]
 
 
 @dataclass(frozen=True)
@@ -148,10 +156,20 @@ def create_api_app(settings: BotedgeSettings, *, clock: Clock = SYSTEM_CLOCK) ->
         )
         return JSONResponse(result, status_code=201)
 
+    async def check_channel(request: Request) -> Response:
+        require_bearer(request, settings.service_token)
+        body = await json_body(request, ChannelCheck, limit=4096)
+        api = resources(request, ApiResources).api
+        answer = await channels.check(
+            pool_of(request), api, box, body.bot_id, body.chat, clock.now()
+        )
+        return JSONResponse(answer)
+
     return create_service_app(
         settings.common,
         routes=[
             Route("/telegram/{bot_id:int}/webhook", webhook, methods=["POST"]),
+            Route("/internal/channels/check", check_channel, methods=["POST"]),
             Route("/internal/inbox/dead", dead, methods=["GET"]),
             Route("/internal/inbox/{inbox_id:int}/replay", replay, methods=["POST"]),
             Route("/internal/bots", register_bot, methods=["POST"]),

@@ -40,3 +40,21 @@ class TelegramUnavailable(BotedgeError):
     """Telegram could not be asked, or asked us to wait."""
 
     slug = "telegram-unavailable"
+
+
+class ChatNotFound(BotedgeError):
+    """Telegram knows no chat by what was given, or the bot cannot see it."""
+
+    slug = "chat-not-found"
+
+
+class UnknownBot(BotedgeError):
+    """No active bot by that id."""
+
+    slug = "not-found"
+
+
+class InvalidChat(BotedgeError):
+    """Not something a chat can be found by."""
+
+    slug = "invalid-values"

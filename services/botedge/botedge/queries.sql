@@ -291,3 +291,26 @@ ON CONFLICT (channel_id, person_id) DO UPDATE
 -- notify_gate --
 -- Transactional: heard by every worker only once the leave is committed.
 SELECT pg_notify('gate', %(payload)s);
+
+-- bot_token --
+SELECT id, telegram_bot_id, token_encrypted FROM bots
+ WHERE id = %(bot_id)s AND status = 'active' AND token_invalid_at IS NULL;
+
+-- upsert_channel_facts --
+-- Telegram's side of a channel; whether it is a gate or paid stays panel-api's.
+INSERT INTO channels (telegram_chat_id, title, username, chat_type)
+VALUES (%(chat_id)s, %(title)s, %(username)s, %(chat_type)s)
+ON CONFLICT (telegram_chat_id) DO UPDATE
+   SET title = excluded.title, username = excluded.username, chat_type = excluded.chat_type
+RETURNING id, telegram_chat_id, title, username, chat_type;
+
+-- upsert_bot_channel --
+INSERT INTO bot_channels (bot_id, channel_id, status, is_admin, can_invite_users,
+                          can_restrict_members, checked_at, last_error)
+VALUES (%(bot_id)s, %(channel_id)s, %(status)s, %(is_admin)s, %(can_invite_users)s,
+        %(can_restrict_members)s, %(now)s, %(error)s)
+ON CONFLICT (bot_id, channel_id) DO UPDATE
+   SET status = excluded.status, is_admin = excluded.is_admin,
+       can_invite_users = excluded.can_invite_users,
+       can_restrict_members = excluded.can_restrict_members,
+       checked_at = excluded.checked_at, last_error = excluded.last_error;

@@ -36,7 +36,7 @@ async def register(
     except Unauthorized:
         raise errors.BadBotToken("Telegram does not accept this bot token") from None
     except TelegramError as error:
-        raise _upstream("getMe", error) from None
+        raise upstream_error("getMe", error) from None
     async with connection(pool) as conn:
         bot_id, secret = await bot_store.save_bot(conn, box, me, token, mode)
     method = "setWebhook" if mode == "webhook" else "deleteWebhook"
@@ -56,13 +56,14 @@ async def register(
     except TelegramError as error:
         async with connection(pool) as conn:
             await bot_store.record_bot_error(conn, bot_id, f"{error.code}: {error.description}")
-        raise _upstream(method, error) from None
+        raise upstream_error(method, error) from None
     async with connection(pool) as conn:
         await bot_store.activate_bot(conn, bot_id)
     return {"id": bot_id, "telegram_bot_id": me["id"], "username": me.get("username"), "mode": mode}
 
 
-def _upstream(method: str, error: TelegramError) -> errors.BotedgeError:
+def upstream_error(method: str, error: TelegramError) -> errors.BotedgeError:
+    """Telegram's refusal or absence, as the caller is told it."""
     if isinstance(error, ServerError | TooManyRequests):
         return errors.TelegramUnavailable(f"{method}: {error.description or error.code}")
     return errors.TelegramRefused(f"{method}: {error.description}")

@@ -1,0 +1,159 @@
+"""A bot's channels: what a chat reference names, and the bot's own standing there.
+
+`check` asks Telegram `getChat` and the bot's own `getChatMember`, writes Telegram's side of
+`channels` (title, username, type) and the bot's row in `bot_channels`, and answers both. The
+gate, the access events and the rights watch rely on `bot_channels` to know where the bot may
+invite and remove people.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from botedge import errors, sqlq
+from botedge.db import connection
+from botedge.registration import upstream_error
+from botedge.telegram import BadRequest, BotApi, Forbidden, TelegramError
+from shared.db import Connection, Pool
+from shared.secretbox import SecretBox
+
+Q = sqlq.Q
+
+# Public usernames: 5-32 of letters, digits and _, starting with a letter.
+_USERNAME = r"[A-Za-z][A-Za-z0-9_]{3,30}[A-Za-z0-9]"
+_LINK = re.compile(
+    rf"(?:https?://)?(?:t\.me|telegram\.me|telegram\.dog)/(?:s/)?(?P<name>{_USERNAME})(?:/\d+)?/?",
+    re.ASCII,
+)
+_PRIVATE_POST = re.compile(
+    r"(?:https?://)?(?:t\.me|telegram\.me)/c/(?P<id>\d{1,15})/\d+/?", re.ASCII
+)
+
+
+def parse_chat(text: str) -> int | str:
+    """A chat id or `@username` from `@name`, a t.me link, a post link or a numeric id; an
+    invite link (t.me/+..., joinchat) cannot be resolved by a bot and is refused."""
+    value = text.strip()
+    if re.fullmatch(r"-?\d{1,16}", value, re.ASCII):
+        return int(value)
+    if re.fullmatch(rf"@{_USERNAME}", value, re.ASCII):
+        return value
+    if link := _LINK.fullmatch(value):
+        if link["name"].lower() in ("joinchat", "addstickers", "share", "proxy", "c"):
+            raise errors.InvalidChat(f"{value[:100]!r} is not a channel link")
+        return "@" + link["name"]
+    if post := _PRIVATE_POST.fullmatch(value):
+        return int(f"-100{post['id']}")
+    raise errors.InvalidChat(
+        f"{value[:100]!r} is not an @username, a t.me link, a post link or a chat id"
+    )
+
+
+@dataclass(frozen=True)
+class Rights:
+    status: str
+    is_admin: bool
+    can_invite_users: bool
+    can_restrict_members: bool
+    error: str | None
+
+    @classmethod
+    def of(cls, member: dict[str, Any]) -> Rights:
+        status = str(member.get("status") or "unknown")
+        creator = status == "creator"
+        return cls(
+            status=status,
+            is_admin=status in ("creator", "administrator"),
+            can_invite_users=creator or member.get("can_invite_users") is True,
+            can_restrict_members=creator or member.get("can_restrict_members") is True,
+            error=None,
+        )
+
+
+async def bot_token(conn: Connection, box: SecretBox, bot_id: int) -> tuple[int, str]:
+    cur = await conn.execute(Q["bot_token"], {"bot_id": bot_id})
+    row = await cur.fetchone()
+    if row is None:
+        raise errors.UnknownBot(f"no active bot {bot_id}")
+    return int(row["telegram_bot_id"]), box.open(row["token_encrypted"])
+
+
+async def check(
+    pool: Pool, api: BotApi, box: SecretBox, bot_id: int, chat: str, now: dt.datetime
+) -> dict[str, Any]:
+    target = parse_chat(chat)
+    async with connection(pool) as conn:
+        me, token = await bot_token(conn, box, bot_id)
+    try:
+        info = await api.call(token, "getChat", {"chat_id": target})
+    except (BadRequest, Forbidden) as error:
+        if "not found" in error.description.lower() or isinstance(error, Forbidden):
+            raise errors.ChatNotFound(f"getChat: {error.description}") from None
+        raise upstream_error("getChat", error) from None
+    except TelegramError as error:
+        raise upstream_error("getChat", error) from None
+    rights = await own_rights(api, token, int(info["id"]), me)
+    async with connection(pool) as conn, conn.transaction():
+        channel = await save(conn, bot_id, info, rights, now)
+    return {
+        "chat": {
+            "id": channel["id"],
+            "telegram_chat_id": channel["telegram_chat_id"],
+            "title": channel["title"],
+            "username": channel["username"],
+            "type": channel["chat_type"],
+        },
+        "rights": {
+            "status": rights.status,
+            "is_admin": rights.is_admin,
+            "can_invite_users": rights.can_invite_users,
+            "can_restrict_members": rights.can_restrict_members,
+            "last_error": rights.error,
+        },
+    }
+
+
+async def own_rights(api: BotApi, token: str, chat_id: int, me: int) -> Rights:
+    """The bot's own standing in a chat; a refusal is recorded, not raised (the bot may simply
+    not be there yet)."""
+    try:
+        member = await api.call(token, "getChatMember", {"chat_id": chat_id, "user_id": me})
+    except (BadRequest, Forbidden) as error:
+        return Rights("left", False, False, False, error.description[:300])
+    except TelegramError as error:
+        raise upstream_error("getChatMember", error) from None
+    return Rights.of(member if isinstance(member, dict) else {})
+
+
+async def save(
+    conn: Connection, bot_id: int, info: dict[str, Any], rights: Rights, now: dt.datetime
+) -> dict[str, Any]:
+    cur = await conn.execute(
+        Q["upsert_channel_facts"],
+        {
+            "chat_id": int(info["id"]),
+            "title": str(info.get("title") or ""),
+            "username": info.get("username"),
+            "chat_type": info.get("type"),
+        },
+    )
+    channel = await cur.fetchone()
+    if channel is None:
+        raise errors.StoreError("the channel row was not written")
+    await conn.execute(
+        Q["upsert_bot_channel"],
+        {
+            "bot_id": bot_id,
+            "channel_id": channel["id"],
+            "status": rights.status,
+            "is_admin": rights.is_admin,
+            "can_invite_users": rights.can_invite_users,
+            "can_restrict_members": rights.can_restrict_members,
+            "now": now,
+            "error": rights.error,
+        },
+    )
+    return dict(channel)
