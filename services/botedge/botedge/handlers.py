@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from botedge import bot_store, outbox_store
+from botedge import bot_store, channels, outbox_store
 from botedge.inbox_store import InboxRow
 from botedge.telegram import BotApi
 from shared.clock import SYSTEM_CLOCK, Clock
@@ -214,6 +214,13 @@ class BotLogic:
         if chat.get("type") == "private" and isinstance(user.get("id"), int):
             # A person blocking or unblocking the bot in their private chat.
             await bot_store.set_blocked(conn, update.bot_id, user["id"], status == "kicked")
+        elif chat.get("type") in ("channel", "supergroup", "group") and isinstance(
+            chat.get("id"), int
+        ):
+            # The bot added, promoted, restricted or removed in a channel: its rights there, so
+            # a channel it is made admin of later is picked up.
+            rights = channels.Rights.of(body.get("new_chat_member") or {})
+            await channels.save(conn, update.bot_id, chat, rights, self.clock.now())
         return []
 
 

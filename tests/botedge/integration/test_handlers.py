@@ -84,3 +84,37 @@ def test_group_migration__moves_the_channel_and_pending_sends(database_url: str)
     assert channels == [(new,)]
     # What is already sent stays as history; what waits goes to the new id.
     assert sends == [("pending", new, str(new)), ("sent", old, str(old))]
+
+
+def test_my_chat_member__the_bots_rights_in_a_channel_follow_its_promotions(
+    database_url: str,
+) -> None:
+    bot, _, _ = insert_bot(database_url)
+    chat = {"id": -1001000000301, "type": "channel", "title": "Later", "username": "later_ch"}
+    me = {"id": 5550001, "is_bot": True, "first_name": "Bot"}
+
+    def change(new: dict[str, Any]) -> InboxRow:
+        body = {
+            "chat": chat,
+            "from": {"id": 9, "is_bot": False, "first_name": "Owner"},
+            "date": 1_790_000_000,
+            "old_chat_member": {"user": me, "status": "left"},
+            "new_chat_member": {"user": me, **new},
+        }
+        return update(bot, "my_chat_member", body, chat["id"])
+
+    def standing() -> list[tuple[Any, ...]]:
+        with psycopg.connect(database_url) as conn:
+            return conn.execute(
+                "SELECT c.title, c.chat_type, bc.status, bc.is_admin, bc.can_invite_users,"
+                " bc.can_restrict_members FROM bot_channels bc"
+                " JOIN channels c ON c.id = bc.channel_id"
+            ).fetchall()
+
+    asyncio.run(apply(database_url, change({"status": "member"})))
+    assert standing() == [("Later", "channel", "member", False, False, False)]
+    promoted = {"status": "administrator", "can_invite_users": True, "can_restrict_members": True}
+    asyncio.run(apply(database_url, change(promoted)))
+    assert standing() == [("Later", "channel", "administrator", True, True, True)]
+    asyncio.run(apply(database_url, change({"status": "left"})))
+    assert standing() == [("Later", "channel", "left", False, False, False)]
