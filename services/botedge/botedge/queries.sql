@@ -314,3 +314,11 @@ ON CONFLICT (bot_id, channel_id) DO UPDATE
        can_invite_users = excluded.can_invite_users,
        can_restrict_members = excluded.can_restrict_members,
        checked_at = excluded.checked_at, last_error = excluded.last_error;
+
+-- access_context --
+-- What acting on an access event needs: the channel, its manager bot, the person, the grace.
+SELECT c.telegram_chat_id, c.title, c.manager_bot_id, p.telegram_user_id,
+       m.grace_days, m.expires_at AS membership_expires_at
+  FROM channels c, people p
+  LEFT JOIN memberships m ON m.person_id = p.id AND m.channel_id = %(channel_id)s
+ WHERE c.id = %(channel_id)s AND p.id = %(person_id)s;

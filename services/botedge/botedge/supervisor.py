@@ -14,8 +14,10 @@ from collections.abc import Awaitable, Callable
 import httpx
 
 from botedge import bot_store, errors, gate, inbox_store, outbox_store
+from botedge.access import ACCESS_EVENTS, Access
 from botedge.consumer import ConsumerConfig, InboxConsumer
 from botedge.db import connection
+from botedge.events import EventQueue, consume
 from botedge.handlers import BotLogic, Handler
 from botedge.leases import Lease, holder_id
 from botedge.metrics import BOTS_SERVED, DEAD_UPDATES, INBOX_DEPTH, INBOX_OLDEST_AGE, OUTBOX_DEPTH
@@ -80,6 +82,20 @@ class WorkerSupervisor:
             ),
             self.holder,
         )
+        self.access = Access(
+            pool,
+            self.api,
+            self.tokens.get,
+            EventQueue(
+                pool,
+                ACCESS_EVENTS,
+                lease_seconds=settings.lock_seconds,
+                max_attempts=settings.access_max_attempts,
+                backoff_base=settings.access_retry_base,
+            ),
+            invite_hours=settings.invite_link_hours,
+            clock=clock,
+        )
         self.contenders: dict[str, asyncio.Task[None]] = {}
         # One per bot, shared by its sender and poller: a 429 to either quiets both.
         self.pauses: dict[int, BotPause] = {}
@@ -92,6 +108,14 @@ class WorkerSupervisor:
             loop.create_task(self.consumer.run(self.stopping)),
             loop.create_task(self._supervise_bots()),
             loop.create_task(self._gauges()),
+            loop.create_task(
+                consume(
+                    self.access.queue,
+                    self.access.handle,
+                    self.stopping,
+                    poll_interval=self.settings.poll_interval,
+                )
+            ),
         ]
 
     async def stop(self, deadline: float) -> None:

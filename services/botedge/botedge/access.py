@@ -1,0 +1,139 @@
+"""Channel access from billing: each `access_events` row done in Telegram, exactly once.
+
+Through the channel's manager bot (`channels.manager_bot_id`):
+- grant: a single-use invite link (`member_limit: 1`, valid `INVITE_LINK_HOURS`), made before
+  the transaction that queues the message and finishes the event. A crash in between may make
+  a second link, never send two: the message's outbox key is the event's.
+- reminder: a message with the days of grace left.
+- revoke: ban then unban (`only_if_banned`), which removes without barring a later return, then
+  a message. The chat's owner and admins are never removed.
+No manager bot, missing rights or Telegram refusing: retried with backoff, then `failed` with
+`last_error` for the owner.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import math
+from collections.abc import Callable
+from typing import Any
+
+from botedge import outbox_store, sqlq
+from botedge.db import connection
+from botedge.events import Event, EventQueue, EventTable
+from botedge.telegram import BadRequest, BotApi
+from shared.clock import SYSTEM_CLOCK, Clock
+from shared.db import Pool
+
+log = logging.getLogger("botedge.access")
+Q = sqlq.Q
+
+ACCESS_EVENTS = EventTable("access_events", ("person_id", "channel_id"))
+STAFF = frozenset({"creator", "administrator"})
+
+
+class AccessFailed(Exception):
+    """Nothing to do it with yet (no manager bot, the bot not loaded): try again later."""
+
+
+class Access:
+    def __init__(
+        self,
+        pool: Pool,
+        api: BotApi,
+        tokens: Callable[[int], str | None],
+        queue: EventQueue,
+        *,
+        invite_hours: float = 24.0,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
+        self.pool = pool
+        self.api = api
+        self.tokens = tokens
+        self.queue = queue
+        self.invite_hours = invite_hours
+        self.clock = clock
+
+    async def handle(self, event: Event) -> None:
+        row = event.row
+        async with connection(self.pool) as conn:
+            cur = await conn.execute(
+                Q["access_context"],
+                {"channel_id": row["channel_id"], "person_id": row["person_id"]},
+            )
+            context = await cur.fetchone()
+        if context is None:
+            raise AccessFailed("the channel or the person is gone")
+        bot_id = context["manager_bot_id"]
+        if bot_id is None:
+            raise AccessFailed("the channel has no manager bot")
+        token = self.tokens(int(bot_id))
+        if token is None:
+            raise AccessFailed(f"manager bot {bot_id} is not active")
+        chat = int(context["telegram_chat_id"])
+        user = int(context["telegram_user_id"])
+        title = str(context["title"]) or "the channel"
+        kind = row["kind"]
+        message: dict[str, Any] | None
+        if kind == "grant":
+            message = await self._grant(token, chat, title, event)
+        elif kind == "reminder":
+            message = self._reminder(title, context)
+        else:
+            message = await self._revoke(token, chat, user, title)
+        async with connection(self.pool) as conn, conn.transaction():
+            if message is not None:
+                await outbox_store.queue_reply(
+                    conn,
+                    int(bot_id),
+                    user,
+                    "sendMessage",
+                    {"chat_id": user, **message},
+                    key=f"access:{event.id}",
+                )
+            await self.queue.finish(conn, event)
+
+    async def _grant(self, token: str, chat: int, title: str, event: Event) -> dict[str, Any]:
+        expire = self.clock.now() + dt.timedelta(hours=self.invite_hours)
+        link = await self.api.call(
+            token,
+            "createChatInviteLink",
+            {
+                "chat_id": chat,
+                "member_limit": 1,
+                "expire_date": int(expire.timestamp()),
+                "name": f"access {event.id}"[:32],
+            },
+        )
+        url = str(link["invite_link"])
+        return {
+            "text": f"Payment received: your access to {title} is open. The link works once.",
+            "reply_markup": {"inline_keyboard": [[{"text": f"Join {title}"[:64], "url": url}]]},
+        }
+
+    def _reminder(self, title: str, context: dict[str, Any]) -> dict[str, Any]:
+        ends = context["membership_expires_at"]
+        grace = int(context["grace_days"] or 0)
+        left = 0
+        if ends is not None:
+            seconds = (ends + dt.timedelta(days=grace) - self.clock.now()).total_seconds()
+            left = max(0, math.ceil(seconds / 86400))
+        days = "1 day" if left == 1 else f"{left} days"
+        return {"text": f"Your subscription to {title} has ended. Renew within {days} to stay."}
+
+    async def _revoke(self, token: str, chat: int, user: int, title: str) -> dict[str, Any] | None:
+        try:
+            member = await self.api.call(token, "getChatMember", {"chat_id": chat, "user_id": user})
+        except BadRequest as error:
+            if "user not found" not in error.description.lower():
+                raise
+            member = {"status": "left"}
+        if isinstance(member, dict) and member.get("status") in STAFF:
+            log.info("not removing %d from %d: they run the chat", user, chat)
+            return None
+        await self.api.call(token, "banChatMember", {"chat_id": chat, "user_id": user})
+        await self.api.call(
+            token, "unbanChatMember", {"chat_id": chat, "user_id": user, "only_if_banned": True}
+        )
+        return {"text": f"Your access to {title} has ended."}

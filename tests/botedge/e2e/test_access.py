@@ -1,0 +1,148 @@
+"""Channel access from billing, end to end: a payment to billing leads to one invite link sent,
+an expiry to one removal, in order, with a worker killed mid-way."""
+
+from __future__ import annotations
+
+import datetime as dt
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.billing.e2e import gateways
+from tests.botedge.e2e.conftest import Edge
+from tests.conftest import ServiceProcess, service_env
+
+PAID = -1001000000401
+MANAGER = 5550401
+PAYER = 7001
+FAST_ACCESS = {"ACCESS_RETRY_BASE": "0.1", "WORKER_LOCK_SECONDS": "3"}
+
+
+@dataclass
+class Shop:
+    edge: Edge
+    billing: ServiceProcess
+    channel: int
+    bot_id: int
+
+    def pay(self, user: int, payment_id: str) -> None:
+        with httpx.Client() as client:
+            order = gateways.create_invoice(client, self.billing.url, user, self.channel, "subgate")
+            paid = gateways.subgate(order["order_reference"], payment_id, "12.50")
+            assert paid.send(client, self.billing.url).json()["applied"] is True
+
+    def sweep(self) -> dict[str, Any]:
+        answer = httpx.post(f"{self.billing.url}/v1/sweep", headers=gateways.sweep_request())
+        assert answer.status_code == 200, answer.text
+        return dict(answer.json())
+
+    def events(self) -> list[tuple[str, str]]:
+        return [
+            (str(kind), str(state))
+            for kind, state in self.edge.query("SELECT kind, state FROM access_events ORDER BY id")
+        ]
+
+    def sent(self, user: int) -> list[dict[str, Any]]:
+        return list(self.edge.sim_get("/_sim/sent", chat_id=user))
+
+    def calls(self, method: str) -> list[dict[str, Any]]:
+        return [c for c in self.edge.sim_get("/_sim/calls", method=method) if c["status"] == 200]
+
+
+@pytest.fixture
+def shop(edge: Edge, start_service: Callable[..., ServiceProcess], database_url: str) -> Shop:
+    billing = start_service("billing", env=service_env(database_url))
+    bot_id, _, _ = edge.add_bot(MANAGER, mode="polling")
+    channel = gateways.add_paid_channel(database_url, chat_id=PAID, grace_days=2)
+    edge.query("UPDATE channels SET manager_bot_id = %s RETURNING id", bot_id)
+    edge.sim_post(
+        "/_sim/chats", {"id": PAID, "type": "channel", "title": "Paid", "admin_bots": [MANAGER]}
+    )
+    return Shop(edge, billing, channel, bot_id)
+
+
+def test_payment__one_invite_link_sent_even_with_a_worker_killed_mid_call(shop: Shop) -> None:
+    edge = shop.edge
+    # Slow Telegram: the first worker is killed while it waits on the invite link.
+    edge.sim_post("/_sim/faults", {"delay_ms": 2000})
+    first = edge.start_worker(**FAST_ACCESS)
+    shop.pay(PAYER, "pay-1")
+    edge.wait_until(
+        lambda: edge.sim_get("/_sim/inflight").get("createchatinvitelink", 0) > 0,
+        30,
+        "the invite link being made",
+    )
+    first.proc.send_signal(signal.SIGKILL)
+    first.proc.wait()
+    edge.sim_post("/_sim/faults", {"delay_ms": 0})
+    edge.start_worker(**FAST_ACCESS)
+    edge.wait_until(lambda: shop.events() == [("grant", "done")], 60, "the grant done")
+    edge.wait_until(lambda: len(shop.sent(PAYER)) == 1, 30, "the link sent")
+    [message] = shop.sent(PAYER)
+    assert "access to Paid is open" in message["text"]
+    # The killed worker's link may exist too; only one was ever sent.
+    assert 1 <= len(shop.calls("createchatinvitelink")) <= 2
+    assert edge.query("SELECT count(*) FROM outbox WHERE dedupe_key LIKE 'access:%%'") == [(1,)]
+
+
+def test_expiry__one_removal_and_a_revoke_never_overtakes_its_grant(shop: Shop) -> None:
+    edge = shop.edge
+    # The grant cannot be done yet: no manager bot. The revoke behind it must wait.
+    edge.query("UPDATE channels SET manager_bot_id = NULL RETURNING id")
+    shop.pay(PAYER, "pay-1")
+    edge.sim_post("/_sim/join", {"chat_id": PAID, "user_id": PAYER})
+    # The membership runs out (grace included) and the sweep expires it.
+    edge.query(
+        "UPDATE memberships SET expires_at = %s, next_check_at = %s RETURNING person_id",
+        dt.datetime.now(dt.UTC) - dt.timedelta(days=5),
+        dt.datetime.now(dt.UTC) - dt.timedelta(days=5),
+    )
+    assert shop.sweep()["to_expired"] == 1
+    edge.start_worker(**FAST_ACCESS)
+    edge.wait_until(
+        lambda: edge.query("SELECT attempts FROM access_events WHERE kind = 'grant'")[0][0] >= 2,
+        30,
+        "the grant retried",
+    )
+    assert shop.events() == [("grant", "pending"), ("revoke", "pending")]
+    assert shop.calls("banchatmember") == []
+
+    edge.query("UPDATE channels SET manager_bot_id = %s RETURNING id", shop.bot_id)
+    edge.wait_until(
+        lambda: shop.events() == [("grant", "done"), ("revoke", "done")], 60, "both done"
+    )
+    links, bans = shop.calls("createchatinvitelink"), shop.calls("banchatmember")
+    assert len(links) == 1 and len(bans) == 1
+    assert links[0]["at"] <= bans[0]["started"]
+    assert len(shop.calls("unbanchatmember")) == 1
+    member = edge.sim_get("/_sim/calls", method="getchatmember")
+    assert member, "the person's standing was asked before the removal"
+    edge.wait_until(lambda: len(shop.sent(PAYER)) == 2, 30, "both messages")
+    assert "has ended" in shop.sent(PAYER)[1]["text"]
+
+
+def test_revoke__the_chats_admins_are_never_removed(shop: Shop) -> None:
+    edge = shop.edge
+    edge.sim_post("/_sim/chats", {"id": PAID, "members": {str(PAYER): "administrator"}})
+    gateways.set_membership(
+        edge.database_url, PAYER, shop.channel, dt.datetime.now(dt.UTC) - dt.timedelta(days=9)
+    )
+    assert shop.sweep()["to_expired"] == 1
+    edge.start_worker(**FAST_ACCESS)
+    edge.wait_until(lambda: shop.events() == [("revoke", "done")], 60, "the revoke done")
+    assert shop.calls("banchatmember") == []
+
+
+def test_grant__no_manager_bot_fails_after_its_attempts_with_the_reason(shop: Shop) -> None:
+    edge = shop.edge
+    edge.query("UPDATE channels SET manager_bot_id = NULL RETURNING id")
+    shop.pay(PAYER, "pay-1")
+    edge.start_worker(ACCESS_MAX_ATTEMPTS="3", **FAST_ACCESS)
+    edge.wait_until(lambda: shop.events() == [("grant", "failed")], 60, "the grant failed")
+    [(attempts, error)] = edge.query("SELECT attempts, last_error FROM access_events")
+    assert attempts == 3
+    assert "no manager bot" in error
