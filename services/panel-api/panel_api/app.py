@@ -19,6 +19,7 @@ from panel_api import auth, errors, first_run
 from panel_api.access import Access, Handler
 from panel_api.bots import Bots
 from panel_api.contract import OPERATIONS, openapi
+from panel_api.gate import Gate
 from panel_api.internal import Internal
 from panel_api.ledger import Ledger
 from panel_api.settings import PanelSettings
@@ -85,13 +86,12 @@ def create_app(
     first_start = first_run.Setup(clock, settings.trusted_proxies)
     team = Team(clock)
     ledger = Ledger(
-        Internal("billing", settings.billing_url, settings.service_token, billing_transport)
-    )
-    bots = Bots(
+        Internal("billing", settings.billing_url, settings.service_token, billing_transport),
         clock,
-        SecretBox(settings.bot_token_key),
-        Internal("botedge", settings.botedge_url, settings.service_token, botedge_transport),
     )
+    botedge = Internal("botedge", settings.botedge_url, settings.service_token, botedge_transport)
+    bots = Bots(clock, SecretBox(settings.bot_token_key), botedge)
+    gate = Gate(clock, botedge)
     public: dict[Key, Endpoint] = {
         ("POST", "/v1/auth/login"): sign_in.login,
         ("POST", "/v1/auth/refresh"): sign_in.refresh,
@@ -117,6 +117,16 @@ def create_app(
         ("POST", "/v1/invoices"): ledger.create_invoice,
         ("GET", "/v1/payments"): ledger.payments,
         ("GET", "/v1/gateway-events"): ledger.gateway_events,
+        ("GET", "/v1/access-events"): ledger.access_events,
+        ("POST", "/v1/access-events/{event_id:int}/retry"): ledger.retry_access_event,
+        ("GET", "/v1/channels"): gate.channels,
+        ("POST", "/v1/channels"): gate.add_channel,
+        ("PATCH", "/v1/channels/{channel_id:int}"): gate.change_channel,
+        ("PUT", "/v1/bots/{bot_id:int}/default-gate"): gate.set_default_gate,
+        ("GET", "/v1/contents"): gate.contents,
+        ("POST", "/v1/contents"): gate.add_content,
+        ("PATCH", "/v1/contents/{content_id:int}"): gate.change_content,
+        ("DELETE", "/v1/contents/{content_id:int}"): gate.delete_content,
     }
     return create_service_app(
         settings.common,

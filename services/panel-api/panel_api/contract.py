@@ -18,7 +18,22 @@ from panel_api.access import Me, Page, Paged, Role
 from panel_api.auth import LoginBody, Tokens
 from panel_api.bots import Bot, BotAdded, DeadUpdate, NewBot, Replayed
 from panel_api.first_run import SetupBody
+from panel_api.gate import (
+    Channel as Channel,
+)
+from panel_api.gate import (
+    ChannelChange,
+    ChannelFound,
+    Content,
+    ContentBody,
+    ContentQuery,
+    DefaultGate,
+    NewChannel,
+)
 from panel_api.ledger import (
+    AccessEvent,
+    AccessEventQuery,
+    AccessRetried,
     GatewayEvent,
     GatewayEventQuery,
     History,
@@ -170,6 +185,49 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         Role.VIEWER,
         Page[GatewayEvent],
         query=GatewayEventQuery,
+    ),
+    ("GET", "/v1/access-events"): Operation(
+        "Channel access from billing as botedge does it: state, attempts, last error",
+        Role.VIEWER,
+        Page[AccessEvent],
+        query=AccessEventQuery,
+    ),
+    ("POST", "/v1/access-events/{event_id:int}/retry"): Operation(
+        "Put a failed access event back in line", Role.ADMIN, AccessRetried
+    ),
+    ("GET", "/v1/channels"): Operation(
+        "Channels, their plans and each bot's rights there (flagged where it cannot act)",
+        Role.VIEWER,
+        Page[Channel],
+        query=Paged,
+    ),
+    ("POST", "/v1/channels"): Operation(
+        "Find a channel by @username, link, post link or id (botedge asks Telegram)",
+        Role.ADMIN,
+        ChannelFound,
+        body=NewChannel,
+        problems=(404, 502),
+    ),
+    ("PATCH", "/v1/channels/{channel_id:int}"): Operation(
+        "Set a channel paid, its manager bot and its default plan",
+        Role.ADMIN,
+        Channel,
+        body=ChannelChange,
+    ),
+    ("PUT", "/v1/bots/{bot_id:int}/default-gate"): Operation(
+        "A bot's default gate channels", Role.EDITOR, DefaultGate, body=DefaultGate
+    ),
+    ("GET", "/v1/contents"): Operation(
+        "Contents with their gate and link", Role.VIEWER, Page[Content], query=ContentQuery
+    ),
+    ("POST", "/v1/contents"): Operation(
+        "Add a content behind the gate", Role.EDITOR, Content, status=201, body=ContentBody
+    ),
+    ("PATCH", "/v1/contents/{content_id:int}"): Operation(
+        "Replace a content", Role.EDITOR, Content, body=ContentBody
+    ),
+    ("DELETE", "/v1/contents/{content_id:int}"): Operation(
+        "Delete a content", Role.EDITOR, status=204
     ),
 }
 

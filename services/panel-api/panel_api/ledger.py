@@ -15,7 +15,9 @@ from starlette.responses import Response
 from panel_api import store
 from panel_api.access import Caller, Paged, Word, answer, page_of, query
 from panel_api.internal import Internal, relayed
+from shared.clock import Clock
 from shared.errors import Problem, json_body
+from shared.logging import request_id
 from shared.web import runtime
 
 # Composite keys ride in one cursor number: (high << 31) | low, both int4 ids.
@@ -148,17 +150,46 @@ class GatewayEvent(msgspec.Struct):
     received_at: dt.datetime
 
 
+AccessState = Literal["pending", "processing", "done", "failed"]
+
+
+class AccessEventQuery(Paged, kw_only=True):
+    state: AccessState | None = None
+
+
+class AccessEvent(msgspec.Struct):
+    id: int
+    kind: Literal["grant", "reminder", "revoke"]
+    person_id: int
+    telegram_user_id: int
+    channel_id: int
+    channel_title: str
+    state: AccessState
+    attempts: int
+    last_error: str | None
+    created_at: dt.datetime
+    available_at: dt.datetime
+    done_at: dt.datetime | None
+
+
+class AccessRetried(msgspec.Struct):
+    id: int
+    kind: Literal["grant", "reminder", "revoke"]
+    state: AccessState
+
+
 def _split(position: int | None) -> tuple[int, int]:
     return divmod(position or 0, _LOW)
 
 
-def _id(row: Invoice | Payment | GatewayEvent) -> int:
+def _id(row: Invoice | Payment | GatewayEvent | AccessEvent) -> int:
     return row.id
 
 
 class Ledger:
-    def __init__(self, billing: Internal) -> None:
+    def __init__(self, billing: Internal, clock: Clock) -> None:
         self.billing = billing
+        self.clock = clock
 
     async def _rows(
         self, request: Request, sql: str, params: dict[str, Any], kind: type[R], limit: int
@@ -223,6 +254,32 @@ class Ledger:
         return await self._newest_first(
             request, "gateway_events_page", where, filters, GatewayEvent
         )
+
+    async def access_events(self, request: Request, caller: Caller) -> Response:
+        where = query(request, AccessEventQuery)
+        filters = {"state": where.state}
+        return await self._newest_first(request, "access_events_page", where, filters, AccessEvent)
+
+    async def retry_access_event(self, request: Request, caller: Caller) -> Response:
+        event_id = int(request.path_params["event_id"])
+        if event_id >= 2**63:
+            raise Problem(404, "not-found", "no failed access event by that id")
+        async with store.connection(runtime(request).pool) as conn, conn.transaction():
+            cur = await conn.execute(store.Q["retry_access_event"], {"id": event_id})
+            row = await cur.fetchone()
+            if row is None:
+                raise Problem(404, "not-found", "no failed access event by that id")
+            await store.audit(
+                conn,
+                member_id=caller.id,
+                action="access_events.retry",
+                target=f"access_event:{event_id}",
+                before={"state": "failed"},
+                after={"state": "pending"},
+                now=self.clock.now(),
+                request_id=request_id.get(),
+            )
+        return answer(msgspec.convert(dict(row), AccessRetried))
 
     async def create_invoice(self, request: Request, caller: Caller) -> Response:
         body = await json_body(request, NewInvoice, limit=4096)

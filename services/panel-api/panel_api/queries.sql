@@ -240,3 +240,137 @@ SELECT id, gateway, event_type, order_reference, external_payment_id, outcome, p
    AND (%(outcome)s::text IS NULL OR outcome = %(outcome)s)
  ORDER BY id DESC
  LIMIT %(limit)s;
+
+-- channels_page --
+-- Channels with their default plan and, per bot, the bot's standing there.
+SELECT c.id, c.telegram_chat_id, c.title, c.username, c.chat_type, c.is_paid,
+       c.manager_bot_id,
+       (SELECT jsonb_build_object('price_minor', p.price_minor, 'currency', p.currency,
+                                  'period_days', p.period_days, 'grace_days', p.grace_days)
+          FROM plans p WHERE p.channel_id = c.id AND p.is_default) AS plan,
+       coalesce((SELECT jsonb_agg(jsonb_build_object(
+                     'bot_id', bc.bot_id, 'status', bc.status, 'is_admin', bc.is_admin,
+                     'can_invite_users', bc.can_invite_users,
+                     'can_restrict_members', bc.can_restrict_members,
+                     'default_gate', bc.default_gate, 'join_url', bc.join_url,
+                     'checked_at', bc.checked_at, 'last_error', bc.last_error)
+                     ORDER BY bc.bot_id)
+                   FROM bot_channels bc WHERE bc.channel_id = c.id), '[]'::jsonb) AS bots
+  FROM channels c
+ WHERE c.id > %(after)s
+ ORDER BY c.id
+ LIMIT %(limit)s;
+
+-- channel_for_update --
+SELECT id, is_paid, manager_bot_id FROM channels WHERE id = %(id)s FOR UPDATE;
+
+-- update_channel --
+UPDATE channels SET is_paid = %(is_paid)s, manager_bot_id = %(manager_bot_id)s
+ WHERE id = %(id)s;
+
+-- bot_exists --
+SELECT username FROM bots WHERE id = %(id)s;
+
+-- retire_default_plan --
+-- Invoices copy price and period when made: a new plan changes only later ones.
+UPDATE plans SET is_default = false WHERE channel_id = %(channel_id)s AND is_default;
+
+-- insert_default_plan --
+INSERT INTO plans (channel_id, name, price_minor, currency, period_days, grace_days, is_default)
+VALUES (%(channel_id)s, 'default', %(price_minor)s, %(currency)s, %(period_days)s,
+        %(grace_days)s, true);
+
+-- clear_default_gate --
+UPDATE bot_channels SET default_gate = false WHERE bot_id = %(bot_id)s AND default_gate;
+
+-- set_default_gate --
+INSERT INTO bot_channels (bot_id, channel_id, default_gate, join_url)
+VALUES (%(bot_id)s, %(channel_id)s, true, %(join_url)s)
+ON CONFLICT (bot_id, channel_id) DO UPDATE
+   SET default_gate = true, join_url = coalesce(excluded.join_url, bot_channels.join_url);
+
+-- channels_exist --
+SELECT count(*) AS n FROM channels WHERE id = ANY(%(ids)s);
+
+-- contents_page --
+SELECT ct.id, ct.bot_id, b.username AS bot_username, ct.code, ct.kind, ct.body, ct.file_kind,
+       ct.file_id, ct.from_chat_id, ct.message_id, ct.default_gate, ct.created_at,
+       ct.updated_at
+  FROM contents ct JOIN bots b ON b.id = ct.bot_id
+ WHERE ct.id > %(after)s AND (%(bot_id)s::integer IS NULL OR ct.bot_id = %(bot_id)s)
+ ORDER BY ct.id
+ LIMIT %(limit)s;
+
+-- content_one --
+SELECT ct.id, ct.bot_id, b.username AS bot_username, ct.code, ct.kind, ct.body, ct.file_kind,
+       ct.file_id, ct.from_chat_id, ct.message_id, ct.default_gate, ct.created_at,
+       ct.updated_at
+  FROM contents ct JOIN bots b ON b.id = ct.bot_id
+ WHERE ct.id = %(id)s;
+
+-- content_gates --
+-- Each content's gate as it stands: its own channels, or the bot's default set; flagged where
+-- the bot is not an admin (or could not tell).
+SELECT ct.id AS content_id, c.id AS channel_id, c.title,
+       NOT coalesce(bc.is_admin, false) OR bc.last_error IS NOT NULL AS flagged
+  FROM contents ct
+  JOIN channels c ON CASE WHEN ct.default_gate
+                          THEN c.id IN (SELECT channel_id FROM bot_channels
+                                         WHERE bot_id = ct.bot_id AND default_gate)
+                          ELSE c.id IN (SELECT channel_id FROM content_gate_channels
+                                         WHERE content_id = ct.id) END
+  LEFT JOIN bot_channels bc ON bc.bot_id = ct.bot_id AND bc.channel_id = c.id
+ WHERE ct.id = ANY(%(ids)s)
+ ORDER BY ct.id, c.id;
+
+-- insert_content --
+INSERT INTO contents (bot_id, code, kind, body, file_kind, file_id, from_chat_id, message_id,
+                      default_gate)
+VALUES (%(bot_id)s, %(code)s, %(kind)s, %(body)s, %(file_kind)s, %(file_id)s,
+        %(from_chat_id)s, %(message_id)s, %(default_gate)s)
+ON CONFLICT (bot_id, code) DO NOTHING
+RETURNING id;
+
+-- update_content --
+UPDATE contents
+   SET code = %(code)s, kind = %(kind)s, body = %(body)s, file_kind = %(file_kind)s,
+       file_id = %(file_id)s, from_chat_id = %(from_chat_id)s, message_id = %(message_id)s,
+       default_gate = %(default_gate)s, updated_at = now()
+ WHERE id = %(id)s;
+
+-- content_for_update --
+SELECT id, bot_id, code, kind, body, file_kind, file_id, from_chat_id, message_id,
+       default_gate
+  FROM contents WHERE id = %(id)s FOR UPDATE;
+
+-- code_taken --
+SELECT 1 FROM contents WHERE bot_id = %(bot_id)s AND code = %(code)s AND id <> %(id)s;
+
+-- clear_content_gate --
+DELETE FROM content_gate_channels WHERE content_id = %(id)s;
+
+-- add_content_gate --
+INSERT INTO content_gate_channels (content_id, channel_id)
+SELECT %(id)s, unnest(%(channel_ids)s::integer[])
+ON CONFLICT DO NOTHING;
+
+-- delete_content --
+DELETE FROM contents WHERE id = %(id)s RETURNING id;
+
+-- access_events_page --
+SELECT a.id, a.kind, a.person_id, p.telegram_user_id, a.channel_id, c.title AS channel_title,
+       a.state, a.attempts, a.last_error, a.created_at, a.available_at, a.done_at
+  FROM access_events a
+  JOIN people p ON p.id = a.person_id
+  JOIN channels c ON c.id = a.channel_id
+ WHERE (%(before_id)s::bigint IS NULL OR a.id < %(before_id)s)
+   AND (%(state)s::text IS NULL OR a.state = %(state)s)
+ ORDER BY a.id DESC
+ LIMIT %(limit)s;
+
+-- retry_access_event --
+-- A failed event goes back in line with fresh attempts; only failed ones.
+UPDATE access_events
+   SET state = 'pending', attempts = 0, available_at = now(), done_at = NULL
+ WHERE id = %(id)s AND state = 'failed'
+RETURNING id, kind, state;

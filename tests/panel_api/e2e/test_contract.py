@@ -68,7 +68,7 @@ def panel(
     settings_ = load(service_env(database_url, BOTEDGE_URL=botedge.url, BILLING_URL=billing.url))
     with serve_in_thread(create_app(settings_)) as url:
         owner = sign_in(url, "owner@example.com")
-        fill(url, owner, database_url, billing)
+        fill(url, owner, database_url, billing, sim)
         if role is Role.OWNER:
             yield Panel(url, owner, role)
             return
@@ -87,7 +87,9 @@ def sign_in(url: str, email: str) -> str:
     return str(answer.json()["access_token"])
 
 
-def fill(url: str, owner: str, database_url: str, billing: ServiceProcess) -> None:
+def fill(
+    url: str, owner: str, database_url: str, billing: ServiceProcess, sim: ServiceProcess
+) -> None:
     """A row in every list, so answers are checked with items in them, not only empty."""
     channel = gateways.add_paid_channel(database_url)
     old = dt.datetime.now(dt.UTC) - dt.timedelta(days=3)
@@ -122,6 +124,30 @@ def fill(url: str, owner: str, database_url: str, billing: ServiceProcess) -> No
             " last_error) VALUES (%s, 1, 501, 'message', '{}', 'dead', 5, 'boom')",
             (bot,),
         )
+    # A channel found through botedge, a content behind it, the access event billing wrote.
+    httpx.post(
+        f"{sim.url}/_sim/chats",
+        json={
+            "id": -1001000000777,
+            "type": "channel",
+            "username": "sponsor_one",
+            "admin_bots": [5550001],
+        },
+    ).raise_for_status()
+    with httpx.Client(headers=auth, timeout=30) as client:
+        found = client.post(f"{url}/v1/channels", json={"bot_id": bot, "chat": "@sponsor_one"})
+        assert found.status_code == 200, found.text
+        gate = client.put(
+            f"{url}/v1/bots/{bot}/default-gate",
+            json={"channels": [{"channel_id": found.json()["chat"]["id"]}]},
+        )
+        assert gate.status_code == 200, gate.text
+        content = client.post(
+            f"{url}/v1/contents",
+            json={"bot_id": bot, "code": "promo", "kind": "text", "body": "Hello"},
+        )
+        assert content.status_code == 201, content.text
+        assert content.json()["gate"][0]["title"] == found.json()["chat"]["title"]
 
 
 def exercise(

@@ -1,0 +1,436 @@
+"""The gate's configuration for the owner's panel: channels and the bots' rights there, each
+bot's default gate set, and contents with their links.
+
+Finding a channel is botedge's (only botedge calls Telegram): the panel forwards it to
+`POST /internal/channels/check` and relays the answer. Whether a channel is paid, its manager
+bot and its default plan, the default gate set and the contents are the panel's to write.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from typing import Annotated, Any, Literal
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import Response
+
+from panel_api import store
+from panel_api.access import Caller, Paged, answer, page_of, query
+from panel_api.internal import Internal, relayed
+from panel_api.ledger import Id
+from shared.clock import Clock
+from shared.db import Connection
+from shared.errors import Problem, json_body
+from shared.logging import request_id
+from shared.web import runtime
+
+Q = store.Q
+# Telegram's deep-link payload; `ads` and `pay_...` belong to the ad shop and to paying.
+CODE = re.compile(r"[A-Za-z0-9_-]{1,64}", re.ASCII)
+RESERVED = re.compile(r"ads|pay_.*", re.ASCII)
+Url = Annotated[str, msgspec.Meta(max_length=300, pattern=r"^https://t\.me/\S+$")]
+
+
+class NewChannel(msgspec.Struct, forbid_unknown_fields=True):
+    bot_id: Id
+    chat: Annotated[str, msgspec.Meta(min_length=1, max_length=300)]
+
+
+class ChannelFound(msgspec.Struct):
+    """botedge's answer to a channel check, relayed."""
+
+    chat: dict[str, Any]
+    rights: dict[str, Any]
+
+
+class Plan(msgspec.Struct, forbid_unknown_fields=True):
+    price_minor: Annotated[int, msgspec.Meta(gt=0, le=10**12)]
+    currency: Annotated[str, msgspec.Meta(pattern=r"^[A-Z]{3}$")]
+    period_days: Annotated[int, msgspec.Meta(ge=1, le=3660)]
+    grace_days: Annotated[int, msgspec.Meta(ge=0, le=365)]
+
+
+class ChannelChange(msgspec.Struct, forbid_unknown_fields=True):
+    is_paid: bool | msgspec.UnsetType = msgspec.UNSET
+    manager_bot_id: Id | msgspec.UnsetType | None = msgspec.UNSET
+    plan: Plan | msgspec.UnsetType = msgspec.UNSET
+
+
+class BotStanding(msgspec.Struct):
+    bot_id: int
+    status: str
+    is_admin: bool
+    can_invite_users: bool
+    can_restrict_members: bool
+    default_gate: bool
+    join_url: str | None
+    checked_at: dt.datetime | None
+    last_error: str | None
+    # Not an admin there, or Telegram could not tell: the gate and access cannot rely on it.
+    flagged: bool = False
+
+
+class Channel(msgspec.Struct):
+    id: int
+    telegram_chat_id: int
+    title: str
+    username: str | None
+    chat_type: str | None
+    is_paid: bool
+    manager_bot_id: int | None
+    plan: Plan | None
+    bots: list[BotStanding]
+
+
+class GateChoice(msgspec.Struct, forbid_unknown_fields=True):
+    channel_id: Id
+    # Where visitors join a private channel; a public one's t.me/<username> is used otherwise.
+    join_url: Url | None = None
+
+
+class DefaultGate(msgspec.Struct, forbid_unknown_fields=True):
+    channels: Annotated[list[GateChoice], msgspec.Meta(max_length=20)]
+
+
+class ContentBody(msgspec.Struct, forbid_unknown_fields=True):
+    bot_id: Id
+    code: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+    kind: Literal["text", "file", "post"]
+    body: Annotated[str, msgspec.Meta(max_length=4096)] = ""
+    file_kind: Literal["photo", "video", "document"] | None = None
+    file_id: Annotated[str, msgspec.Meta(min_length=1, max_length=300)] | None = None
+    from_chat_id: Annotated[int, msgspec.Meta(ge=-(2**53), le=2**53)] | None = None
+    message_id: Annotated[int, msgspec.Meta(ge=1, le=2**31 - 1)] | None = None
+    # Null: the bot's default gate set.
+    gate_channel_ids: Annotated[list[Id], msgspec.Meta(max_length=20)] | None = None
+
+
+class GateChannel(msgspec.Struct):
+    channel_id: int
+    title: str
+    flagged: bool
+
+
+class Content(msgspec.Struct):
+    id: int
+    bot_id: int
+    code: str
+    kind: Literal["text", "file", "post"]
+    body: str
+    file_kind: str | None
+    file_id: str | None
+    from_chat_id: int | None
+    message_id: int | None
+    default_gate: bool
+    gate: list[GateChannel]
+    link: str
+    created_at: dt.datetime
+    updated_at: dt.datetime
+
+
+class ContentQuery(Paged, kw_only=True):
+    bot: Id | None = None
+
+
+class Gate:
+    def __init__(self, clock: Clock, botedge: Internal) -> None:
+        self.clock = clock
+        self.botedge = botedge
+
+    # -- channels ------------------------------------------------------------------------
+
+    async def channels(self, request: Request, caller: Caller) -> Response:
+        where = query(request, Paged)
+        async with store.connection(runtime(request).pool) as conn:
+            found = await store.rows(
+                conn, "channels_page", {"after": where.position or 0, "limit": where.limit + 1}
+            )
+        shown = [_channel(row) for row in found]
+        return answer(page_of(shown, where.limit, lambda c: c.id))
+
+    async def add_channel(self, request: Request, caller: Caller) -> Response:
+        body = await json_body(request, NewChannel, limit=4096)
+        found = await self.botedge.ask(
+            "POST", "/internal/channels/check", msgspec.to_builtins(body)
+        )
+        if found.status_code == 200:
+            checked = found.json()
+            async with store.connection(runtime(request).pool) as conn:
+                await self._audit(
+                    conn,
+                    caller,
+                    "channels.check",
+                    f"channel:{checked['chat']['id']}",
+                    None,
+                    checked,
+                )
+        return relayed(found)
+
+    async def change_channel(self, request: Request, caller: Caller) -> Response:
+        channel_id = int(request.path_params["channel_id"])
+        body = await json_body(request, ChannelChange, limit=4096)
+        async with store.connection(runtime(request).pool) as conn, conn.transaction():
+            cur = await conn.execute(Q["channel_for_update"], {"id": _int4(channel_id)})
+            before = await cur.fetchone()
+            if before is None:
+                raise Problem(404, "not-found", "no channel by that id")
+            manager = before["manager_bot_id"]
+            if not isinstance(body.manager_bot_id, msgspec.UnsetType):
+                manager = body.manager_bot_id
+                if manager is not None and not await _bot_username(conn, manager):
+                    raise Problem(422, "invalid-values", f"no bot {manager}")
+            is_paid = (
+                before["is_paid"] if isinstance(body.is_paid, msgspec.UnsetType) else body.is_paid
+            )
+            await conn.execute(
+                Q["update_channel"],
+                {"id": channel_id, "is_paid": is_paid, "manager_bot_id": manager},
+            )
+            if not isinstance(body.plan, msgspec.UnsetType):
+                await conn.execute(Q["retire_default_plan"], {"channel_id": channel_id})
+                await conn.execute(
+                    Q["insert_default_plan"],
+                    {"channel_id": channel_id, **msgspec.to_builtins(body.plan)},
+                )
+            after = {
+                "is_paid": is_paid,
+                "manager_bot_id": manager,
+                "plan": None
+                if isinstance(body.plan, msgspec.UnsetType)
+                else msgspec.to_builtins(body.plan),
+            }
+            await self._audit(
+                conn, caller, "channels.update", f"channel:{channel_id}", dict(before), after
+            )
+            cur = await conn.execute(Q["channels_page"], {"after": channel_id - 1, "limit": 1})
+            row = await cur.fetchone()
+        if row is None:
+            raise Problem(404, "not-found", "no channel by that id")
+        return answer(_channel(dict(row)))
+
+    async def set_default_gate(self, request: Request, caller: Caller) -> Response:
+        bot_id = _int4(int(request.path_params["bot_id"]))
+        body = await json_body(request, DefaultGate, limit=16384)
+        ids = [choice.channel_id for choice in body.channels]
+        if len(set(ids)) != len(ids):
+            raise Problem(422, "invalid-values", "a channel is listed twice")
+        async with store.connection(runtime(request).pool) as conn, conn.transaction():
+            if not await _bot_username(conn, bot_id):
+                raise Problem(404, "not-found", "no bot by that id")
+            await _require_channels(conn, ids)
+            await conn.execute(Q["clear_default_gate"], {"bot_id": bot_id})
+            for choice in body.channels:
+                await conn.execute(
+                    Q["set_default_gate"],
+                    {
+                        "bot_id": bot_id,
+                        "channel_id": choice.channel_id,
+                        "join_url": choice.join_url,
+                    },
+                )
+            await self._audit(
+                conn, caller, "bots.default_gate", f"bot:{bot_id}", None, msgspec.to_builtins(body)
+            )
+        return answer(body)
+
+    # -- contents ------------------------------------------------------------------------
+
+    async def contents(self, request: Request, caller: Caller) -> Response:
+        where = query(request, ContentQuery)
+        async with store.connection(runtime(request).pool) as conn:
+            found = await store.rows(
+                conn,
+                "contents_page",
+                {"after": where.position or 0, "bot_id": where.bot, "limit": where.limit + 1},
+            )
+            shown = await _contents(conn, found)
+        return answer(page_of(shown, where.limit, lambda c: c.id))
+
+    async def add_content(self, request: Request, caller: Caller) -> Response:
+        body = _checked(await json_body(request, ContentBody, limit=16384))
+        async with store.connection(runtime(request).pool) as conn, conn.transaction():
+            if not await _bot_username(conn, body.bot_id):
+                raise Problem(422, "invalid-values", f"no bot {body.bot_id}")
+            await _require_channels(conn, body.gate_channel_ids or [])
+            cur = await conn.execute(Q["insert_content"], _content_params(body))
+            row = await cur.fetchone()
+            if row is None:
+                raise Problem(422, "invalid-values", f"the bot already has a content {body.code!r}")
+            content_id = int(row["id"])
+            await _set_gate(conn, content_id, body)
+            [content] = await _contents(
+                conn, await store.rows(conn, "content_one", {"id": content_id})
+            )
+            await self._audit(
+                conn,
+                caller,
+                "contents.add",
+                f"content:{content_id}",
+                None,
+                msgspec.to_builtins(body),
+            )
+        return answer(content, status=201)
+
+    async def change_content(self, request: Request, caller: Caller) -> Response:
+        content_id = _int4(int(request.path_params["content_id"]))
+        body = _checked(await json_body(request, ContentBody, limit=16384))
+        async with store.connection(runtime(request).pool) as conn, conn.transaction():
+            cur = await conn.execute(Q["content_for_update"], {"id": content_id})
+            before = await cur.fetchone()
+            if before is None:
+                raise Problem(404, "not-found", "no content by that id")
+            if before["bot_id"] != body.bot_id:
+                raise Problem(422, "invalid-values", "a content stays with its bot")
+            taken = await conn.execute(
+                Q["code_taken"], {"bot_id": body.bot_id, "code": body.code, "id": content_id}
+            )
+            if await taken.fetchone():
+                raise Problem(422, "invalid-values", f"the bot already has a content {body.code!r}")
+            await _require_channels(conn, body.gate_channel_ids or [])
+            await conn.execute(Q["update_content"], {"id": content_id, **_content_params(body)})
+            await _set_gate(conn, content_id, body)
+            [content] = await _contents(
+                conn, await store.rows(conn, "content_one", {"id": content_id})
+            )
+            await self._audit(
+                conn,
+                caller,
+                "contents.update",
+                f"content:{content_id}",
+                dict(before),
+                msgspec.to_builtins(body),
+            )
+        return answer(content)
+
+    async def delete_content(self, request: Request, caller: Caller) -> Response:
+        content_id = _int4(int(request.path_params["content_id"]))
+        async with store.connection(runtime(request).pool) as conn, conn.transaction():
+            cur = await conn.execute(Q["content_for_update"], {"id": content_id})
+            before = await cur.fetchone()
+            if before is None:
+                raise Problem(404, "not-found", "no content by that id")
+            await conn.execute(Q["delete_content"], {"id": content_id})
+            await self._audit(
+                conn, caller, "contents.delete", f"content:{content_id}", dict(before), None
+            )
+        return Response(status_code=204)
+
+    async def _audit(
+        self,
+        conn: Connection,
+        caller: Caller,
+        action: str,
+        target: str,
+        before: dict[str, Any] | None,
+        after: Any,
+    ) -> None:
+        await store.audit(
+            conn,
+            member_id=caller.id,
+            action=action,
+            target=target,
+            before=before,
+            after=after,
+            now=self.clock.now(),
+            request_id=request_id.get(),
+        )
+
+
+def _int4(value: int) -> int:
+    if value >= 2**31:
+        raise Problem(404, "not-found", "no such id")
+    return value
+
+
+def _channel(row: dict[str, Any]) -> Channel:
+    channel = msgspec.convert(row, Channel, strict=False)
+    for bot in channel.bots:
+        bot.flagged = not bot.is_admin or bot.last_error is not None
+    return channel
+
+
+def _checked(body: ContentBody) -> ContentBody:
+    if not CODE.fullmatch(body.code):
+        raise Problem(422, "invalid-values", "code is 1-64 of A-Z, a-z, 0-9, _ and -")
+    if RESERVED.fullmatch(body.code):
+        raise Problem(422, "invalid-values", f"{body.code!r} is reserved for the bot's own use")
+    if body.kind == "text" and not body.body.strip():
+        raise Problem(422, "invalid-values", "a text content needs a body")
+    if body.kind == "file" and (body.file_kind is None or body.file_id is None):
+        raise Problem(422, "invalid-values", "a file content needs file_kind and file_id")
+    if body.kind == "post" and (body.from_chat_id is None or body.message_id is None):
+        raise Problem(422, "invalid-values", "a post content needs from_chat_id and message_id")
+    if body.gate_channel_ids is not None and len(set(body.gate_channel_ids)) != len(
+        body.gate_channel_ids
+    ):
+        raise Problem(422, "invalid-values", "a gate channel is listed twice")
+    return body
+
+
+def _content_params(body: ContentBody) -> dict[str, Any]:
+    file = body.kind == "file"
+    post = body.kind == "post"
+    return {
+        "bot_id": body.bot_id,
+        "code": body.code,
+        "kind": body.kind,
+        "body": body.body,
+        "file_kind": body.file_kind if file else None,
+        "file_id": body.file_id if file else None,
+        "from_chat_id": body.from_chat_id if post else None,
+        "message_id": body.message_id if post else None,
+        "default_gate": body.gate_channel_ids is None,
+    }
+
+
+async def _set_gate(conn: Connection, content_id: int, body: ContentBody) -> None:
+    await conn.execute(Q["clear_content_gate"], {"id": content_id})
+    if body.gate_channel_ids:
+        await conn.execute(
+            Q["add_content_gate"], {"id": content_id, "channel_ids": body.gate_channel_ids}
+        )
+
+
+async def _require_channels(conn: Connection, ids: list[int]) -> None:
+    if not ids:
+        return
+    cur = await conn.execute(Q["channels_exist"], {"ids": ids})
+    row = await cur.fetchone()
+    if row is None or row["n"] != len(ids):
+        raise Problem(422, "invalid-values", "a gate channel does not exist")
+
+
+async def _bot_username(conn: Connection, bot_id: int) -> str | None:
+    cur = await conn.execute(Q["bot_exists"], {"id": bot_id})
+    row = await cur.fetchone()
+    return None if row is None else str(row["username"]) or f"bot{bot_id}"
+
+
+async def _contents(conn: Connection, rows: list[dict[str, Any]]) -> list[Content]:
+    cur = await conn.execute(Q["content_gates"], {"ids": [row["id"] for row in rows]})
+    gates: dict[int, list[GateChannel]] = {}
+    for gate in await cur.fetchall():
+        gates.setdefault(int(gate["content_id"]), []).append(
+            GateChannel(int(gate["channel_id"]), str(gate["title"]), bool(gate["flagged"]))
+        )
+    return [
+        Content(
+            id=row["id"],
+            bot_id=row["bot_id"],
+            code=row["code"],
+            kind=row["kind"],
+            body=row["body"],
+            file_kind=row["file_kind"],
+            file_id=row["file_id"],
+            from_chat_id=row["from_chat_id"],
+            message_id=row["message_id"],
+            default_gate=row["default_gate"],
+            gate=gates.get(int(row["id"]), []),
+            link=f"https://t.me/{row['bot_username']}?start={row['code']}",
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+        )
+        for row in rows
+    ]

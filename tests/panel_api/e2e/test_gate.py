@@ -1,0 +1,192 @@
+"""The gate's configuration through the panel: channels found through botedge with the bot's
+rights, paid channels with a manager bot and plan, contents and their links, access events."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+
+from panel_api.app import create_app
+from panel_api.seed import seed
+from panel_api.settings import load
+from shared.testing import serve_in_thread
+from tests.botedge.conftest import insert_bot
+from tests.conftest import ServiceProcess, service_env
+
+PASSWORD = "correct horse battery"
+SPONSOR, HIDDEN = -1001000000501, -1001000000502
+
+
+@dataclass
+class Panel:
+    url: str
+    owner: str
+    bot: int
+    database_url: str
+
+    def call(self, method: str, path: str, body: Any = None) -> httpx.Response:
+        return httpx.request(
+            method,
+            f"{self.url}{path}",
+            json=body,
+            headers={"Authorization": f"Bearer {self.owner}"},
+            timeout=30,
+        )
+
+
+@pytest.fixture
+def panel(start_service: Callable[..., ServiceProcess], database_url: str) -> Iterator[Panel]:
+    sim = start_service("botedge.simtelegram", env=service_env(database_url))
+    botedge = start_service(
+        "botedge", "--role", "api", env=service_env(database_url, TELEGRAM_API_BASE=sim.url)
+    )
+    bot, _, _ = insert_bot(database_url)
+    for chat, name, admins in ((SPONSOR, "sponsor_a", [5550001]), (HIDDEN, "hidden_b", [])):
+        httpx.post(
+            f"{sim.url}/_sim/chats",
+            json={
+                "id": chat,
+                "type": "channel",
+                "title": name.title(),
+                "username": name,
+                "admin_bots": admins,
+            },
+        ).raise_for_status()
+    assert seed(database_url, "owner@example.com", PASSWORD) is True
+    settings = load(service_env(database_url, BOTEDGE_URL=botedge.url))
+    with serve_in_thread(create_app(settings)) as url:
+        owner = httpx.post(
+            f"{url}/v1/auth/login", json={"email": "owner@example.com", "password": PASSWORD}
+        ).json()["access_token"]
+        yield Panel(url, owner, bot, database_url)
+
+
+def add_channel(panel: Panel, chat: str) -> int:
+    found = panel.call("POST", "/v1/channels", {"bot_id": panel.bot, "chat": chat})
+    assert found.status_code == 200, found.text
+    return int(found.json()["chat"]["id"])
+
+
+def test_channels__found_with_rights_and_the_non_admin_one_flagged(panel: Panel) -> None:
+    sponsor = add_channel(panel, "https://t.me/sponsor_a")
+    hidden = add_channel(panel, "@hidden_b")
+    channels = {c["id"]: c for c in panel.call("GET", "/v1/channels").json()["items"]}
+    [on_sponsor] = channels[sponsor]["bots"]
+    [on_hidden] = channels[hidden]["bots"]
+    assert (on_sponsor["is_admin"], on_sponsor["flagged"]) == (True, False)
+    assert (on_hidden["is_admin"], on_hidden["flagged"]) == (False, True)
+    missing = panel.call("POST", "/v1/channels", {"bot_id": panel.bot, "chat": "@nobody_here"})
+    assert (missing.status_code, missing.json()["type"]) == (404, "/problems/chat-not-found")
+    bad = panel.call("POST", "/v1/channels", {"bot_id": panel.bot, "chat": "not a channel"})
+    assert bad.status_code == 422
+
+
+def test_channel__paid_with_a_manager_bot_and_a_plan(panel: Panel) -> None:
+    sponsor = add_channel(panel, "@sponsor_a")
+    plan = {"price_minor": 500, "currency": "EUR", "period_days": 30, "grace_days": 2}
+    changed = panel.call(
+        "PATCH",
+        f"/v1/channels/{sponsor}",
+        {"is_paid": True, "manager_bot_id": panel.bot, "plan": plan},
+    )
+    assert changed.status_code == 200, changed.text
+    assert (changed.json()["is_paid"], changed.json()["manager_bot_id"]) == (True, panel.bot)
+    assert changed.json()["plan"] == plan
+    cheaper = {**plan, "price_minor": 400}
+    assert panel.call("PATCH", f"/v1/channels/{sponsor}", {"plan": cheaper}).status_code == 200
+    with psycopg.connect(panel.database_url) as conn:
+        plans = conn.execute(
+            "SELECT price_minor, is_default FROM plans WHERE channel_id = %s ORDER BY id",
+            (sponsor,),
+        ).fetchall()
+    # The old plan stays for the invoices made with it; one default.
+    assert plans == [(500, False), (400, True)]
+    unknown_bot = panel.call("PATCH", f"/v1/channels/{sponsor}", {"manager_bot_id": 999})
+    assert unknown_bot.status_code == 422
+    assert panel.call("PATCH", "/v1/channels/99999", {"is_paid": True}).status_code == 404
+
+
+def test_contents__link_gate_and_the_codes_refused(panel: Panel) -> None:
+    sponsor = add_channel(panel, "@sponsor_a")
+    hidden = add_channel(panel, "@hidden_b")
+    gate = panel.call(
+        "PUT", f"/v1/bots/{panel.bot}/default-gate", {"channels": [{"channel_id": sponsor}]}
+    )
+    assert gate.status_code == 200, gate.text
+    text = {"bot_id": panel.bot, "kind": "text", "body": "Hello"}
+    made = panel.call("POST", "/v1/contents", {**text, "code": "promo-1"})
+    assert made.status_code == 201, made.text
+    content = made.json()
+    assert content["link"] == "https://t.me/bot5550001?start=promo-1"
+    assert [(g["channel_id"], g["flagged"]) for g in content["gate"]] == [(sponsor, False)]
+    own = panel.call(
+        "POST", "/v1/contents", {**text, "code": "own_gate", "gate_channel_ids": [hidden]}
+    )
+    assert own.status_code == 201, own.text
+    # A gate channel where the bot is not admin: accepted, flagged.
+    assert [(g["channel_id"], g["flagged"]) for g in own.json()["gate"]] == [(hidden, True)]
+    for code in ("promo-1", "ads", "pay_12", "has space", "x" * 65, "ümlaut"):
+        refused = panel.call("POST", "/v1/contents", {**text, "code": code})
+        assert refused.status_code == 422, (code, refused.text)
+    assert (
+        panel.call("POST", "/v1/contents", {**text, "code": "f", "kind": "file"}).status_code == 422
+    )
+    moved = panel.call(
+        "PATCH", f"/v1/contents/{content['id']}", {**text, "code": "own_gate", "body": "x"}
+    )
+    assert moved.status_code == 422  # that code is taken by the other content
+    edited = panel.call(
+        "PATCH", f"/v1/contents/{content['id']}", {**text, "code": "promo-2", "body": "Bye"}
+    )
+    assert (edited.status_code, edited.json()["body"]) == (200, "Bye")
+    listed = panel.call("GET", f"/v1/contents?bot={panel.bot}").json()["items"]
+    assert [c["code"] for c in listed] == ["promo-2", "own_gate"]
+    assert panel.call("DELETE", f"/v1/contents/{content['id']}").status_code == 204
+    assert panel.call("DELETE", f"/v1/contents/{content['id']}").status_code == 404
+    actions = [row["action"] for row in panel.call("GET", "/v1/audit?limit=200").json()["items"]]
+    for action in ("contents.add", "contents.update", "contents.delete", "bots.default_gate"):
+        assert action in actions
+
+
+def test_access_events__listed_and_a_failed_one_retried(panel: Panel) -> None:
+    sponsor = add_channel(panel, "@sponsor_a")
+    with psycopg.connect(panel.database_url) as conn:
+        person = conn.execute(
+            "INSERT INTO people (telegram_user_id) VALUES (77) RETURNING id"
+        ).fetchone()
+        assert person is not None
+        conn.execute(
+            "INSERT INTO memberships (person_id, channel_id, status, expires_at, grace_days,"
+            " updated_at) VALUES (%s, %s, 'expired', now(), 0, now())",
+            (person[0], sponsor),
+        )
+        event = conn.execute(
+            "INSERT INTO membership_events (person_id, channel_id, from_status, to_status,"
+            " old_expires_at, new_expires_at, cause, at) VALUES (%s, %s, 'active', 'expired',"
+            " now(), now(), 'sweep', now()) RETURNING id",
+            (person[0], sponsor),
+        ).fetchone()
+        assert event is not None
+        row = conn.execute(
+            "INSERT INTO access_events (kind, person_id, channel_id, membership_event_id,"
+            " expires_at, created_at, state, attempts, last_error) VALUES ('revoke', %s, %s,"
+            " %s, now(), now(), 'failed', 8, 'the channel has no manager bot') RETURNING id",
+            (person[0], sponsor, event[0]),
+        ).fetchone()
+        assert row is not None
+    [listed] = panel.call("GET", "/v1/access-events?state=failed").json()["items"]
+    assert (listed["kind"], listed["attempts"], listed["last_error"]) == (
+        "revoke",
+        8,
+        "the channel has no manager bot",
+    )
+    retried = panel.call("POST", f"/v1/access-events/{row[0]}/retry")
+    assert retried.json() == {"id": row[0], "kind": "revoke", "state": "pending"}
+    # Only a failed one: a second retry finds none.
+    assert panel.call("POST", f"/v1/access-events/{row[0]}/retry").status_code == 404
+    assert panel.call("GET", "/v1/access-events?state=failed").json()["items"] == []
