@@ -9,7 +9,9 @@ invite and remove people.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +23,7 @@ from shared.db import Connection, Pool
 from shared.secretbox import SecretBox
 
 Q = sqlq.Q
+log = logging.getLogger("botedge.channels")
 
 # Public usernames: 5-32 of letters, digits and _, starting with a letter.
 _USERNAME = r"[A-Za-z][A-Za-z0-9_]{3,30}[A-Za-z0-9]"
@@ -157,3 +160,41 @@ async def save(
         },
     )
     return dict(channel)
+
+
+async def recheck_all(
+    pool: Pool, api: BotApi, bots: Mapping[int, tuple[int, str]], now: dt.datetime
+) -> int:
+    """The rights watch's round: each bot's standing in each of its channels asked again (a
+    bot demoted or removed is seen before the gate or a removal relies on it). `bots` maps the
+    active bots' ids to their Telegram id and token. Returns how many rows were checked."""
+    async with connection(pool) as conn:
+        cur = await conn.execute(Q["bot_channels_to_check"])
+        rows = await cur.fetchall()
+    checked = 0
+    for row in rows:
+        bot = bots.get(int(row["bot_id"]))
+        if bot is None:
+            continue
+        me, token = bot
+        try:
+            rights = await own_rights(api, token, int(row["telegram_chat_id"]), me)
+        except errors.TelegramUnavailable as error:
+            log.warning("rights watch: %s; the rest waits for the next round", error)
+            break
+        async with connection(pool) as conn:
+            await conn.execute(
+                Q["update_bot_rights"],
+                {
+                    "bot_id": row["bot_id"],
+                    "channel_id": row["channel_id"],
+                    "status": rights.status,
+                    "is_admin": rights.is_admin,
+                    "can_invite_users": rights.can_invite_users,
+                    "can_restrict_members": rights.can_restrict_members,
+                    "now": now,
+                    "error": rights.error,
+                },
+            )
+        checked += 1
+    return checked

@@ -322,3 +322,16 @@ SELECT c.telegram_chat_id, c.title, c.manager_bot_id, p.telegram_user_id,
   FROM channels c, people p
   LEFT JOIN memberships m ON m.person_id = p.id AND m.channel_id = %(channel_id)s
  WHERE c.id = %(channel_id)s AND p.id = %(person_id)s;
+
+-- bot_channels_to_check --
+-- The rights watch: every row, least recently checked first.
+SELECT bc.bot_id, bc.channel_id, c.telegram_chat_id
+  FROM bot_channels bc JOIN channels c ON c.id = bc.channel_id
+ ORDER BY bc.checked_at NULLS FIRST, bc.bot_id, bc.channel_id;
+
+-- update_bot_rights --
+UPDATE bot_channels
+   SET status = %(status)s, is_admin = %(is_admin)s, can_invite_users = %(can_invite_users)s,
+       can_restrict_members = %(can_restrict_members)s, checked_at = %(now)s,
+       last_error = %(error)s
+ WHERE bot_id = %(bot_id)s AND channel_id = %(channel_id)s;

@@ -39,6 +39,7 @@ class BotedgeSettings:
     invite_link_hours: float = 24.0
     access_max_attempts: int = 8
     access_retry_base: float = 2.0
+    rights_check_interval: float = 3600.0
 
     @property
     def secrets(self) -> list[Secret | None]:
@@ -72,6 +73,7 @@ def read(r: Reader, role: str) -> BotedgeSettings:
         invite_link_hours=r.seconds("INVITE_LINK_HOURS", 24.0, minimum=0.1),
         access_max_attempts=r.integer("ACCESS_MAX_ATTEMPTS", 8, minimum=1, maximum=100),
         access_retry_base=r.seconds("ACCESS_RETRY_BASE", 2.0, minimum=0.01),
+        rights_check_interval=r.seconds("RIGHTS_CHECK_INTERVAL", 3600.0, minimum=0.5),
     )
     check(settings)
     return settings

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 
 import httpx
 
-from botedge import bot_store, errors, gate, inbox_store, outbox_store
+from botedge import bot_store, channels, errors, gate, inbox_store, outbox_store
 from botedge.access import ACCESS_EVENTS, Access
 from botedge.consumer import ConsumerConfig, InboxConsumer
 from botedge.db import connection
@@ -59,6 +59,8 @@ class WorkerSupervisor:
         )
         # Tokens of the bots loaded below, for the handlers' reads from Telegram.
         self.tokens: dict[int, str] = {}
+        # Their Telegram ids beside their tokens, for asking about the bot itself.
+        self.identities: dict[int, tuple[int, str]] = {}
         self.joined = gate.JoinedCache(clock=clock)
         self.listener.subscribe(gate.CHANNEL, self.joined.forget)
         # A notice sent while the connection was down is lost: start the cache over.
@@ -143,7 +145,9 @@ class WorkerSupervisor:
                 BOTS_SERVED.set(len(bots))
                 self.tokens.clear()
                 self.tokens.update({bot.id: bot.token for bot in bots})
-            wanted: dict[str, Callable[[], Awaitable[None]]] = {}
+                self.identities.clear()
+                self.identities.update({b.id: (b.telegram_bot_id, b.token) for b in bots})
+            wanted: dict[str, Callable[[], Awaitable[None]]] = {"rights-watch": self._rights_watch}
             for bot in bots:
                 wanted[f"send:{bot.id}"] = self._sender_factory(bot)
                 if bot.mode == "polling":
@@ -195,6 +199,39 @@ class WorkerSupervisor:
             )
 
         return run
+
+    async def _rights_watch(self) -> None:
+        """Under the lease `rights-watch`: every bot's rights in its channels, asked again each
+        RIGHTS_CHECK_INTERVAL, by one worker at a time."""
+        lease = Lease(
+            self.pool, "rights-watch", self.holder, self.settings.lease_seconds, self.clock
+        )
+
+        async def rounds() -> None:
+            while not self.stopping.is_set() and lease.held:
+                try:
+                    checked = await channels.recheck_all(
+                        self.pool, self.api, dict(self.identities), self.clock.now()
+                    )
+                    log.info("rights watch: %d channel rows checked", checked)
+                except errors.BotedgeError as error:
+                    log.warning("rights watch: %s", error)
+                await self._sleep_holding(lease, self.settings.rights_check_interval)
+
+        await self._while_holding(lease, rounds)
+
+    async def _sleep_holding(self, lease: Lease, seconds: float) -> None:
+        """Wait `seconds`, keeping the lease renewed meanwhile."""
+        deadline = self.clock.monotonic() + seconds
+        while not self.stopping.is_set() and lease.held:
+            left = deadline - self.clock.monotonic()
+            if left <= 0:
+                return
+            await sleep_unless_stopped(self.stopping, min(left, lease.renew_every))
+            try:
+                await lease.take_or_renew()
+            except errors.BotedgeError as error:
+                log.warning("lease %s: %s", lease.name, error)
 
     def _poller_factory(self, bot: bot_store.BotRecord) -> Callable[[], Awaitable[None]]:
         async def run() -> None:

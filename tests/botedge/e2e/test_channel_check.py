@@ -128,3 +128,36 @@ def test_check__a_channel_the_bot_is_not_in_is_saved_flagged(ready: tuple[Edge, 
     assert edge.query("SELECT is_admin, last_error IS NOT NULL FROM bot_channels") == [
         (False, True)
     ]
+
+
+def test_rights_watch__a_demoted_bot_is_seen_without_anyone_asking(edge: Edge) -> None:
+    bot_id, _, _ = edge.add_bot(5550202, mode="polling")
+    edge.sim_post(
+        "/_sim/chats", {"id": NEWS, "type": "channel", "title": "News", "admin_bots": [5550202]}
+    )
+    [(channel,)] = edge.query(
+        "INSERT INTO channels (telegram_chat_id, title) VALUES (%s, 'News') RETURNING id", NEWS
+    )
+    edge.query(
+        "INSERT INTO bot_channels (bot_id, channel_id, status, is_admin, can_invite_users,"
+        " can_restrict_members) VALUES (%s, %s, 'administrator', true, true, true)"
+        " RETURNING bot_id",
+        bot_id,
+        channel,
+    )
+    edge.start_worker(RIGHTS_CHECK_INTERVAL="0.5")
+    edge.wait_until(
+        lambda: edge.query("SELECT checked_at IS NOT NULL FROM bot_channels") == [(True,)],
+        30,
+        "a first round",
+    )
+    # The owner takes the bot's admin rights away in Telegram.
+    edge.sim_post("/_sim/faults", {"non_admin_chats": [NEWS]})
+    edge.wait_until(
+        lambda: (
+            edge.query("SELECT status, is_admin, can_restrict_members FROM bot_channels")
+            == [("member", False, False)]
+        ),
+        30,
+        "the demotion seen",
+    )
