@@ -22,7 +22,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import IO
+from typing import IO, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from shared import logging as jsonlog
@@ -31,6 +31,7 @@ from shared.embedded_pg import EmbeddedPostgres, EmbeddedPostgresError
 from shared.settings import LOG_LEVELS
 
 STOP_BUDGET = 6.0
+SWEEP_EVERY = 60
 
 log = logging.getLogger("launcher")
 READY_TIMEOUT = 120.0
@@ -230,7 +231,14 @@ class Launcher:
         if not self._wait_healthy(ports):
             return 0 if self.stop_requested is not None else 1
         demo_bot = self._add_demo_bot(child_env)
-        self._banner(ports, database_url, child_env, demo_bot)
+        demo_gate = self._demo_gate(child_env) if demo_bot else None
+        # The sweep every minute, as compose runs it: grace, expiry and removals happen.
+        self.procs["sweep"] = subprocess.Popen(  # noqa: S603 - our own module
+            [sys.executable, "-m", "billing", "sweep", "--every", str(SWEEP_EVERY)],
+            env=child_env,
+            preexec_fn=_terminate_with_parent,
+        )
+        self._banner(ports, database_url, child_env, demo_bot, demo_gate)
         while self.stop_requested is None:
             for name, proc in self.procs.items():
                 code = proc.poll()
@@ -277,8 +285,28 @@ class Launcher:
             return None
         return token.split(":", 1)[0]
 
+    def _demo_gate(self, env: dict[str, str]) -> dict[str, Any] | None:
+        """The demo channels and content in the simulated Telegram; what to show of them."""
+        made = subprocess.run(
+            [sys.executable, "-m", "botedge.demo"],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if made.returncode != 0:
+            log.warning("could not set up the demo gate: %s", made.stderr.strip()[-300:])
+            return None
+        shown: dict[str, Any] = json.loads(made.stdout)
+        return shown
+
     def _banner(
-        self, ports: dict[str, int], database_url: str, env: dict[str, str], demo_bot: str | None
+        self,
+        ports: dict[str, int],
+        database_url: str,
+        env: dict[str, str],
+        demo_bot: str | None,
+        demo_gate: dict[str, Any] | None = None,
     ) -> None:
         width = max(len(child.what) for child in CHILDREN)
         lines = ["", "Gatehouse is running:"]
@@ -299,6 +327,29 @@ class Launcher:
                 f"  curl -s {sim}/_sim/messages -H 'content-type: application/json' \\",
                 f'       -d \'{{"bot_id": {demo_bot}, "user_id": 1, "text": "/start"}}\'',
                 f"  curl -s '{sim}/_sim/sent?bot_id={demo_bot}'",
+                "",
+            ]
+        if demo_bot and demo_gate:
+            sim = f"http://127.0.0.1:{ports['simtelegram']}"
+            post = f"curl -s {sim}/_sim/%s -H 'content-type: application/json' -d '%s'"
+            first, second = demo_gate["sponsors"]
+            lines += [
+                f"Demo gate: {demo_gate['link']} opens a content behind two channels.",
+                "  "
+                + post
+                % ("messages", f'{{"bot_id": {demo_bot}, "user_id": 2, "text": "/start welcome"}}'),
+                "  " + post % ("join", f'{{"chat_id": {first}, "user_id": 2}}'),
+                "  " + post % ("join", f'{{"chat_id": {second}, "user_id": 2}}'),
+                f'  then press "I\'ve joined" on the gate message (its message_id is in '
+                f"{sim}/_sim/sent?chat_id=2):",
+                "  "
+                + post
+                % (
+                    "press",
+                    f'{{"bot_id": {demo_bot}, "user_id": 2, '
+                    f'"message_id": <id>, "data": '
+                    f'"gate:{demo_gate["content_id"]}"}}',
+                ),
                 "",
             ]
         lines += [

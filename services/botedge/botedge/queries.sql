@@ -335,3 +335,30 @@ UPDATE bot_channels
        can_restrict_members = %(can_restrict_members)s, checked_at = %(now)s,
        last_error = %(error)s
  WHERE bot_id = %(bot_id)s AND channel_id = %(channel_id)s;
+
+-- demo_bot --
+SELECT id, username FROM bots WHERE telegram_bot_id = %(telegram_bot_id)s;
+
+-- demo_channel --
+-- `make run`'s demo: a channel the demo bot administers (kept as it is on later runs).
+WITH channel AS (
+    INSERT INTO channels (telegram_chat_id, title, username, chat_type, is_gate)
+    VALUES (%(chat_id)s, %(title)s, %(username)s, 'channel', %(is_gate)s)
+    ON CONFLICT (telegram_chat_id) DO UPDATE SET chat_type = 'channel'
+    RETURNING id
+)
+INSERT INTO bot_channels (bot_id, channel_id, status, is_admin, can_invite_users,
+                          can_restrict_members, default_gate, checked_at)
+SELECT %(bot_id)s, id, 'administrator', true, true, true, %(is_gate)s, now() FROM channel
+ON CONFLICT (bot_id, channel_id) DO NOTHING;
+
+-- demo_manager --
+UPDATE channels SET manager_bot_id = %(bot_id)s
+ WHERE telegram_chat_id = %(chat_id)s AND manager_bot_id IS NULL;
+
+-- demo_content --
+INSERT INTO contents (bot_id, code, kind, body)
+VALUES (%(bot_id)s, 'welcome', 'text',
+        'Welcome in! This is the content behind the gate.')
+ON CONFLICT (bot_id, code) DO UPDATE SET updated_at = contents.updated_at
+RETURNING id;

@@ -62,6 +62,28 @@ def wait_all_ready(ports: dict[str, int], proc: subprocess.Popen[bytes], log: Pa
         time.sleep(0.1)
 
 
+def walk_the_demo_gate(sim: str, bot: int, banner: str) -> None:
+    """The banner's walk through the demo gate: /start, join both channels, "I've joined"."""
+    assert re.search(r"Demo gate: https://t\.me/\w+\?start=welcome", banner), banner
+    sponsors = [int(c) for c in re.findall(r'_sim/join .*"chat_id": (-\d+)', banner)]
+    content = re.search(r'"data": "gate:(\d+)"', banner)
+    assert len(sponsors) == 2 and content is not None, banner
+
+    def sent() -> list[dict[str, object]]:
+        return list(httpx.get(f"{sim}/_sim/sent", params={"chat_id": 2}).json())
+
+    httpx.post(f"{sim}/_sim/messages", json={"bot_id": bot, "user_id": 2, "text": "/start welcome"})
+    wait_until(lambda: bool(sent()), 30, "the demo gate message")
+    for chat in sponsors:
+        httpx.post(f"{sim}/_sim/join", json={"chat_id": chat, "user_id": 2}).raise_for_status()
+    press = {"bot_id": bot, "user_id": 2, "message_id": sent()[0]["message_id"]}
+    httpx.post(
+        f"{sim}/_sim/press", json={**press, "data": f"gate:{content.group(1)}"}
+    ).raise_for_status()
+    wait_until(lambda: len(sent()) == 2, 30, "the demo content")
+    assert "behind the gate" in str(sent()[1]["text"])
+
+
 def postmaster_pid(data_dir: Path) -> int:
     return int((data_dir / "pg" / "postmaster.pid").read_text().splitlines()[0])
 
@@ -110,8 +132,12 @@ def test_launcher__sigterm_stops_every_child_and_postgres(
             time.sleep(1)
             replies = httpx.get(f"{sim}/_sim/sent", params={"bot_id": bot.group(1)}).json()
         assert replies, "the demo bot never answered"
+        walk_the_demo_gate(sim, int(bot.group(1)), output)
         children = [p.pid for p in psutil.Process(proc.pid).children(recursive=True)]
-        assert len(children) >= len(CHILDREN)
+        # Every service, and the sweep every minute.
+        commands = [" ".join(psutil.Process(pid).cmdline()) for pid in children]
+        assert len(children) >= len(CHILDREN) + 1
+        assert any("billing sweep --every 60" in command for command in commands)
         pg_pid = postmaster_pid(data_dir)
 
         started = time.monotonic()

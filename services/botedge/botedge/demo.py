@@ -1,0 +1,73 @@
+"""`python -m botedge.demo`: `make run`'s demo gate in the simulated Telegram.
+
+The demo paid channel and two sponsor channels exist there with the demo bot as their admin;
+the bot manages the paid channel, and a content `welcome` sits behind the two sponsors. Safe to
+run again. Prints what the launcher shows: the link, the channels and the content's id.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import httpx
+import psycopg
+from psycopg.rows import dict_row
+
+from botedge import sqlq
+
+PAID = (-1001234567890, "Demo paid channel", "gatehouse_demo")
+SPONSORS = ((-1001234567001, "Demo news", "demo_news"), (-1001234567002, "Demo talk", "demo_talk"))
+
+
+def main() -> int:
+    sim = os.environ["TELEGRAM_API_BASE"].rstrip("/")
+    telegram_bot_id = int(os.environ["DEMO_BOT_TOKEN"].split(":", 1)[0])
+    for chat_id, title, username in (PAID, *SPONSORS):
+        httpx.post(
+            f"{sim}/_sim/chats",
+            json={
+                "id": chat_id,
+                "type": "channel",
+                "title": title,
+                "username": username,
+                "admin_bots": [telegram_bot_id],
+            },
+            timeout=10,
+        ).raise_for_status()
+    q = sqlq.Q
+    with psycopg.connect(os.environ["DATABASE_URL"], row_factory=dict_row) as conn:
+        bot = conn.execute(q["demo_bot"], {"telegram_bot_id": telegram_bot_id}).fetchone()
+        if bot is None:
+            print("the demo bot is not registered", file=sys.stderr)
+            return 1
+        for chat_id, title, username in (PAID, *SPONSORS):
+            conn.execute(
+                q["demo_channel"],
+                {
+                    "bot_id": bot["id"],
+                    "chat_id": chat_id,
+                    "title": title,
+                    "username": username,
+                    "is_gate": chat_id != PAID[0],
+                },
+            )
+        conn.execute(q["demo_manager"], {"bot_id": bot["id"], "chat_id": PAID[0]})
+        content = conn.execute(q["demo_content"], {"bot_id": bot["id"]}).fetchone()
+    assert content is not None  # noqa: S101 - RETURNING always yields the row
+    print(
+        json.dumps(
+            {
+                "link": f"https://t.me/{bot['username']}?start=welcome",
+                "content_id": content["id"],
+                "sponsors": [chat_id for chat_id, _, _ in SPONSORS],
+                "paid": PAID[0],
+            }
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
