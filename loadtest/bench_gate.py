@@ -1,0 +1,171 @@
+"""/start to the gate message: how long a visitor waits, Telegram 40 ms away.
+
+    make bench-gate            # or: python loadtest/bench_gate.py --visitors 50 --per-second 5
+
+Starts a throwaway PostgreSQL (or uses BENCH_DATABASE_URL), the simulated Telegram with 40 ms
+on every call and its limits off, and one botedge worker polling for one bot. A content sits
+behind two gate channels the visitors have not joined, so each `/start` costs two
+`getChatMember` calls (at once) before the gate message is queued and sent. Visitors arrive at
+a steady rate; the wait is from handing the message to the simulated Telegram to the gate
+message reaching it, both on this machine's clock. Prints p50, p99 and max.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+from cryptography.fernet import Fernet
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "loadtest"))
+
+from benchdb import bench_database  # noqa: E402
+
+from shared.embedded_pg import free_port  # noqa: E402
+
+TELEGRAM_BOT_ID = 7000001
+TOKEN = f"{TELEGRAM_BOT_ID}:AA" + "b" * 33
+CHANNELS = (-1007000000001, -1007000000002)
+
+
+def start(module: str, args: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", module, *args], env={**env, "PORT": str(port)})
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                return proc, base
+        except httpx.TransportError:
+            pass
+        if proc.poll() is not None:
+            raise SystemExit(f"{module} exited with {proc.returncode}")
+        time.sleep(0.1)
+    raise SystemExit(f"{module} did not start")
+
+
+def setup(url: str, sim: str, env: dict[str, str]) -> None:
+    added = subprocess.run(
+        [sys.executable, "-m", "botedge", "add-bot", "--mode", "polling"],
+        env={**env, "BOT_TOKEN": TOKEN},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if added.returncode != 0:
+        raise SystemExit(f"add-bot failed: {added.stderr[-500:]}")
+    for chat in CHANNELS:
+        httpx.post(
+            f"{sim}/_sim/chats",
+            json={
+                "id": chat,
+                "type": "channel",
+                "username": f"ch{abs(chat)}",
+                "admin_bots": [TELEGRAM_BOT_ID],
+            },
+        ).raise_for_status()
+    with psycopg.connect(url) as conn:
+        bot = conn.execute("SELECT id FROM bots").fetchone()
+        assert bot is not None  # noqa: S101 - add-bot succeeded
+        for chat in CHANNELS:
+            conn.execute(
+                "WITH c AS (INSERT INTO channels (telegram_chat_id, title, username, is_gate)"
+                " VALUES (%s, 'Sponsor', %s, true) RETURNING id)"
+                " INSERT INTO bot_channels (bot_id, channel_id, status, is_admin, default_gate)"
+                " SELECT %s, id, 'administrator', true, true FROM c",
+                (chat, f"ch{abs(chat)}", bot[0]),
+            )
+        conn.execute(
+            "INSERT INTO contents (bot_id, code, kind, body) VALUES (%s, 'promo', 'text', 'Hi')",
+            (bot[0],),
+        )
+
+
+def drive(sim: str, visitors: int, per_second: float) -> list[float]:
+    handed: dict[int, float] = {}
+    with httpx.Client(timeout=10) as client:
+        began = time.monotonic()
+        for n in range(visitors):
+            # A steady arrival rate, not a burst: what one visitor waits, not the bot's 25/s.
+            due = began + n / per_second
+            time.sleep(max(0.0, due - time.monotonic()))
+            user = 10_000 + n
+            handed[user] = time.time()
+            client.post(
+                f"{sim}/_sim/messages",
+                json={"bot_id": TELEGRAM_BOT_ID, "user_id": user, "text": "/start promo"},
+            ).raise_for_status()
+        deadline = time.monotonic() + 120
+        first: dict[int, float] = {}
+        while len(first) < visitors and time.monotonic() < deadline:
+            sent: list[dict[str, Any]] = client.get(f"{sim}/_sim/sent").json()
+            for row in sent:
+                if row["chat_id"] in handed and row["chat_id"] not in first:
+                    first[row["chat_id"]] = float(row["at"])
+            time.sleep(0.2)
+    if len(first) < visitors:
+        raise SystemExit(f"only {len(first)} of {visitors} visitors got the gate message")
+    return [first[user] - handed[user] for user in handed]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--visitors", type=int, default=50)
+    parser.add_argument("--per-second", type=float, default=5.0)
+    parser.add_argument("--telegram-ms", type=float, default=40.0)
+    args = parser.parse_args()
+    procs: list[subprocess.Popen[bytes]] = []
+    with bench_database({"max_connections": "200"}) as url:
+        env = {
+            **os.environ,
+            "DATABASE_URL": url,
+            "LOG_LEVEL": "WARNING",
+            "SERVICE_TOKEN": "bench-service-token-000",
+            "BOT_TOKEN_KEY": Fernet.generate_key().decode(),
+            "SIM_DELAY_MS": str(args.telegram_ms),
+            "SIM_ENFORCE_LIMITS": "false",
+            "TELEGRAM_POLL_TIMEOUT": "10",
+        }
+        try:
+            sim_proc, sim = start("botedge.simtelegram", [], env)
+            procs.append(sim_proc)
+            env["TELEGRAM_API_BASE"] = sim
+            setup(url, sim, env)
+            worker, _ = start("botedge", ["--role", "worker"], env)
+            procs.append(worker)
+            waits = drive(sim, args.visitors, args.per_second)
+        finally:
+            for proc in procs:
+                proc.terminate()
+                proc.wait(timeout=15)
+    waits.sort()
+    # Nearest rank: a value that was measured.
+    p99 = waits[max(0, math.ceil(0.99 * len(waits)) - 1)]
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    )
+    print(
+        f"/start to gate message, {args.visitors} visitors at {args.per_second:g}/s, "
+        f"Telegram {args.telegram_ms:g} ms, two gate channels, one worker (polling):"
+    )
+    print(
+        f"  p50 {statistics.median(waits) * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms, "
+        f"max {waits[-1] * 1000:.0f} ms"
+    )
+
+
+if __name__ == "__main__":
+    main()
