@@ -36,7 +36,7 @@ Q = sqlq.Q
 JOINED_TTL = 300.0
 MEMBER = frozenset({"creator", "administrator", "member"})
 CHANNEL = "gate"
-GATE_TEXT = "To open this, join the channels below first, then press “I've joined”."
+GATE_OPENING = "To open this, join first: "
 JOINED_BUTTON = "I've joined"
 NOT_FOUND = "This link does not lead anywhere (any more)."
 
@@ -227,6 +227,19 @@ async def _flag_unknown(conn: Connection, bot_id: int, check: Check) -> None:
         )
 
 
+def escape_html(text: str) -> str:
+    """For text sent with parse_mode=HTML: the four characters Telegram's HTML parser reads."""
+    return (
+        text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+    )
+
+
+def gate_text(check: Check) -> str:
+    """The missing channels by name (HTML: the titles are the owners', escaped)."""
+    names = ", ".join(f"<b>{escape_html(channel.title)}</b>" for channel in check.missing)
+    return f"{GATE_OPENING}{names}. Then press “{JOINED_BUTTON}”."
+
+
 def gate_markup(content: Content, check: Check) -> dict[str, Any]:
     rows: list[list[dict[str, Any]]] = [
         [{"text": channel.title, "url": channel.join_url}]
@@ -288,7 +301,8 @@ class _Start:
         if check.missing:
             payload = {
                 "chat_id": chat_id,
-                "text": GATE_TEXT,
+                "text": gate_text(check),
+                "parse_mode": "HTML",
                 "reply_markup": gate_markup(check.content, check),
             }
             return [Reply(chat_id, "sendMessage", payload)]
@@ -323,7 +337,8 @@ class _Press:
                 edit = {
                     "chat_id": chat_id,
                     "message_id": message_id,
-                    "text": GATE_TEXT,
+                    "text": gate_text(check),
+                    "parse_mode": "HTML",
                     "reply_markup": gate_markup(check.content, check),
                 }
                 replies.append(Reply(chat_id, "editMessageText", edit))

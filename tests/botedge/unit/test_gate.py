@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from botedge.gate import JoinedCache, Standing, is_member, standing_of
+from botedge.gate import JoinedCache, Standing, escape_html, is_member, standing_of
 from botedge.handlers import BotLogic, RetryLater, Routes, start_payload
 from botedge.inbox_store import InboxRow
 from botedge.telegram import BadRequest, Forbidden, ServerError, TooManyRequests
@@ -121,3 +121,8 @@ def test_start_payload__only_in_private_chats() -> None:
     assert start_payload({"chat": {"type": "private"}, "text": "/start@my_bot abc"}) == "abc"
     assert start_payload({"chat": {"type": "private"}, "text": "/starting"}) is None
     assert start_payload({"chat": {"type": "channel"}, "text": "/start abc"}) is None
+
+
+def test_escape_html__the_four_characters_only() -> None:
+    assert escape_html('Tom & <Jerry> "x"') == "Tom &amp; &lt;Jerry&gt; &quot;x&quot;"
+    assert escape_html("it's ☕ ok") == "it's ☕ ok"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -73,7 +74,32 @@ def _chat_id(world: World, params: Params) -> int:
     return _int(params, "chat_id")
 
 
+_HTML_TAG = re.compile(
+    r"</?(?:b|strong|i|em|u|ins|s|strike|del|code|pre|tg-spoiler|blockquote)>"
+    r"|<a href=\"[^\"<>]*\">|</a>"
+)
+_HTML_ENTITY = re.compile(r"&(?:lt|gt|amp|quot|#\d{1,7});")
+
+
+def _check_html(params: Params) -> None:
+    """What Telegram refuses in parse_mode=HTML: a `<` that opens no supported tag, a `&` that
+    starts no entity."""
+    text = params.get("text") if params.get("text") is not None else params.get("caption")
+    if params.get("parse_mode") != "HTML" or not isinstance(text, str):
+        return
+    bare = _HTML_ENTITY.sub("", _HTML_TAG.sub("", text))
+    for char in ("<", "&"):
+        if char in bare:
+            offset = text.find(char)
+            raise ApiError(
+                400,
+                f"Bad Request: can't parse entities: unsupported start tag or unescaped {char!r}"
+                f" at byte offset {offset}",
+            )
+
+
 async def _send(world: World, bot: Bot, params: Params, kind: str) -> Any:
+    _check_html(params)
     chat_id = _chat_id(world, params)
     if chat_id in world.faults.blocked_users:
         raise ApiError(403, "Forbidden: bot was blocked by the user")
@@ -141,6 +167,7 @@ def _message(world: World, params: Params, what: str) -> tuple[Chat, dict[str, A
 
 
 async def edit_message_text(world: World, bot: Bot, params: Params) -> Any:
+    _check_html(params)
     _, message = _message(world, params, "edit")
     text = params.get("text")
     if text == message.get("text") and params.get("reply_markup") == message.get("reply_markup"):
