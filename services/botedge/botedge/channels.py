@@ -146,11 +146,18 @@ async def save(
     channel = await cur.fetchone()
     if channel is None:
         raise errors.StoreError("the channel row was not written")
+    await record_rights(conn, bot_id, int(channel["id"]), rights, now)
+    return dict(channel)
+
+
+async def record_rights(
+    conn: Connection, bot_id: int, channel_id: int, rights: Rights, now: dt.datetime
+) -> None:
     await conn.execute(
         Q["upsert_bot_channel"],
         {
             "bot_id": bot_id,
-            "channel_id": channel["id"],
+            "channel_id": channel_id,
             "status": rights.status,
             "is_admin": rights.is_admin,
             "can_invite_users": rights.can_invite_users,
@@ -159,7 +166,6 @@ async def save(
             "error": rights.error,
         },
     )
-    return dict(channel)
 
 
 async def recheck_all(
@@ -183,18 +189,6 @@ async def recheck_all(
             log.warning("rights watch: %s; the rest waits for the next round", error)
             break
         async with connection(pool) as conn:
-            await conn.execute(
-                Q["update_bot_rights"],
-                {
-                    "bot_id": row["bot_id"],
-                    "channel_id": row["channel_id"],
-                    "status": rights.status,
-                    "is_admin": rights.is_admin,
-                    "can_invite_users": rights.can_invite_users,
-                    "can_restrict_members": rights.can_restrict_members,
-                    "now": now,
-                    "error": rights.error,
-                },
-            )
+            await record_rights(conn, int(row["bot_id"]), int(row["channel_id"]), rights, now)
         checked += 1
     return checked

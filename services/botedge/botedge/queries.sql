@@ -329,12 +329,6 @@ SELECT bc.bot_id, bc.channel_id, c.telegram_chat_id
   FROM bot_channels bc JOIN channels c ON c.id = bc.channel_id
  ORDER BY bc.checked_at NULLS FIRST, bc.bot_id, bc.channel_id;
 
--- update_bot_rights --
-UPDATE bot_channels
-   SET status = %(status)s, is_admin = %(is_admin)s, can_invite_users = %(can_invite_users)s,
-       can_restrict_members = %(can_restrict_members)s, checked_at = %(now)s,
-       last_error = %(error)s
- WHERE bot_id = %(bot_id)s AND channel_id = %(channel_id)s;
 
 -- demo_bot --
 SELECT id, username FROM bots WHERE telegram_bot_id = %(telegram_bot_id)s;

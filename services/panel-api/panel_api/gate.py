@@ -260,9 +260,7 @@ class Gate:
                 raise Problem(422, "invalid-values", f"the bot already has a content {body.code!r}")
             content_id = int(row["id"])
             await _set_gate(conn, content_id, body)
-            [content] = await _contents(
-                conn, await store.rows(conn, "content_one", {"id": content_id})
-            )
+            content = await _content(conn, content_id)
             await self._audit(
                 conn,
                 caller,
@@ -291,9 +289,7 @@ class Gate:
             await _require_channels(conn, body.gate_channel_ids or [])
             await conn.execute(Q["update_content"], {"id": content_id, **_content_params(body)})
             await _set_gate(conn, content_id, body)
-            [content] = await _contents(
-                conn, await store.rows(conn, "content_one", {"id": content_id})
-            )
+            content = await _content(conn, content_id)
             await self._audit(
                 conn,
                 caller,
@@ -406,6 +402,11 @@ async def _bot_username(conn: Connection, bot_id: int) -> str | None:
     cur = await conn.execute(Q["bot_exists"], {"id": bot_id})
     row = await cur.fetchone()
     return None if row is None else str(row["username"]) or f"bot{bot_id}"
+
+
+async def _content(conn: Connection, content_id: int) -> Content:
+    [content] = await _contents(conn, await store.rows(conn, "content_one", {"id": content_id}))
+    return content
 
 
 async def _contents(conn: Connection, rows: list[dict[str, Any]]) -> list[Content]:
