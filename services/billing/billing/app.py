@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Annotated
 
+import httpx
 import msgspec
 from prometheus_client import Counter, Histogram
 from starlette.applications import Starlette
@@ -16,10 +20,12 @@ from billing import errors, money, store
 from billing.settings import BillingSettings
 from billing.store import Skipped
 from billing.transitions import Status
+from billing.tron_verifier import TronVerifier
+from billing.trongrid import TronGrid
 from billing.webhooks import Stripe, Subgate, Verifier, WayForPay
 from shared.clock import SYSTEM_CLOCK, Clock
 from shared.errors import Problem, json_body, read_body, service_error_handler
-from shared.web import create_service_app, require_bearer, runtime
+from shared.web import Runtime, create_service_app, require_bearer, runtime
 
 log = logging.getLogger("billing.app")
 
@@ -161,8 +167,31 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
             status_code=201,
         )
 
+    @asynccontextmanager
+    async def lifespan(state: Runtime) -> AsyncIterator[None]:
+        # Billing's background work: the TRON verifier, in every billing process.
+        stopping = asyncio.Event()
+        async with httpx.AsyncClient() as http:
+            tron = TronVerifier(
+                state.pool,
+                TronGrid(http, settings.trongrid_url, settings.trongrid_api_key),
+                clock=clock,
+                usdt_contract=settings.tron_usdt_contract,
+                interval=settings.tron_check_interval,
+            )
+            task = asyncio.get_running_loop().create_task(tron.run(stopping))
+            try:
+                yield None
+            finally:
+                stopping.set()
+                try:
+                    await asyncio.wait_for(task, settings.common.shutdown_timeout)
+                except TimeoutError:
+                    log.warning("the TRON verifier did not stop in time")
+
     return create_service_app(
         settings.common,
+        service_lifespan=lifespan,
         routes=[
             Route("/v1/webhooks/payments/{gateway}", payment_webhook, methods=["POST"]),
             Route("/v1/sweep", sweep, methods=["POST"]),

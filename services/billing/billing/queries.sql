@@ -123,3 +123,66 @@ WITH stale AS (
      FOR UPDATE SKIP LOCKED
 )
 UPDATE invoices i SET status = 'expired' FROM stale WHERE i.id = stale.id;
+
+-- claim_tron_claims --
+-- Due claims for the verifier, any number of billing processes at once.
+WITH due AS (
+    SELECT id FROM tron_claims
+     WHERE (state = 'pending' OR (state = 'processing' AND claim_expires_at < %(now)s))
+       AND next_check_at <= %(now)s
+     ORDER BY next_check_at, id
+     LIMIT %(limit)s
+       FOR UPDATE SKIP LOCKED
+)
+UPDATE tron_claims c
+   SET state = 'processing', claim_token = gen_random_uuid(),
+       claim_expires_at = %(now)s + make_interval(secs => %(lease)s), attempts = c.attempts + 1
+  FROM due
+ WHERE c.id = due.id
+RETURNING c.id, c.tx_hash, c.order_id, c.submitted_at, c.not_found_seconds, c.last_checked_at,
+          c.claim_token;
+
+-- tron_order --
+SELECT id, status, pay_to, accepts_usdt, accepts_trx, approved_at, trx_rate, price_micros,
+       paid_micros
+  FROM ad_orders WHERE id = %(id)s;
+
+-- tron_claim_later --
+-- Not settled yet (or TronGrid could not be asked): look again later.
+UPDATE tron_claims
+   SET state = 'pending', claim_token = NULL, claim_expires_at = NULL,
+       not_found_seconds = %(not_found_seconds)s, last_checked_at = %(now)s,
+       next_check_at = %(next_check_at)s
+ WHERE id = %(id)s AND claim_token = %(token)s AND state = 'processing';
+
+-- tron_claim_end --
+-- Compare-and-set on the claim: a verifier that lost it changes nothing.
+UPDATE tron_claims
+   SET state = %(state)s, reason = %(reason)s, claim_token = NULL, claim_expires_at = NULL,
+       last_checked_at = %(now)s
+ WHERE id = %(id)s AND claim_token = %(token)s AND state = 'processing'
+RETURNING id;
+
+-- lock_ad_order --
+SELECT pg_advisory_xact_lock(hashtextextended('ad_order:' || %(id)s::text, 0));
+
+-- ad_order_for_update --
+SELECT id, status, price_micros, paid_micros, due_at FROM ad_orders WHERE id = %(id)s FOR UPDATE;
+
+-- insert_ad_credit --
+INSERT INTO ad_credits (claim_id, order_id, coin, amount, micros, sender, block_time)
+VALUES (%(claim_id)s, %(order_id)s, %(coin)s, %(amount)s, %(micros)s, %(sender)s,
+        %(block_time)s)
+ON CONFLICT (claim_id) DO NOTHING
+RETURNING id;
+
+-- add_to_ad_order --
+UPDATE ad_orders
+   SET paid_micros = %(paid_micros)s, status = %(status)s, due_at = %(due_at)s,
+       updated_at = %(now)s
+ WHERE id = %(id)s;
+
+-- insert_ad_order_event --
+INSERT INTO ad_order_events (order_id, kind, detail, cause, created_at)
+VALUES (%(order_id)s, %(kind)s, %(detail)s, %(cause)s, %(now)s)
+ON CONFLICT (order_id, kind, cause) DO NOTHING;

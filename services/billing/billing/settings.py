@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from shared.settings import CommonSettings, Reader, Secret, SettingsError
 
 DEFAULT_PORT = 8001
+USDT_MAINNET = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t"
 
 
 def _stripe_secrets(value: str) -> str | None:
@@ -48,6 +49,8 @@ class BillingSettings:
     stripe_webhook_secrets: tuple[Secret, ...]
     pay_urls: dict[str, str]
     sweep_batch: int
+    tron_usdt_contract: str = USDT_MAINNET
+    tron_check_interval: float = 5.0
 
     @property
     def secrets(self) -> list[Secret | None]:
@@ -87,7 +90,18 @@ def read(r: Reader) -> BillingSettings:
             for gateway, default in PAY_URL_DEFAULTS.items()
         },
         sweep_batch=r.integer("SWEEP_BATCH", 500, minimum=1, maximum=100_000),
+        tron_usdt_contract=_tron_address(r, "TRON_USDT_CONTRACT", USDT_MAINNET),
+        tron_check_interval=r.seconds("TRON_CHECK_INTERVAL", 5.0, minimum=0.1),
     )
+
+
+def _tron_address(r: Reader, name: str, default: str) -> str:
+    from tronpy.keys import is_base58check_address
+
+    value = r.text(name, default)
+    if not is_base58check_address(value):
+        raise SettingsError(name, "must be a TRON address in base58check (T...)")
+    return value
 
 
 def _checked(r: Reader, name: str, default: str) -> str:

@@ -6,6 +6,7 @@ price paths of the TRX rate sources, and control endpoints under `/_sim/`.
   answers its hash. `walletsolidity/*` knows it only `solidify_after_s` after it was made.
 - `POST /_sim/faults {"rate_429", "rate_5xx", "rate_timeout", "down"}`: misbehaviour.
 - `POST /_sim/price {"usdt_per_trx"?, "down"?: ["coingecko", ...]}`: the rate sources.
+- `GET /_sim/requests`: each lookup's path and whether it carried an API key.
 - Unknown hashes answer `{}`, as java-tron does.
 """
 
@@ -52,6 +53,8 @@ class Chain:
     usdt_per_trx: Decimal = Decimal("0.2475")
     sources_down: set[str] = field(default_factory=set)
     block: int = 70_000_000
+    # Every lookup asked, and whether it carried an API key (never the key itself).
+    requests: list[dict[str, Any]] = field(default_factory=list)
     random: random.Random = field(default_factory=random.Random)
 
 
@@ -146,6 +149,9 @@ def create_app(chain: Chain | None = None) -> Starlette:
         return None
 
     async def lookup(request: Request) -> Response:
+        state.requests.append(
+            {"path": request.url.path, "with_key": "tron-pro-api-key" in request.headers}
+        )
         refused = await misbehave()
         if refused is not None:
             return refused
@@ -176,6 +182,9 @@ def create_app(chain: Chain | None = None) -> Starlette:
         except (KeyError, ValueError, TypeError) as error:
             return JSONResponse({"error": f"{type(error).__name__}: {error}"}, status_code=400)
         return JSONResponse({"tx_hash": tx_hash})
+
+    async def seen(request: Request) -> Response:
+        return JSONResponse(state.requests)
 
     async def set_faults(request: Request) -> Response:
         body = await request.json()
@@ -216,6 +225,7 @@ def create_app(chain: Chain | None = None) -> Starlette:
             Route("/walletsolidity/getnowblock", now_block, methods=["GET", "POST"]),
             Route("/_sim/transactions", add_transaction, methods=["POST"]),
             Route("/_sim/faults", set_faults, methods=["POST"]),
+            Route("/_sim/requests", seen, methods=["GET"]),
             Route("/_sim/price", set_price, methods=["POST"]),
             # Each rate source's price path, in that source's shape.
             Route(
