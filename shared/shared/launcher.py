@@ -215,6 +215,11 @@ class Launcher:
         ports = {child.name: child.port(self.env) for child in CHILDREN}
         child_env.setdefault("TELEGRAM_API_BASE", f"http://127.0.0.1:{ports['simtelegram']}")
         child_env.setdefault("TRONGRID_URL", f"http://127.0.0.1:{ports['simtrongrid']}")
+        # The simulated TronGrid answers the TRX rate sources' price paths too.
+        chain = f"http://127.0.0.1:{ports['simtrongrid']}"
+        child_env.setdefault(
+            "TRX_RATE_SOURCES", ",".join(f"{n}={chain}" for n in ("coingecko", "kraken", "binance"))
+        )
         child_env.setdefault("BILLING_URL", f"http://127.0.0.1:{ports['billing']}")
         child_env.setdefault("BOTEDGE_URL", f"http://127.0.0.1:{ports['botedge-api']}")
         for child in CHILDREN:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Annotated
 
@@ -16,7 +16,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from billing import errors, money, store
+from billing import ad_orders, errors, money, store
+from billing.rates import Rates, RateUnavailable
 from billing.settings import BillingSettings
 from billing.store import Skipped
 from billing.transitions import Status
@@ -68,6 +69,10 @@ STATUS: dict[type[errors.BillingError], int] = {
     errors.UnknownGateway: 404,
     errors.UnknownChannel: 404,
     errors.InvalidBody: 422,
+    errors.UnknownAdOrder: 404,
+    errors.OrderConflict: 409,
+    errors.NoShopAddress: 422,
+    errors.RateUnavailable: 503,
     errors.DatabaseUnavailable: 503,
 }
 
@@ -81,6 +86,13 @@ class InvoiceRequest(msgspec.Struct, forbid_unknown_fields=True):
     telegram_user_id: TelegramUserId
     channel_id: ChannelId
     gateway: str
+
+
+def _order_id(request: Request) -> int:
+    order_id = int(request.path_params["order_id"])
+    if order_id >= 2**31:
+        raise errors.UnknownAdOrder("no ad order by that id")
+    return order_id
 
 
 def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Starlette:
@@ -167,11 +179,42 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
             status_code=201,
         )
 
+    rate_client = httpx.AsyncClient()
+    rates = Rates(rate_client, settings.trx_rate_sources, clock)
+
+    async def approve(request: Request) -> Response:
+        require_bearer(request, settings.service_token)
+        order_id = _order_id(request)
+        async with store.connection(runtime(request).pool) as conn:
+            # Refused before any rate is fetched: the order, its state, the shop's address.
+            order = await ad_orders.read(conn, order_id)
+        rate = None
+        if order["accepts_trx"]:
+            try:
+                rate = await rates.rate()
+            except RateUnavailable:
+                raise errors.RateUnavailable("no TRX rate source answered; retry") from None
+        async with store.connection(runtime(request).pool) as conn, conn.transaction():
+            answer = await ad_orders.approve(
+                conn, order_id, rate, clock.now(), settings.ad_order_pay_hours
+            )
+        return JSONResponse(answer)
+
+    def ender(status: str, allowed: tuple[str, ...]) -> Callable[[Request], Awaitable[Response]]:
+        async def end(request: Request) -> Response:
+            require_bearer(request, settings.service_token)
+            order_id = _order_id(request)
+            async with store.connection(runtime(request).pool) as conn, conn.transaction():
+                answer = await ad_orders.end(conn, order_id, status, allowed, clock.now())
+            return JSONResponse(answer)
+
+        return end
+
     @asynccontextmanager
     async def lifespan(state: Runtime) -> AsyncIterator[None]:
         # Billing's background work: the TRON verifier, in every billing process.
         stopping = asyncio.Event()
-        async with httpx.AsyncClient() as http:
+        async with httpx.AsyncClient() as http, rate_client:
             tron = TronVerifier(
                 state.pool,
                 TronGrid(http, settings.trongrid_url, settings.trongrid_api_key),
@@ -196,6 +239,17 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
             Route("/v1/webhooks/payments/{gateway}", payment_webhook, methods=["POST"]),
             Route("/v1/sweep", sweep, methods=["POST"]),
             Route("/internal/invoices", create_invoice, methods=["POST"]),
+            Route("/internal/ad-orders/{order_id:int}/approve", approve, methods=["POST"]),
+            Route(
+                "/internal/ad-orders/{order_id:int}/reject",
+                ender("rejected", ("requested",)),
+                methods=["POST"],
+            ),
+            Route(
+                "/internal/ad-orders/{order_id:int}/cancel",
+                ender("cancelled", ("requested", "approved")),
+                methods=["POST"],
+            ),
         ],
         exception_handlers={errors.BillingError: service_error_handler(STATUS)},
     )

@@ -58,3 +58,27 @@ class StoreError(BillingError):
     """A statement failed for another reason than the database being away: a bug."""
 
     slug = "internal-error"
+
+
+class UnknownAdOrder(BillingError):
+    """No ad order by that id."""
+
+    slug = "not-found"
+
+
+class OrderConflict(BillingError):
+    """The order's state does not allow this step."""
+
+    slug = "conflict"
+
+
+class NoShopAddress(BillingError):
+    """The workspace has no TRON address to be paid at."""
+
+    slug = "invalid-values"
+
+
+class RateUnavailable(BillingError):
+    """No TRX rate source answered: the order cannot take TRX at a locked rate yet."""
+
+    slug = "rate-unavailable"

@@ -186,3 +186,28 @@ UPDATE ad_orders
 INSERT INTO ad_order_events (order_id, kind, detail, cause, created_at)
 VALUES (%(order_id)s, %(kind)s, %(detail)s, %(cause)s, %(now)s)
 ON CONFLICT (order_id, kind, cause) DO NOTHING;
+
+-- ad_order_for_step --
+SELECT id, status, accepts_trx, price_micros, paid_micros FROM ad_orders
+ WHERE id = %(id)s FOR UPDATE;
+
+-- shop_address --
+SELECT tron_address FROM workspace;
+
+-- approve_ad_order --
+UPDATE ad_orders
+   SET status = 'approved', approved_at = %(now)s, pay_to = %(pay_to)s,
+       trx_rate = %(trx_rate)s, trx_rate_source = %(trx_rate_source)s,
+       trx_rate_at = %(trx_rate_at)s, due_at = %(due_at)s, updated_at = %(now)s
+ WHERE id = %(id)s
+RETURNING id, status, price_micros, paid_micros, accepts_usdt, accepts_trx, approved_at,
+          pay_to, trx_rate::text AS trx_rate, trx_rate_source, due_at;
+
+-- end_ad_order --
+UPDATE ad_orders SET status = %(status)s, due_at = NULL, updated_at = %(now)s
+ WHERE id = %(id)s
+RETURNING id, status, price_micros, paid_micros, accepts_usdt, accepts_trx, approved_at,
+          pay_to, trx_rate::text AS trx_rate, trx_rate_source, due_at;
+
+-- ad_order_brief --
+SELECT id, status, accepts_trx FROM ad_orders WHERE id = %(id)s;

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from billing.rates import Source, parse_sources
 from shared.settings import CommonSettings, Reader, Secret, SettingsError
 
 DEFAULT_PORT = 8001
@@ -51,6 +52,8 @@ class BillingSettings:
     sweep_batch: int
     tron_usdt_contract: str = USDT_MAINNET
     tron_check_interval: float = 5.0
+    trx_rate_sources: tuple[Source, ...] = ()
+    ad_order_pay_hours: float = 24.0
 
     @property
     def secrets(self) -> list[Secret | None]:
@@ -92,14 +95,27 @@ def read(r: Reader) -> BillingSettings:
         sweep_batch=r.integer("SWEEP_BATCH", 500, minimum=1, maximum=100_000),
         tron_usdt_contract=_tron_address(r, "TRON_USDT_CONTRACT", USDT_MAINNET),
         tron_check_interval=r.seconds("TRON_CHECK_INTERVAL", 5.0, minimum=0.1),
+        trx_rate_sources=_rate_sources(r),
+        ad_order_pay_hours=r.seconds("AD_ORDER_PAY_HOURS", 24.0, minimum=0.01),
     )
+
+
+def _rate_sources(r: Reader) -> tuple[Source, ...]:
+    try:
+        return parse_sources(r.text("TRX_RATE_SOURCES", "coingecko,kraken,binance"))
+    except ValueError as error:
+        raise SettingsError("TRX_RATE_SOURCES", str(error)) from None
 
 
 def _tron_address(r: Reader, name: str, default: str) -> str:
     from tronpy.keys import is_base58check_address
 
     value = r.text(name, default)
-    if not is_base58check_address(value):
+    try:
+        valid = bool(is_base58check_address(value))
+    except ValueError:
+        valid = False
+    if not valid:
         raise SettingsError(name, "must be a TRON address in base58check (T...)")
     return value
 
