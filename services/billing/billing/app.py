@@ -140,6 +140,7 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
                     counts[moved] += 1
                     SWEEP_TRANSITIONS.labels(moved.value).inc()
             invoices = await store.expire_open_invoices(conn, now, settings.sweep_batch)
+            orders = await store.ad_order_deadlines(conn, now, settings.sweep_batch)
         SWEEP_RUNS.labels(str(more).lower()).inc()
         SWEEP_DURATION.observe(clock.monotonic() - started)
         return JSONResponse(
@@ -149,6 +150,7 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
                 "to_expired": counts[Status.EXPIRED],
                 "skipped": skipped,
                 "invoices_expired": invoices,
+                "orders_expired": orders,
                 "more": more,
             }
         )

@@ -211,3 +211,38 @@ RETURNING id, status, price_micros, paid_micros, accepts_usdt, accepts_trx, appr
 
 -- ad_order_brief --
 SELECT id, status, accepts_trx FROM ad_orders WHERE id = %(id)s;
+
+-- expire_ad_orders --
+-- Approved and unpaid past the deadline, or a part payment whose rest did not come: expired,
+-- each with its event. A credit racing this waits on the row and finds the order expired (the
+-- money is still recorded); one that committed first leaves nothing to expire.
+WITH gone AS (
+    UPDATE ad_orders SET status = 'expired', updated_at = %(now)s
+     WHERE id IN (SELECT id FROM ad_orders
+                   WHERE status IN ('approved', 'part_paid') AND due_at <= %(now)s
+                   ORDER BY due_at, id LIMIT %(limit)s
+                     FOR UPDATE SKIP LOCKED)
+       AND status IN ('approved', 'part_paid') AND due_at <= %(now)s
+    RETURNING id, paid_micros, price_micros
+)
+INSERT INTO ad_order_events (order_id, kind, detail, cause, created_at)
+SELECT id, 'expired', jsonb_build_object('paid_micros', paid_micros, 'price_micros', price_micros),
+       'deadline', %(now)s
+  FROM gone
+ON CONFLICT (order_id, kind, cause) DO NOTHING
+RETURNING order_id;
+
+-- remind_part_paid --
+-- A part-paid order is reminded once when 24 hours are left, once more at 4.
+INSERT INTO ad_order_events (order_id, kind, detail, cause, created_at)
+SELECT o.id, 'reminder',
+       jsonb_build_object('due_at', o.due_at, 'left_micros', o.price_micros - o.paid_micros),
+       'reminder:' || r.mark, %(now)s
+  FROM ad_orders o
+  JOIN (VALUES ('24h', interval '24 hours'), ('4h', interval '4 hours')) AS r (mark, left_)
+    ON o.due_at - %(now)s <= r.left_
+       -- Found with under 4 hours left: the 4-hour reminder only.
+   AND (r.mark = '4h' OR o.due_at - %(now)s > interval '4 hours')
+ WHERE o.status = 'part_paid' AND o.due_at > %(now)s
+ON CONFLICT (order_id, kind, cause) DO NOTHING
+RETURNING order_id;

@@ -335,6 +335,15 @@ async def expire_open_invoices(conn: Connection, now: dt.datetime, limit: int) -
         return cur.rowcount
 
 
+async def ad_order_deadlines(conn: Connection, now: dt.datetime, limit: int) -> int:
+    """Expire ad orders past their deadline and remind part-paid ones; how many expired."""
+    async with conn.transaction():
+        cur = await conn.execute(Q["expire_ad_orders"], {"now": now, "limit": limit})
+        expired = len(await cur.fetchall())
+        await conn.execute(Q["remind_part_paid"], {"now": now})
+    return expired
+
+
 # -- invoices -------------------------------------------------------------------------------
 
 

@@ -134,3 +134,50 @@ def test_reject_and_cancel__only_from_their_states(
     assert step(billing, second, "cancel").json()["status"] == "cancelled"
     assert step(billing, 99999, "approve").status_code == 404
     assert httpx.post(f"{billing.url}/internal/ad-orders/{first}/cancel").status_code == 401
+
+
+def test_sweep__expires_unpaid_orders_and_reminds_part_paid_ones_once(
+    shop: tuple[ServiceProcess, ServiceProcess], database_url: str
+) -> None:
+    billing, _ = shop
+    ensure_workspace(database_url)
+    set_shop_address(database_url)
+    late = requested_order(database_url, trx=False)
+    halfway, closing = (requested_order_for_usdt(database_url) for _ in range(2))
+    for order in (late, halfway, closing):
+        assert step(billing, order, "approve").status_code == 200
+    query(
+        database_url,
+        "UPDATE ad_orders SET due_at = now() - interval '1 minute' WHERE id = %s RETURNING 1",
+        late,
+    )
+    for order, left in ((halfway, "20 hours"), (closing, "3 hours")):
+        query(
+            database_url,
+            "UPDATE ad_orders SET status = 'part_paid', paid_micros = 4000000,"
+            " due_at = now() + %s::interval WHERE id = %s RETURNING 1",
+            left,
+            order,
+        )
+    swept = [sweep(billing) for _ in range(2)]
+    assert [s["orders_expired"] for s in swept] == [1, 0]
+    assert query(database_url, "SELECT status FROM ad_orders WHERE id = %s", late) == [("expired",)]
+    events = query(
+        database_url,
+        "SELECT order_id, kind, cause FROM ad_order_events WHERE kind <> 'approved' ORDER BY id",
+    )
+    assert sorted(events) == sorted(
+        [
+            (late, "expired", "deadline"),
+            (halfway, "reminder", "reminder:24h"),
+            (closing, "reminder", "reminder:4h"),
+        ]
+    )
+
+
+def sweep(billing: ServiceProcess) -> dict[str, Any]:
+    answer = httpx.post(
+        f"{billing.url}/v1/sweep", headers={"Authorization": f"Bearer {SECRETS['SWEEP_TOKEN']}"}
+    )
+    assert answer.status_code == 200, answer.text
+    return dict(answer.json())

@@ -81,6 +81,7 @@ def test_sweep__active_to_grace_to_expired_with_access_events(
         "to_expired": 2,
         "skipped": 0,
         "invoices_expired": 0,
+        "orders_expired": 0,
         "more": False,
     }
     # The one in grace is due again only when its grace ends.
