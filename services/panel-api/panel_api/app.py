@@ -17,6 +17,7 @@ from starlette.routing import Route
 
 from panel_api import auth, errors, first_run
 from panel_api.access import Access, Handler
+from panel_api.adshop import AdShop
 from panel_api.bots import Bots
 from panel_api.contract import OPERATIONS, openapi
 from panel_api.gate import Gate
@@ -92,6 +93,9 @@ def create_app(
     botedge = Internal("botedge", settings.botedge_url, settings.service_token, botedge_transport)
     bots = Bots(clock, SecretBox(settings.bot_token_key), botedge)
     gate = Gate(clock, botedge)
+    shop = AdShop(
+        clock, Internal("billing", settings.billing_url, settings.service_token, billing_transport)
+    )
     public: dict[Key, Endpoint] = {
         ("POST", "/v1/auth/login"): sign_in.login,
         ("POST", "/v1/auth/refresh"): sign_in.refresh,
@@ -127,6 +131,14 @@ def create_app(
         ("POST", "/v1/contents"): gate.add_content,
         ("PATCH", "/v1/contents/{content_id:int}"): gate.change_content,
         ("DELETE", "/v1/contents/{content_id:int}"): gate.delete_content,
+        ("GET", "/v1/ad-slots"): shop.slots,
+        ("POST", "/v1/ad-slots"): shop.add_slot,
+        ("PATCH", "/v1/ad-slots/{slot_id:int}"): shop.change_slot,
+        ("GET", "/v1/ad-orders"): shop.orders,
+        ("GET", "/v1/ad-orders/{order_id:int}"): shop.order,
+        ("POST", "/v1/ad-orders/{order_id:int}/approve"): shop.step("approve"),
+        ("POST", "/v1/ad-orders/{order_id:int}/reject"): shop.step("reject"),
+        ("POST", "/v1/ad-orders/{order_id:int}/cancel"): shop.step("cancel"),
     }
     return create_service_app(
         settings.common,

@@ -15,6 +15,16 @@ from typing import Any, Literal
 import msgspec
 
 from panel_api.access import Me, Page, Paged, Role
+from panel_api.adshop import (
+    NewSlot,
+    OrderDetail,
+    OrderQuery,
+    OrderStep,
+    Slot,
+    SlotChange,
+    SlotQuery,
+)
+from panel_api.adshop import Order as AdOrder
 from panel_api.auth import LoginBody, Tokens
 from panel_api.bots import Bot, BotAdded, DeadUpdate, NewBot, Replayed
 from panel_api.first_run import SetupBody
@@ -229,6 +239,34 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
     ("DELETE", "/v1/contents/{content_id:int}"): Operation(
         "Delete a content", Role.EDITOR, status=204
     ),
+    ("GET", "/v1/ad-slots"): Operation(
+        "What the bots sell", Role.VIEWER, Page[Slot], query=SlotQuery
+    ),
+    ("POST", "/v1/ad-slots"): Operation(
+        "Add an ad slot; price in USDT, at most 6 decimals",
+        Role.ADMIN,
+        Slot,
+        status=201,
+        body=NewSlot,
+    ),
+    ("PATCH", "/v1/ad-slots/{slot_id:int}"): Operation(
+        "Change or deactivate an ad slot", Role.ADMIN, Slot, body=SlotChange
+    ),
+    ("GET", "/v1/ad-orders"): Operation(
+        "Ad orders, newest first", Role.VIEWER, Page[AdOrder], query=OrderQuery
+    ),
+    ("GET", "/v1/ad-orders/{order_id:int}"): Operation(
+        "An ad order with its claims, credits and events", Role.VIEWER, OrderDetail
+    ),
+    **{
+        ("POST", f"/v1/ad-orders/{{order_id:int}}/{step}"): Operation(
+            f"{step.capitalize()} an ad order (billing does it)",
+            Role.ADMIN,
+            OrderStep,
+            problems=(409, 422),
+        )
+        for step in ("approve", "reject", "cancel")
+    },
 }
 
 # Served by every service (shared.web); documented here for the panel's clients.

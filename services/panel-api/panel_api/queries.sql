@@ -147,14 +147,15 @@ SELECT id, member_id, action, target, before, after, at, request_id
  LIMIT %(limit)s;
 
 -- workspace --
-SELECT name, time_zone, language FROM workspace;
+SELECT name, time_zone, language, tron_address FROM workspace;
 
 -- workspace_for_update --
-SELECT name, time_zone, language FROM workspace FOR UPDATE;
+SELECT name, time_zone, language, tron_address FROM workspace FOR UPDATE;
 
 -- update_workspace --
-UPDATE workspace SET time_zone = %(time_zone)s, language = %(language)s
-RETURNING name, time_zone, language;
+UPDATE workspace
+   SET time_zone = %(time_zone)s, language = %(language)s, tron_address = %(tron_address)s
+RETURNING name, time_zone, language, tron_address;
 
 -- bots_page --
 SELECT id, telegram_bot_id, username, mode, status, token_invalid_at, last_error,
@@ -374,3 +375,54 @@ UPDATE access_events
    SET state = 'pending', attempts = 0, available_at = now(), done_at = NULL
  WHERE id = %(id)s AND state = 'failed'
 RETURNING id, kind, state;
+
+-- ad_slots_page --
+SELECT id, bot_id, kind, title, price_micros, accepts_usdt, accepts_trx, active, created_at
+  FROM ad_slots
+ WHERE id > %(after)s AND (%(bot_id)s::integer IS NULL OR bot_id = %(bot_id)s)
+ ORDER BY id
+ LIMIT %(limit)s;
+
+-- insert_ad_slot --
+INSERT INTO ad_slots (bot_id, kind, title, price_micros, accepts_usdt, accepts_trx)
+VALUES (%(bot_id)s, %(kind)s, %(title)s, %(price_micros)s, %(accepts_usdt)s, %(accepts_trx)s)
+RETURNING id, bot_id, kind, title, price_micros, accepts_usdt, accepts_trx, active, created_at;
+
+-- ad_slot_for_update --
+SELECT id, bot_id, kind, title, price_micros, accepts_usdt, accepts_trx, active, created_at
+  FROM ad_slots WHERE id = %(id)s FOR UPDATE;
+
+-- update_ad_slot --
+UPDATE ad_slots
+   SET title = %(title)s, price_micros = %(price_micros)s, accepts_usdt = %(accepts_usdt)s,
+       accepts_trx = %(accepts_trx)s, active = %(active)s
+ WHERE id = %(id)s
+RETURNING id, bot_id, kind, title, price_micros, accepts_usdt, accepts_trx, active, created_at;
+
+-- ad_orders_page --
+-- Newest first; filtered by status, bot and a range of creation times.
+SELECT o.id, o.slot_id, s.bot_id, p.telegram_user_id, o.ad, o.price_micros, o.accepts_usdt,
+       o.accepts_trx, o.status, o.approved_at, o.pay_to, o.trx_rate::text AS trx_rate,
+       o.trx_rate_source, o.paid_micros, o.due_at, o.created_at
+  FROM ad_orders o
+  JOIN ad_slots s ON s.id = o.slot_id
+  JOIN people p ON p.id = o.person_id
+ WHERE (%(before_id)s::bigint IS NULL OR o.id < %(before_id)s)
+   AND (%(status)s::text IS NULL OR o.status = %(status)s)
+   AND (%(bot_id)s::integer IS NULL OR s.bot_id = %(bot_id)s)
+   AND (%(since)s::timestamptz IS NULL OR o.created_at >= %(since)s)
+   AND (%(until)s::timestamptz IS NULL OR o.created_at < %(until)s)
+ ORDER BY o.id DESC
+ LIMIT %(limit)s;
+
+-- ad_order_claims --
+SELECT id, tx_hash, state, reason, submitted_at, not_found_seconds, attempts
+  FROM tron_claims WHERE order_id = %(id)s ORDER BY id;
+
+-- ad_order_credits --
+SELECT id, claim_id, coin, amount::text AS amount, micros, sender, block_time
+  FROM ad_credits WHERE order_id = %(id)s ORDER BY id;
+
+-- ad_order_events_of --
+SELECT id, kind, detail, state, created_at FROM ad_order_events
+ WHERE order_id = %(id)s ORDER BY id;

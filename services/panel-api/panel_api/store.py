@@ -337,8 +337,13 @@ async def workspace(conn: Connection, *, for_update: bool = False) -> dict[str, 
     return dict(row) if row else None
 
 
-async def update_workspace(conn: Connection, time_zone: str, language: str) -> dict[str, Any]:
-    cur = await conn.execute(Q["update_workspace"], {"time_zone": time_zone, "language": language})
+async def update_workspace(
+    conn: Connection, time_zone: str, language: str, tron_address: str | None
+) -> dict[str, Any]:
+    cur = await conn.execute(
+        Q["update_workspace"],
+        {"time_zone": time_zone, "language": language, "tron_address": tron_address},
+    )
     row = await cur.fetchone()
     if row is None:
         raise errors.StoreError("update_workspace returned no row")

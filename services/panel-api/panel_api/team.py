@@ -72,11 +72,18 @@ class Workspace(msgspec.Struct):
     name: str
     time_zone: str
     language: Literal["en", "fa"]
+    # Where advertisers pay (base58check); null until the owner sets it.
+    tron_address: str | None = None
+
+
+# Base58check: T and 33 of the bitcoin alphabet; the checksum is checked on write.
+TronAddress = Annotated[str, msgspec.Meta(pattern=r"^T[1-9A-HJ-NP-Za-km-z]{33}$")]
 
 
 class WorkspaceChange(msgspec.Struct, forbid_unknown_fields=True):
     time_zone: Annotated[str, msgspec.Meta(max_length=64)] | msgspec.UnsetType = msgspec.UNSET
     language: Literal["en", "fa"] | msgspec.UnsetType = msgspec.UNSET
+    tron_address: TronAddress | msgspec.UnsetType | None = msgspec.UNSET
 
 
 class Team:
@@ -160,6 +167,8 @@ class Team:
         body = await json_body(request, WorkspaceChange, limit=4096)
         if not isinstance(body.time_zone, msgspec.UnsetType):
             _check_time_zone(body.time_zone)
+        if isinstance(body.tron_address, str):
+            _check_tron_address(body.tron_address)
         now = self.clock.now()
         async with store.connection(runtime(request).pool) as conn, conn.transaction():
             before = await store.workspace(conn, for_update=True)
@@ -173,6 +182,9 @@ class Team:
                 before["language"]
                 if isinstance(body.language, msgspec.UnsetType)
                 else body.language,
+                before["tron_address"]
+                if isinstance(body.tron_address, msgspec.UnsetType)
+                else body.tron_address,
             )
             await store.audit(
                 conn,
@@ -225,6 +237,17 @@ async def _audit(
         now=now,
         request_id=request_id.get(),
     )
+
+
+def _check_tron_address(address: str) -> None:
+    from tronpy.keys import is_base58check_address
+
+    try:
+        valid = bool(is_base58check_address(address))
+    except ValueError:
+        valid = False
+    if not valid:
+        raise Problem(422, "invalid-values", f"{address!r} is not a TRON address (checksum)")
 
 
 def _check_time_zone(name: str) -> None:

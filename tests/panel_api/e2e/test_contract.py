@@ -148,6 +148,19 @@ def fill(
         )
         assert content.status_code == 201, content.text
         assert content.json()["gate"][0]["title"] == found.json()["chat"]["title"]
+        slot = client.post(
+            f"{url}/v1/ad-slots",
+            json={"bot_id": bot, "kind": "button", "title": "Button", "price": "3.25"},
+        )
+        assert slot.status_code == 201, slot.text
+    # An order as botedge books it, for the order routes to answer with.
+    with psycopg.connect(database_url) as conn:
+        conn.execute(
+            "INSERT INTO ad_orders (slot_id, person_id, ad, price_micros, accepts_usdt,"
+            ' accepts_trx) SELECT %s, id, \'{"text": "Ad"}\', 3250000, true, false'
+            " FROM people LIMIT 1",
+            (slot.json()["id"],),
+        )
 
 
 def exercise(

@@ -1,0 +1,282 @@
+"""The ad shop for the owner's panel: slots the bots sell, and orders to approve and follow.
+
+Approving, rejecting and cancelling an order are billing's (it owns orders' payment state): the
+panel forwards them to billing's internal endpoints and relays the answers unchanged.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+from typing import Annotated, Any, Literal
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import Response
+
+from panel_api import store
+from panel_api.access import Caller, Paged, answer, page_of, query
+from panel_api.internal import Internal, relayed
+from panel_api.ledger import Id
+from shared.clock import Clock
+from shared.db import Connection
+from shared.errors import Problem, json_body
+from shared.logging import request_id
+from shared.web import runtime
+
+Q = store.Q
+SlotKind = Literal["pinned_post", "broadcast", "button"]
+OrderStatus = Literal[
+    "requested", "approved", "part_paid", "paid", "rejected", "cancelled", "expired"
+]
+# USDT as a decimal string, at most 6 decimals: exact micros, never a float.
+Price = Annotated[str, msgspec.Meta(pattern=r"^[0-9]{1,9}(\.[0-9]{1,6})?$")]
+Title = Annotated[str, msgspec.Meta(min_length=1, max_length=120, pattern=r"^[^\x00-\x1f\x7f]+$")]
+
+
+def micros(price: str) -> int:
+    value = int(Decimal(price) * 1_000_000)
+    if value <= 0:
+        raise Problem(422, "invalid-values", "price must be above zero")
+    return value
+
+
+def usdt(value: int) -> str:
+    return str((Decimal(value) / 1_000_000).normalize().quantize(Decimal("0.000001")).normalize())
+
+
+class NewSlot(msgspec.Struct, forbid_unknown_fields=True):
+    bot_id: Id
+    kind: SlotKind
+    title: Title
+    price: Price
+    accepts_usdt: bool = True
+    accepts_trx: bool = False
+
+
+class SlotChange(msgspec.Struct, forbid_unknown_fields=True):
+    title: Title | msgspec.UnsetType = msgspec.UNSET
+    price: Price | msgspec.UnsetType = msgspec.UNSET
+    accepts_usdt: bool | msgspec.UnsetType = msgspec.UNSET
+    accepts_trx: bool | msgspec.UnsetType = msgspec.UNSET
+    active: bool | msgspec.UnsetType = msgspec.UNSET
+
+
+class Slot(msgspec.Struct):
+    id: int
+    bot_id: int
+    kind: SlotKind
+    title: str
+    price: str
+    price_micros: int
+    accepts_usdt: bool
+    accepts_trx: bool
+    active: bool
+    created_at: dt.datetime
+
+
+class SlotQuery(Paged, kw_only=True):
+    bot: Id | None = None
+
+
+class OrderQuery(Paged, kw_only=True):
+    status: OrderStatus | None = None
+    bot: Id | None = None
+    since: Annotated[dt.datetime, msgspec.Meta(tz=True)] | None = None
+    until: Annotated[dt.datetime, msgspec.Meta(tz=True)] | None = None
+
+
+class Order(msgspec.Struct):
+    id: int
+    slot_id: int
+    bot_id: int
+    telegram_user_id: int
+    ad: dict[str, Any]
+    price_micros: int
+    accepts_usdt: bool
+    accepts_trx: bool
+    status: OrderStatus
+    approved_at: dt.datetime | None
+    pay_to: str | None
+    trx_rate: str | None
+    trx_rate_source: str | None
+    paid_micros: int
+    due_at: dt.datetime | None
+    created_at: dt.datetime
+
+
+class ClaimRow(msgspec.Struct):
+    id: int
+    tx_hash: str
+    state: str
+    reason: str | None
+    submitted_at: dt.datetime
+    not_found_seconds: float
+    attempts: int
+
+
+class CreditRow(msgspec.Struct):
+    id: int
+    claim_id: int
+    coin: Literal["usdt", "trx"]
+    amount: str
+    micros: int
+    sender: str
+    block_time: dt.datetime
+
+
+class EventRow(msgspec.Struct):
+    id: int
+    kind: str
+    detail: dict[str, Any]
+    state: str
+    created_at: dt.datetime
+
+
+class OrderDetail(msgspec.Struct):
+    order: Order
+    claims: list[ClaimRow]
+    credits: list[CreditRow]
+    events: list[EventRow]
+
+
+class OrderStep(msgspec.Struct):
+    """billing's answer to a step, relayed."""
+
+    id: int
+    status: OrderStatus
+    price_micros: int
+    paid_micros: int
+    accepts_usdt: bool
+    accepts_trx: bool
+    approved_at: str | None
+    pay_to: str | None
+    trx_rate: str | None
+    trx_rate_source: str | None
+    due_at: str | None
+
+
+def _slot(row: dict[str, Any]) -> Slot:
+    return Slot(**{**row, "price": usdt(int(row["price_micros"]))})
+
+
+class AdShop:
+    def __init__(self, clock: Clock, billing: Internal) -> None:
+        self.clock = clock
+        self.billing = billing
+
+    async def slots(self, request: Request, caller: Caller) -> Response:
+        where = query(request, SlotQuery)
+        params = {"after": where.position or 0, "bot_id": where.bot, "limit": where.limit + 1}
+        async with store.connection(runtime(request).pool) as conn:
+            rows = await store.rows(conn, "ad_slots_page", params)
+        return answer(page_of([_slot(r) for r in rows], where.limit, lambda s: s.id))
+
+    async def add_slot(self, request: Request, caller: Caller) -> Response:
+        body = await json_body(request, NewSlot, limit=4096)
+        if not (body.accepts_usdt or body.accepts_trx):
+            raise Problem(422, "invalid-values", "a slot takes USDT, TRX or both")
+        params = {**msgspec.to_builtins(body), "price_micros": micros(body.price)}
+        async with store.connection(runtime(request).pool) as conn, conn.transaction():
+            if await (await conn.execute(Q["bot_exists"], {"id": body.bot_id})).fetchone() is None:
+                raise Problem(422, "invalid-values", f"no bot {body.bot_id}")
+            row = await (await conn.execute(Q["insert_ad_slot"], params)).fetchone()
+            slot = _slot(dict(row or {}))
+            await self._audit(conn, caller, "ad_slots.add", f"ad_slot:{slot.id}", None, slot)
+        return answer(slot, status=201)
+
+    async def change_slot(self, request: Request, caller: Caller) -> Response:
+        slot_id = int(request.path_params["slot_id"])
+        body = await json_body(request, SlotChange, limit=4096)
+        async with store.connection(runtime(request).pool) as conn, conn.transaction():
+            cur = await conn.execute(Q["ad_slot_for_update"], {"id": min(slot_id, 2**31 - 1)})
+            before = await cur.fetchone()
+            if before is None:
+                raise Problem(404, "not-found", "no ad slot by that id")
+            changed = {
+                key: getattr(body, key)
+                for key in ("title", "accepts_usdt", "accepts_trx", "active")
+                if not isinstance(getattr(body, key), msgspec.UnsetType)
+            }
+            if isinstance(body.price, str):
+                changed["price_micros"] = micros(body.price)
+            after = {**dict(before), **changed}
+            if not (after["accepts_usdt"] or after["accepts_trx"]):
+                raise Problem(422, "invalid-values", "a slot takes USDT, TRX or both")
+            row = await (await conn.execute(Q["update_ad_slot"], after)).fetchone()
+            slot = _slot(dict(row or {}))
+            await self._audit(
+                conn, caller, "ad_slots.update", f"ad_slot:{slot_id}", _slot(dict(before)), slot
+            )
+        return answer(slot)
+
+    async def orders(self, request: Request, caller: Caller) -> Response:
+        where = query(request, OrderQuery)
+        params = {
+            "before_id": where.position,
+            "status": where.status,
+            "bot_id": where.bot,
+            "since": where.since,
+            "until": where.until,
+            "limit": where.limit + 1,
+        }
+        async with store.connection(runtime(request).pool) as conn:
+            rows = await store.rows(conn, "ad_orders_page", params)
+        found = msgspec.convert(rows, list[Order])
+        return answer(page_of(found, where.limit, lambda o: o.id))
+
+    async def order(self, request: Request, caller: Caller) -> Response:
+        order_id = int(request.path_params["order_id"])
+        if order_id >= 2**31:
+            raise Problem(404, "not-found", "no ad order by that id")
+        async with store.connection(runtime(request).pool) as conn:
+            found = await store.rows(
+                conn,
+                "ad_orders_page",
+                {
+                    "before_id": order_id + 1,
+                    "status": None,
+                    "bot_id": None,
+                    "since": None,
+                    "until": None,
+                    "limit": 1,
+                },
+            )
+            if not found or found[0]["id"] != order_id:
+                raise Problem(404, "not-found", "no ad order by that id")
+            detail = {
+                "order": found[0],
+                "claims": await store.rows(conn, "ad_order_claims", {"id": order_id}),
+                "credits": await store.rows(conn, "ad_order_credits", {"id": order_id}),
+                "events": await store.rows(conn, "ad_order_events_of", {"id": order_id}),
+            }
+        return answer(msgspec.convert(detail, OrderDetail))
+
+    def step(self, what: str) -> Any:
+        async def run(request: Request, caller: Caller) -> Response:
+            order_id = int(request.path_params["order_id"])
+            if order_id >= 2**31:
+                raise Problem(404, "not-found", "no ad order by that id")
+            done = await self.billing.ask("POST", f"/internal/ad-orders/{order_id}/{what}")
+            if done.status_code == 200:
+                async with store.connection(runtime(request).pool) as conn:
+                    await self._audit(
+                        conn, caller, f"ad_orders.{what}", f"ad_order:{order_id}", None, done.json()
+                    )
+            return relayed(done)
+
+        return run
+
+    async def _audit(
+        self, conn: Connection, caller: Caller, action: str, target: str, before: Any, after: Any
+    ) -> None:
+        await store.audit(
+            conn,
+            member_id=caller.id,
+            action=action,
+            target=target,
+            before=msgspec.to_builtins(before),
+            after=msgspec.to_builtins(after),
+            now=self.clock.now(),
+            request_id=request_id.get(),
+        )
