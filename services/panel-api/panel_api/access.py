@@ -22,7 +22,9 @@ from starlette.responses import Response
 from panel_api import store
 from panel_api.auth import verify_token
 from shared.clock import Clock
+from shared.db import Connection
 from shared.errors import Problem
+from shared.logging import request_id
 from shared.settings import Secret
 from shared.web import bearer_token, runtime
 
@@ -54,6 +56,29 @@ class Me(msgspec.Struct):
     id: int
     email: str
     role: Role
+
+
+async def audit(
+    conn: Connection,
+    caller: Caller,
+    clock: Clock,
+    action: str,
+    target: str,
+    before: Any,
+    after: Any,
+) -> None:
+    """A write's audit entry, in the write's own transaction: who, what, on what, before and
+    after (structs as JSON), when, and the request it came with."""
+    await store.audit(
+        conn,
+        member_id=caller.id,
+        action=action,
+        target=target,
+        before=msgspec.to_builtins(before),
+        after=msgspec.to_builtins(after),
+        now=clock.now(),
+        request_id=request_id.get(),
+    )
 
 
 Handler = Callable[[Request, Caller], Awaitable[Response]]

@@ -15,13 +15,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from panel_api import store
-from panel_api.access import Caller, Paged, answer, page_of, query
+from panel_api.access import Caller, Paged, answer, audit, page_of, query
 from panel_api.internal import Internal, relayed
 from panel_api.ledger import Id
 from shared.clock import Clock
 from shared.db import Connection
 from shared.errors import Problem, json_body
-from shared.logging import request_id
 from shared.web import runtime
 
 Q = store.Q
@@ -270,13 +269,4 @@ class AdShop:
     async def _audit(
         self, conn: Connection, caller: Caller, action: str, target: str, before: Any, after: Any
     ) -> None:
-        await store.audit(
-            conn,
-            member_id=caller.id,
-            action=action,
-            target=target,
-            before=msgspec.to_builtins(before),
-            after=msgspec.to_builtins(after),
-            now=self.clock.now(),
-            request_id=request_id.get(),
-        )
+        await audit(conn, caller, self.clock, action, target, before, after)

@@ -15,11 +15,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from panel_api import store
-from panel_api.access import Caller, Paged, answer, page_of, query
+from panel_api.access import Caller, Paged, answer, audit, page_of, query
 from panel_api.internal import Internal, relayed
 from shared.clock import Clock
 from shared.errors import Problem, json_body
-from shared.logging import request_id
 from shared.secretbox import SecretBox, SecretBoxError
 from shared.web import runtime
 
@@ -133,13 +132,4 @@ class Bots:
         """After botedge made the write (it owns bots and the inbox): the panel's record of
         who asked for it."""
         async with store.connection(runtime(request).pool) as conn:
-            await store.audit(
-                conn,
-                member_id=caller.id,
-                action=action,
-                target=target,
-                before=None,
-                after=after,
-                now=self.clock.now(),
-                request_id=request_id.get(),
-            )
+            await audit(conn, caller, self.clock, action, target, None, after)

@@ -13,11 +13,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from panel_api import store
-from panel_api.access import Caller, Paged, Word, answer, page_of, query
+from panel_api.access import Caller, Paged, Word, answer, audit, page_of, query
 from panel_api.internal import Internal, relayed
 from shared.clock import Clock
 from shared.errors import Problem, json_body
-from shared.logging import request_id
 from shared.web import runtime
 
 # Composite keys ride in one cursor number: (high << 31) | low, both int4 ids.
@@ -269,15 +268,14 @@ class Ledger:
             row = await cur.fetchone()
             if row is None:
                 raise Problem(404, "not-found", "no failed access event by that id")
-            await store.audit(
+            await audit(
                 conn,
-                member_id=caller.id,
-                action="access_events.retry",
-                target=f"access_event:{event_id}",
-                before={"state": "failed"},
-                after={"state": "pending"},
-                now=self.clock.now(),
-                request_id=request_id.get(),
+                caller,
+                self.clock,
+                "access_events.retry",
+                f"access_event:{event_id}",
+                {"state": "failed"},
+                {"state": "pending"},
             )
         return answer(msgspec.convert(dict(row), AccessRetried))
 
