@@ -32,6 +32,7 @@ from shared.settings import LOG_LEVELS
 
 STOP_BUDGET = 6.0
 SWEEP_EVERY = 60
+DEMO_PAYER = "TD5gsCwxykWsLN9aPrq2TAfNjByuZKYp4E"
 
 log = logging.getLogger("launcher")
 READY_TIMEOUT = 120.0
@@ -338,6 +339,13 @@ class Launcher:
             sim = f"http://127.0.0.1:{ports['simtelegram']}"
             post = f"curl -s {sim}/_sim/%s -H 'content-type: application/json' -d '%s'"
             first, second = demo_gate["sponsors"]
+            # Any sender will do on the simulated chain.
+            payment = {
+                "kind": "usdt",
+                "from": DEMO_PAYER,
+                "to": demo_gate.get("shop"),
+                "amount": 10_000_000,
+            }
             lines += [
                 f"Demo gate: {demo_gate['link']} opens a content behind two channels.",
                 "  "
@@ -355,6 +363,12 @@ class Launcher:
                     f'"message_id": <id>, "data": '
                     f'"gate:{demo_gate["content_id"]}"}}',
                 ),
+                "",
+                "Demo ad shop: send /ads to the bot and book the slot. Once the order is approved"
+                " (POST /v1/ad-orders/<id>/approve on the panel API), pay on the simulated"
+                " TronGrid and send the bot the hash this answers:",
+                f"  curl -s http://127.0.0.1:{ports['simtrongrid']}/_sim/transactions"
+                f" -H 'content-type: application/json' -d '{json.dumps(payment)}'",
                 "",
             ]
         lines += [

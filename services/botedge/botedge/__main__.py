@@ -55,24 +55,27 @@ def prune(days: int, every: float | None) -> int:
     import psycopg
 
     from botedge import inbox_store, outbox_store
+    from botedge.sqlq import Q
     from shared.db import connect
     from shared.periodic import run_every
 
     database_url = exit_on_error(lambda: Reader(os.environ).database_url())
     jsonlog.configure("botedge-prune", "INFO", [database_url])
 
-    async def run() -> tuple[int, int]:
+    async def run() -> tuple[int, int, int]:
         conn = await connect(database_url.reveal())
         async with conn, conn.transaction():
             return (
                 await inbox_store.prune(conn, days),
                 await outbox_store.prune(conn, days),
+                (await conn.execute(Q["prune_conversations"], {"days": days})).rowcount,
             )
 
     def job() -> None:
-        inbox, outbox = asyncio.run(run())
+        inbox, outbox, steps = asyncio.run(run())
         print(
-            f"deleted {inbox} handled updates and {outbox} finished sends older than {days} days",
+            f"deleted {inbox} handled updates, {outbox} finished sends and {steps} expired"
+            f" conversations older than {days} days",
             flush=True,
         )
 

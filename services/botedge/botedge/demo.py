@@ -1,7 +1,8 @@
 """`python -m botedge.demo`: `make run`'s demo gate in the simulated Telegram.
 
 The demo paid channel and two sponsor channels exist there with the demo bot as their admin;
-the bot manages the paid channel, and a content `welcome` sits behind the two sponsors. Safe to
+the bot manages the paid channel, and a content `welcome` sits behind the two sponsors. The
+shop has an address (unless one was set) and the bot an ad slot for 10 USDT or TRX. Safe to
 run again. Prints what the launcher shows: the link, the channels and the content's id.
 """
 
@@ -18,6 +19,8 @@ from psycopg.rows import dict_row
 from botedge import sqlq
 
 PAID = (-1001234567890, "Demo paid channel", "gatehouse_demo")
+# Anyone's address on the simulated chain: the demo shop is paid there.
+SHOP = "TV1KhjB8LLx2mE4BDED5WfWMnwpzmj2rzQ"
 SPONSORS = ((-1001234567001, "Demo news", "demo_news"), (-1001234567002, "Demo talk", "demo_talk"))
 
 
@@ -55,6 +58,8 @@ def main() -> int:
             )
         conn.execute(q["demo_manager"], {"bot_id": bot["id"], "chat_id": PAID[0]})
         content = conn.execute(q["demo_content"], {"bot_id": bot["id"]}).fetchone()
+        conn.execute(q["demo_shop_address"], {"address": SHOP})
+        conn.execute(q["demo_ad_slot"], {"bot_id": bot["id"]})
     assert content is not None  # noqa: S101 - RETURNING always yields the row
     print(
         json.dumps(
@@ -63,6 +68,7 @@ def main() -> int:
                 "content_id": content["id"],
                 "sponsors": [chat_id for chat_id, _, _ in SPONSORS],
                 "paid": PAID[0],
+                "shop": SHOP,
             }
         )
     )

@@ -159,7 +159,7 @@ class Gate:
         self.cache = cache
 
     def register(self, routes: Routes) -> None:
-        routes.starts[""] = _Start(self)
+        routes.start_prefixes[""] = _Start(self)
         routes.callbacks["gate:"] = _Press(self)
         routes.kinds["chat_member"] = _MemberChange()
 

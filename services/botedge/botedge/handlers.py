@@ -1,10 +1,11 @@
 """What a bot does with an update: record the person, decide the replies.
 
 `BotLogic` is a dispatcher. Features register, in their own modules, routes for `/start`
-payloads, callback-data prefixes and update kinds (`gate.py`); what no route takes gets the
-default behaviour here. `prepare` runs before the write transaction and is where Telegram is
-read, with the worker's `BotApi` and the bot's token; `apply` runs inside the transaction and
-returns the replies, which become outbox rows in that transaction.
+payloads, commands, other private messages, callback-data prefixes and update kinds (`gate.py`,
+`adshop.py`); what no route takes gets the default behaviour here. `prepare` runs before the
+write transaction and is where Telegram is read, with the worker's `BotApi` and the bot's
+token; `apply` runs inside the transaction and returns the replies, which become outbox rows in
+that transaction.
 """
 
 from __future__ import annotations
@@ -64,6 +65,9 @@ class Visit:
 
 
 class Route(Protocol):
+    """A route whose class sets `reads_telegram = False` is not prepared: its `apply` gets
+    None, and its updates need no token loaded."""
+
     async def prepare(self, ctx: Context, update: InboxRow, arg: str) -> Any: ...
 
     async def apply(self, conn: Connection, visit: Visit, prepared: Any) -> list[Reply]: ...
@@ -71,8 +75,14 @@ class Route(Protocol):
 
 @dataclass
 class Routes:
-    # /start payloads by prefix; "" takes any payload no longer prefix claims.
+    # /start payloads taken whole ("ads").
     starts: dict[str, Route] = field(default_factory=dict)
+    # /start payloads by prefix ("pay_"); "" takes any payload nothing else claims.
+    start_prefixes: dict[str, Route] = field(default_factory=dict)
+    # Commands in a private chat ("/ads"), the rest of the text as the argument.
+    commands: dict[str, Route] = field(default_factory=dict)
+    # Any other message in a private chat (text, a forwarded post, ...); one feature's.
+    messages: Route | None = None
     # Callback data by the prefix up to and including its first ":".
     callbacks: dict[str, Route] = field(default_factory=dict)
     # Update kinds taken whole (chat_member, ...).
@@ -83,18 +93,28 @@ class Feature(Protocol):
     def register(self, routes: Routes) -> None: ...
 
 
+def is_private(message: dict[str, Any]) -> bool:
+    return (message.get("chat") or {}).get("type") == "private"
+
+
+def command_of(message: dict[str, Any]) -> tuple[str, str] | None:
+    """`/name` (without `@bot`) and the rest of the text, for a command; None otherwise."""
+    text = message.get("text")
+    if not isinstance(text, str) or not text.startswith("/"):
+        return None
+    command, _, rest = text.strip().partition(" ")
+    return command.split("@", 1)[0].lower(), rest.strip()
+
+
 def start_payload(message: dict[str, Any]) -> str | None:
     """The payload of `/start <payload>` in a private chat; "" for a bare /start; None when the
     message is not a /start."""
-    if (message.get("chat") or {}).get("type") != "private":
+    if not is_private(message):
         return None
-    text = message.get("text")
-    if not isinstance(text, str) or not text.strip():
+    command = command_of(message)
+    if command is None or command[0] != "/start":
         return None
-    command, _, rest = text.strip().partition(" ")
-    if command.split("@", 1)[0] != "/start":
-        return None
-    return rest.strip()
+    return command[1]
 
 
 async def move_chat(conn: Connection, old_chat_id: int, new_chat_id: int) -> None:
@@ -123,10 +143,7 @@ class BotLogic:
     def route(self, update: InboxRow) -> tuple[Route, str] | None:
         body = update.body
         if update.kind == "message":
-            payload = start_payload(body)
-            if payload:
-                return _by_prefix(self.routes.starts, payload)
-            return None
+            return self._message_route(body)
         if update.kind == "callback_query":
             data = body.get("data")
             if isinstance(data, str) and ":" in data:
@@ -137,11 +154,29 @@ class BotLogic:
         found = self.routes.kinds.get(update.kind)
         return (found, "") if found else None
 
+    def _message_route(self, body: dict[str, Any]) -> tuple[Route, str] | None:
+        if not is_private(body):
+            return None
+        payload = start_payload(body)
+        if payload == "":
+            return None
+        if payload is not None:
+            exact = self.routes.starts.get(payload)
+            return (exact, "") if exact else _by_prefix(self.routes.start_prefixes, payload)
+        command = command_of(body)
+        if command is not None:
+            found = self.routes.commands.get(command[0])
+            return (found, command[1]) if found else None
+        return (self.routes.messages, "") if self.routes.messages else None
+
     async def prepare(self, update: InboxRow) -> Any:
         found = self.route(update)
         if found is None:
             return None
         route, arg = found
+        if not getattr(route, "reads_telegram", True):
+            # Decided from the database alone: no need to wait for the bot's token.
+            return route, arg, None
         token = self.tokens(update.bot_id) if self.tokens else None
         if token is None or self.api is None:
             # Loaded every few seconds: a bot added a moment ago is known soon.
@@ -159,7 +194,7 @@ class BotLogic:
             if isinstance(body.get("migrate_to_chat_id"), int):
                 await move_chat(conn, int(body["chat"]["id"]), body["migrate_to_chat_id"])
                 return []
-            return self._message(body)
+            return default_reply(body)
         if update.kind == "callback_query":
             return [
                 Reply(
@@ -184,27 +219,6 @@ class BotLogic:
             ]
         return []
 
-    def _message(self, message: dict[str, Any]) -> list[Reply]:
-        chat = message.get("chat") or {}
-        if chat.get("type") not in (None, "private"):
-            return []
-        chat_id = int(chat["id"])
-        text = message.get("text")
-        if not isinstance(text, str):
-            return []
-        if text.split(maxsplit=1)[0] in ("/start", "/help") if text.strip() else False:
-            return [Reply(chat_id, "sendMessage", {"chat_id": chat_id, "text": WELCOME})]
-        return [
-            Reply(
-                chat_id,
-                "sendMessage",
-                {
-                    "chat_id": chat_id,
-                    "text": f'I did not understand "{text[:200]}". Send /start to begin.',
-                },
-            )
-        ]
-
     async def _my_chat_member(
         self, conn: Connection, update: InboxRow, body: dict[str, Any]
     ) -> list[Reply]:
@@ -222,6 +236,29 @@ class BotLogic:
             rights = channels.Rights.of(body.get("new_chat_member") or {})
             await channels.save(conn, update.bot_id, chat, rights, self.clock.now())
         return []
+
+
+def default_reply(message: dict[str, Any]) -> list[Reply]:
+    """A private message no feature took: a greeting for /start and /help, a hint otherwise."""
+    chat = message.get("chat") or {}
+    if chat.get("type") not in (None, "private"):
+        return []
+    chat_id = int(chat["id"])
+    text = message.get("text")
+    if not isinstance(text, str):
+        return []
+    if text.split(maxsplit=1)[0] in ("/start", "/help") if text.strip() else False:
+        return [Reply(chat_id, "sendMessage", {"chat_id": chat_id, "text": WELCOME})]
+    return [
+        Reply(
+            chat_id,
+            "sendMessage",
+            {
+                "chat_id": chat_id,
+                "text": f'I did not understand "{text[:200]}". Send /start to begin.',
+            },
+        )
+    ]
 
 
 def _by_prefix(routes: dict[str, Route], payload: str) -> tuple[Route, str] | None:

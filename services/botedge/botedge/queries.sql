@@ -356,3 +356,92 @@ VALUES (%(bot_id)s, 'welcome', 'text',
         'Welcome in! This is the content behind the gate.')
 ON CONFLICT (bot_id, code) DO UPDATE SET updated_at = contents.updated_at
 RETURNING id;
+
+
+-- shop_slots --
+-- What the bot sells now, cheapest first.
+SELECT id, kind, title, price_micros, accepts_usdt, accepts_trx
+  FROM ad_slots
+ WHERE bot_id = %(bot_id)s AND active
+ ORDER BY price_micros, id
+ LIMIT 20;
+
+-- shop_slot --
+SELECT id, kind, title, price_micros, accepts_usdt, accepts_trx
+  FROM ad_slots
+ WHERE id = %(id)s AND bot_id = %(bot_id)s AND active;
+
+-- conversation --
+-- The person's step with this bot. Their updates are applied one at a time already (the inbox
+-- keeps a person in order); the row lock covers a press from a second device all the same.
+SELECT step, data, expires_at
+  FROM conversations
+ WHERE bot_id = %(bot_id)s AND person_id = %(person_id)s
+   FOR UPDATE;
+
+-- set_conversation --
+INSERT INTO conversations (bot_id, person_id, step, data, expires_at, updated_at)
+VALUES (%(bot_id)s, %(person_id)s, %(step)s, %(data)s, %(expires_at)s, %(now)s)
+ON CONFLICT (bot_id, person_id) DO UPDATE
+   SET step = EXCLUDED.step, data = EXCLUDED.data, expires_at = EXCLUDED.expires_at,
+       updated_at = EXCLUDED.updated_at;
+
+-- end_conversation --
+DELETE FROM conversations WHERE bot_id = %(bot_id)s AND person_id = %(person_id)s;
+
+-- prune_conversations --
+-- Expired long enough ago that "your request expired" would no longer help.
+DELETE FROM conversations WHERE expires_at < now() - make_interval(days => %(days)s);
+
+-- insert_ad_order --
+-- At the price the advertiser was shown; the slot must still be on sale. The booking's key
+-- makes a confirmation applied twice one order.
+INSERT INTO ad_orders (slot_id, person_id, ad, price_micros, accepts_usdt, accepts_trx,
+                       request_key, created_at, updated_at)
+SELECT id, %(person_id)s, %(ad)s, %(price_micros)s, %(accepts_usdt)s, %(accepts_trx)s,
+       %(request_key)s, %(now)s, %(now)s
+  FROM ad_slots
+ WHERE id = %(slot_id)s AND bot_id = %(bot_id)s AND active
+ON CONFLICT (request_key) DO NOTHING
+RETURNING id;
+
+-- orders_awaiting_payment --
+-- The person's orders in this bot that a transaction hash may pay.
+SELECT o.id, o.price_micros, o.paid_micros, o.due_at, s.title
+  FROM ad_orders o JOIN ad_slots s ON s.id = o.slot_id
+ WHERE o.person_id = %(person_id)s AND s.bot_id = %(bot_id)s
+   AND o.status IN ('approved', 'part_paid') AND o.due_at > %(now)s
+ ORDER BY o.id
+ LIMIT 10;
+
+-- claimed_hash --
+SELECT order_id FROM tron_claims WHERE tx_hash = %(tx_hash)s;
+
+-- insert_tron_claim --
+-- The hash's unique key decides between two people sending it at once: the second insert
+-- waits for the first to commit and then does nothing.
+INSERT INTO tron_claims (tx_hash, order_id, submitted_at)
+VALUES (%(tx_hash)s, %(order_id)s, %(now)s)
+ON CONFLICT (tx_hash) DO NOTHING
+RETURNING id;
+
+-- ad_order_context --
+-- What the advertiser's messages about an order say, and where they go.
+SELECT o.id, o.status, o.price_micros, o.paid_micros, o.accepts_usdt, o.accepts_trx, o.pay_to,
+       o.trx_rate::text AS trx_rate, o.due_at, s.bot_id, s.title, p.telegram_user_id,
+       EXISTS (SELECT 1 FROM ad_order_events e
+                WHERE e.order_id = o.id AND e.cause = %(cause)s
+                  AND e.kind IN ('part_paid', 'paid')) AS told_with_status
+  FROM ad_orders o
+  JOIN ad_slots s ON s.id = o.slot_id
+  JOIN people p ON p.id = o.person_id
+ WHERE o.id = %(order_id)s;
+
+-- demo_shop_address --
+-- `make run`'s demo shop: an address to pay to, unless the owner set one.
+UPDATE workspace SET tron_address = %(address)s WHERE tron_address IS NULL;
+
+-- demo_ad_slot --
+INSERT INTO ad_slots (bot_id, kind, title, price_micros, accepts_usdt, accepts_trx)
+SELECT %(bot_id)s, 'pinned_post', 'Pinned post, 24 hours', 10000000, true, true
+ WHERE NOT EXISTS (SELECT 1 FROM ad_slots WHERE bot_id = %(bot_id)s);

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from botedge import bot_store, errors, outbox_store
+from botedge import bot_store, errors, outbox_store, uploads
 from botedge.buckets import Bucket
 from botedge.db import connection
 from botedge.leases import Lease
@@ -261,7 +261,13 @@ class Sender:
         if self.closing or self.stopping.is_set() or not self.lease.held or self.invalid:
             return False
         try:
-            result = await self.api.call(self.token, row.method, row.payload)
+            params, files = uploads.split(row.payload)
+        except uploads.BadUpload as error:
+            SENDS.labels("400").inc()
+            await self._record(row, outbox_store.mark_failed, str(error))
+            return True
+        try:
+            result = await self.api.call(self.token, row.method, params, files=files or None)
         except TooManyRequests as error:
             SENDS.labels("429").inc()
             await self.pause.extend(error.retry_after or 1.0)

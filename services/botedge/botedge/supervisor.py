@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 
 import httpx
 
-from botedge import bot_store, channels, errors, gate, inbox_store, outbox_store
+from botedge import adshop, bot_store, channels, errors, gate, inbox_store, outbox_store
 from botedge.access import ACCESS_EVENTS, Access
 from botedge.consumer import ConsumerConfig, InboxConsumer
 from botedge.db import connection
@@ -70,7 +70,10 @@ class WorkerSupervisor:
             pool,
             handler
             or BotLogic(
-                self.api, self.tokens.get, features=[gate.Gate(pool, self.joined)], clock=clock
+                self.api,
+                self.tokens.get,
+                features=[gate.Gate(pool, self.joined), adshop.AdShop()],
+                clock=clock,
             ),
             self.notifier,
             self.listener.event("inbox"),
@@ -98,6 +101,16 @@ class WorkerSupervisor:
             invite_hours=settings.invite_link_hours,
             clock=clock,
         )
+        self.ad_events = adshop.AdEvents(
+            pool,
+            EventQueue(
+                pool,
+                adshop.AD_ORDER_EVENTS,
+                lease_seconds=settings.lock_seconds,
+                max_attempts=settings.access_max_attempts,
+                backoff_base=settings.access_retry_base,
+            ),
+        )
         self.contenders: dict[str, asyncio.Task[None]] = {}
         # One per bot, shared by its sender and poller: a 429 to either quiets both.
         self.pauses: dict[int, BotPause] = {}
@@ -110,12 +123,13 @@ class WorkerSupervisor:
             loop.create_task(self.consumer.run(self.stopping)),
             loop.create_task(self._supervise_bots()),
             loop.create_task(self._gauges()),
-            loop.create_task(
-                consume(
-                    self.access.queue,
-                    self.access.handle,
-                    self.stopping,
-                    poll_interval=self.settings.poll_interval,
+            *(
+                loop.create_task(
+                    consume(queue, handle, self.stopping, poll_interval=self.settings.poll_interval)
+                )
+                for queue, handle in (
+                    (self.access.queue, self.access.handle),
+                    (self.ad_events.queue, self.ad_events.handle),
                 )
             ),
         ]

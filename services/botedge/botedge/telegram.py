@@ -7,6 +7,7 @@ The token lives only in the URL path; no URL is ever logged by this module.
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
@@ -86,20 +87,40 @@ class BotApi:
         method: str,
         params: dict[str, Any] | None = None,
         *,
+        files: dict[str, tuple[str, bytes, str]] | None = None,
         timeout: float = 15.0,
     ) -> Any:
+        """JSON, or multipart/form-data when there are `files` to upload."""
+        url = f"{self.base_url}/bot{token}/{method}"
+        headers = {"User-Agent": user_agent()}
         try:
-            response = await self.client.post(
-                f"{self.base_url}/bot{token}/{method}",
-                json=params or {},
-                timeout=timeout,
-                headers={"User-Agent": user_agent()},
-            )
+            if files:
+                response = await self.client.post(
+                    url,
+                    data=form_fields(params or {}),
+                    files=files,
+                    timeout=timeout,
+                    headers=headers,
+                )
+            else:
+                response = await self.client.post(
+                    url, json=params or {}, timeout=timeout, headers=headers
+                )
         except httpx.TimeoutException:
             raise ServerError(0, f"{method}: timed out") from None
         except httpx.TransportError as error:
             raise ServerError(0, f"{method}: {type(error).__name__}") from None
         return unwrap(response)
+
+
+def form_fields(params: dict[str, Any]) -> dict[str, str]:
+    """Parameters as multipart fields: strings as they are, anything else (numbers, booleans,
+    `reply_markup`) JSON-encoded, as the Bot API reads them."""
+    return {
+        key: value if isinstance(value, str) else json.dumps(value)
+        for key, value in params.items()
+        if value is not None
+    }
 
 
 def unwrap(response: httpx.Response) -> Any:

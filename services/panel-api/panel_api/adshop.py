@@ -21,6 +21,7 @@ from panel_api.ledger import Id
 from shared.clock import Clock
 from shared.db import Connection
 from shared.errors import Problem, json_body
+from shared.units import decimal_text
 from shared.web import runtime
 
 Q = store.Q
@@ -38,10 +39,6 @@ def micros(price: str) -> int:
     if value <= 0:
         raise Problem(422, "invalid-values", "price must be above zero")
     return value
-
-
-def usdt(value: int) -> str:
-    return str((Decimal(value) / 1_000_000).normalize().quantize(Decimal("0.000001")).normalize())
 
 
 class NewSlot(msgspec.Struct, forbid_unknown_fields=True):
@@ -156,7 +153,7 @@ class OrderStep(msgspec.Struct):
 
 
 def _slot(row: dict[str, Any]) -> Slot:
-    return Slot(**{**row, "price": usdt(int(row["price_micros"]))})
+    return Slot(**{**row, "price": decimal_text(int(row["price_micros"]))})
 
 
 class AdShop:

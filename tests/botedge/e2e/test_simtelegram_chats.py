@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
+from botedge import uploads
 from botedge.simtelegram.app import create_app
 from botedge.simtelegram.state import Faults
 from shared.testing import serve_in_thread
@@ -134,3 +135,30 @@ def test_participant_invalid_fault__answers_as_telegram_does(sim: Sim) -> None:
         400,
         "Bad Request: PARTICIPANT_ID_INVALID",
     )
+
+
+def test_send_photo__a_multipart_upload_is_kept_and_a_non_image_refused(sim: Sim) -> None:
+    png = uploads.qr_png("TQrZ9wBzHt8Yq3CsbBv7F4hDbNUJ4dmXR7")
+    answer = httpx.post(
+        f"{sim.url}/bot{sim.token}/sendPhoto",
+        data={"chat_id": "42", "caption": "Pay here", "reply_markup": '{"inline_keyboard": []}'},
+        files={"photo": ("photo.png", png, "image/png")},
+    ).json()
+    assert answer["ok"] is True, answer
+    [size] = answer["result"]["photo"]
+    assert (size["width"], size["height"], size["file_size"]) == (370, 370, len(png))
+    assert answer["result"]["caption"] == "Pay here"
+    assert httpx.get(f"{sim.url}/_sim/files/{size['file_id']}").content == png
+    [sent] = httpx.get(f"{sim.url}/_sim/sent", params={"chat_id": 42}).json()
+    assert (sent["kind"], sent["file_id"], sent["text"]) == ("photo", size["file_id"], "Pay here")
+
+    refused = httpx.post(
+        f"{sim.url}/bot{sim.token}/sendPhoto",
+        data={"chat_id": "42"},
+        files={"photo": ("photo.png", b"not an image", "image/png")},
+    ).json()
+    assert refused == {
+        "ok": False,
+        "error_code": 400,
+        "description": "Bad Request: IMAGE_PROCESS_FAILED",
+    }

@@ -40,11 +40,27 @@ def test_prune__only_old_finished_rows(database_url: str) -> None:
             "UPDATE outbox SET state = 'sent', sent_at = now() - interval '10 days'"
             " WHERE payload->>'text' = 'a'"
         )
+        # Booking steps: expired long ago, expired yesterday (still worth "expired"), live.
+        conn.execute(
+            "WITH p AS (INSERT INTO people (telegram_user_id) VALUES (901), (902), (903)"
+            " RETURNING id, telegram_user_id)"
+            " INSERT INTO conversations (bot_id, person_id, step, expires_at, updated_at)"
+            " SELECT %s, id, 'ad', now() + (telegram_user_id - 902) * interval '9 days', now()"
+            " FROM p",
+            (bot,),
+        )
     assert prune(database_url, "--days", "1").returncode == 2
     result = prune(database_url)
     assert result.returncode == 0, result.stderr
-    assert "deleted 2 handled updates and 1 finished sends" in result.stdout
+    assert "deleted 2 handled updates, 1 finished sends and 1 expired conversations" in (
+        result.stdout
+    )
     with psycopg.connect(database_url) as conn:
+        steps = conn.execute(
+            "SELECT p.telegram_user_id FROM conversations c JOIN people p ON p.id = c.person_id"
+            " ORDER BY 1"
+        ).fetchall()
+        assert [r[0] for r in steps] == [902, 903]
         left = [r[0] for r in conn.execute("SELECT update_id FROM inbox ORDER BY 1")]
         sends = [r[0] for r in conn.execute("SELECT payload->>'text' FROM outbox ORDER BY 1")]
     assert left == [3, 4, 5, 6, 7, 8]

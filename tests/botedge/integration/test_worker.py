@@ -28,6 +28,7 @@ class FailingFor(BotLogic):
     """Fails every update of the given people; records what it saw."""
 
     def __init__(self, failing: set[int]) -> None:
+        super().__init__()
         self.failing = failing
         self.seen: list[tuple[int, int]] = []
 

@@ -86,12 +86,17 @@ class Marker:
         return []
 
 
-def test_dispatch__start_payloads_by_longest_prefix_callbacks_by_prefix_kinds_whole() -> None:
-    gate, ads, pay, press, members = (Marker(n) for n in ("gate", "ads", "pay", "press", "cm"))
+def test_dispatch__starts_exact_or_by_prefix_commands_messages_callbacks_kinds() -> None:
+    gate, ads, pay, press, members, shop, text = (
+        Marker(n) for n in ("gate", "ads", "pay", "press", "cm", "shop", "text")
+    )
 
     class Features:
         def register(self, routes: Routes) -> None:
-            routes.starts.update({"": gate, "ads": ads, "pay_": pay})
+            routes.starts["ads"] = ads
+            routes.start_prefixes.update({"": gate, "pay_": pay})
+            routes.commands["/ads"] = shop
+            routes.messages = text
             routes.callbacks["gate:"] = press
             routes.kinds["chat_member"] = members
 
@@ -104,9 +109,16 @@ def test_dispatch__start_payloads_by_longest_prefix_callbacks_by_prefix_kinds_wh
 
     assert start("/start promo") == ("gate", "promo")
     assert start("/start ads") == ("ads", "")
+    # A content code that merely begins with a reserved word is content.
+    assert start("/start adsfree") == ("gate", "adsfree")
     assert start("/start pay_12") == ("pay", "12")
     assert start("/start") is None  # the welcome
-    assert start("hello") is None
+    assert start("/ads") == ("shop", "")
+    assert start("/ADS@my_bot now") == ("shop", "now")
+    assert start("/help") is None  # no route: the default answer
+    assert start("hello") == ("text", "")
+    in_group_text = row("message", {"chat": {"type": "group", "id": -5}, "text": "hello"})
+    assert logic.route(in_group_text) is None
     in_group = row("message", {"chat": {"type": "group", "id": -5}, "text": "/start promo"})
     assert logic.route(in_group) is None
     pressed = logic.route(row("callback_query", {"data": "gate:12"}))

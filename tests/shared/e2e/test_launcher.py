@@ -84,6 +84,21 @@ def walk_the_demo_gate(sim: str, bot: int, banner: str) -> None:
     assert "behind the gate" in str(sent()[1]["text"])
 
 
+def visit_the_demo_shop(sim: str, bot: int, banner: str) -> None:
+    """/ads lists the demo slot; the banner's payment is to the demo shop's address."""
+    shop = re.search(r'"to": "(T\w{33})", "amount": 10000000', banner)
+    assert shop is not None, banner
+    httpx.post(f"{sim}/_sim/messages", json={"bot_id": bot, "user_id": 3, "text": "/ads"})
+
+    def listing() -> list[dict[str, object]]:
+        return list(httpx.get(f"{sim}/_sim/sent", params={"chat_id": 3}).json())
+
+    wait_until(lambda: bool(listing()), 30, "the demo shop")
+    assert "<b>Pinned post, 24 hours</b>: 10 USDT, paid in USDT (TRC-20) or TRX" in str(
+        listing()[0]["text"]
+    )
+
+
 def postmaster_pid(data_dir: Path) -> int:
     return int((data_dir / "pg" / "postmaster.pid").read_text().splitlines()[0])
 
@@ -133,6 +148,7 @@ def test_launcher__sigterm_stops_every_child_and_postgres(
             replies = httpx.get(f"{sim}/_sim/sent", params={"bot_id": bot.group(1)}).json()
         assert replies, "the demo bot never answered"
         walk_the_demo_gate(sim, int(bot.group(1)), output)
+        visit_the_demo_shop(sim, int(bot.group(1)), output)
         children = [p.pid for p in psutil.Process(proc.pid).children(recursive=True)]
         # Every service, and the sweep every minute.
         commands = [" ".join(psutil.Process(pid).cmdline()) for pid in children]

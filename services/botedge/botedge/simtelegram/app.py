@@ -18,11 +18,21 @@ from urllib.parse import parse_qsl, urlsplit
 
 import httpx
 from starlette.applications import Starlette
+from starlette.datastructures import UploadFile
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from botedge.simtelegram.state import ApiError, Bot, Call, Chat, Faults, InviteLink, World
+from botedge.simtelegram.state import (
+    ApiError,
+    Bot,
+    Call,
+    Chat,
+    Faults,
+    InviteLink,
+    Upload,
+    World,
+)
 from shared.web import create_plain_app
 
 Params = dict[str, Any]
@@ -119,9 +129,12 @@ async def _send(world: World, bot: Bot, params: Params, kind: str) -> Any:
             raise ApiError(400, "Bad Request: message text is empty")
         message["text"] = text
     else:
-        message[kind] = {"file_id": str(params.get(kind, "")), "file_unique_id": f"u{message_id}"}
-        if params.get("caption"):
-            message["caption"] = params["caption"]
+        message[kind] = _media_answer(world, params.get(kind), kind, message_id)
+        caption = params.get("caption")
+        if isinstance(caption, str) and caption:
+            if len(caption) > CAPTION_LIMIT:
+                raise ApiError(400, "Bad Request: message caption is too long")
+            message["caption"] = caption
     if params.get("reply_markup"):
         message["reply_markup"] = params["reply_markup"]
     chat.messages[message_id] = message
@@ -132,10 +145,40 @@ async def _send(world: World, bot: Bot, params: Params, kind: str) -> Any:
             "message_id": message_id,
             "kind": kind,
             "text": message.get("text", message.get("caption")),
+            "file_id": _file_id(message.get(kind)) if kind != "text" else None,
             "at": time.time(),
         }
     )
     return message
+
+
+CAPTION_LIMIT = 1024
+
+
+def _media_answer(world: World, value: Any, kind: str, message_id: int) -> Any:
+    """A sent file as Telegram describes it; an uploaded one is kept for `/_sim/files/<id>`.
+    Photos come back as a list of sizes."""
+    file_id = str(value or "")
+    size: dict[str, Any] = {}
+    if isinstance(value, Upload):
+        dimensions = value.png_size()
+        if kind == "photo" and dimensions is None and not value.data.startswith(b"\xff\xd8"):
+            raise ApiError(400, "Bad Request: IMAGE_PROCESS_FAILED")
+        file_id = f"sim-file-{len(world.files) + 1}"
+        world.files[file_id] = value
+        size = {"file_size": len(value.data)}
+        if dimensions:
+            size |= {"width": dimensions[0], "height": dimensions[1]}
+    elif not file_id:
+        raise ApiError(400, f'Bad Request: parameter "{kind}" is required')
+    described = {"file_id": file_id, "file_unique_id": f"u{message_id}", **size}
+    return [described] if kind == "photo" else described
+
+
+def _file_id(answer: Any) -> str | None:
+    if isinstance(answer, list):
+        answer = answer[-1] if answer else None
+    return str(answer["file_id"]) if isinstance(answer, dict) else None
 
 
 async def send_message(world: World, bot: Bot, params: Params) -> Any:
@@ -443,8 +486,26 @@ METHODS: dict[str, Method] = {
 }
 
 
+def _field(value: str) -> Any:
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
 async def _params(request: Request) -> Params:
     params: Params = dict(request.query_params)
+    if request.headers.get("content-type", "").startswith("multipart/form-data"):
+        # An upload: files as parts, every other parameter a string (JSON for objects).
+        async with request.form(max_part_size=10 * 1024 * 1024) as form:
+            for key, value in form.multi_items():
+                if isinstance(value, UploadFile):
+                    params[key] = Upload(
+                        value.filename or "", value.content_type or "", await value.read()
+                    )
+                else:
+                    params[key] = _field(value)
+        return params
     body = await request.body()
     if not body:
         return params
@@ -458,10 +519,7 @@ async def _params(request: Request) -> Params:
             params.update(loaded)
     else:
         for key, value in parse_qsl(body.decode(errors="replace")):
-            try:
-                params[key] = json.loads(value)
-            except ValueError:
-                params[key] = value
+            params[key] = _field(value)
     return params
 
 
@@ -608,7 +666,11 @@ def create_app(faults: Faults | None = None, seed: int | None = None) -> Starlet
         except ApiError as error:
             return error_response(error)
         update = world.message_update(
-            bot, int(body["user_id"]), str(body["text"]), str(body.get("first_name", ""))
+            bot,
+            int(body["user_id"]),
+            str(body["text"]),
+            str(body.get("first_name", "")),
+            body.get("forward_from_chat"),
         )
         if bot.webhook_url:
             _start_delivery(bot)
@@ -623,6 +685,12 @@ def create_app(faults: Faults | None = None, seed: int | None = None) -> Starlet
             and ("chat_id" not in query or row["chat_id"] == int(query["chat_id"]))
         ]
         return JSONResponse(rows)
+
+    async def control_file(request: Request) -> Response:
+        upload = world.files.get(request.path_params["file_id"])
+        if upload is None:
+            return JSONResponse({"error": "no such file"}, status_code=404)
+        return Response(upload.data, media_type=upload.content_type or "application/octet-stream")
 
     async def control_in_flight(request: Request) -> Response:
         return JSONResponse({method: n for method, n in world.in_flight.items() if n})
@@ -742,6 +810,7 @@ def create_app(faults: Faults | None = None, seed: int | None = None) -> Starlet
         world.chats.clear()
         world.calls.clear()
         world.sent.clear()
+        world.files.clear()
         world.admins.clear()
         world.links.clear()
         world.faults = Faults()
@@ -756,6 +825,7 @@ def create_app(faults: Faults | None = None, seed: int | None = None) -> Starlet
             Route("/_sim/messages", control_messages, methods=["POST"]),
             Route("/_sim/sent", control_sent, methods=["GET"]),
             Route("/_sim/calls", control_calls, methods=["GET"]),
+            Route("/_sim/files/{file_id}", control_file, methods=["GET"]),
             Route("/_sim/inflight", control_in_flight, methods=["GET"]),
             Route("/_sim/faults", control_faults, methods=["GET", "POST"]),
             Route("/_sim/chats", control_chat, methods=["POST"]),

@@ -188,6 +188,25 @@ class Call:
     text: str | None
 
 
+@dataclass(frozen=True)
+class Upload:
+    """A file sent as a multipart part."""
+
+    filename: str
+    content_type: str
+    data: bytes
+
+    def png_size(self) -> tuple[int, int] | None:
+        """Width and height from the PNG header; None when this is not a PNG."""
+        if (
+            len(self.data) < 24
+            or self.data[:8] != b"\x89PNG\r\n\x1a\n"
+            or self.data[12:16] != b"IHDR"
+        ):
+            return None
+        return int.from_bytes(self.data[16:20], "big"), int.from_bytes(self.data[20:24], "big")
+
+
 class World:
     """Everything the simulated server knows; one per app."""
 
@@ -198,6 +217,8 @@ class World:
         self.chats: dict[int, Chat] = {}
         self.calls: list[Call] = []
         self.sent: list[dict[str, Any]] = []
+        # Files uploaded with a send, by the file_id the answer gave them.
+        self.files: dict[str, Upload] = {}
         self.admins: dict[int, set[int]] = {}
         self.links: dict[str, InviteLink] = {}
         # Bot API calls being answered right now, by method.
@@ -248,8 +269,15 @@ class World:
         return update
 
     def message_update(
-        self, bot: Bot, user_id: int, text: str, first_name: str = ""
+        self,
+        bot: Bot,
+        user_id: int,
+        text: str,
+        first_name: str = "",
+        forward_from_chat: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
+        """A private message from the user; with `forward_from_chat` ({"id", "title"}), a post
+        of that channel forwarded by them."""
         chat = self.chat(user_id)
         user = {"id": user_id, "is_bot": False, "first_name": first_name or f"User {user_id}"}
         message_id = chat.next_message_id
@@ -261,7 +289,16 @@ class World:
             "date": int(time.time()),
             "text": text,
         }
-        if text.startswith("/"):
+        if forward_from_chat is not None:
+            source = {"type": "channel", "title": "Channel", **forward_from_chat}
+            message["forward_origin"] = {
+                "type": "channel",
+                "chat": source,
+                "message_id": int(forward_from_chat.get("message_id", 1)),
+                "date": int(time.time()) - 60,
+            }
+        elif text.startswith("/"):
             command = text.split()[0]
             message["entities"] = [{"offset": 0, "length": len(command), "type": "bot_command"}]
+        chat.messages[message_id] = message
         return self.add_update(bot, {"message": message})
