@@ -62,6 +62,7 @@ CHILDREN = (
         "simulated Telegram Bot API",
     ),
     Child("simtrongrid", "billing.simtrongrid", (), "SIMTRONGRID_PORT", 8082, "simulated TronGrid"),
+    Child("simcheckout", "billing.simcheckout", (), "SIMCHECKOUT_PORT", 8083, "simulated checkout"),
     Child("billing", "billing", (), "BILLING_PORT", 8001, "billing (webhooks, sweep)"),
     Child("botedge-api", "botedge", ("--role", "api"), "BOTEDGE_PORT", 8002, "bot edge webhooks"),
     Child(
@@ -222,6 +223,13 @@ class Launcher:
             "TRX_RATE_SOURCES", ",".join(f"{n}={chain}" for n in ("coingecko", "kraken", "binance"))
         )
         child_env.setdefault("BILLING_URL", f"http://127.0.0.1:{ports['billing']}")
+        # Every gateway's payment page is the simulated checkout, which signs its callbacks.
+        checkout = f"http://127.0.0.1:{ports['simcheckout']}/checkout"
+        for gateway in ("subgate", "wayforpay", "stripe"):
+            child_env.setdefault(
+                f"{gateway.upper()}_PAY_URL",
+                f"{checkout}/{gateway}/{{order_reference}}?amount={{amount}}&currency={{currency}}",
+            )
         child_env.setdefault("BOTEDGE_URL", f"http://127.0.0.1:{ports['botedge-api']}")
         for child in CHILDREN:
             if self.stop_requested is not None:
@@ -362,6 +370,17 @@ class Launcher:
                     f'{{"bot_id": {demo_bot}, "user_id": 2, '
                     f'"message_id": <id>, "data": '
                     f'"gate:{demo_gate["content_id"]}"}}',
+                ),
+                "",
+                f"Demo purchase: send /start pay_{demo_gate['paid_channel_id']} to the bot, press"
+                " a gateway, open the link it gives (the simulated checkout), press Pay; the invite"
+                " link to the paid channel comes to the chat.",
+                "  "
+                + post
+                % (
+                    "messages",
+                    f'{{"bot_id": {demo_bot}, "user_id": 4, '
+                    f'"text": "/start pay_{demo_gate["paid_channel_id"]}"}}',
                 ),
                 "",
                 "Demo ad shop: send /ads to the bot and book the slot. Once the order is approved"

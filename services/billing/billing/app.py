@@ -88,6 +88,10 @@ class InvoiceRequest(msgspec.Struct, forbid_unknown_fields=True):
     gateway: str
 
 
+class GatewaysQuery(msgspec.Struct, forbid_unknown_fields=True):
+    channel_id: ChannelId | None = None
+
+
 def _order_id(request: Request) -> int:
     order_id = int(request.path_params["order_id"])
     if order_id >= 2**31:
@@ -181,6 +185,31 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
             status_code=201,
         )
 
+    async def gateways(request: Request) -> Response:
+        """The gateways an invoice can be made for; with `channel_id`, the channel's offer too
+        (null when it is not a paid channel with a default plan)."""
+        require_bearer(request, settings.service_token)
+        try:
+            wanted = msgspec.convert(dict(request.query_params), GatewaysQuery, strict=False)
+        except msgspec.ValidationError as error:
+            raise errors.InvalidBody(str(error)) from None
+        answer: dict[str, object] = {"gateways": sorted(verifiers)}
+        if wanted.channel_id is not None:
+            async with store.connection(runtime(request).pool) as conn:
+                offer = await store.channel_offer(conn, wanted.channel_id)
+            answer["offer"] = (
+                None
+                if offer is None
+                else {
+                    "channel_id": wanted.channel_id,
+                    "title": offer["title"],
+                    "amount": money.minor_to_text(int(offer["price_minor"]), offer["currency"]),
+                    "currency": offer["currency"],
+                    "period_days": offer["period_days"],
+                }
+            )
+        return JSONResponse(answer)
+
     rate_client = httpx.AsyncClient()
     rates = Rates(rate_client, settings.trx_rate_sources, clock)
 
@@ -241,6 +270,7 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
             Route("/v1/webhooks/payments/{gateway}", payment_webhook, methods=["POST"]),
             Route("/v1/sweep", sweep, methods=["POST"]),
             Route("/internal/invoices", create_invoice, methods=["POST"]),
+            Route("/internal/gateways", gateways, methods=["GET"]),
             Route("/internal/ad-orders/{order_id:int}/approve", approve, methods=["POST"]),
             Route(
                 "/internal/ad-orders/{order_id:int}/reject",

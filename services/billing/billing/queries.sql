@@ -11,6 +11,12 @@ SELECT p.id, p.price_minor, p.currency, p.period_days, p.grace_days
   JOIN channels c ON c.id = p.channel_id
  WHERE p.channel_id = %(channel_id)s AND c.is_paid AND p.is_default AND p.active;
 
+-- channel_offer --
+SELECT c.title, p.price_minor, p.currency, p.period_days
+  FROM plans p
+  JOIN channels c ON c.id = p.channel_id
+ WHERE p.channel_id = %(channel_id)s AND c.is_paid AND p.is_default AND p.active;
+
 -- insert_invoice --
 INSERT INTO invoices (order_reference, person_id, channel_id, plan_id, amount_minor, currency,
                       period_days, grace_days, gateway, created_at, expires_at)

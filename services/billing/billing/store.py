@@ -354,6 +354,13 @@ class Invoice:
     currency: str
 
 
+async def channel_offer(conn: Connection, channel_id: int) -> dict[str, Any] | None:
+    """What paying for the channel costs: its title and default plan; None when not paid."""
+    cur = await conn.execute(Q["channel_offer"], {"channel_id": channel_id})
+    row = await cur.fetchone()
+    return dict(row) if row else None
+
+
 async def create_invoice(
     conn: Connection, telegram_user_id: int, channel_id: int, gateway: str, now: dt.datetime
 ) -> Invoice | None:

@@ -1,7 +1,8 @@
 """`python -m botedge.demo`: `make run`'s demo gate in the simulated Telegram.
 
 The demo paid channel and two sponsor channels exist there with the demo bot as their admin;
-the bot manages the paid channel, and a content `welcome` sits behind the two sponsors. The
+the bot manages the paid channel (sold for 5 USD a month, `/start pay_<id>`), and a content
+`welcome` sits behind the two sponsors. The
 shop has an address (unless one was set) and the bot an ad slot for 10 USDT or TRX. Safe to
 run again. Prints what the launcher shows: the link, the channels and the content's id.
 """
@@ -57,10 +58,12 @@ def main() -> int:
                 },
             )
         conn.execute(q["demo_manager"], {"bot_id": bot["id"], "chat_id": PAID[0]})
+        conn.execute(q["demo_paid"], {"chat_id": PAID[0]})
+        paid = conn.execute(q["demo_paid_id"], {"chat_id": PAID[0]}).fetchone()
         content = conn.execute(q["demo_content"], {"bot_id": bot["id"]}).fetchone()
         conn.execute(q["demo_shop_address"], {"address": SHOP})
         conn.execute(q["demo_ad_slot"], {"bot_id": bot["id"]})
-    assert content is not None  # noqa: S101 - RETURNING always yields the row
+    assert content is not None and paid is not None  # noqa: S101 - the rows were just written
     print(
         json.dumps(
             {
@@ -68,6 +71,7 @@ def main() -> int:
                 "content_id": content["id"],
                 "sponsors": [chat_id for chat_id, _, _ in SPONSORS],
                 "paid": PAID[0],
+                "paid_channel_id": paid["id"],
                 "shop": SHOP,
             }
         )

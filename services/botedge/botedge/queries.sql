@@ -445,3 +445,16 @@ UPDATE workspace SET tron_address = %(address)s WHERE tron_address IS NULL;
 INSERT INTO ad_slots (bot_id, kind, title, price_micros, accepts_usdt, accepts_trx)
 SELECT %(bot_id)s, 'pinned_post', 'Pinned post, 24 hours', 10000000, true, true
  WHERE NOT EXISTS (SELECT 1 FROM ad_slots WHERE bot_id = %(bot_id)s);
+
+-- demo_paid --
+-- The demo paid channel is sold: 5 USD for 30 days with 3 days of grace, unless the owner
+-- priced it already.
+WITH paid AS (
+    UPDATE channels SET is_paid = true WHERE telegram_chat_id = %(chat_id)s RETURNING id
+)
+INSERT INTO plans (channel_id, name, price_minor, currency, period_days, grace_days, is_default)
+SELECT id, 'default', 500, 'USD', 30, 3, true FROM paid
+ON CONFLICT (channel_id) WHERE is_default DO NOTHING;
+
+-- demo_paid_id --
+SELECT id FROM channels WHERE telegram_chat_id = %(chat_id)s;

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 
 import httpx
 
-from botedge import adshop, bot_store, channels, errors, gate, inbox_store, outbox_store
+from botedge import adshop, bot_store, channels, errors, gate, inbox_store, outbox_store, pay
 from botedge.access import ACCESS_EVENTS, Access
 from botedge.consumer import ConsumerConfig, InboxConsumer
 from botedge.db import connection
@@ -72,7 +72,11 @@ class WorkerSupervisor:
             or BotLogic(
                 self.api,
                 self.tokens.get,
-                features=[gate.Gate(pool, self.joined), adshop.AdShop()],
+                features=[
+                    gate.Gate(pool, self.joined),
+                    adshop.AdShop(),
+                    pay.Pay(pay.BillingClient(http, settings.billing_url, settings.service_token)),
+                ],
                 clock=clock,
             ),
             self.notifier,

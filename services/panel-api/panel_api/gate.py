@@ -81,6 +81,8 @@ class Channel(msgspec.Struct):
     manager_bot_id: int | None
     plan: Plan | None
     bots: list[BotStanding]
+    # t.me/<manager bot>?start=pay_<id>, for a paid channel with a manager bot.
+    pay_link: str | None = None
 
 
 class GateChoice(msgspec.Struct, forbid_unknown_fields=True):

@@ -256,8 +256,12 @@ SELECT c.id, c.telegram_chat_id, c.title, c.username, c.chat_type, c.is_paid,
                      'default_gate', bc.default_gate, 'join_url', bc.join_url,
                      'checked_at', bc.checked_at, 'last_error', bc.last_error)
                      ORDER BY bc.bot_id)
-                   FROM bot_channels bc WHERE bc.channel_id = c.id), '[]'::jsonb) AS bots
+                   FROM bot_channels bc WHERE bc.channel_id = c.id), '[]'::jsonb) AS bots,
+       -- What buyers open to pay: through the bot that manages the channel.
+       CASE WHEN c.is_paid AND mb.username IS NOT NULL
+            THEN 'https://t.me/' || mb.username || '?start=pay_' || c.id END AS pay_link
   FROM channels c
+  LEFT JOIN bots mb ON mb.id = c.manager_bot_id
  WHERE c.id > %(after)s
  ORDER BY c.id
  LIMIT %(limit)s;

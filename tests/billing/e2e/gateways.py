@@ -3,63 +3,33 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
-import time
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import psycopg
 
-from billing.webhooks import Stripe, Subgate, wayforpay_signature
+from billing.simcheckout import callbacks
 from tests.conftest import SECRETS
 
-
-@dataclass(frozen=True)
-class Request:
-    path: str
-    content: bytes
-    headers: dict[str, str]
-
-    def send(self, client: httpx.Client, base: str) -> httpx.Response:
-        return client.post(base + self.path, content=self.content, headers=self.headers)
-
-    async def send_async(self, client: httpx.AsyncClient, base: str) -> httpx.Response:
-        return await client.post(base + self.path, content=self.content, headers=self.headers)
+Request = callbacks.Callback
 
 
 def subgate(
     order: str, payment_id: str, amount: str, currency: str = "USD", ts: int | None = None
 ) -> Request:
-    payload: dict[str, Any] = {
-        "orderReference": order,
-        "externalPaymentId": payment_id,
-        "amount": amount,
-        "currency": currency,
-        "timestamp": int(time.time()) if ts is None else ts,
-    }
-    payload["signature"] = Subgate.sign(SECRETS["SUBGATE_WEBHOOK_SECRET"], payload)
-    return Request(
-        "/v1/webhooks/payments/subgate",
-        json.dumps(payload).encode(),
-        {"content-type": "application/json"},
+    return callbacks.subgate(
+        SECRETS["SUBGATE_WEBHOOK_SECRET"], order, payment_id, amount, currency, ts
     )
 
 
 def wayforpay(order: str, amount: str, currency: str = "USD", status: str = "Approved") -> Request:
-    merchant = SECRETS["WAYFORPAY_MERCHANT_ACCOUNT"]
-    fields = [merchant, order, amount, currency, "541963", "41****8217", status, "1100"]
-    signature = wayforpay_signature(SECRETS["WAYFORPAY_SECRET_KEY"], fields)
-    body = (
-        f'{{"merchantAccount":"{merchant}","orderReference":"{order}","amount":{amount},'
-        f'"currency":"{currency}","authCode":"541963","email":"a@b.c","cardPan":"41****8217",'
-        f'"transactionStatus":"{status}","reasonCode":1100,"merchantSignature":"{signature}"}}'
-    )
-    # WayForPay labels its JSON as a form post.
-    return Request(
-        "/v1/webhooks/payments/wayforpay",
-        body.encode(),
-        {"content-type": "application/x-www-form-urlencoded"},
+    return callbacks.wayforpay(
+        SECRETS["WAYFORPAY_MERCHANT_ACCOUNT"],
+        SECRETS["WAYFORPAY_SECRET_KEY"],
+        order,
+        amount,
+        currency,
+        status,
     )
 
 
@@ -71,33 +41,8 @@ def stripe(
     kind: str = "payment_intent.succeeded",
     created: int | None = None,
 ) -> Request:
-    created = int(time.time()) if created is None else created
-    if kind == "checkout.session.completed":
-        obj: dict[str, Any] = {
-            "object": "checkout.session",
-            "client_reference_id": order,
-            "payment_intent": intent,
-            "payment_status": "paid",
-            "amount_total": amount_minor,
-            "currency": currency,
-        }
-    else:
-        obj = {
-            "id": intent,
-            "object": "payment_intent",
-            "amount": amount_minor,
-            "amount_received": amount_minor,
-            "currency": currency,
-            "metadata": {"order_reference": order},
-        }
-    body = json.dumps(
-        {"id": f"evt_{intent}_{kind}", "type": kind, "created": created, "data": {"object": obj}}
-    ).encode()
-    header = Stripe.header(SECRETS["STRIPE_WEBHOOK_SECRET"], body)
-    return Request(
-        "/v1/webhooks/payments/stripe",
-        body,
-        {"content-type": "application/json", "stripe-signature": header},
+    return callbacks.stripe(
+        SECRETS["STRIPE_WEBHOOK_SECRET"], order, intent, amount_minor, currency, kind, created
     )
 
 

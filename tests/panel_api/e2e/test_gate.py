@@ -97,6 +97,11 @@ def test_channel__paid_with_a_manager_bot_and_a_plan(panel: Panel) -> None:
     assert changed.status_code == 200, changed.text
     assert (changed.json()["is_paid"], changed.json()["manager_bot_id"]) == (True, panel.bot)
     assert changed.json()["plan"] == plan
+    # insert_bot names the bot bot<telegram id>.
+    assert changed.json()["pay_link"] == f"https://t.me/bot5550001?start=pay_{sponsor}"
+    unpaid = panel.call("PATCH", f"/v1/channels/{sponsor}", {"is_paid": False}).json()
+    assert unpaid["pay_link"] is None
+    panel.call("PATCH", f"/v1/channels/{sponsor}", {"is_paid": True})
     cheaper = {**plan, "price_minor": 400}
     assert panel.call("PATCH", f"/v1/channels/{sponsor}", {"plan": cheaper}).status_code == 200
     with psycopg.connect(panel.database_url) as conn:

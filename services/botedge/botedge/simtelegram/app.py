@@ -686,6 +686,12 @@ def create_app(faults: Faults | None = None, seed: int | None = None) -> Starlet
         ]
         return JSONResponse(rows)
 
+    async def control_chat_messages(request: Request) -> Response:
+        """A chat's messages as they stand now (edits applied, deletions gone), oldest first."""
+        chat = world.chats.get(int(request.path_params["chat_id"]))
+        messages = [chat.messages[key] for key in sorted(chat.messages)] if chat else []
+        return JSONResponse(messages)
+
     async def control_file(request: Request) -> Response:
         upload = world.files.get(request.path_params["file_id"])
         if upload is None:
@@ -826,6 +832,7 @@ def create_app(faults: Faults | None = None, seed: int | None = None) -> Starlet
             Route("/_sim/sent", control_sent, methods=["GET"]),
             Route("/_sim/calls", control_calls, methods=["GET"]),
             Route("/_sim/files/{file_id}", control_file, methods=["GET"]),
+            Route("/_sim/chats/{chat_id:int}/messages", control_chat_messages, methods=["GET"]),
             Route("/_sim/inflight", control_in_flight, methods=["GET"]),
             Route("/_sim/faults", control_faults, methods=["GET", "POST"]),
             Route("/_sim/chats", control_chat, methods=["POST"]),

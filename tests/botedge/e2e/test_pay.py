@@ -1,0 +1,205 @@
+"""Paying from the bot end to end: the offer, a gateway button, the pay link, the simulated
+checkout's Pay or Decline, billing's signed callback, the invite link, the join."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+import pytest
+
+from botedge.pay import NOT_PAID
+from tests.billing.e2e import gateways
+from tests.botedge.e2e.conftest import Edge
+from tests.conftest import ServiceProcess, free_port, service_env
+
+PAID = -1001000000501
+BOT = 5550501
+BUYER = 7301
+
+
+@dataclass
+class Store:
+    edge: Edge
+    checkout: ServiceProcess
+    channel: int
+    billing: ServiceProcess
+    start: Callable[..., ServiceProcess]
+
+    def restart_billing(self, *without: str) -> None:
+        if self.billing.proc.poll() is None:
+            self.billing.proc.kill()
+            self.billing.proc.wait()
+        port = int(self.billing.url.rsplit(":", 1)[1])
+        env = {k: v for k, v in self.billing_env().items() if k not in without}
+        self.billing = self.start("billing", env=env, port=port)
+
+    def billing_env(self) -> dict[str, str]:
+        return service_env(self.edge.database_url, **checkout_env(self.checkout.url))
+
+    def say(self, text: str, user: int = BUYER) -> None:
+        self.edge.sim_post("/_sim/messages", {"bot_id": BOT, "user_id": user, "text": text})
+
+    def sent(self, user: int = BUYER) -> list[dict[str, Any]]:
+        return list(self.edge.sim_get("/_sim/sent", chat_id=user))
+
+    def press(self, message_id: int, data: str, user: int = BUYER) -> None:
+        self.edge.sim_post(
+            "/_sim/press",
+            {"bot_id": BOT, "user_id": user, "message_id": message_id, "data": data},
+        )
+
+    def edits(self) -> list[dict[str, Any]]:
+        rows = self.edge.query(
+            "SELECT payload FROM outbox WHERE method = 'editMessageText' AND state = 'sent'"
+            " ORDER BY id"
+        )
+        return [row[0] for row in rows]
+
+    def pay_link(self, gateway: str) -> str:
+        """/start pay_<id>, the gateway's button, the link the message is edited to."""
+        self.say(f"/start pay_{self.channel}")
+        self.edge.wait_until(lambda: bool(self.sent()), 30, "the offer")
+        offer = self.sent()[-1]
+        self.press(offer["message_id"], f"pay:{self.channel}:{gateway}")
+        self.edge.wait_until(lambda: bool(self.edits()), 30, "the pay link")
+        [[button]] = self.edits()[-1]["reply_markup"]["inline_keyboard"]
+        return str(button["url"])
+
+
+def checkout_env(checkout: str) -> dict[str, str]:
+    return {
+        f"{gateway.upper()}_PAY_URL": (
+            f"{checkout}/checkout/{gateway}/{{order_reference}}"
+            "?amount={amount}&currency={currency}"
+        )
+        for gateway in ("subgate", "wayforpay", "stripe")
+    }
+
+
+@pytest.fixture
+def store(edge: Edge, start_service: Callable[..., ServiceProcess], database_url: str) -> Store:
+    billing_port = free_port()
+    billing_url = f"http://127.0.0.1:{billing_port}"
+    checkout = start_service(
+        "billing.simcheckout", env=service_env(database_url, BILLING_URL=billing_url)
+    )
+    billing = start_service(
+        "billing",
+        env=service_env(database_url, **checkout_env(checkout.url)),
+        port=billing_port,
+    )
+    edge.extra_env["BILLING_URL"] = billing_url
+    bot_id, _, _ = edge.add_bot(BOT, mode="polling")
+    channel = gateways.add_paid_channel(database_url, chat_id=PAID, currency="UAH")
+    edge.query("UPDATE channels SET manager_bot_id = %s RETURNING id", bot_id)
+    edge.sim_post(
+        "/_sim/chats", {"id": PAID, "type": "channel", "title": "Paid", "admin_bots": [BOT]}
+    )
+    return Store(edge, checkout, channel, billing, start_service)
+
+
+def test_pay__offer_link_checkout_pay_invite_link_joined(store: Store) -> None:
+    edge = store.edge
+    edge.start_worker()
+    store.say(f"/start pay_{store.channel}")
+    edge.wait_until(lambda: bool(store.sent()), 30, "the offer")
+    [offer] = store.sent()
+    assert offer["text"] == "<b>Paid</b>: 12.50 UAH for 30 days.\nChoose how to pay:"
+    [(payload,)] = edge.query("SELECT payload FROM outbox WHERE method = 'sendMessage'")
+    markup = payload["reply_markup"]["inline_keyboard"]
+    buttons = [b["callback_data"] for row in markup for b in row]
+    assert buttons == [f"pay:{store.channel}:{g}" for g in ("stripe", "subgate", "wayforpay")]
+
+    store.press(offer["message_id"], f"pay:{store.channel}:subgate")
+    edge.wait_until(lambda: bool(store.edits()), 30, "the pay link")
+    [edit] = store.edits()
+    assert edit["message_id"] == offer["message_id"]
+    assert edit["text"].startswith("Pay <b>12.50 UAH</b> for <b>Paid</b> with Subgate.")
+    [[button]] = edit["reply_markup"]["inline_keyboard"]
+    url = urlsplit(button["url"])
+    assert button["url"].startswith(f"{store.checkout.url}/checkout/subgate/gh_")
+    assert parse_qs(url.query) == {"amount": ["12.50"], "currency": ["UAH"]}
+
+    # The buyer opens the link and presses Pay: the checkout signs billing's callback.
+    shown = httpx.get(button["url"])
+    assert shown.status_code == 200 and "12.50 UAH" in shown.text
+    done = httpx.post(button["url"], data={"action": "pay", "amount": "12.50", "currency": "UAH"})
+    assert done.status_code == 200 and "Paid." in done.text
+    assert edge.query("SELECT outcome FROM gateway_events") == [("applied",)]
+    edge.wait_until(lambda: len(store.sent()) == 2, 30, "the invite link")
+    invite = store.sent()[1]
+    assert "access to Paid is open" in invite["text"]
+    [(link,)] = edge.query("SELECT payload FROM outbox WHERE dedupe_key LIKE 'access:%%'")
+    join_url = link["reply_markup"]["inline_keyboard"][0][0]["url"]
+    edge.sim_post("/_sim/join", {"chat_id": PAID, "user_id": BUYER, "invite_link": join_url})
+    edge.wait_until(
+        lambda: edge.query("SELECT is_member FROM channel_members") == [(True,)], 30, "joined"
+    )
+
+
+@pytest.mark.parametrize("gateway", ["wayforpay", "stripe"])
+def test_pay__declined_at_the_checkout_grants_nothing(store: Store, gateway: str) -> None:
+    edge = store.edge
+    edge.start_worker()
+    url = store.pay_link(gateway)
+    declined = httpx.post(url, data={"action": "decline", "amount": "12.50", "currency": "UAH"})
+    assert declined.status_code == 200
+    assert "The payment was declined" in declined.text
+    assert edge.query("SELECT gateway, outcome FROM gateway_events") == [(gateway, "not_success")]
+    assert edge.query("SELECT count(*) FROM memberships") == [(0,)]
+    assert edge.query("SELECT count(*) FROM access_events") == [(0,)]
+
+
+def test_pay__a_channel_that_is_not_paid_is_said_plainly(store: Store) -> None:
+    edge = store.edge
+    edge.start_worker()
+    [(free,)] = edge.query(
+        "INSERT INTO channels (telegram_chat_id, title) VALUES (-1001000000599, 'Free')"
+        " RETURNING id"
+    )
+    store.say(f"/start pay_{free}")
+    edge.wait_until(lambda: bool(store.sent()), 30, "the answer")
+    assert store.sent()[0]["text"] == NOT_PAID
+    assert "reply_markup" not in edge.query("SELECT payload FROM outbox")[0][0]
+    assert edge.query("SELECT count(*) FROM invoices") == [(0,)]
+
+
+def test_pay__a_gateway_turned_off_is_said_and_makes_no_invoice(store: Store) -> None:
+    edge = store.edge
+    edge.start_worker()
+    store.say(f"/start pay_{store.channel}")
+    edge.wait_until(lambda: bool(store.sent()), 30, "the offer")
+    # The owner turns WayForPay off after the offer was shown; its button is pressed.
+    store.restart_billing("WAYFORPAY_MERCHANT_ACCOUNT", "WAYFORPAY_SECRET_KEY")
+    store.press(store.sent()[0]["message_id"], f"pay:{store.channel}:wayforpay")
+    edge.wait_until(lambda: bool(store.edits()), 30, "the offer again")
+    answers = edge.query(
+        "SELECT payload FROM outbox WHERE method = 'answerCallbackQuery' AND state = 'sent'"
+    )
+    assert answers[0][0]["text"] == "That way to pay is not available any more."
+    [edit] = store.edits()
+    assert edit["text"].endswith("Choose how to pay:")
+    assert [row[0]["callback_data"] for row in edit["reply_markup"]["inline_keyboard"]] == [
+        f"pay:{store.channel}:stripe",
+        f"pay:{store.channel}:subgate",
+    ]
+    assert edge.query("SELECT count(*) FROM invoices") == [(0,)]
+
+
+def test_pay__billing_unreachable_the_update_is_retried_until_it_answers(store: Store) -> None:
+    edge = store.edge
+    edge.start_worker()
+    store.billing.proc.kill()
+    store.billing.proc.wait()
+    store.say(f"/start pay_{store.channel}")
+    edge.wait_until(lambda: edge.query("SELECT max(attempt) FROM inbox")[0][0] >= 2, 30, "a retry")
+    assert store.sent() == []
+    store.restart_billing()
+    edge.wait_until(lambda: bool(store.sent()), 60, "the offer once billing is back")
+    assert store.sent()[0]["text"].startswith("<b>Paid</b>: 12.50 UAH")
+    assert edge.query("SELECT state FROM inbox") == [("done",)]
+    assert len(store.sent()) == 1
