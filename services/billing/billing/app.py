@@ -124,7 +124,7 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
         started = clock.monotonic()
         now = clock.now()
         counts = {Status.GRACE: 0, Status.EXPIRED: 0}
-        examined = skipped = 0
+        examined = skipped = reminded = 0
         async with store.connection(runtime(request).pool) as conn:
             due = await store.due_memberships(conn, now, settings.sweep_batch + 1)
             more = len(due) > settings.sweep_batch
@@ -140,6 +140,9 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
                     # A payment holds it now; the next call takes it.
                     skipped += 1
                     more = True
+                elif isinstance(moved, store.Noticed):
+                    reminded += 1
+                    SWEEP_TRANSITIONS.labels("expiry_notice").inc()
                 elif moved is not None:
                     counts[moved] += 1
                     SWEEP_TRANSITIONS.labels(moved.value).inc()
@@ -152,6 +155,7 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
                 "examined": examined,
                 "to_grace": counts[Status.GRACE],
                 "to_expired": counts[Status.EXPIRED],
+                "reminded": reminded,
                 "skipped": skipped,
                 "invoices_expired": invoices,
                 "orders_expired": orders,

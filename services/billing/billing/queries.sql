@@ -61,9 +61,27 @@ SELECT p.id, p.invoice_id, p.amount_minor, p.currency, p.applied, i.order_refere
  WHERE p.gateway = %(gateway)s AND p.external_payment_id = %(external_payment_id)s;
 
 -- membership --
-SELECT status, expires_at, grace_days
-  FROM memberships
- WHERE person_id = %(person_id)s AND channel_id = %(channel_id)s;
+SELECT m.status, m.expires_at, m.grace_days, c.reminder_hours
+  FROM memberships m JOIN channels c ON c.id = m.channel_id
+ WHERE m.person_id = %(person_id)s AND m.channel_id = %(channel_id)s;
+
+-- channel_reminders --
+SELECT reminder_hours FROM channels WHERE id = %(channel_id)s;
+
+-- set_next_check --
+-- An active membership reminded (or not yet due): the sweep's next visit.
+UPDATE memberships SET next_check_at = %(next_check_at)s, updated_at = %(now)s
+ WHERE person_id = %(person_id)s AND channel_id = %(channel_id)s
+   AND status = 'active' AND expires_at = %(expires_at)s;
+
+-- insert_expiry_notice --
+-- Once per period and reminder, by its key: a second sweep finding it due writes nothing.
+INSERT INTO access_events (kind, person_id, channel_id, notice_key, notice_hours, expires_at,
+                           created_at, available_at)
+VALUES ('expiry_notice', %(person_id)s, %(channel_id)s, %(notice_key)s, %(hours)s,
+        %(expires_at)s, %(now)s, %(now)s)
+ON CONFLICT (notice_key) DO NOTHING
+RETURNING id;
 
 -- upsert_membership --
 INSERT INTO memberships (person_id, channel_id, status, expires_at, grace_days, next_check_at,

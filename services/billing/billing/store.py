@@ -18,7 +18,14 @@ from psycopg.rows import DictRow
 from billing import errors, sqlq
 from billing.model import Delivery, InvoiceRecord, Kind, PaymentRecord
 from billing.payments import Verdict, decide
-from billing.transitions import Status, extend, next_check_at, next_status
+from billing.transitions import (
+    Status,
+    due_notice,
+    extend,
+    next_check_at,
+    next_status,
+    notice_key,
+)
 from shared.db import Connection, Pool, translated
 
 log = logging.getLogger("billing.store")
@@ -36,6 +43,8 @@ class Membership:
     status: Status
     expires_at: dt.datetime
     grace_days: int
+    # The channel's reminder times, hours before expiry.
+    reminder_hours: tuple[int, ...] = ()
 
     def as_json(self) -> dict[str, str]:
         return {"status": self.status.value, "expires_at": self.expires_at.isoformat()}
@@ -74,7 +83,12 @@ async def _membership(conn: Connection, person_id: int, channel_id: int) -> Memb
     row = await cur.fetchone()
     if row is None:
         return None
-    return Membership(Status(row["status"]), row["expires_at"], row["grace_days"])
+    return Membership(
+        Status(row["status"]),
+        row["expires_at"],
+        row["grace_days"],
+        tuple(row["reminder_hours"] or ()),
+    )
 
 
 async def _record(
@@ -194,7 +208,9 @@ async def _apply_payment(
     expires_at = extend(
         before.expires_at if before else None, delivery.paid_at, invoice.period_days
     )
-    after = Membership(Status.ACTIVE, expires_at, invoice.grace_days)
+    cur = await conn.execute(Q["channel_reminders"], {"channel_id": key.channel_id})
+    reminders = tuple((await _one(cur))["reminder_hours"] or ())
+    after = Membership(Status.ACTIVE, expires_at, invoice.grace_days, reminders)
     await conn.execute(
         Q["upsert_membership"],
         {
@@ -202,7 +218,10 @@ async def _apply_payment(
             "status": after.status.value,
             "expires_at": after.expires_at,
             "grace_days": after.grace_days,
-            "next_check_at": next_check_at(after.status, after.expires_at, after.grace_days),
+            # Reminder times already passed when the period starts are not sent.
+            "next_check_at": next_check_at(
+                after.status, after.expires_at, after.grace_days, reminders, after=now
+            ),
             "now": now,
         },
     )
@@ -294,11 +313,19 @@ class Skipped(Enum):
     """Another transaction (a payment) holds the membership's lock; a later sweep takes it."""
 
 
+@dataclass(frozen=True)
+class Noticed:
+    """An active membership reminded that it expires in `hours`."""
+
+    hours: int
+
+
 async def sweep_membership(
     conn: Connection, keys: dict[str, int], now: dt.datetime
-) -> Status | Skipped | None:
-    """Decide one due membership under its lock; the new status, None when unchanged, or
-    `Skipped.LOCKED` without waiting when someone else holds the lock."""
+) -> Status | Noticed | Skipped | None:
+    """Decide one due membership under its lock: the new status, an expiry notice written,
+    None when nothing was to do, or `Skipped.LOCKED` without waiting when someone else holds
+    the lock."""
     async with conn.transaction():
         cur = await conn.execute(Q["try_lock_membership"], keys)
         if not (await _one(cur))["locked"]:
@@ -308,7 +335,7 @@ async def sweep_membership(
             return None
         status = next_status(before.status, before.expires_at, now, before.grace_days)
         if status is before.status:
-            return None
+            return await _remind(conn, keys, before, now) if status is Status.ACTIVE else None
         cur = await conn.execute(
             Q["move_membership"],
             {
@@ -327,6 +354,40 @@ async def sweep_membership(
         kind = "reminder" if status is Status.GRACE else "revoke"
         await _access_event(conn, kind, keys, event_id, before.expires_at, now)
         return status
+
+
+async def _remind(
+    conn: Connection, keys: dict[str, int], member: Membership, now: dt.datetime
+) -> Noticed | None:
+    """Still active: the notice whose time has come, if any, and the next visit."""
+    hours = due_notice(member.expires_at, now, member.reminder_hours)
+    written = None
+    if hours is not None:
+        cur = await conn.execute(
+            Q["insert_expiry_notice"],
+            {
+                **keys,
+                "notice_key": notice_key(
+                    keys["person_id"], keys["channel_id"], member.expires_at, hours
+                ),
+                "hours": hours,
+                "expires_at": member.expires_at,
+                "now": now,
+            },
+        )
+        written = Noticed(hours) if await cur.fetchone() is not None else None
+    await conn.execute(
+        Q["set_next_check"],
+        {
+            **keys,
+            "expires_at": member.expires_at,
+            "next_check_at": next_check_at(
+                Status.ACTIVE, member.expires_at, member.grace_days, member.reminder_hours, now
+            ),
+            "now": now,
+        },
+    )
+    return written
 
 
 async def expire_open_invoices(conn: Connection, now: dt.datetime, limit: int) -> int:

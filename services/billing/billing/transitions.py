@@ -67,13 +67,45 @@ def extend(expires_at: dt.datetime | None, paid_at: dt.datetime, period_days: in
     return start + dt.timedelta(days=period_days)
 
 
-def next_check_at(status: Status, expires_at: dt.datetime, grace_days: int) -> dt.datetime | None:
-    """When the sweep next has something to decide; None once expired."""
+def next_check_at(
+    status: Status,
+    expires_at: dt.datetime,
+    grace_days: int,
+    reminder_hours: Iterable[int] = (),
+    after: dt.datetime | None = None,
+) -> dt.datetime | None:
+    """When the sweep next has something to decide; None once expired. An active membership is
+    also due at each reminder time (`reminder_hours` before it expires) still after `after`,
+    so a reminder whose time has passed when the period starts is not sent."""
     if status is Status.ACTIVE:
-        return expires_at
+        times = [expires_at]
+        for hours in reminder_hours:
+            at = expires_at - dt.timedelta(hours=hours)
+            if after is None or at > after:
+                times.append(at)
+        return min(times)
     if status is Status.GRACE:
         return expires_at + dt.timedelta(days=grace_days)
     return None
+
+
+def due_notice(
+    expires_at: dt.datetime, now: dt.datetime, reminder_hours: Iterable[int]
+) -> int | None:
+    """The expiry notice whose time has come: of the reminder times passed before the
+    expiry, the nearest to it (a sweep that missed the 72-hour one and finds 20 hours left
+    sends the 24-hour one alone). None when none has come, or the membership has expired."""
+    if now >= expires_at:
+        return None
+    passed = [h for h in reminder_hours if expires_at - dt.timedelta(hours=h) <= now]
+    return min(passed) if passed else None
+
+
+def notice_key(person_id: int, channel_id: int, expires_at: dt.datetime, hours: int) -> str:
+    """One notice per membership period and reminder: a renewal moves `expires_at`, so the
+    next period's notices have keys of their own."""
+    stamp = expires_at.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return f"{person_id}:{channel_id}:{stamp}:{hours}"
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,12 @@ Through the channel's manager bot (`channels.manager_bot_id`):
 - grant: a single-use invite link (`member_limit: 1`, valid `INVITE_LINK_HOURS`), made before
   the transaction that queues the message and finishes the event. A crash in between may make
   a second link, never send two: the message's outbox key is the event's.
-- reminder: a message with the days of grace left.
+- grant after `expired`: the same, welcoming them back.
+- expiry_notice: "ends in N hours/days" with the pay link, before expiry; dropped when the
+  membership was renewed since (its `expires_at` moved) or is no longer active.
+- reminder: a message with the days of grace left and the pay link.
 - revoke: ban then unban (`only_if_banned`), which removes without barring a later return, then
-  a message. The chat's owner and admins are never removed.
+  a message with the pay link. The chat's owner and admins are never removed.
 No manager bot, missing rights or Telegram refusing: retried with backoff, then `failed` with
 `last_error` for the owner.
 """
@@ -31,6 +34,15 @@ Q = sqlq.Q
 
 ACCESS_EVENTS = EventTable("access_events", ("person_id", "channel_id"))
 STAFF = frozenset({"creator", "administrator"})
+
+
+def _renew_button(context: dict[str, Any], channel_id: int) -> dict[str, Any]:
+    """A button to `/start pay_<channel>` through the manager bot; nothing without its name."""
+    username = context.get("bot_username")
+    if not username:
+        return {}
+    url = f"https://t.me/{username}?start=pay_{channel_id}"
+    return {"reply_markup": {"inline_keyboard": [[{"text": "Renew", "url": url}]]}}
 
 
 class AccessFailed(Exception):
@@ -60,7 +72,11 @@ class Access:
         async with connection(self.pool) as conn:
             cur = await conn.execute(
                 Q["access_context"],
-                {"channel_id": row["channel_id"], "person_id": row["person_id"]},
+                {
+                    "channel_id": row["channel_id"],
+                    "person_id": row["person_id"],
+                    "membership_event_id": row["membership_event_id"],
+                },
             )
             context = await cur.fetchone()
         if context is None:
@@ -75,13 +91,19 @@ class Access:
         user = int(context["telegram_user_id"])
         title = str(context["title"]) or "the channel"
         kind = row["kind"]
+        renew = _renew_button(context, int(row["channel_id"]))
         message: dict[str, Any] | None
         if kind == "grant":
-            message = await self._grant(token, chat, title, event)
+            welcome = context["from_status"] == "expired"
+            message = await self._grant(token, chat, title, event, welcome)
+        elif kind == "expiry_notice":
+            message = self._notice(title, context, row, renew)
         elif kind == "reminder":
-            message = self._reminder(title, context)
+            message = {**self._reminder(title, context), **renew}
         else:
             message = await self._revoke(token, chat, user, title)
+            if message is not None:
+                message = {**message, **renew}
         async with connection(self.pool) as conn, conn.transaction():
             if message is not None:
                 await outbox_store.queue_reply(
@@ -94,7 +116,9 @@ class Access:
                 )
             await self.queue.finish(conn, event)
 
-    async def _grant(self, token: str, chat: int, title: str, event: Event) -> dict[str, Any]:
+    async def _grant(
+        self, token: str, chat: int, title: str, event: Event, welcome: bool
+    ) -> dict[str, Any]:
         expire = self.clock.now() + dt.timedelta(hours=self.invite_hours)
         link = await self.api.call(
             token,
@@ -107,9 +131,39 @@ class Access:
             },
         )
         url = str(link["invite_link"])
+        text = f"Payment received: your access to {title} is open. The link works once."
+        if welcome:
+            text = (
+                f"Welcome back! Payment received: your access to {title} is open again. "
+                "The link works once."
+            )
         return {
-            "text": f"Payment received: your access to {title} is open. The link works once.",
+            "text": text,
             "reply_markup": {"inline_keyboard": [[{"text": f"Join {title}"[:64], "url": url}]]},
+        }
+
+    def _notice(
+        self,
+        title: str,
+        context: dict[str, Any],
+        row: dict[str, Any],
+        renew: dict[str, Any],
+    ) -> dict[str, Any] | None:
+        """None when the membership was renewed (or ended) since the notice was written."""
+        if (
+            context["membership_status"] != "active"
+            or context["membership_expires_at"] != (row["expires_at"])
+        ):
+            log.info("access event %d: notice for a period that is over; dropped", row["id"])
+            return None
+        hours = int(row["notice_hours"])
+        left = f"{hours // 24} days" if hours % 24 == 0 and hours >= 48 else f"{hours} hours"
+        if hours == 24:
+            left = "1 day"
+        ends = row["expires_at"].astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+        return {
+            "text": f"Your access to {title} ends in {left}, on {ends}. Renew to stay.",
+            **renew,
         }
 
     def _reminder(self, title: str, context: dict[str, Any]) -> dict[str, Any]:

@@ -316,11 +316,17 @@ ON CONFLICT (bot_id, channel_id) DO UPDATE
        checked_at = excluded.checked_at, last_error = excluded.last_error;
 
 -- access_context --
--- What acting on an access event needs: the channel, its manager bot, the person, the grace.
-SELECT c.telegram_chat_id, c.title, c.manager_bot_id, p.telegram_user_id,
-       m.grace_days, m.expires_at AS membership_expires_at
-  FROM channels c, people p
-  LEFT JOIN memberships m ON m.person_id = p.id AND m.channel_id = %(channel_id)s
+-- What acting on an access event needs: the channel, its manager bot, the person, the
+-- membership as it stands now, and the status the event's change came from.
+SELECT c.telegram_chat_id, c.title, c.manager_bot_id, mb.username AS bot_username,
+       p.telegram_user_id, m.grace_days, m.status AS membership_status,
+       m.expires_at AS membership_expires_at,
+       (SELECT me.from_status FROM membership_events me
+         WHERE me.id = %(membership_event_id)s) AS from_status
+  FROM channels c
+  LEFT JOIN bots mb ON mb.id = c.manager_bot_id
+ CROSS JOIN people p
+  LEFT JOIN memberships m ON m.person_id = p.id AND m.channel_id = c.id
  WHERE c.id = %(channel_id)s AND p.id = %(person_id)s;
 
 -- bot_channels_to_check --

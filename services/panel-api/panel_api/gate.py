@@ -51,10 +51,17 @@ class Plan(msgspec.Struct, forbid_unknown_fields=True):
     grace_days: Annotated[int, msgspec.Meta(ge=0, le=365)]
 
 
+# Hours before expiry at which members are reminded: up to 10, each within a year.
+ReminderHours = Annotated[
+    list[Annotated[int, msgspec.Meta(ge=1, le=8760)]], msgspec.Meta(max_length=10)
+]
+
+
 class ChannelChange(msgspec.Struct, forbid_unknown_fields=True):
     is_paid: bool | msgspec.UnsetType = msgspec.UNSET
     manager_bot_id: Id | msgspec.UnsetType | None = msgspec.UNSET
     plan: Plan | msgspec.UnsetType = msgspec.UNSET
+    reminder_hours: ReminderHours | msgspec.UnsetType = msgspec.UNSET
 
 
 class BotStanding(msgspec.Struct):
@@ -81,6 +88,7 @@ class Channel(msgspec.Struct):
     manager_bot_id: int | None
     plan: Plan | None
     bots: list[BotStanding]
+    reminder_hours: list[int] = msgspec.field(default_factory=list)
     # t.me/<manager bot>?start=pay_<id>, for a paid channel with a manager bot.
     pay_link: str | None = None
 
@@ -185,9 +193,19 @@ class Gate:
             is_paid = (
                 before["is_paid"] if isinstance(body.is_paid, msgspec.UnsetType) else body.is_paid
             )
+            reminders = (
+                before["reminder_hours"]
+                if isinstance(body.reminder_hours, msgspec.UnsetType)
+                else sorted(set(body.reminder_hours), reverse=True)
+            )
             await conn.execute(
                 Q["update_channel"],
-                {"id": channel_id, "is_paid": is_paid, "manager_bot_id": manager},
+                {
+                    "id": channel_id,
+                    "is_paid": is_paid,
+                    "manager_bot_id": manager,
+                    "reminder_hours": reminders,
+                },
             )
             if not isinstance(body.plan, msgspec.UnsetType):
                 await conn.execute(Q["retire_default_plan"], {"channel_id": channel_id})
@@ -198,6 +216,7 @@ class Gate:
             after = {
                 "is_paid": is_paid,
                 "manager_bot_id": manager,
+                "reminder_hours": reminders,
                 "plan": None
                 if isinstance(body.plan, msgspec.UnsetType)
                 else msgspec.to_builtins(body.plan),

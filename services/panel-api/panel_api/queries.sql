@@ -245,7 +245,7 @@ SELECT id, gateway, event_type, order_reference, external_payment_id, outcome, p
 -- channels_page --
 -- Channels with their default plan and, per bot, the bot's standing there.
 SELECT c.id, c.telegram_chat_id, c.title, c.username, c.chat_type, c.is_paid,
-       c.manager_bot_id,
+       c.manager_bot_id, c.reminder_hours,
        (SELECT jsonb_build_object('price_minor', p.price_minor, 'currency', p.currency,
                                   'period_days', p.period_days, 'grace_days', p.grace_days)
           FROM plans p WHERE p.channel_id = c.id AND p.is_default) AS plan,
@@ -267,10 +267,13 @@ SELECT c.id, c.telegram_chat_id, c.title, c.username, c.chat_type, c.is_paid,
  LIMIT %(limit)s;
 
 -- channel_for_update --
-SELECT id, is_paid, manager_bot_id FROM channels WHERE id = %(id)s FOR UPDATE;
+SELECT id, is_paid, manager_bot_id, reminder_hours FROM channels WHERE id = %(id)s FOR UPDATE;
 
 -- update_channel --
-UPDATE channels SET is_paid = %(is_paid)s, manager_bot_id = %(manager_bot_id)s
+-- New reminder times apply from each membership's next sweep visit.
+UPDATE channels
+   SET is_paid = %(is_paid)s, manager_bot_id = %(manager_bot_id)s,
+       reminder_hours = %(reminder_hours)s
  WHERE id = %(id)s;
 
 -- bot_exists --

@@ -79,6 +79,7 @@ def test_sweep__active_to_grace_to_expired_with_access_events(
         "examined": 3,
         "to_grace": 1,
         "to_expired": 2,
+        "reminded": 0,
         "skipped": 0,
         "invoices_expired": 0,
         "orders_expired": 0,

@@ -9,7 +9,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from billing.transitions import Extension, Status, extend, next_check_at, next_status, replay
+from billing.transitions import (
+    Extension,
+    Status,
+    due_notice,
+    extend,
+    next_check_at,
+    next_status,
+    notice_key,
+    replay,
+)
 
 UTC = dt.UTC
 RANK = {Status.ACTIVE: 0, Status.GRACE: 1, Status.EXPIRED: 2}
@@ -134,6 +143,59 @@ def test_next_check_at__per_status() -> None:
     assert next_check_at(Status.ACTIVE, t, 3) == t
     assert next_check_at(Status.GRACE, t, 3) == t + dt.timedelta(days=3)
     assert next_check_at(Status.EXPIRED, t, 3) is None
+
+
+H = dt.timedelta(hours=1)
+reminders = st.lists(st.integers(min_value=1, max_value=8760), max_size=10, unique=True)
+
+
+def test_next_check_at__active_is_due_at_each_reminder_still_ahead() -> None:
+    t = dt.datetime(2026, 5, 10, tzinfo=UTC)
+    assert next_check_at(Status.ACTIVE, t, 3, (72, 24)) == t - 72 * H
+    assert next_check_at(Status.ACTIVE, t, 3, (72, 24), after=t - 72 * H) == t - 24 * H
+    assert next_check_at(Status.ACTIVE, t, 3, (72, 24), after=t - 24 * H) == t
+    # Paid with two days left: the 72-hour reminder has passed and is not due.
+    assert next_check_at(Status.ACTIVE, t, 3, (72, 24), after=t - 48 * H) == t - 24 * H
+    assert next_check_at(Status.GRACE, t, 3, (72, 24)) == t + dt.timedelta(days=3)
+
+
+def test_due_notice__the_nearest_passed_reminder_before_expiry() -> None:
+    t = dt.datetime(2026, 5, 10, tzinfo=UTC)
+    assert due_notice(t, t - 73 * H, (72, 24)) is None
+    assert due_notice(t, t - 72 * H, (72, 24)) == 72
+    assert due_notice(t, t - 30 * H, (72, 24)) == 72
+    # A sweep that missed the 72-hour reminder sends the 24-hour one alone.
+    assert due_notice(t, t - 20 * H, (72, 24)) == 24
+    assert due_notice(t, t, (72, 24)) is None
+    assert due_notice(t, t - H, ()) is None
+
+
+def test_notice_key__one_per_period_and_reminder() -> None:
+    t = dt.datetime(2026, 5, 10, 12, tzinfo=UTC)
+    assert notice_key(3, 4, t, 72) == "3:4:2026-05-10T12:00:00.000000Z:72"
+    same_moment = t.astimezone(dt.timezone(dt.timedelta(hours=3)))
+    assert notice_key(3, 4, same_moment, 72) == notice_key(3, 4, t, 72)
+    assert notice_key(3, 4, t + dt.timedelta(days=30), 72) != notice_key(3, 4, t, 72)
+
+
+@given(moments, moments, graces, reminders)
+def test_next_check_at__after_now_and_never_past_the_expiry(
+    expires_at: dt.datetime, now: dt.datetime, grace: int, hours: list[int]
+) -> None:
+    at = next_check_at(Status.ACTIVE, expires_at, grace, hours, after=now)
+    assert at is not None and at <= expires_at
+    if now < expires_at:
+        # The sweep always has a later visit: it cannot be due again at once, nor skip one.
+        assert at > now
+        assert due_notice(expires_at, at, hours) is not None or at == expires_at
+
+
+@given(moments, moments, reminders)
+def test_due_notice__matches_brute_force(
+    expires_at: dt.datetime, now: dt.datetime, hours: list[int]
+) -> None:
+    passed = sorted(h for h in hours if now < expires_at and now >= expires_at - h * H)
+    assert due_notice(expires_at, now, hours) == (passed[0] if passed else None)
 
 
 class MembershipMachine(RuleBasedStateMachine):

@@ -125,6 +125,11 @@ def test_expiry__one_removal_and_a_revoke_never_overtakes_its_grant(shop: Shop) 
     assert member, "the person's standing was asked before the removal"
     edge.wait_until(lambda: len(shop.sent(PAYER)) == 2, 30, "both messages")
     assert "has ended" in shop.sent(PAYER)[1]["text"]
+    # The removal says how to come back.
+    [(told,)] = edge.query("SELECT payload FROM outbox WHERE payload->>'text' LIKE '%%ended%%'")
+    assert told["reply_markup"]["inline_keyboard"][0][0]["url"] == (
+        f"https://t.me/bot{MANAGER}?start=pay_{shop.channel}"
+    )
 
 
 def test_revoke__the_chats_admins_are_never_removed(shop: Shop) -> None:
@@ -194,3 +199,51 @@ def test_expiry__one_removal_even_with_a_worker_killed_mid_removal(shop: Shop) -
     ).json()["result"]
     assert member["status"] == "left"
     assert edge.query("SELECT count(*) FROM outbox WHERE dedupe_key LIKE 'access:%%'") == [(2,)]
+
+
+def test_expiry_notice__sent_with_the_pay_link_and_dropped_after_a_renewal(shop: Shop) -> None:
+    edge = shop.edge
+    expires = dt.datetime.now(dt.UTC).replace(microsecond=0) + dt.timedelta(hours=70)
+    person = gateways.set_membership(edge.database_url, PAYER, shop.channel, expires)
+    for hours, period_end in ((72, expires), (24, expires - dt.timedelta(days=30))):
+        # The second was written for a period a renewal has since replaced.
+        edge.query(
+            "INSERT INTO access_events (kind, person_id, channel_id, notice_key, notice_hours,"
+            " expires_at, created_at) VALUES ('expiry_notice', %s, %s, %s, %s, %s, now())"
+            " RETURNING id",
+            person,
+            shop.channel,
+            f"{person}:{shop.channel}:{period_end.isoformat()}:{hours}",
+            hours,
+            period_end,
+        )
+    edge.start_worker(**FAST_ACCESS)
+    edge.wait_until(
+        lambda: shop.events() == [("expiry_notice", "done")] * 2, 60, "both notices handled"
+    )
+    edge.wait_until(lambda: len(shop.sent(PAYER)) == 1, 30, "the notice sent")
+    ends = expires.strftime("%Y-%m-%d %H:%M UTC")
+    assert shop.sent(PAYER)[0]["text"] == (
+        f"Your access to Paid ends in 3 days, on {ends}. Renew to stay."
+    )
+    [(payload,)] = edge.query("SELECT payload FROM outbox")
+    assert payload["reply_markup"]["inline_keyboard"] == [
+        [{"text": "Renew", "url": f"https://t.me/bot{MANAGER}?start=pay_{shop.channel}"}]
+    ]
+
+
+def test_grant__after_expiry_welcomes_them_back(shop: Shop) -> None:
+    edge = shop.edge
+    gateways.set_membership(
+        edge.database_url,
+        PAYER,
+        shop.channel,
+        dt.datetime.now(dt.UTC) - dt.timedelta(days=40),
+        status="expired",
+    )
+    shop.pay(PAYER, "pay-again")
+    edge.start_worker(**FAST_ACCESS)
+    edge.wait_until(lambda: len(shop.sent(PAYER)) == 1, 60, "the link sent")
+    assert shop.sent(PAYER)[0]["text"].startswith(
+        "Welcome back! Payment received: your access to Paid is open again."
+    )

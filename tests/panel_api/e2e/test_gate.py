@@ -99,6 +99,12 @@ def test_channel__paid_with_a_manager_bot_and_a_plan(panel: Panel) -> None:
     assert changed.json()["plan"] == plan
     # insert_bot names the bot bot<telegram id>.
     assert changed.json()["pay_link"] == f"https://t.me/bot5550001?start=pay_{sponsor}"
+    assert changed.json()["reminder_hours"] == [72, 24]
+    reminders = panel.call("PATCH", f"/v1/channels/{sponsor}", {"reminder_hours": [6, 48, 6]})
+    assert reminders.json()["reminder_hours"] == [48, 6]
+    for bad in ([0], [9000], list(range(1, 12)), ["x"]):
+        wrong = panel.call("PATCH", f"/v1/channels/{sponsor}", {"reminder_hours": bad})
+        assert wrong.status_code == 422, bad
     unpaid = panel.call("PATCH", f"/v1/channels/{sponsor}", {"is_paid": False}).json()
     assert unpaid["pay_link"] is None
     panel.call("PATCH", f"/v1/channels/{sponsor}", {"is_paid": True})
