@@ -95,7 +95,10 @@ class Access:
         message: dict[str, Any] | None
         if kind == "grant":
             welcome = context["from_status"] == "expired"
-            message = await self._grant(token, chat, title, event, welcome)
+            if context["admission"] == "join_request":
+                message = await self._join_request_grant(token, chat, title, context, row)
+            else:
+                message = await self._grant(token, chat, title, event, welcome)
         elif kind == "expiry_notice":
             message = self._notice(title, context, row, renew)
         elif kind == "reminder":
@@ -105,6 +108,16 @@ class Access:
             if message is not None:
                 message = {**message, **renew}
         async with connection(self.pool) as conn, conn.transaction():
+            if message is not None and kind == "grant" and "link" in message:
+                await conn.execute(
+                    Q["keep_access_link"],
+                    {
+                        "channel_id": row["channel_id"],
+                        "person_id": row["person_id"],
+                        "link": message.pop("link"),
+                        "now": self.clock.now(),
+                    },
+                )
             if message is not None:
                 await outbox_store.queue_reply(
                     conn,
@@ -138,7 +151,40 @@ class Access:
                 "The link works once."
             )
         return {
+            "link": url,
             "text": text,
+            "reply_markup": {"inline_keyboard": [[{"text": f"Join {title}"[:64], "url": url}]]},
+        }
+
+    async def _join_request_grant(
+        self,
+        token: str,
+        chat: int,
+        title: str,
+        context: dict[str, Any],
+        row: dict[str, Any],
+    ) -> dict[str, Any]:
+        """The channel's one join-request link (made once, kept on the channel): a request
+        through it from a payer is approved at once."""
+        url = context["join_request_link"]
+        if not url:
+            made = await self.api.call(
+                token,
+                "createChatInviteLink",
+                {"chat_id": chat, "creates_join_request": True, "name": "Gatehouse members"},
+            )
+            async with connection(self.pool) as conn:
+                cur = await conn.execute(
+                    Q["keep_join_request_link"],
+                    {"channel_id": row["channel_id"], "link": str(made["invite_link"])},
+                )
+                kept = await cur.fetchone()
+            url = kept["join_request_link"] if kept else made["invite_link"]
+        return {
+            "text": (
+                f"Payment received: your access to {title} is open. Ask to join with this "
+                "link; your request is approved at once."
+            ),
             "reply_markup": {"inline_keyboard": [[{"text": f"Join {title}"[:64], "url": url}]]},
         }
 

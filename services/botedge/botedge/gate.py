@@ -22,7 +22,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from botedge import bot_store, sqlq
+from botedge import admission, bot_store, sqlq
 from botedge.db import connection
 from botedge.handlers import Context, Reply, RetryLater, Routes, Visit
 from botedge.inbox_store import InboxRow
@@ -389,7 +389,9 @@ class _MemberChange:
         )
         if not member:
             await conn.execute(Q["notify_gate"], {"payload": f"{chat['id']}:{user['id']}"})
-        return []
+            return []
+        found = await admission.standing(conn, visit.update.bot_id, chat["id"], user["id"])
+        return admission.intruder_replies(visit, found, chat["id"], user["id"], new["status"])
 
 
 _STATUSES = frozenset({"creator", "administrator", "member", "restricted", "left", "kicked"})

@@ -319,6 +319,7 @@ ON CONFLICT (bot_id, channel_id) DO UPDATE
 -- What acting on an access event needs: the channel, its manager bot, the person, the
 -- membership as it stands now, and the status the event's change came from.
 SELECT c.telegram_chat_id, c.title, c.manager_bot_id, mb.username AS bot_username,
+       c.admission, c.join_request_link,
        p.telegram_user_id, m.grace_days, m.status AS membership_status,
        m.expires_at AS membership_expires_at,
        (SELECT me.from_status FROM membership_events me
@@ -464,3 +465,45 @@ ON CONFLICT (channel_id) WHERE is_default DO NOTHING;
 
 -- demo_paid_id --
 SELECT id FROM channels WHERE telegram_chat_id = %(chat_id)s;
+
+-- admission_of --
+-- A paid channel's admission as the bot sees it: is the person entitled (an active or grace
+-- membership, or whitelisted), may the bot write to them, and the bot's name for the pay link.
+SELECT c.id AS channel_id, c.title, c.is_paid, c.manager_bot_id, b.username AS bot_username,
+       EXISTS (SELECT 1 FROM memberships m JOIN people p ON p.id = m.person_id
+                WHERE m.channel_id = c.id AND p.telegram_user_id = %(user_id)s
+                  AND m.status IN ('active', 'grace')) AS paying,
+       EXISTS (SELECT 1 FROM channel_whitelist w
+                WHERE w.channel_id = c.id AND w.telegram_user_id = %(user_id)s) AS whitelisted,
+       EXISTS (SELECT 1 FROM bot_people bp JOIN people p ON p.id = bp.person_id
+                WHERE bp.bot_id = %(bot_id)s AND p.telegram_user_id = %(user_id)s
+                  AND bp.blocked_at IS NULL) AS may_write
+  FROM channels c
+  JOIN bots b ON b.id = %(bot_id)s
+ WHERE c.telegram_chat_id = %(chat_id)s;
+
+-- keep_join_request_link --
+-- The first link made wins: two grants racing keep one.
+UPDATE channels SET join_request_link = coalesce(join_request_link, %(link)s)
+ WHERE id = %(channel_id)s
+RETURNING join_request_link;
+
+-- keep_access_link --
+INSERT INTO access_links (channel_id, person_id, link, created_at)
+VALUES (%(channel_id)s, %(person_id)s, %(link)s, %(now)s)
+ON CONFLICT (channel_id, person_id) DO UPDATE
+   SET link = excluded.link, created_at = excluded.created_at;
+
+-- links_to_resend --
+-- The person's paid channels this bot manages, with the link sent last and whether they are
+-- inside already.
+SELECT c.id AS channel_id, c.telegram_chat_id, c.title, c.admission, c.join_request_link,
+       p.id AS person_id, al.link AS last_link, coalesce(cm.is_member, false) AS inside
+  FROM people p
+  JOIN memberships m ON m.person_id = p.id AND m.status IN ('active', 'grace')
+  JOIN channels c ON c.id = m.channel_id AND c.manager_bot_id = %(bot_id)s
+  LEFT JOIN access_links al ON al.channel_id = c.id AND al.person_id = p.id
+  LEFT JOIN channel_members cm ON cm.channel_id = c.id AND cm.person_id = p.id
+ WHERE p.telegram_user_id = %(user_id)s
+ ORDER BY c.id
+ LIMIT 10;

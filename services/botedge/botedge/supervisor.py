@@ -13,7 +13,17 @@ from collections.abc import Awaitable, Callable
 
 import httpx
 
-from botedge import adshop, bot_store, channels, errors, gate, inbox_store, outbox_store, pay
+from botedge import (
+    admission,
+    adshop,
+    bot_store,
+    channels,
+    errors,
+    gate,
+    inbox_store,
+    outbox_store,
+    pay,
+)
 from botedge.access import ACCESS_EVENTS, Access
 from botedge.consumer import ConsumerConfig, InboxConsumer
 from botedge.db import connection
@@ -75,6 +85,7 @@ class WorkerSupervisor:
                 features=[
                     gate.Gate(pool, self.joined),
                     adshop.AdShop(),
+                    admission.Admission(pool, settings.invite_link_hours, clock),
                     pay.Pay(pay.BillingClient(http, settings.billing_url, settings.service_token)),
                 ],
                 clock=clock,

@@ -5,66 +5,11 @@ from __future__ import annotations
 
 import datetime as dt
 import signal
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
 import httpx
-import pytest
 
 from tests.billing.e2e import gateways
-from tests.botedge.e2e.conftest import Edge
-from tests.conftest import ServiceProcess, service_env
-
-PAID = -1001000000401
-MANAGER = 5550401
-PAYER = 7001
-# Short claims and leases: a killed worker's are taken over within seconds.
-FAST_ACCESS = {"ACCESS_RETRY_BASE": "0.1", "WORKER_LOCK_SECONDS": "3", "LEASE_SECONDS": "9"}
-
-
-@dataclass
-class Shop:
-    edge: Edge
-    billing: ServiceProcess
-    channel: int
-    bot_id: int
-    token: str
-
-    def pay(self, user: int, payment_id: str) -> None:
-        with httpx.Client() as client:
-            order = gateways.create_invoice(client, self.billing.url, user, self.channel, "subgate")
-            paid = gateways.subgate(order["order_reference"], payment_id, "12.50")
-            assert paid.send(client, self.billing.url).json()["applied"] is True
-
-    def sweep(self) -> dict[str, Any]:
-        answer = httpx.post(f"{self.billing.url}/v1/sweep", headers=gateways.sweep_request())
-        assert answer.status_code == 200, answer.text
-        return dict(answer.json())
-
-    def events(self) -> list[tuple[str, str]]:
-        return [
-            (str(kind), str(state))
-            for kind, state in self.edge.query("SELECT kind, state FROM access_events ORDER BY id")
-        ]
-
-    def sent(self, user: int) -> list[dict[str, Any]]:
-        return list(self.edge.sim_get("/_sim/sent", chat_id=user))
-
-    def calls(self, method: str) -> list[dict[str, Any]]:
-        return [c for c in self.edge.sim_get("/_sim/calls", method=method) if c["status"] == 200]
-
-
-@pytest.fixture
-def shop(edge: Edge, start_service: Callable[..., ServiceProcess], database_url: str) -> Shop:
-    billing = start_service("billing", env=service_env(database_url))
-    bot_id, token, _ = edge.add_bot(MANAGER, mode="polling")
-    channel = gateways.add_paid_channel(database_url, chat_id=PAID, grace_days=2)
-    edge.query("UPDATE channels SET manager_bot_id = %s RETURNING id", bot_id)
-    edge.sim_post(
-        "/_sim/chats", {"id": PAID, "type": "channel", "title": "Paid", "admin_bots": [MANAGER]}
-    )
-    return Shop(edge, billing, channel, bot_id, token)
+from tests.botedge.e2e.conftest import FAST_ACCESS, MANAGER, PAID, PAYER, Shop
 
 
 def test_payment__one_invite_link_sent_even_with_a_worker_killed_mid_call(shop: Shop) -> None:

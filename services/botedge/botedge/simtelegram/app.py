@@ -334,9 +334,13 @@ async def get_chat_administrators(world: World, bot: Bot, params: Params) -> Any
 async def create_chat_invite_link(world: World, bot: Bot, params: Params) -> Any:
     chat = world.chat(_chat_id(world, params), create_private=False)
     _require_admin(world, bot, chat, "Bad Request: not enough rights to manage chat invite link")
-    chat.invite_links += 1
     member_limit = params.get("member_limit")
     expire_date = params.get("expire_date")
+    if params.get("creates_join_request") and member_limit is not None:
+        raise ApiError(
+            400, "Bad Request: member limit can't be specified for links requiring approval"
+        )
+    chat.invite_links += 1
     link = InviteLink(
         chat_id=chat.id,
         url=f"https://t.me/+sim{abs(chat.id)}x{chat.invite_links}",
@@ -350,6 +354,16 @@ async def create_chat_invite_link(world: World, bot: Bot, params: Params) -> Any
     if params.get("name") is not None:
         answer["name"] = params["name"]
     return answer
+
+
+async def revoke_chat_invite_link(world: World, bot: Bot, params: Params) -> Any:
+    chat = world.chat(_chat_id(world, params), create_private=False)
+    _require_admin(world, bot, chat, "Bad Request: not enough rights to manage chat invite link")
+    link = world.links.get(str(params.get("invite_link", "")))
+    if link is None or link.chat_id != chat.id:
+        raise ApiError(400, "Bad Request: INVITE_HASH_EXPIRED")
+    link.revoked = True
+    return link.as_json()
 
 
 def _set_status(status: str) -> Method:
@@ -482,7 +496,7 @@ METHODS: dict[str, Method] = {
     "createchatinvitelink": create_chat_invite_link,
     "banchatmember": _set_status("kicked"),
     "unbanchatmember": _set_status("left"),
-    "approvechatjoinrequest": _set_status("member"),
+    "revokechatinvitelink": revoke_chat_invite_link,
 }
 
 
@@ -541,7 +555,7 @@ def create_app(faults: Faults | None = None, seed: int | None = None) -> Starlet
             faults = world.faults
             if faults.delay_ms:
                 await asyncio.sleep(faults.delay_ms / 1000)
-            method = METHODS.get(name)
+            method = methods.get(name)
             if method is None:
                 raise ApiError(404, "Not Found: method not found")
             if name != "getupdates":
@@ -761,6 +775,45 @@ def create_app(faults: Faults | None = None, seed: int | None = None) -> Starlet
                 told.append(_tell(bot, {"chat_member": change})["update_id"])
         return told
 
+    def _request_join(chat: Chat, user_id: int, link: InviteLink) -> list[int]:
+        """A join through a link that needs approval: a pending request, and `chat_join_request`
+        to each admin bot that asked for it."""
+        chat.join_requests[user_id] = link
+        request = {
+            "chat": chat.as_json(),
+            "from": _member(user_id, "member")["user"],
+            "user_chat_id": user_id,
+            "date": int(time.time()),
+            "invite_link": link.as_json(),
+        }
+        told = []
+        for bot_id in sorted(world.admins.get(chat.id, set())):
+            bot = world.bots.get(bot_id)
+            if bot is not None and "chat_join_request" in bot.allowed_updates:
+                told.append(_tell(bot, {"chat_join_request": request})["update_id"])
+        return told
+
+    def _answer_request(approve: bool) -> Method:
+        async def answer(world: World, bot: Bot, params: Params) -> Any:
+            chat = world.chat(_chat_id(world, params), create_private=False)
+            _require_admin(world, bot, chat, "Bad Request: CHAT_ADMIN_REQUIRED")
+            user_id = _int(params, "user_id")
+            link = chat.join_requests.pop(user_id, None)
+            if link is None:
+                raise ApiError(400, "Bad Request: HIDE_REQUESTER_MISSING")
+            if approve:
+                link.uses += 1
+                _move(chat, user_id, "member", link)
+            return True
+
+        return answer
+
+    methods: dict[str, Method] = {
+        **METHODS,
+        "approvechatjoinrequest": _answer_request(True),
+        "declinechatjoinrequest": _answer_request(False),
+    }
+
     async def control_join(request: Request) -> Response:
         body = await request.json()
         chat = world.chats.get(int(body["chat_id"]))
@@ -777,6 +830,10 @@ def create_app(faults: Faults | None = None, seed: int | None = None) -> Starlet
                 return JSONResponse({"error": refusal}, status_code=400)
         if chat.members.get(user_id) == "kicked":
             return JSONResponse({"error": "the user is banned there"}, status_code=400)
+        if link is not None and link.creates_join_request:
+            return JSONResponse(
+                {"update_ids": _request_join(chat, user_id, link), "requested": True}
+            )
         if link is not None:
             link.uses += 1
         return JSONResponse({"update_ids": _move(chat, user_id, "member", link)})

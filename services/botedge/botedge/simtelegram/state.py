@@ -93,6 +93,8 @@ class Chat:
     next_message_id: int = 1
     messages: dict[int, dict[str, Any]] = field(default_factory=dict)
     invite_links: int = 0
+    # Pending join requests: who asked, through which link.
+    join_requests: dict[int, InviteLink] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         chat: dict[str, Any] = {"id": self.id, "type": self.type}
