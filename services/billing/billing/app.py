@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -86,6 +87,13 @@ class InvoiceRequest(msgspec.Struct, forbid_unknown_fields=True):
     telegram_user_id: TelegramUserId
     channel_id: ChannelId
     gateway: str
+
+
+class GrantRequest(msgspec.Struct, forbid_unknown_fields=True):
+    telegram_user_id: TelegramUserId
+    channel_id: ChannelId
+    until: Annotated[dt.datetime, msgspec.Meta(tz=True)]
+    reason: Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
 
 
 class GatewaysQuery(msgspec.Struct, forbid_unknown_fields=True):
@@ -214,6 +222,22 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
             )
         return JSONResponse(answer)
 
+    async def grant(request: Request) -> Response:
+        """Access until a date without a payment (an owner's import, a partner)."""
+        require_bearer(request, settings.service_token)
+        body = await json_body(request, GrantRequest, limit=4096)
+        now = clock.now()
+        if body.until <= now:
+            raise errors.InvalidBody("until must be in the future")
+        async with store.connection(runtime(request).pool) as conn:
+            done = await store.grant_access(
+                conn, body.telegram_user_id, body.channel_id, body.until, body.reason, now
+            )
+        if done is None:
+            raise errors.UnknownChannel("no paid channel by that id")
+        changed, membership = done
+        return JSONResponse({"applied": changed, "membership": membership.as_json()})
+
     rate_client = httpx.AsyncClient()
     rates = Rates(rate_client, settings.trx_rate_sources, clock)
 
@@ -275,6 +299,7 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
             Route("/v1/sweep", sweep, methods=["POST"]),
             Route("/internal/invoices", create_invoice, methods=["POST"]),
             Route("/internal/gateways", gateways, methods=["GET"]),
+            Route("/internal/grants", grant, methods=["POST"]),
             Route("/internal/ad-orders/{order_id:int}/approve", approve, methods=["POST"]),
             Route(
                 "/internal/ad-orders/{order_id:int}/reject",

@@ -105,10 +105,23 @@ UPDATE memberships
 
 -- insert_membership_event --
 INSERT INTO membership_events (person_id, channel_id, from_status, to_status, old_expires_at,
-                               new_expires_at, cause, payment_id, paid_at, period_days, at)
+                               new_expires_at, cause, payment_id, paid_at, period_days, until,
+                               reason, at)
 VALUES (%(person_id)s, %(channel_id)s, %(from_status)s, %(to_status)s, %(old_expires_at)s,
-        %(new_expires_at)s, %(cause)s, %(payment_id)s, %(paid_at)s, %(period_days)s, %(now)s)
+        %(new_expires_at)s, %(cause)s, %(payment_id)s, %(paid_at)s, %(period_days)s, %(until)s,
+        %(reason)s, %(now)s)
 RETURNING id;
+
+-- grant_channel --
+-- A grant is for a paid channel; its grace comes from the default plan, if there is one.
+SELECT c.id, c.reminder_hours,
+       coalesce((SELECT p.grace_days FROM plans p
+                  WHERE p.channel_id = c.id AND p.is_default), 0) AS grace_days
+  FROM channels c
+ WHERE c.id = %(channel_id)s AND c.is_paid;
+
+-- lock_membership --
+SELECT pg_advisory_xact_lock(%(person_id)s, %(channel_id)s);
 
 -- insert_access_event --
 -- Written in the same transaction as the membership change: botedge sees both or neither.

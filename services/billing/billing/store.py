@@ -22,6 +22,7 @@ from billing.transitions import (
     Status,
     due_notice,
     extend,
+    grant,
     next_check_at,
     next_status,
     notice_key,
@@ -261,6 +262,8 @@ async def _membership_event(
     payment_id: int | None = None,
     paid_at: dt.datetime | None = None,
     period_days: int | None = None,
+    until: dt.datetime | None = None,
+    reason: str | None = None,
 ) -> int:
     cur = await conn.execute(
         Q["insert_membership_event"],
@@ -274,6 +277,8 @@ async def _membership_event(
             "payment_id": payment_id,
             "paid_at": paid_at,
             "period_days": period_days,
+            "until": until,
+            "reason": reason,
             "now": now,
         },
     )
@@ -298,6 +303,55 @@ async def _access_event(
             "now": now,
         },
     )
+
+
+# -- grants ------------------------------------------------------------------------------------
+
+
+async def grant_access(
+    conn: Connection,
+    telegram_user_id: int,
+    channel_id: int,
+    until: dt.datetime,
+    reason: str,
+    now: dt.datetime,
+) -> tuple[bool, Membership] | None:
+    """Access until `until` without a payment, under the membership's lock: whether it changed
+    anything, and the membership after. None when the channel is not paid. A grant that would
+    not move `expires_at` writes nothing, so importing a list twice grants once."""
+    async with conn.transaction():
+        cur = await conn.execute(Q["grant_channel"], {"channel_id": channel_id})
+        channel = await cur.fetchone()
+        if channel is None:
+            return None
+        cur = await conn.execute(Q["upsert_person"], {"telegram_user_id": telegram_user_id})
+        keys = {"person_id": int((await _one(cur))["id"]), "channel_id": channel_id}
+        await conn.execute(Q["lock_membership"], keys)
+        before = await _membership(conn, **keys)
+        expires_at = grant(before.expires_at if before else None, until)
+        status = next_status(Status.ACTIVE, expires_at, now, int(channel["grace_days"]))
+        if before is not None and (before.expires_at, before.status) == (expires_at, status):
+            return False, before
+        reminders = tuple(channel["reminder_hours"] or ())
+        after = Membership(status, expires_at, int(channel["grace_days"]), reminders)
+        await conn.execute(
+            Q["upsert_membership"],
+            {
+                **keys,
+                "status": after.status.value,
+                "expires_at": after.expires_at,
+                "grace_days": after.grace_days,
+                "next_check_at": next_check_at(
+                    after.status, after.expires_at, after.grace_days, reminders, after=now
+                ),
+                "now": now,
+            },
+        )
+        event_id = await _membership_event(
+            conn, keys, before, after, now, cause="grant", until=until, reason=reason
+        )
+        await _access_event(conn, "grant", keys, event_id, after.expires_at, now)
+        return True, after
 
 
 # -- the sweep ------------------------------------------------------------------------------

@@ -116,9 +116,27 @@ class Extension:
     period_days: int
 
 
-def replay(extensions: Iterable[Extension], start: dt.datetime | None = None) -> dt.datetime | None:
-    """`expires_at` after applying the payments in the order they were applied."""
+@dataclass(frozen=True)
+class Grant:
+    """Access granted by the owner, without a payment, until a date."""
+
+    until: dt.datetime
+
+
+def grant(expires_at: dt.datetime | None, until: dt.datetime) -> dt.datetime:
+    """The grant rule: `greatest(expires_at, until)`; a grant never shortens access."""
+    _aware("until", until)
+    return until if expires_at is None else max(expires_at, until)
+
+
+def replay(
+    changes: Iterable[Extension | Grant], start: dt.datetime | None = None
+) -> dt.datetime | None:
+    """`expires_at` after applying the payments and grants in the order they were applied."""
     expires_at = start
-    for extension in extensions:
-        expires_at = extend(expires_at, extension.paid_at, extension.period_days)
+    for change in changes:
+        if isinstance(change, Grant):
+            expires_at = grant(expires_at, change.until)
+        else:
+            expires_at = extend(expires_at, change.paid_at, change.period_days)
     return expires_at

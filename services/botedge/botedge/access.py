@@ -4,7 +4,8 @@ Through the channel's manager bot (`channels.manager_bot_id`):
 - grant: a single-use invite link (`member_limit: 1`, valid `INVITE_LINK_HOURS`), made before
   the transaction that queues the message and finishes the event. A crash in between may make
   a second link, never send two: the message's outbox key is the event's.
-- grant after `expired`: the same, welcoming them back.
+- grant after `expired`: the same, welcoming them back. To someone `channel_members` shows
+  inside already, no link: a renewal says how long access now runs, a grant says nothing.
 - expiry_notice: "ends in N hours/days" with the pay link, before expiry; dropped when the
   membership was renewed since (its `expires_at` moved) or is no longer active.
 - reminder: a message with the days of grace left and the pay link.
@@ -93,7 +94,10 @@ class Access:
         kind = row["kind"]
         renew = _renew_button(context, int(row["channel_id"]))
         message: dict[str, Any] | None
-        if kind == "grant":
+        if kind == "grant" and context["inside"]:
+            # Already in the channel (a renewal, an imported member): no link to send.
+            message = None if context["cause"] == "grant" else self._extended(title, row)
+        elif kind == "grant":
             welcome = context["from_status"] == "expired"
             if context["admission"] == "join_request":
                 message = await self._join_request_grant(token, chat, title, context, row)
@@ -187,6 +191,10 @@ class Access:
             ),
             "reply_markup": {"inline_keyboard": [[{"text": f"Join {title}"[:64], "url": url}]]},
         }
+
+    def _extended(self, title: str, row: dict[str, Any]) -> dict[str, Any]:
+        ends = row["expires_at"].astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+        return {"text": f"Payment received: your access to {title} now runs to {ends}."}
 
     def _notice(
         self,

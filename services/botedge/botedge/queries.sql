@@ -322,12 +322,13 @@ SELECT c.telegram_chat_id, c.title, c.manager_bot_id, mb.username AS bot_usernam
        c.admission, c.join_request_link,
        p.telegram_user_id, m.grace_days, m.status AS membership_status,
        m.expires_at AS membership_expires_at,
-       (SELECT me.from_status FROM membership_events me
-         WHERE me.id = %(membership_event_id)s) AS from_status
+       me.from_status, me.cause, coalesce(cm.is_member, false) AS inside
   FROM channels c
   LEFT JOIN bots mb ON mb.id = c.manager_bot_id
  CROSS JOIN people p
   LEFT JOIN memberships m ON m.person_id = p.id AND m.channel_id = c.id
+  LEFT JOIN membership_events me ON me.id = %(membership_event_id)s
+  LEFT JOIN channel_members cm ON cm.channel_id = c.id AND cm.person_id = p.id
  WHERE c.id = %(channel_id)s AND p.id = %(person_id)s;
 
 -- bot_channels_to_check --
