@@ -17,6 +17,7 @@ from starlette.routing import Route
 
 from panel_api import auth, errors, first_run
 from panel_api.access import Access, Handler
+from panel_api.admission import Admission
 from panel_api.adshop import AdShop
 from panel_api.bots import Bots
 from panel_api.contract import OPERATIONS, openapi
@@ -93,6 +94,9 @@ def create_app(
     botedge = Internal("botedge", settings.botedge_url, settings.service_token, botedge_transport)
     bots = Bots(clock, SecretBox(settings.bot_token_key), botedge)
     gate = Gate(clock, botedge)
+    admission = Admission(
+        clock, Internal("billing", settings.billing_url, settings.service_token, billing_transport)
+    )
     shop = AdShop(
         clock, Internal("billing", settings.billing_url, settings.service_token, billing_transport)
     )
@@ -127,6 +131,14 @@ def create_app(
         ("POST", "/v1/channels"): gate.add_channel,
         ("PATCH", "/v1/channels/{channel_id:int}"): gate.change_channel,
         ("PUT", "/v1/bots/{bot_id:int}/default-gate"): gate.set_default_gate,
+        ("GET", "/v1/channels/{channel_id:int}/whitelist"): admission.whitelist,
+        ("POST", "/v1/channels/{channel_id:int}/whitelist"): admission.add_to_whitelist,
+        (
+            "DELETE",
+            "/v1/channels/{channel_id:int}/whitelist/{telegram_user_id:int}",
+        ): admission.remove_from_whitelist,
+        ("POST", "/v1/channels/{channel_id:int}/import"): admission.import_members,
+        ("POST", "/v1/grants"): admission.grant,
         ("GET", "/v1/contents"): gate.contents,
         ("POST", "/v1/contents"): gate.add_content,
         ("PATCH", "/v1/contents/{content_id:int}"): gate.change_content,

@@ -15,6 +15,14 @@ from typing import Any, Literal
 import msgspec
 
 from panel_api.access import Me, Page, Paged, Role
+from panel_api.admission import (
+    GrantAnswer,
+    ImportBody,
+    Imported,
+    NewGrant,
+    NewWhitelistEntry,
+    WhitelistEntry,
+)
 from panel_api.adshop import (
     NewSlot,
     OrderDetail,
@@ -219,10 +227,43 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         problems=(404, 502),
     ),
     ("PATCH", "/v1/channels/{channel_id:int}"): Operation(
-        "Set a channel paid, its manager bot and its default plan",
+        "Set a channel paid, its manager bot, its default plan, reminders and admission",
         Role.ADMIN,
         Channel,
         body=ChannelChange,
+    ),
+    ("GET", "/v1/channels/{channel_id:int}/whitelist"): Operation(
+        "Who may be in a paid channel without paying",
+        Role.VIEWER,
+        Page[WhitelistEntry],
+        query=Paged,
+        problems=(404,),
+    ),
+    ("POST", "/v1/channels/{channel_id:int}/whitelist"): Operation(
+        "Let someone into a paid channel without paying (kept from intruder removal)",
+        Role.ADMIN,
+        WhitelistEntry,
+        status=201,
+        body=NewWhitelistEntry,
+        problems=(404,),
+    ),
+    ("DELETE", "/v1/channels/{channel_id:int}/whitelist/{telegram_user_id:int}"): Operation(
+        "Take someone off a channel's whitelist", Role.ADMIN, status=204, problems=(404,)
+    ),
+    ("POST", "/v1/channels/{channel_id:int}/import"): Operation(
+        "Import members by Telegram id (up to 10,000): whitelist them, or grant access until"
+        " a date through billing; the bad ids listed",
+        Role.ADMIN,
+        Imported,
+        body=ImportBody,
+        problems=(404, 503),
+    ),
+    ("POST", "/v1/grants"): Operation(
+        "Grant access to a paid channel until a date, without a payment (billing)",
+        Role.ADMIN,
+        GrantAnswer,
+        body=NewGrant,
+        problems=(404, 503),
     ),
     ("PUT", "/v1/bots/{bot_id:int}/default-gate"): Operation(
         "A bot's default gate channels", Role.EDITOR, DefaultGate, body=DefaultGate

@@ -62,6 +62,7 @@ class ChannelChange(msgspec.Struct, forbid_unknown_fields=True):
     manager_bot_id: Id | msgspec.UnsetType | None = msgspec.UNSET
     plan: Plan | msgspec.UnsetType = msgspec.UNSET
     reminder_hours: ReminderHours | msgspec.UnsetType = msgspec.UNSET
+    admission: Literal["single_use_link", "join_request"] | msgspec.UnsetType = msgspec.UNSET
 
 
 class BotStanding(msgspec.Struct):
@@ -89,6 +90,9 @@ class Channel(msgspec.Struct):
     plan: Plan | None
     bots: list[BotStanding]
     reminder_hours: list[int] = msgspec.field(default_factory=list)
+    admission: str = "single_use_link"
+    # The join-request link the manager bot made (join_request admission), once it has.
+    join_request_link: str | None = None
     # t.me/<manager bot>?start=pay_<id>, for a paid channel with a manager bot.
     pay_link: str | None = None
 
@@ -193,6 +197,11 @@ class Gate:
             is_paid = (
                 before["is_paid"] if isinstance(body.is_paid, msgspec.UnsetType) else body.is_paid
             )
+            admission = (
+                before["admission"]
+                if isinstance(body.admission, msgspec.UnsetType)
+                else body.admission
+            )
             reminders = (
                 before["reminder_hours"]
                 if isinstance(body.reminder_hours, msgspec.UnsetType)
@@ -205,6 +214,7 @@ class Gate:
                     "is_paid": is_paid,
                     "manager_bot_id": manager,
                     "reminder_hours": reminders,
+                    "admission": admission,
                 },
             )
             if not isinstance(body.plan, msgspec.UnsetType):
@@ -217,6 +227,7 @@ class Gate:
                 "is_paid": is_paid,
                 "manager_bot_id": manager,
                 "reminder_hours": reminders,
+                "admission": admission,
                 "plan": None
                 if isinstance(body.plan, msgspec.UnsetType)
                 else msgspec.to_builtins(body.plan),

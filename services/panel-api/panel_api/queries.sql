@@ -245,7 +245,7 @@ SELECT id, gateway, event_type, order_reference, external_payment_id, outcome, p
 -- channels_page --
 -- Channels with their default plan and, per bot, the bot's standing there.
 SELECT c.id, c.telegram_chat_id, c.title, c.username, c.chat_type, c.is_paid,
-       c.manager_bot_id, c.reminder_hours,
+       c.manager_bot_id, c.reminder_hours, c.admission, c.join_request_link,
        (SELECT jsonb_build_object('price_minor', p.price_minor, 'currency', p.currency,
                                   'period_days', p.period_days, 'grace_days', p.grace_days)
           FROM plans p WHERE p.channel_id = c.id AND p.is_default) AS plan,
@@ -267,13 +267,14 @@ SELECT c.id, c.telegram_chat_id, c.title, c.username, c.chat_type, c.is_paid,
  LIMIT %(limit)s;
 
 -- channel_for_update --
-SELECT id, is_paid, manager_bot_id, reminder_hours FROM channels WHERE id = %(id)s FOR UPDATE;
+SELECT id, is_paid, manager_bot_id, reminder_hours, admission
+  FROM channels WHERE id = %(id)s FOR UPDATE;
 
 -- update_channel --
 -- New reminder times apply from each membership's next sweep visit.
 UPDATE channels
    SET is_paid = %(is_paid)s, manager_bot_id = %(manager_bot_id)s,
-       reminder_hours = %(reminder_hours)s
+       reminder_hours = %(reminder_hours)s, admission = %(admission)s
  WHERE id = %(id)s;
 
 -- bot_exists --
@@ -433,3 +434,28 @@ SELECT id, claim_id, coin, amount::text AS amount, micros, sender, block_time
 -- ad_order_events_of --
 SELECT id, kind, detail, state, created_at FROM ad_order_events
  WHERE order_id = %(id)s ORDER BY id;
+
+-- whitelist_page --
+SELECT channel_id, telegram_user_id, note, created_at
+  FROM channel_whitelist
+ WHERE channel_id = %(channel_id)s AND telegram_user_id > %(after)s
+ ORDER BY telegram_user_id
+ LIMIT %(limit)s;
+
+-- whitelist_add --
+INSERT INTO channel_whitelist (channel_id, telegram_user_id, note, created_at)
+VALUES (%(channel_id)s, %(telegram_user_id)s, %(note)s, %(now)s)
+ON CONFLICT (channel_id, telegram_user_id) DO UPDATE SET note = excluded.note
+RETURNING channel_id, telegram_user_id, note, created_at;
+
+-- whitelist_remove --
+DELETE FROM channel_whitelist
+ WHERE channel_id = %(channel_id)s AND telegram_user_id = %(telegram_user_id)s
+RETURNING channel_id, telegram_user_id, note, created_at;
+
+-- whitelist_import --
+-- The ones already listed keep their note; RETURNING counts the new ones.
+INSERT INTO channel_whitelist (channel_id, telegram_user_id, note, created_at)
+SELECT %(channel_id)s, id, %(note)s, %(now)s FROM unnest(%(ids)s::bigint[]) AS id
+ON CONFLICT (channel_id, telegram_user_id) DO NOTHING
+RETURNING telegram_user_id;

@@ -10,6 +10,7 @@ import httpx
 
 from tests.billing.e2e import gateways
 from tests.botedge.e2e.conftest import FAST_ACCESS, MANAGER, PAID, PAYER, Shop
+from tests.conftest import SECRETS
 
 
 def test_payment__one_invite_link_sent_even_with_a_worker_killed_mid_call(shop: Shop) -> None:
@@ -192,3 +193,30 @@ def test_grant__after_expiry_welcomes_them_back(shop: Shop) -> None:
     assert shop.sent(PAYER)[0]["text"].startswith(
         "Welcome back! Payment received: your access to Paid is open again."
     )
+
+
+def test_grant__to_someone_already_inside_sends_no_link(shop: Shop) -> None:
+    edge = shop.edge
+    person = gateways.add_person(edge.database_url, PAYER)
+    edge.query(
+        "INSERT INTO channel_members (channel_id, person_id, status, is_member, updated_at)"
+        " VALUES (%s, %s, 'member', true, now()) RETURNING person_id",
+        shop.channel,
+        person,
+    )
+    granted = httpx.post(
+        f"{shop.billing.url}/internal/grants",
+        json={
+            "telegram_user_id": PAYER,
+            "channel_id": shop.channel,
+            "until": (dt.datetime.now(dt.UTC) + dt.timedelta(days=30)).isoformat(),
+            "reason": "imported",
+        },
+        headers={"Authorization": f"Bearer {SECRETS['SERVICE_TOKEN']}"},
+        timeout=10,
+    )
+    assert granted.json()["applied"] is True
+    edge.start_worker(**FAST_ACCESS)
+    edge.wait_until(lambda: shop.events() == [("grant", "done")], 60, "the grant handled")
+    assert shop.calls("createchatinvitelink") == []
+    assert edge.query("SELECT count(*) FROM outbox") == [(0,)]

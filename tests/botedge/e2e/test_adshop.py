@@ -25,7 +25,7 @@ from shared.testing import serve_in_thread
 from shared.units import decimal_text, sun_for
 from tests.botedge.e2e.conftest import Edge
 from tests.conftest import ServiceProcess, service_env
-from tests.panel_api.e2e.test_adshop import PASSWORD, SHOP, Panel, sign_in
+from tests.panel_api.e2e.conftest import PASSWORD, SHOP, Panel, sign_in
 
 BOT = 5550301
 ADVERTISER, RIVAL = 8101, 8102

@@ -1,0 +1,66 @@
+"""A panel API in a thread with billing (and the simulated TronGrid) as real processes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+from tronpy.keys import to_base58check_address
+
+from panel_api.app import create_app
+from panel_api.seed import seed
+from panel_api.settings import load
+from shared.testing import serve_in_thread
+from tests.botedge.conftest import insert_bot
+from tests.conftest import ServiceProcess, service_env
+
+PASSWORD = "correct horse battery"
+SHOP = str(to_base58check_address(bytes([0x41]) + bytes([0x11]) * 20))
+
+
+@dataclass
+class Panel:
+    url: str
+    tokens: dict[str, str]
+    bot: int
+    database_url: str
+
+    def call(self, method: str, path: str, body: Any = None, role: str = "owner") -> httpx.Response:
+        return httpx.request(
+            method,
+            f"{self.url}{path}",
+            json=body,
+            headers={"Authorization": f"Bearer {self.tokens[role]}"},
+            timeout=30,
+        )
+
+
+def sign_in(url: str, email: str, password: str) -> str:
+    answer = httpx.post(f"{url}/v1/auth/login", json={"email": email, "password": password})
+    assert answer.status_code == 200, answer.text
+    return str(answer.json()["access_token"])
+
+
+@pytest.fixture
+def panel(start_service: Callable[..., ServiceProcess], database_url: str) -> Iterator[Panel]:
+    chain = start_service("billing.simtrongrid", env=service_env(database_url))
+    sources = ",".join(f"{n}={chain.url}" for n in ("coingecko", "kraken", "binance"))
+    billing = start_service(
+        "billing", env=service_env(database_url, TRONGRID_URL=chain.url, TRX_RATE_SOURCES=sources)
+    )
+    bot, _, _ = insert_bot(database_url)
+    assert seed(database_url, "owner@example.com", PASSWORD) is True
+    settings = load(service_env(database_url, BILLING_URL=billing.url))
+    with serve_in_thread(create_app(settings)) as url:
+        owner = sign_in(url, "owner@example.com", PASSWORD)
+        added = httpx.post(
+            f"{url}/v1/team",
+            json={"email": "v@example.com", "role": "viewer", "password": "viewer password"},
+            headers={"Authorization": f"Bearer {owner}"},
+        )
+        assert added.status_code == 201, added.text
+        viewer = sign_in(url, "v@example.com", "viewer password")
+        yield Panel(url, {"owner": owner, "viewer": viewer}, bot, database_url)

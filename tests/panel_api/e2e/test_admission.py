@@ -1,0 +1,176 @@
+"""Who may be in a paid channel, through the panel: the whitelist, grants relayed to billing,
+the import of members from before Gatehouse, and the channel's admission mode."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+
+from billing.app import create_app as billing_app
+from billing.settings import load as billing_settings
+from panel_api.app import create_app
+from panel_api.seed import seed
+from panel_api.settings import load
+from shared.clock import ManualClock
+from shared.testing import serve_in_thread
+from tests.billing.e2e import gateways
+from tests.conftest import service_env
+from tests.panel_api.e2e.conftest import PASSWORD, Panel, sign_in
+
+DAY = dt.timedelta(days=1)
+
+
+@dataclass
+class Rig:
+    panel: Panel
+    billing: str
+    clock: ManualClock
+    channel: int
+
+    def query(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
+        with psycopg.connect(self.panel.database_url) as conn:
+            return conn.execute(sql, args).fetchall()  # type: ignore[arg-type]
+
+    def sweep(self) -> dict[str, Any]:
+        answer = httpx.post(
+            f"{self.billing}/v1/sweep", headers=gateways.sweep_request(), timeout=120
+        )
+        assert answer.status_code == 200, answer.text
+        return dict(answer.json())
+
+
+@pytest.fixture
+def rig(database_url: str) -> Iterator[Rig]:
+    """billing and the panel in threads on one clock that the test moves."""
+    clock = ManualClock(dt.datetime.now(dt.UTC).replace(microsecond=0))
+    channel = gateways.add_paid_channel(database_url, grace_days=3)
+    assert seed(database_url, "owner@example.com", PASSWORD) is True
+    billing = billing_app(billing_settings(service_env(database_url)), clock=clock)
+    with serve_in_thread(billing) as billing_url:
+        settings = load(service_env(database_url, BILLING_URL=billing_url))
+        with serve_in_thread(create_app(settings, clock=clock)) as url:
+            owner = sign_in(url, "owner@example.com", PASSWORD)
+            added = httpx.post(
+                f"{url}/v1/team",
+                json={"email": "v@example.com", "role": "viewer", "password": "viewer password"},
+                headers={"Authorization": f"Bearer {owner}"},
+            )
+            assert added.status_code == 201, added.text
+            viewer = sign_in(url, "v@example.com", "viewer password")
+            panel = Panel(url, {"owner": owner, "viewer": viewer}, 0, database_url)
+            yield Rig(panel, billing_url, clock, channel)
+
+
+def test_whitelist__added_listed_removed_and_audited(rig: Rig) -> None:
+    panel, channel = rig.panel, rig.channel
+    path = f"/v1/channels/{channel}/whitelist"
+    assert panel.call("POST", path, {"telegram_user_id": 42}, role="viewer").status_code == 403
+    made = panel.call("POST", path, {"telegram_user_id": 42, "note": "editor"})
+    assert made.status_code == 201, made.text
+    assert (made.json()["telegram_user_id"], made.json()["note"]) == (42, "editor")
+    panel.call("POST", path, {"telegram_user_id": 7})
+    listed = panel.call("GET", path, role="viewer").json()["items"]
+    assert [e["telegram_user_id"] for e in listed] == [7, 42]
+    assert panel.call("DELETE", f"{path}/42").status_code == 204
+    assert panel.call("DELETE", f"{path}/42").status_code == 404
+    assert (
+        panel.call("POST", "/v1/channels/99999/whitelist", {"telegram_user_id": 1}).status_code
+        == 404
+    )
+    free = rig.query(
+        "INSERT INTO channels (telegram_chat_id, title) VALUES (-100777, 'Free') RETURNING id"
+    )[0][0]
+    not_paid = panel.call("POST", f"/v1/channels/{free}/whitelist", {"telegram_user_id": 1})
+    assert not_paid.status_code == 422
+    actions = [a for (a,) in rig.query("SELECT action FROM audit_log ORDER BY id")]
+    assert actions[-3:] == ["whitelist.add", "whitelist.add", "whitelist.remove"]
+
+
+def test_import__whitelist_lists_the_bad_ids_and_adds_each_once(rig: Rig) -> None:
+    path = f"/v1/channels/{rig.channel}/import"
+    ids: list[Any] = [101, "102", " 103 ", "abc", -5, 0, "1e3", 101, "9" * 30]
+    done = rig.panel.call("POST", path, {"ids": ids, "action": "whitelist"})
+    assert done.status_code == 200, done.text
+    assert done.json() == {
+        "accepted": 3,
+        "added": 3,
+        "rejected": [
+            {"index": 3, "value": "abc", "reason": "not a whole number"},
+            {"index": 4, "value": "-5", "reason": "not a Telegram user id"},
+            {"index": 5, "value": "0", "reason": "not a Telegram user id"},
+            {"index": 6, "value": "1e3", "reason": "not a whole number"},
+            {"index": 7, "value": "101", "reason": "listed twice"},
+            {"index": 8, "value": "9" * 30, "reason": "not a Telegram user id"},
+        ],
+    }
+    again = rig.panel.call("POST", path, {"ids": [101, 104], "action": "whitelist"}).json()
+    assert (again["accepted"], again["added"]) == (2, 1)
+    assert rig.query("SELECT count(*) FROM channel_whitelist") == [(4,)]
+    too_many = rig.panel.call("POST", path, {"ids": list(range(1, 10_002)), "action": "whitelist"})
+    assert too_many.status_code == 422
+    no_date = rig.panel.call("POST", path, {"ids": [1], "action": "grant"})
+    assert no_date.status_code == 422
+
+
+def test_import__a_thousand_granted_until_a_date_kept_then_grace_then_removal(rig: Rig) -> None:
+    until = rig.clock.now() + 7 * DAY
+    ids = [600_000 + n for n in range(1000)]
+    done = rig.panel.call(
+        "POST",
+        f"/v1/channels/{rig.channel}/import",
+        {"ids": ids, "action": "grant", "until": until.isoformat(), "reason": "before us"},
+    )
+    assert done.status_code == 200, done.text
+    assert done.json() == {"accepted": 1000, "added": 1000, "rejected": []}
+    assert rig.query("SELECT count(*), min(expires_at), max(expires_at) FROM memberships") == [
+        (1000, until, until)
+    ]
+    # The first sweep removes none of them.
+    first = rig.sweep()
+    assert (first["to_grace"], first["to_expired"]) == (0, 0)
+    # Imported twice: nothing more.
+    again = rig.panel.call(
+        "POST",
+        f"/v1/channels/{rig.channel}/import",
+        {"ids": ids, "action": "grant", "until": until.isoformat()},
+    ).json()
+    assert (again["accepted"], again["added"]) == (1000, 0)
+    assert rig.query("SELECT count(*) FROM membership_events WHERE cause = 'grant'") == [(1000,)]
+    # After the date: grace, then removal, as for any member.
+    rig.clock.advance((7 * DAY + dt.timedelta(hours=1)).total_seconds())
+    assert sum(rig.sweep()["to_grace"] for _ in range(3)) == 1000
+    rig.clock.advance((3 * DAY).total_seconds())
+    assert sum(rig.sweep()["to_expired"] for _ in range(3)) == 1000
+
+
+def test_grant__relayed_from_billing_and_audited(rig: Rig) -> None:
+    until = (rig.clock.now() + 30 * DAY).isoformat()
+    body = {"telegram_user_id": 77, "channel_id": rig.channel, "until": until, "reason": "partner"}
+    assert rig.panel.call("POST", "/v1/grants", body, role="viewer").status_code == 403
+    made = rig.panel.call("POST", "/v1/grants", body)
+    assert made.status_code == 200, made.text
+    assert made.json()["applied"] is True
+    assert rig.query("SELECT action FROM audit_log ORDER BY id DESC LIMIT 1") == [("grants.add",)]
+    missing = rig.panel.call("POST", "/v1/grants", {**body, "channel_id": 99999})
+    assert (missing.status_code, missing.json()["type"]) == (404, "/problems/unknown-channel")
+
+
+def test_channel__admission_mode_and_the_join_request_link_shown(rig: Rig) -> None:
+    changed = rig.panel.call("PATCH", f"/v1/channels/{rig.channel}", {"admission": "join_request"})
+    assert changed.status_code == 200, changed.text
+    assert (changed.json()["admission"], changed.json()["join_request_link"]) == (
+        "join_request",
+        None,
+    )
+    rig.query("UPDATE channels SET join_request_link = 'https://t.me/+abc' RETURNING id")
+    items = rig.panel.call("GET", "/v1/channels").json()["items"]
+    [channel] = [c for c in items if c["id"] == rig.channel]
+    assert channel["join_request_link"] == "https://t.me/+abc"
+    bad = rig.panel.call("PATCH", f"/v1/channels/{rig.channel}", {"admission": "open"})
+    assert bad.status_code == 422
