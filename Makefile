@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test check lint typecheck pytest migrate bench-webhooks bench-claim bench-login bench-gate clean
+.PHONY: run test check lint typecheck pytest migrate bench-webhooks bench-claim bench-login bench-gate bench-sweep clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is required")'
@@ -46,6 +46,9 @@ bench-login: $(STAMP)
 
 bench-gate: $(STAMP)
 	$(BIN)/python loadtest/bench_gate.py $(BENCH_ARGS)
+
+bench-sweep: $(STAMP)
+	$(BIN)/python loadtest/bench_sweep.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .data .mypy_cache .pytest_cache .ruff_cache

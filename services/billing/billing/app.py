@@ -20,7 +20,6 @@ from starlette.routing import Route
 from billing import ad_orders, errors, money, store
 from billing.rates import Rates, RateUnavailable
 from billing.settings import BillingSettings
-from billing.store import Skipped
 from billing.transitions import Status
 from billing.tron_verifier import TronVerifier
 from billing.trongrid import TronGrid
@@ -33,6 +32,7 @@ log = logging.getLogger("billing.app")
 
 WEBHOOK_BODY_LIMIT = 64 * 1024
 SWEEP_TIME_BUDGET = 20.0
+SWEEP_CHUNK = 500
 
 DELIVERIES = Counter(
     "billing_webhook_deliveries_total",
@@ -131,40 +131,44 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
         require_bearer(request, settings.sweep_token)
         started = clock.monotonic()
         now = clock.now()
-        counts = {Status.GRACE: 0, Status.EXPIRED: 0}
-        examined = skipped = reminded = 0
+        total = store.SweepChunk()
+        more = False
         async with store.connection(runtime(request).pool) as conn:
-            due = await store.due_memberships(conn, now, settings.sweep_batch + 1)
-            more = len(due) > settings.sweep_batch
-            for keys in due[: settings.sweep_batch]:
+            # Chunks of SWEEP_CHUNK, each one transaction: a payment waits at most one chunk
+            # for a membership the sweep holds.
+            while total.examined < settings.sweep_batch:
                 if clock.monotonic() - started > SWEEP_TIME_BUDGET:
                     more = True
                     break
-                examined += 1
-                # Each membership in a transaction of its own: its move is committed (and its
-                # lock released) before the next one is looked at.
-                moved = await store.sweep_membership(conn, keys, now)
-                if moved is Skipped.LOCKED:
-                    # A payment holds it now; the next call takes it.
-                    skipped += 1
+                limit = min(SWEEP_CHUNK, settings.sweep_batch - total.examined)
+                chunk = await store.sweep_chunk(conn, now, limit)
+                total.examined += chunk.examined
+                total.skipped += chunk.skipped
+                total.reminded += chunk.reminded
+                for status, n in chunk.moved.items():
+                    total.moved[status] += n
+                    SWEEP_TRANSITIONS.labels(status.value).inc(n)
+                SWEEP_TRANSITIONS.labels("expiry_notice").inc(chunk.reminded)
+                if chunk.skipped:
+                    # A payment holds some now: they would head the next chunk again, so the
+                    # next call takes them.
                     more = True
-                elif isinstance(moved, store.Noticed):
-                    reminded += 1
-                    SWEEP_TRANSITIONS.labels("expiry_notice").inc()
-                elif moved is not None:
-                    counts[moved] += 1
-                    SWEEP_TRANSITIONS.labels(moved.value).inc()
+                    break
+                if chunk.examined < limit:
+                    break
+            else:
+                more = True
             invoices = await store.expire_open_invoices(conn, now, settings.sweep_batch)
             orders = await store.ad_order_deadlines(conn, now, settings.sweep_batch)
         SWEEP_RUNS.labels(str(more).lower()).inc()
         SWEEP_DURATION.observe(clock.monotonic() - started)
         return JSONResponse(
             {
-                "examined": examined,
-                "to_grace": counts[Status.GRACE],
-                "to_expired": counts[Status.EXPIRED],
-                "reminded": reminded,
-                "skipped": skipped,
+                "examined": total.examined,
+                "to_grace": total.moved[Status.GRACE],
+                "to_expired": total.moved[Status.EXPIRED],
+                "reminded": total.reminded,
+                "skipped": total.skipped,
                 "invoices_expired": invoices,
                 "orders_expired": orders,
                 "more": more,

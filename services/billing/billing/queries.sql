@@ -40,11 +40,6 @@ SELECT pg_advisory_xact_lock(person_id, channel_id)
   FROM invoices
  WHERE order_reference = %(order_reference)s;
 
--- try_lock_membership --
--- The sweep's form of the lock above: a membership a payment holds right now is left for the
--- next call instead of making the whole sweep wait behind it.
-SELECT pg_try_advisory_xact_lock(%(person_id)s::int4, %(channel_id)s::int4) AS locked;
-
 -- insert_payment --
 -- The redelivery guard: a second insert of the same key does nothing and returns no row.
 INSERT INTO payments (gateway, external_payment_id, invoice_id, person_id, channel_id,
@@ -68,21 +63,6 @@ SELECT m.status, m.expires_at, m.grace_days, c.reminder_hours
 -- channel_reminders --
 SELECT reminder_hours FROM channels WHERE id = %(channel_id)s;
 
--- set_next_check --
--- An active membership reminded (or not yet due): the sweep's next visit.
-UPDATE memberships SET next_check_at = %(next_check_at)s, updated_at = %(now)s
- WHERE person_id = %(person_id)s AND channel_id = %(channel_id)s
-   AND status = 'active' AND expires_at = %(expires_at)s;
-
--- insert_expiry_notice --
--- Once per period and reminder, by its key: a second sweep finding it due writes nothing.
-INSERT INTO access_events (kind, person_id, channel_id, notice_key, notice_hours, expires_at,
-                           created_at, available_at)
-VALUES ('expiry_notice', %(person_id)s, %(channel_id)s, %(notice_key)s, %(hours)s,
-        %(expires_at)s, %(now)s, %(now)s)
-ON CONFLICT (notice_key) DO NOTHING
-RETURNING id;
-
 -- upsert_membership --
 INSERT INTO memberships (person_id, channel_id, status, expires_at, grace_days, next_check_at,
                          updated_at)
@@ -94,14 +74,6 @@ ON CONFLICT (person_id, channel_id) DO UPDATE
        grace_days = excluded.grace_days,
        next_check_at = excluded.next_check_at,
        updated_at = excluded.updated_at;
-
--- move_membership --
--- Compare-and-set on the status read under the lock: a move decided on a stale read
--- changes nothing (and writes no event, see the caller).
-UPDATE memberships
-   SET status = %(to_status)s, next_check_at = %(next_check_at)s, updated_at = %(now)s
- WHERE person_id = %(person_id)s AND channel_id = %(channel_id)s
-   AND status = %(from_status)s AND expires_at = %(expires_at)s;
 
 -- insert_membership_event --
 INSERT INTO membership_events (person_id, channel_id, from_status, to_status, old_expires_at,
@@ -142,13 +114,83 @@ VALUES (%(gateway)s, %(event_type)s, %(order_reference)s, %(external_payment_id)
         %(payment_id)s, %(detail)s, %(payload)s, %(now)s);
 
 -- due_memberships --
--- Through memberships_due: only rows with a decision ahead, oldest first, a bounded batch.
--- The key breaks ties, so equal times come in one stable order from call to call.
-SELECT person_id, channel_id
-  FROM memberships
- WHERE next_check_at IS NOT NULL AND next_check_at < %(now)s
- ORDER BY next_check_at, person_id, channel_id
- LIMIT %(limit)s;
+-- A chunk of the due memberships through memberships_due, oldest first (the key breaks ties),
+-- each then under the membership lock payments take. SKIP LOCKED lets a second sweep take
+-- other rows at once; the try-lock never waits for a payment that holds a membership: that
+-- one is left for the next call. The lock is taken in the outer query, for the chunk's rows
+-- only.
+WITH due AS (
+    SELECT person_id, channel_id, next_check_at
+      FROM memberships
+     WHERE next_check_at IS NOT NULL AND next_check_at < %(now)s
+     ORDER BY next_check_at, person_id, channel_id
+     LIMIT %(limit)s
+       FOR UPDATE SKIP LOCKED
+)
+SELECT person_id, channel_id,
+       pg_try_advisory_xact_lock(person_id::int4, channel_id::int4) AS locked
+  FROM due
+ ORDER BY next_check_at, person_id, channel_id;
+
+-- locked_memberships --
+-- Read again once locked: a payment may have changed one between the chunk's read and its lock.
+SELECT m.person_id, m.channel_id, m.status, m.expires_at, m.grace_days, c.reminder_hours
+  FROM unnest(%(people)s::int4[], %(channels)s::int4[]) AS k (person_id, channel_id)
+  JOIN memberships m ON (m.person_id, m.channel_id) = (k.person_id, k.channel_id)
+  JOIN channels c ON c.id = m.channel_id;
+
+-- move_memberships --
+-- Compare-and-set on what was read under the lock; the moved come back for their events.
+UPDATE memberships m
+   SET status = k.to_status, next_check_at = k.next_check_at, updated_at = %(now)s
+  FROM unnest(%(people)s::int4[], %(channels)s::int4[], %(from_status)s::text[],
+              %(to_status)s::text[], %(expires_at)s::timestamptz[],
+              %(next_check_at)s::timestamptz[])
+       AS k (person_id, channel_id, from_status, to_status, expires_at, next_check_at)
+ WHERE (m.person_id, m.channel_id) = (k.person_id, k.channel_id)
+   AND m.status = k.from_status AND m.expires_at = k.expires_at
+RETURNING m.person_id, m.channel_id, k.from_status, k.to_status, k.expires_at;
+
+-- insert_sweep_events --
+-- Each move's history row and its access event (grace: a reminder; expired: a removal), in the
+-- move's transaction: botedge sees both or neither.
+WITH moved AS (
+    INSERT INTO membership_events (person_id, channel_id, from_status, to_status,
+                                   old_expires_at, new_expires_at, cause, at)
+    SELECT person_id, channel_id, from_status, to_status, expires_at, expires_at, 'sweep',
+           %(now)s
+      FROM unnest(%(people)s::int4[], %(channels)s::int4[], %(from_status)s::text[],
+                  %(to_status)s::text[], %(expires_at)s::timestamptz[])
+           AS k (person_id, channel_id, from_status, to_status, expires_at)
+    RETURNING id, person_id, channel_id, to_status, new_expires_at
+)
+INSERT INTO access_events (kind, person_id, channel_id, membership_event_id, expires_at,
+                           created_at, available_at)
+SELECT CASE to_status WHEN 'grace' THEN 'reminder' ELSE 'revoke' END, person_id, channel_id,
+       id, new_expires_at, %(now)s, %(now)s
+  FROM moved
+ ORDER BY id;
+
+-- insert_expiry_notices --
+-- Once per period and reminder, by the key: a second sweep finding one due writes nothing.
+INSERT INTO access_events (kind, person_id, channel_id, notice_key, notice_hours, expires_at,
+                           created_at, available_at)
+SELECT 'expiry_notice', person_id, channel_id, notice_key, hours, expires_at, %(now)s, %(now)s
+  FROM unnest(%(people)s::int4[], %(channels)s::int4[], %(keys)s::text[], %(hours)s::int4[],
+              %(expires_at)s::timestamptz[])
+       AS k (person_id, channel_id, notice_key, hours, expires_at)
+ON CONFLICT (notice_key) DO NOTHING
+RETURNING person_id;
+
+-- set_next_checks --
+-- Memberships that stay as they are: when the sweep looks again.
+UPDATE memberships m
+   SET next_check_at = k.next_check_at, updated_at = %(now)s
+  FROM unnest(%(people)s::int4[], %(channels)s::int4[], %(status)s::text[],
+              %(expires_at)s::timestamptz[], %(next_check_at)s::timestamptz[])
+       AS k (person_id, channel_id, status, expires_at, next_check_at)
+ WHERE (m.person_id, m.channel_id) = (k.person_id, k.channel_id)
+   AND m.status = k.status AND m.expires_at = k.expires_at;
 
 -- expire_open_invoices --
 -- Invoices nobody paid within 24 hours; a late payment for one is still applied.

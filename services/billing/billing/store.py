@@ -8,8 +8,7 @@ import json
 import logging
 import secrets
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
-from enum import Enum
+from dataclasses import dataclass, field
 from typing import Any
 
 from psycopg import AsyncCursor
@@ -20,7 +19,7 @@ from billing.model import Delivery, InvoiceRecord, Kind, PaymentRecord
 from billing.payments import Verdict, decide
 from billing.transitions import (
     Status,
-    due_notice,
+    decide_due,
     extend,
     grant,
     next_check_at,
@@ -357,91 +356,92 @@ async def grant_access(
 # -- the sweep ------------------------------------------------------------------------------
 
 
-async def due_memberships(conn: Connection, now: dt.datetime, limit: int) -> list[dict[str, int]]:
-    cur = await conn.execute(Q["due_memberships"], {"now": now, "limit": limit})
-    return [dict(row) for row in await cur.fetchall()]
+@dataclass
+class SweepChunk:
+    """What one chunk of the sweep did."""
+
+    examined: int = 0
+    """Due memberships taken (locked or not)."""
+    skipped: int = 0
+    """Held by a payment right now: left for the next call."""
+    moved: dict[Status, int] = field(default_factory=lambda: {Status.GRACE: 0, Status.EXPIRED: 0})
+    reminded: int = 0
 
 
-class Skipped(Enum):
-    LOCKED = "locked"
-    """Another transaction (a payment) holds the membership's lock; a later sweep takes it."""
-
-
-@dataclass(frozen=True)
-class Noticed:
-    """An active membership reminded that it expires in `hours`."""
-
-    hours: int
-
-
-async def sweep_membership(
-    conn: Connection, keys: dict[str, int], now: dt.datetime
-) -> Status | Noticed | Skipped | None:
-    """Decide one due membership under its lock: the new status, an expiry notice written,
-    None when nothing was to do, or `Skipped.LOCKED` without waiting when someone else holds
-    the lock."""
+async def sweep_chunk(conn: Connection, now: dt.datetime, limit: int) -> SweepChunk:
+    """Decide up to `limit` due memberships in one transaction, each under its lock: the pure
+    `decide_due` per membership, then one statement per kind of write."""
+    done = SweepChunk()
     async with conn.transaction():
-        cur = await conn.execute(Q["try_lock_membership"], keys)
-        if not (await _one(cur))["locked"]:
-            return Skipped.LOCKED
-        before = await _membership(conn, **keys)
-        if before is None:
-            return None
-        status = next_status(before.status, before.expires_at, now, before.grace_days)
-        if status is before.status:
-            return await _remind(conn, keys, before, now) if status is Status.ACTIVE else None
+        cur = await conn.execute(Q["due_memberships"], {"now": now, "limit": limit})
+        due = await cur.fetchall()
+        done.examined = len(due)
+        locked = [row for row in due if row["locked"]]
+        done.skipped = done.examined - len(locked)
+        if not locked:
+            return done
         cur = await conn.execute(
-            Q["move_membership"],
+            Q["locked_memberships"],
             {
-                **keys,
-                "from_status": before.status.value,
-                "to_status": status.value,
-                "expires_at": before.expires_at,
-                "next_check_at": next_check_at(status, before.expires_at, before.grace_days),
-                "now": now,
+                "people": [row["person_id"] for row in locked],
+                "channels": [row["channel_id"] for row in locked],
             },
         )
-        if cur.rowcount != 1:
-            return None
-        after = Membership(status, before.expires_at, before.grace_days)
-        event_id = await _membership_event(conn, keys, before, after, now, cause="sweep")
-        kind = "reminder" if status is Status.GRACE else "revoke"
-        await _access_event(conn, kind, keys, event_id, before.expires_at, now)
-        return status
-
-
-async def _remind(
-    conn: Connection, keys: dict[str, int], member: Membership, now: dt.datetime
-) -> Noticed | None:
-    """Still active: the notice whose time has come, if any, and the next visit."""
-    hours = due_notice(member.expires_at, now, member.reminder_hours)
-    written = None
-    if hours is not None:
-        cur = await conn.execute(
-            Q["insert_expiry_notice"],
-            {
-                **keys,
-                "notice_key": notice_key(
-                    keys["person_id"], keys["channel_id"], member.expires_at, hours
-                ),
-                "hours": hours,
-                "expires_at": member.expires_at,
-                "now": now,
-            },
+        moves: dict[str, list[Any]] = _columns(
+            "people", "channels", "from_status", "to_status", "expires_at", "next_check_at"
         )
-        written = Noticed(hours) if await cur.fetchone() is not None else None
-    await conn.execute(
-        Q["set_next_check"],
-        {
-            **keys,
-            "expires_at": member.expires_at,
-            "next_check_at": next_check_at(
-                Status.ACTIVE, member.expires_at, member.grace_days, member.reminder_hours, now
-            ),
-            "now": now,
-        },
-    )
-    return written
+        notices = _columns("people", "channels", "keys", "hours", "expires_at")
+        stays = _columns("people", "channels", "status", "expires_at", "next_check_at")
+        for row in await cur.fetchall():
+            before = Status(row["status"])
+            expires_at = row["expires_at"]
+            decision = decide_due(
+                before, expires_at, row["grace_days"], row["reminder_hours"] or (), now
+            )
+            keys = (row["person_id"], row["channel_id"])
+            if decision.status is not before:
+                _add(
+                    moves,
+                    *keys,
+                    before.value,
+                    decision.status.value,
+                    expires_at,
+                    decision.next_check_at,
+                )
+                continue
+            if decision.notice_hours is not None:
+                key = notice_key(*keys, expires_at, decision.notice_hours)
+                _add(notices, *keys, key, decision.notice_hours, expires_at)
+            _add(stays, *keys, before.value, expires_at, decision.next_check_at)
+        if moves["people"]:
+            cur = await conn.execute(Q["move_memberships"], {**moves, "now": now})
+            moved = _columns("people", "channels", "from_status", "to_status", "expires_at")
+            for row in await cur.fetchall():
+                _add(
+                    moved,
+                    row["person_id"],
+                    row["channel_id"],
+                    row["from_status"],
+                    row["to_status"],
+                    row["expires_at"],
+                )
+                done.moved[Status(row["to_status"])] += 1
+            await conn.execute(Q["insert_sweep_events"], {**moved, "now": now})
+        if notices["people"]:
+            cur = await conn.execute(Q["insert_expiry_notices"], {**notices, "now": now})
+            done.reminded = len(await cur.fetchall())
+        if stays["people"]:
+            await conn.execute(Q["set_next_checks"], {**stays, "now": now})
+    return done
+
+
+def _columns(*names: str) -> dict[str, list[Any]]:
+    return {name: [] for name in names}
+
+
+def _add(columns: dict[str, list[Any]], *values: Any) -> None:
+    for column, value in zip(columns.values(), values, strict=True):
+        column.append(value)
 
 
 async def expire_open_invoices(conn: Connection, now: dt.datetime, limit: int) -> int:

@@ -101,6 +101,37 @@ def due_notice(
     return min(passed) if passed else None
 
 
+@dataclass(frozen=True)
+class Decision:
+    """What the sweep does with one due membership."""
+
+    status: Status
+    """The status after: a move when it differs from the one before."""
+    next_check_at: dt.datetime | None
+    notice_hours: int | None
+    """An expiry notice to write, for an active membership whose reminder time has come."""
+
+
+def decide_due(
+    status: Status | str,
+    expires_at: dt.datetime,
+    grace_days: int,
+    reminder_hours: Iterable[int],
+    now: dt.datetime,
+) -> Decision:
+    """The sweep's decision for a due membership: the status the clock puts it in (never
+    backward), the notice due if it stays active, and when to look again."""
+    hours = tuple(reminder_hours)
+    after = next_status(status, expires_at, now, grace_days)
+    if after is Status.ACTIVE:
+        return Decision(
+            after,
+            next_check_at(after, expires_at, grace_days, hours, after=now),
+            due_notice(expires_at, now, hours),
+        )
+    return Decision(after, next_check_at(after, expires_at, grace_days), None)
+
+
 def notice_key(person_id: int, channel_id: int, expires_at: dt.datetime, hours: int) -> str:
     """One notice per membership period and reminder: a renewal moves `expires_at`, so the
     next period's notices have keys of their own."""

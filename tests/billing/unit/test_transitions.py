@@ -12,6 +12,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from billing.transitions import (
     Extension,
     Status,
+    decide_due,
     due_notice,
     extend,
     next_check_at,
@@ -196,6 +197,21 @@ def test_due_notice__matches_brute_force(
 ) -> None:
     passed = sorted(h for h in hours if now < expires_at and now >= expires_at - h * H)
     assert due_notice(expires_at, now, hours) == (passed[0] if passed else None)
+
+
+@given(statuses, moments, moments, graces, reminders)
+def test_decide_due__moves_like_next_status_and_reminds_only_the_active(
+    status: Status, expires_at: dt.datetime, now: dt.datetime, grace: int, hours: list[int]
+) -> None:
+    decision = decide_due(status, expires_at, grace, hours, now)
+    assert decision.status is next_status(status, expires_at, now, grace)
+    if decision.status is Status.ACTIVE:
+        assert decision.notice_hours == due_notice(expires_at, now, hours)
+        # Due again no earlier than now (the sweep takes `next_check_at < now`): no loop.
+        assert decision.next_check_at is not None and decision.next_check_at >= now
+    else:
+        assert decision.notice_hours is None
+        assert decision.next_check_at == next_check_at(decision.status, expires_at, grace)
 
 
 class MembershipMachine(RuleBasedStateMachine):
