@@ -27,3 +27,7 @@ CREATE TABLE access_links (
     created_at timestamptz NOT NULL,
     PRIMARY KEY (channel_id, person_id)
 );
+
+-- The chat's admins and owner by Telegram id, from getChatAdministrators when the bot's rights
+-- are checked (and every RIGHTS_CHECK_INTERVAL): never removed as intruders.
+ALTER TABLE bot_channels ADD COLUMN admin_ids bigint[] NOT NULL DEFAULT '{}';

@@ -8,8 +8,9 @@
   an active or grace membership and is not inside yet, the link sent last is revoked and a
   fresh single-use one sent (the join-request link for `join_request` channels).
 - A `chat_member` join to a paid channel, seen by its manager bot, by someone who is not an
-  admin, not entitled and not whitelisted is removed (ban, then unban `only_if_banned`) and,
-  when the bot may write to them, told how to pay.
+  admin (by the join's status, or on the list getChatAdministrators gave when the bot's rights
+  were last checked), not entitled and not whitelisted is removed (ban, then unban
+  `only_if_banned`) and, when the bot may write to them, told how to pay.
 
 Every Telegram call is a queued reply in the update's transaction, in the person's lane, so a
 message goes out before the decline that would make it undeliverable. Bans and approvals are

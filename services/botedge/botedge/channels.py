@@ -1,6 +1,7 @@
 """A bot's channels: what a chat reference names, and the bot's own standing there.
 
-`check` asks Telegram `getChat` and the bot's own `getChatMember`, writes Telegram's side of
+`check` asks Telegram `getChat`, the bot's own `getChatMember` and, where it is an admin,
+`getChatAdministrators` (kept for the intruder check), writes Telegram's side of
 `channels` (title, username, type) and the bot's row in `bot_channels`, and answers both. The
 gate, the access events and the rights watch rely on `bot_channels` to know where the bot may
 invite and remove people.
@@ -8,6 +9,7 @@ invite and remove people.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import logging
 import re
@@ -62,6 +64,8 @@ class Rights:
     can_invite_users: bool
     can_restrict_members: bool
     error: str | None
+    # The chat's admins by Telegram id; None when not asked (the list kept stays).
+    admins: tuple[int, ...] | None = None
 
     @classmethod
     def of(cls, member: dict[str, Any]) -> Rights:
@@ -128,7 +132,20 @@ async def own_rights(api: BotApi, token: str, chat_id: int, me: int) -> Rights:
         return Rights("left", False, False, False, error.description[:300])
     except TelegramError as error:
         raise upstream_error("getChatMember", error) from None
-    return Rights.of(member if isinstance(member, dict) else {})
+    rights = Rights.of(member if isinstance(member, dict) else {})
+    if not rights.is_admin:
+        return rights
+    try:
+        admins = await api.call(token, "getChatAdministrators", {"chat_id": chat_id})
+    except TelegramError as error:
+        log.info("getChatAdministrators of %d: %s; the kept list stays", chat_id, error)
+        return rights
+    ids = tuple(
+        int(a["user"]["id"])
+        for a in admins or []
+        if isinstance(a, dict) and isinstance((a.get("user") or {}).get("id"), int)
+    )
+    return dataclasses.replace(rights, admins=ids)
 
 
 async def save(
@@ -164,6 +181,7 @@ async def record_rights(
             "can_restrict_members": rights.can_restrict_members,
             "now": now,
             "error": rights.error,
+            "admins": list(rights.admins) if rights.admins is not None else None,
         },
     )
 

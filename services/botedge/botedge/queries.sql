@@ -306,14 +306,15 @@ RETURNING id, telegram_chat_id, title, username, chat_type;
 
 -- upsert_bot_channel --
 INSERT INTO bot_channels (bot_id, channel_id, status, is_admin, can_invite_users,
-                          can_restrict_members, checked_at, last_error)
+                          can_restrict_members, checked_at, last_error, admin_ids)
 VALUES (%(bot_id)s, %(channel_id)s, %(status)s, %(is_admin)s, %(can_invite_users)s,
-        %(can_restrict_members)s, %(now)s, %(error)s)
+        %(can_restrict_members)s, %(now)s, %(error)s, coalesce(%(admins)s::bigint[], '{}'))
 ON CONFLICT (bot_id, channel_id) DO UPDATE
    SET status = excluded.status, is_admin = excluded.is_admin,
        can_invite_users = excluded.can_invite_users,
        can_restrict_members = excluded.can_restrict_members,
-       checked_at = excluded.checked_at, last_error = excluded.last_error;
+       checked_at = excluded.checked_at, last_error = excluded.last_error,
+       admin_ids = coalesce(%(admins)s::bigint[], bot_channels.admin_ids);
 
 -- access_context --
 -- What acting on an access event needs: the channel, its manager bot, the person, the
@@ -475,7 +476,10 @@ SELECT c.id AS channel_id, c.title, c.is_paid, c.manager_bot_id, b.username AS b
                 WHERE m.channel_id = c.id AND p.telegram_user_id = %(user_id)s
                   AND m.status IN ('active', 'grace')) AS paying,
        EXISTS (SELECT 1 FROM channel_whitelist w
-                WHERE w.channel_id = c.id AND w.telegram_user_id = %(user_id)s) AS whitelisted,
+                WHERE w.channel_id = c.id AND w.telegram_user_id = %(user_id)s)
+       OR EXISTS (SELECT 1 FROM bot_channels bc
+                   WHERE bc.channel_id = c.id AND %(user_id)s = ANY (bc.admin_ids))
+          AS whitelisted,
        EXISTS (SELECT 1 FROM bot_people bp JOIN people p ON p.id = bp.person_id
                 WHERE bp.bot_id = %(bot_id)s AND p.telegram_user_id = %(user_id)s
                   AND bp.blocked_at IS NULL) AS may_write

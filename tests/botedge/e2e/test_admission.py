@@ -10,7 +10,7 @@ import httpx
 
 from tests.botedge.e2e.conftest import FAST_ACCESS, MANAGER, PAID, PAYER, Shop
 
-STRANGER, ADMIN, FRIEND = 7402, 7403, 7404
+STRANGER, ADMIN, FRIEND, LISTED_ADMIN = 7402, 7403, 7404, 7405
 
 
 def member_status(shop: Shop, user: int) -> str:
@@ -79,13 +79,27 @@ def test_intruders__removed_and_told_admins_and_the_whitelisted_kept(shop: Shop)
         shop.channel,
         FRIEND,
     )
+    # An admin the bot learns of from getChatAdministrators when its rights are checked.
+    edge.sim_post("/_sim/chats", {"id": PAID, "members": {str(LISTED_ADMIN): "administrator"}})
+    edge.query(
+        "INSERT INTO bot_channels (bot_id, channel_id) VALUES (%s, %s) RETURNING bot_id",
+        shop.bot_id,
+        shop.channel,
+    )
     edge.start_worker(**FAST_ACCESS)
+    edge.wait_until(
+        lambda: LISTED_ADMIN in edge.query("SELECT admin_ids FROM bot_channels")[0][0],
+        30,
+        "the admins read",
+    )
     # The stranger has talked to the bot, so it may write to them.
     edge.sim_post("/_sim/messages", {"bot_id": MANAGER, "user_id": STRANGER, "text": "/start"})
     edge.wait_until(lambda: len(shop.sent(STRANGER)) == 1, 30, "the welcome")
 
     edge.sim_post("/_sim/join", {"chat_id": PAID, "user_id": STRANGER})
     edge.sim_post("/_sim/join", {"chat_id": PAID, "user_id": FRIEND})
+    # Telegram announces the listed admin as a plain member joining (they came back).
+    edge.sim_post("/_sim/join", {"chat_id": PAID, "user_id": LISTED_ADMIN})
     # An admin's arrival, as Telegram announces a promoted member.
     admin_joined = {
         "chat": {"id": PAID, "type": "channel", "title": "Paid"},
@@ -112,6 +126,7 @@ def test_intruders__removed_and_told_admins_and_the_whitelisted_kept(shop: Shop)
     )
     assert member_status(shop, STRANGER) == "left"
     assert member_status(shop, FRIEND) == "member"
+    assert member_status(shop, LISTED_ADMIN) == "member"
     bans = [p["user_id"] for p in outbox(shop, "banChatMember")]
     assert bans == [STRANGER]
     unbans = outbox(shop, "unbanChatMember")
