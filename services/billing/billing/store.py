@@ -211,20 +211,7 @@ async def _apply_payment(
     cur = await conn.execute(Q["channel_reminders"], {"channel_id": key.channel_id})
     reminders = tuple((await _one(cur))["reminder_hours"] or ())
     after = Membership(Status.ACTIVE, expires_at, invoice.grace_days, reminders)
-    await conn.execute(
-        Q["upsert_membership"],
-        {
-            **key.params(),
-            "status": after.status.value,
-            "expires_at": after.expires_at,
-            "grace_days": after.grace_days,
-            # Reminder times already passed when the period starts are not sent.
-            "next_check_at": next_check_at(
-                after.status, after.expires_at, after.grace_days, reminders, after=now
-            ),
-            "now": now,
-        },
-    )
+    await _write_membership(conn, key.params(), after, now)
     event_id = await _membership_event(
         conn,
         key.params(),
@@ -248,6 +235,26 @@ async def _apply_payment(
         )
     outcome = Outcome("applied", False, True, decision.flag, after, payment_id)
     return await _record(conn, delivery, outcome, now)
+
+
+async def _write_membership(
+    conn: Connection, keys: dict[str, int], after: Membership, now: dt.datetime
+) -> None:
+    """A paid or granted membership as it stands now; the sweep next looks at its first
+    reminder time still ahead (those already passed when the period starts are not sent)."""
+    await conn.execute(
+        Q["upsert_membership"],
+        {
+            **keys,
+            "status": after.status.value,
+            "expires_at": after.expires_at,
+            "grace_days": after.grace_days,
+            "next_check_at": next_check_at(
+                after.status, after.expires_at, after.grace_days, after.reminder_hours, after=now
+            ),
+            "now": now,
+        },
+    )
 
 
 async def _membership_event(
@@ -333,19 +340,7 @@ async def grant_access(
             return False, before
         reminders = tuple(channel["reminder_hours"] or ())
         after = Membership(status, expires_at, int(channel["grace_days"]), reminders)
-        await conn.execute(
-            Q["upsert_membership"],
-            {
-                **keys,
-                "status": after.status.value,
-                "expires_at": after.expires_at,
-                "grace_days": after.grace_days,
-                "next_check_at": next_check_at(
-                    after.status, after.expires_at, after.grace_days, reminders, after=now
-                ),
-                "now": now,
-            },
-        )
+        await _write_membership(conn, keys, after, now)
         event_id = await _membership_event(
             conn, keys, before, after, now, cause="grant", until=until, reason=reason
         )

@@ -207,6 +207,9 @@ class JoinRequest:
         if found is None or not found.is_paid:
             # Not ours to decide: the owner answers requests to other chats.
             return []
+        if found.manager_bot_id not in (None, visit.update.bot_id):
+            # Another admin bot of the channel got it too: its manager answers, once.
+            return []
         target = {"chat_id": chat, "user_id": user}
         if found.entitled:
             return [Reply(user, "approveChatJoinRequest", target)]

@@ -25,7 +25,7 @@ from shared.testing import serve_in_thread
 from shared.units import decimal_text, sun_for
 from tests.botedge.e2e.conftest import Edge
 from tests.conftest import ServiceProcess, service_env
-from tests.panel_api.e2e.conftest import PASSWORD, SHOP, Panel, sign_in
+from tests.panel_api.e2e.conftest import PASSWORD, SHOP, Panel, owner_and_viewer
 
 BOT = 5550301
 ADVERTISER, RIVAL = 8101, 8102
@@ -87,19 +87,7 @@ def rig(
     with serve_in_thread(
         create_app(load(service_env(database_url, BILLING_URL=billing.url)))
     ) as url:
-        owner = sign_in(url, "owner@example.com", PASSWORD)
-        added = httpx.post(
-            f"{url}/v1/team",
-            json={"email": "v@example.com", "role": "viewer", "password": "viewer password"},
-            headers={"Authorization": f"Bearer {owner}"},
-        )
-        assert added.status_code == 201, added.text
-        panel = Panel(
-            url,
-            {"owner": owner, "viewer": sign_in(url, "v@example.com", "viewer password")},
-            bot_id,
-            database_url,
-        )
+        panel = Panel(url, owner_and_viewer(url), bot_id, database_url)
         assert panel.call("PATCH", "/v1/workspace", {"tron_address": SHOP}).status_code == 200
         yield Rig(edge, chain, panel, bot_id)
 

@@ -38,6 +38,18 @@ class Panel:
         )
 
 
+def owner_and_viewer(url: str) -> dict[str, str]:
+    """Tokens of the seeded owner and of a viewer the owner adds."""
+    owner = sign_in(url, "owner@example.com", PASSWORD)
+    added = httpx.post(
+        f"{url}/v1/team",
+        json={"email": "v@example.com", "role": "viewer", "password": "viewer password"},
+        headers={"Authorization": f"Bearer {owner}"},
+    )
+    assert added.status_code == 201, added.text
+    return {"owner": owner, "viewer": sign_in(url, "v@example.com", "viewer password")}
+
+
 def sign_in(url: str, email: str, password: str) -> str:
     answer = httpx.post(f"{url}/v1/auth/login", json={"email": email, "password": password})
     assert answer.status_code == 200, answer.text
@@ -55,12 +67,4 @@ def panel(start_service: Callable[..., ServiceProcess], database_url: str) -> It
     assert seed(database_url, "owner@example.com", PASSWORD) is True
     settings = load(service_env(database_url, BILLING_URL=billing.url))
     with serve_in_thread(create_app(settings)) as url:
-        owner = sign_in(url, "owner@example.com", PASSWORD)
-        added = httpx.post(
-            f"{url}/v1/team",
-            json={"email": "v@example.com", "role": "viewer", "password": "viewer password"},
-            headers={"Authorization": f"Bearer {owner}"},
-        )
-        assert added.status_code == 201, added.text
-        viewer = sign_in(url, "v@example.com", "viewer password")
-        yield Panel(url, {"owner": owner, "viewer": viewer}, bot, database_url)
+        yield Panel(url, owner_and_viewer(url), bot, database_url)

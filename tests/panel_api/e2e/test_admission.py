@@ -21,7 +21,7 @@ from shared.clock import ManualClock
 from shared.testing import serve_in_thread
 from tests.billing.e2e import gateways
 from tests.conftest import service_env
-from tests.panel_api.e2e.conftest import PASSWORD, Panel, sign_in
+from tests.panel_api.e2e.conftest import PASSWORD, Panel, owner_and_viewer
 
 DAY = dt.timedelta(days=1)
 
@@ -55,15 +55,7 @@ def rig(database_url: str) -> Iterator[Rig]:
     with serve_in_thread(billing) as billing_url:
         settings = load(service_env(database_url, BILLING_URL=billing_url))
         with serve_in_thread(create_app(settings, clock=clock)) as url:
-            owner = sign_in(url, "owner@example.com", PASSWORD)
-            added = httpx.post(
-                f"{url}/v1/team",
-                json={"email": "v@example.com", "role": "viewer", "password": "viewer password"},
-                headers={"Authorization": f"Bearer {owner}"},
-            )
-            assert added.status_code == 201, added.text
-            viewer = sign_in(url, "v@example.com", "viewer password")
-            panel = Panel(url, {"owner": owner, "viewer": viewer}, 0, database_url)
+            panel = Panel(url, owner_and_viewer(url), 0, database_url)
             yield Rig(panel, billing_url, clock, channel)
 
 
