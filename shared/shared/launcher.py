@@ -73,7 +73,7 @@ CHILDREN = (
         8012,
         "bot edge worker (health, metrics)",
     ),
-    Child("panel-api", "panel_api", (), "PANEL_PORT", 8003, "owner's panel API"),
+    Child("panel-api", "panel_api", (), "PANEL_PORT", 8003, "owner's panel (page and API)"),
 )
 
 # Development values for the secrets, generated once per data directory and kept there so
@@ -329,7 +329,7 @@ class Launcher:
         lines.append(f"  {'PostgreSQL':<{width}}  {_without_password(database_url)}")
         lines += [
             "",
-            "Panel login (demo owner):",
+            f"Panel: open http://127.0.0.1:{ports['panel-api']}/ and sign in as the demo owner:",
             f"  email     {env.get('DEMO_OWNER_EMAIL', 'owner@example.com')}",
             f"  password  {env['DEMO_OWNER_PASSWORD']}",
             "",

@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from panel_api import auth, errors, first_run
+from panel_api import auth, errors, first_run, page
 from panel_api.access import Access, Handler
 from panel_api.admission import Admission
 from panel_api.adshop import AdShop
@@ -157,6 +157,8 @@ def create_app(
         routes=[
             *build_routes(Access(settings.jwt_secret, clock), guarded, public),
             Route("/openapi.json", _document(), methods=["GET"]),
+            # Last: every other GET is the page.
+            *page.routes(),
         ],
         service_lifespan=lifespan,
         exception_handlers={errors.PanelError: service_error_handler(STATUS)},

@@ -1,0 +1,47 @@
+"""The owner's panel page: static files under `/assets/`, and `index.html` for every other GET
+outside the API, so a reload keeps the view. No build step and no CDN: a server may have no
+internet, and what is served is what is in `static/`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from starlette.requests import Request
+from starlette.responses import FileResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from shared.errors import Problem
+
+STATIC = Path(__file__).parent / "static"
+# Paths that are the API's, or the service's own: never the page.
+RESERVED = ("/v1", "/internal", "/healthz", "/readyz", "/metrics", "/openapi.json", "/assets")
+# Scripts and styles from this origin only: no inline code, nothing from elsewhere.
+POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+)
+ANY_METHOD = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+HEADERS = {
+    "Content-Security-Policy": POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-cache",
+}
+
+
+async def index(request: Request) -> Response:
+    path = request.url.path
+    # Any method reaches here, so that a path no route takes stays a 404, not a 405.
+    reserved = any(path == prefix or path.startswith(prefix + "/") for prefix in RESERVED)
+    if reserved or request.method not in ("GET", "HEAD"):
+        raise Problem(404, "not-found", f"nothing at {path[:200]}")
+    return FileResponse(STATIC / "index.html", media_type="text/html", headers=HEADERS)
+
+
+def routes() -> list[BaseRoute]:
+    return [
+        Mount("/assets", StaticFiles(directory=STATIC), name="assets"),
+        Route("/", index, methods=ANY_METHOD),
+        Route("/{path:path}", index, methods=ANY_METHOD),
+    ]
