@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -14,8 +15,9 @@ from panel_api.app import create_app
 from panel_api.seed import seed
 from panel_api.settings import load
 from shared.testing import serve_in_thread
-from tests.botedge.conftest import insert_bot
+from tests.botedge.conftest import insert_bot, new_token
 from tests.conftest import ROOT, service_env
+from tests.panel_api.e2e.conftest import owner_and_viewer
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ARTIFACTS = ROOT / "tests" / "artifacts"
@@ -121,3 +123,59 @@ def test_page__served_for_any_view_never_for_the_api(panel: str) -> None:
         200,
         "text/javascript",
     )
+
+
+def test_page__first_run_setup_on_an_empty_database(page: Page, database_url: str) -> None:
+    codes: list[str] = []
+    app = create_app(load(service_env(database_url)), announce=codes.append)
+    with serve_in_thread(app) as url:
+        page.goto(url)
+        page.click("#first-start")
+        page.fill("#setup input[name=code]", "WRONG-CODE-0000")
+        page.fill("#setup input[name=email]", "first@example.com")
+        page.fill("#setup input[name=password]", PASSWORD)
+        page.click("#setup button[type=submit]")
+        expect(page.locator("#message")).to_be_visible()
+        assert codes, "panel-api announced a setup code"
+        page.fill("#setup input[name=code]", codes[-1])
+        page.click("#setup button[type=submit]")
+        expect(page.locator("#who")).to_have_text("Signed in as first@example.com (owner)")
+
+
+@pytest.fixture
+def with_botedge(database_url: str, start_service: Any) -> Iterator[str]:
+    """The panel beside botedge's API and the simulated Telegram, a viewer added."""
+    sim = start_service("botedge.simtelegram", env=service_env(database_url))
+    botedge = start_service(
+        "botedge", "--role", "api", env=service_env(database_url, TELEGRAM_API_BASE=sim.url)
+    )
+    assert seed(database_url, "owner@example.com", PASSWORD) is True
+    settings = load(service_env(database_url, BOTEDGE_URL=botedge.url))
+    with serve_in_thread(create_app(settings)) as url:
+        owner_and_viewer(url)
+        yield url
+
+
+def test_page__an_admin_adds_a_bot_and_a_viewer_finds_no_form(
+    page: Page, with_botedge: str
+) -> None:
+    sign_in(page, with_botedge)
+    page.click("a[data-view=bots]")
+    expect(page.locator("#bots tbody tr")).to_have_count(0)
+    page.fill("#add-bot input[name=token]", "not a token")
+    page.click("#add-bot button[type=submit]")
+    # botedge's refusal, relayed, in its own words.
+    expect(page.locator("#message")).to_be_visible()
+    refused = page.locator("#message").inner_text()
+    assert refused and "token" in refused.lower()
+    page.fill("#add-bot input[name=token]", new_token(5559001))
+    page.click("#add-bot button[type=submit]")
+    expect(page.locator("#bots tbody tr")).to_have_count(1)
+    expect(page.locator("#bots tbody tr td").first).to_have_text("@sim5559001_bot")
+    page.click("#sign-out")
+    page.fill("input[name=email]", "v@example.com")
+    page.fill("input[name=password]", "viewer password")
+    page.click("#sign-in button[type=submit]")
+    # Signed in again on the page they were on: the bots, without the form.
+    expect(page.locator("#bots tbody tr")).to_have_count(1)
+    expect(page.locator("#add-bot")).to_have_count(0)

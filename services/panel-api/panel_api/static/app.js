@@ -76,6 +76,7 @@ function element(tag, attributes = {}, ...children) {
 
 function signInView() {
   document.getElementById("sign-out").hidden = true;
+  document.getElementById("pages").hidden = true;
   const email = element("input", { type: "email", name: "email", autocomplete: "username", required: "" });
   const password = element("input", { type: "password", name: "password", autocomplete: "current-password", required: "" });
   const form = element(
@@ -89,12 +90,41 @@ function signInView() {
     try {
       keep(await call("POST", "/v1/auth/login", { email: email.value, password: password.value }, { retry: false }));
       show(null);
-      await dashboard();
+      await openView(location.pathname);
     } catch (error) {
       show(error);
     }
   });
-  view.replaceChildren(form);
+  const first = element("button", { type: "button", class: "link", id: "first-start", "data-text": "firstStart", text: t("firstStart") });
+  first.addEventListener("click", setupView);
+  view.replaceChildren(form, first);
+}
+
+function setupView() {
+  const code = element("input", { name: "code", required: "" });
+  const email = element("input", { type: "email", name: "email", autocomplete: "username", required: "" });
+  const password = element("input", { type: "password", name: "password", autocomplete: "new-password", required: "" });
+  const form = element(
+    "form", { id: "setup" },
+    element("label", {}, element("span", { "data-text": "setupCode", text: t("setupCode") }), code),
+    element("label", {}, element("span", { "data-text": "email", text: t("email") }), email),
+    element("label", {}, element("span", { "data-text": "password", text: t("password") }), password),
+    element("button", { type: "submit", "data-text": "setUp", text: t("setUp") }),
+  );
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    try {
+      await call("POST", "/v1/setup", { code: code.value.trim(), email: email.value, password: password.value }, { retry: false });
+      keep(await call("POST", "/v1/auth/login", { email: email.value, password: password.value }, { retry: false }));
+      show(null);
+      await openView(location.pathname);
+    } catch (error) {
+      show(error);
+    }
+  });
+  const back = element("button", { type: "button", class: "link", "data-text": "backToSignIn", text: t("backToSignIn") });
+  back.addEventListener("click", signInView);
+  view.replaceChildren(form, back);
 }
 
 function tile(key, value) {
@@ -103,18 +133,85 @@ function tile(key, value) {
     element("div", { class: "figure", "data-figure": key, "data-value": String(value), text: number(value) }));
 }
 
-async function dashboard() {
+const RANK = { viewer: 0, editor: 1, admin: 2, owner: 3 };
+
+function may(role) {
+  return session.me && RANK[session.me.role] >= RANK[role];
+}
+
+async function signedIn() {
+  if (session.me) return;
   session.me = await call("GET", "/v1/me");
   const workspace = await call("GET", "/v1/workspace");
-  const bots = await call("GET", "/v1/bots?limit=200");
   setLanguage(chosenLanguage(workspace.language));
   document.getElementById("language").value = document.documentElement.lang;
   document.getElementById("sign-out").hidden = false;
+  document.getElementById("pages").hidden = false;
+}
+
+const VIEWS = { "/": dashboard, "/bots": botsView };
+
+async function openView(path) {
+  await signedIn();
+  const render = VIEWS[path] || dashboard;
+  await render();
+}
+
+async function dashboard() {
+  const bots = await call("GET", "/v1/bots?limit=200");
   view.replaceChildren(
     element("p", { id: "who", text: t("signedInAs", { email: session.me.email, role: session.me.role }) }),
     element("div", { class: "tiles" }, tile("bots", bots.items.length)),
   );
 }
+
+function cell(text) {
+  return element("td", { text: text ?? t("none") });
+}
+
+async function botsView() {
+  const bots = await call("GET", "/v1/bots?limit=200");
+  const rows = bots.items.map((bot) => element("tr", { "data-bot": bot.username },
+    cell("@" + bot.username), cell(bot.mode), cell(bot.status), cell(bot.last_error)));
+  const table = element("table", { id: "bots" },
+    element("thead", {}, element("tr", {},
+      ...["username", "mode", "status", "lastError"].map((key) => element("th", { "data-text": key, text: t(key) })))),
+    element("tbody", {}, ...rows));
+  const parts = [table];
+  if (may("admin")) {
+    const token = element("input", { name: "token", required: "", autocomplete: "off" });
+    const mode = element("select", { name: "mode" },
+      element("option", { value: "polling", text: "polling" }), element("option", { value: "webhook", text: "webhook" }));
+    const form = element("form", { id: "add-bot" },
+      element("label", {}, element("span", { "data-text": "token", text: t("token") }), token),
+      element("label", {}, element("span", { "data-text": "mode", text: t("mode") }), mode),
+      element("button", { type: "submit", "data-text": "add", text: t("add") }));
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      try {
+        await call("POST", "/v1/bots", { token: token.value.trim(), mode: mode.value });
+        show(null);
+        await botsView();
+      } catch (error) {
+        show(error);
+      }
+    });
+    parts.push(element("h2", { "data-text": "addBot", text: t("addBot") }), form);
+  }
+  view.replaceChildren(...parts);
+}
+
+document.getElementById("pages").addEventListener("click", async (event) => {
+  const link = event.target.closest("a[href]");
+  if (!link) return;
+  event.preventDefault();
+  history.pushState(null, "", link.getAttribute("href"));
+  try { await openView(location.pathname); } catch (error) { show(error); }
+});
+
+window.addEventListener("popstate", async () => {
+  try { await openView(location.pathname); } catch (error) { show(error); }
+});
 
 document.getElementById("language").addEventListener("change", (event) => {
   setLanguage(event.target.value, true);
@@ -138,7 +235,7 @@ document.getElementById("sign-out").addEventListener("click", async () => {
 setLanguage(chosenLanguage("en"));
 document.getElementById("language").value = document.documentElement.lang;
 if (await renew()) {
-  try { await dashboard(); } catch (error) { show(error); signInView(); }
+  try { await openView(location.pathname); } catch (error) { show(error); signInView(); }
 } else {
   signInView();
 }

@@ -5,12 +5,20 @@ const WORDS = {
     email: "Email", password: "Password", signedInAs: "Signed in as {email} ({role})",
     bots: "Bots", workspace: "Workspace", wait: "Try again in {seconds} s.",
     unreachable: "The panel API could not be reached.",
+    dashboard: "Dashboard", firstStart: "First start? Create the owner", setUp: "Create the owner",
+    setupCode: "Setup code (printed by panel-api)", backToSignIn: "Back to sign-in",
+    addBot: "Add a bot", token: "Bot token", mode: "Mode", add: "Add", username: "Username",
+    status: "Status", lastError: "Last error", none: "none",
   },
   fa: {
     brand: "گیت‌هاوس", language: "زبان", signIn: "ورود", signOut: "خروج",
     email: "ایمیل", password: "گذرواژه", signedInAs: "وارد شده با {email} ({role})",
     bots: "ربات‌ها", workspace: "فضای کار", wait: "{seconds} ثانیه دیگر دوباره تلاش کنید.",
     unreachable: "به API پنل دسترسی نیست.",
+    dashboard: "پیشخوان", firstStart: "اولین اجرا؟ مالک را بسازید", setUp: "ساخت مالک",
+    setupCode: "کد راه‌اندازی (چاپ‌شده توسط panel-api)", backToSignIn: "بازگشت به ورود",
+    addBot: "افزودن ربات", token: "توکن ربات", mode: "حالت", add: "افزودن", username: "نام کاربری",
+    status: "وضعیت", lastError: "آخرین خطا", none: "هیچ",
   },
 };
 const KEY = "gatehouse.language";
