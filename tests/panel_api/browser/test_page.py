@@ -179,3 +179,35 @@ def test_page__an_admin_adds_a_bot_and_a_viewer_finds_no_form(
     # Signed in again on the page they were on: the bots, without the form.
     expect(page.locator("#bots tbody tr")).to_have_count(1)
     expect(page.locator("#add-bot")).to_have_count(0)
+
+
+def test_page__the_owner_sets_the_workspace_and_a_bad_address_is_refused(
+    page: Page, panel: str
+) -> None:
+    sign_in(page, panel)
+    page.click("a[data-view=workspace]")
+    page.fill("#workspace input[name=tron_address]", "T123")
+    page.click("#workspace button[type=submit]")
+    expect(page.locator("#message")).to_contain_text("Unprocessable")
+    page.fill("#workspace input[name=tron_address]", "")
+    page.fill("#workspace input[name=time_zone]", "Asia/Tehran")
+    page.click("#workspace button[type=submit]")
+    expect(page.locator("#saved")).to_be_visible()
+    expect(page.locator("#message")).to_be_hidden()
+    assert httpx.get(f"{panel}/v1/workspace", headers=bearer(panel)).json()["time_zone"] == (
+        "Asia/Tehran"
+    )
+
+
+def test_page__too_many_tries_say_how_long_to_wait(page: Page, panel: str) -> None:
+    for _ in range(10):
+        httpx.post(f"{panel}/v1/auth/login", json={"email": "owner@example.com", "password": "x"})
+    sign_in(page, panel, password="still wrong")
+    expect(page.locator("#message")).to_contain_text("Try again in")
+
+
+def bearer(url: str) -> dict[str, str]:
+    token = httpx.post(
+        f"{url}/v1/auth/login", json={"email": "owner@example.com", "password": PASSWORD}
+    ).json()["access_token"]
+    return {"Authorization": f"Bearer {token}"}

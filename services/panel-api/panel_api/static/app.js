@@ -149,7 +149,7 @@ async function signedIn() {
   document.getElementById("pages").hidden = false;
 }
 
-const VIEWS = { "/": dashboard, "/bots": botsView };
+const VIEWS = { "/": dashboard, "/bots": botsView, "/workspace": workspaceView };
 
 async function openView(path) {
   await signedIn();
@@ -199,6 +199,41 @@ async function botsView() {
     parts.push(element("h2", { "data-text": "addBot", text: t("addBot") }), form);
   }
   view.replaceChildren(...parts);
+}
+
+async function workspaceView() {
+  const workspace = await call("GET", "/v1/workspace");
+  const owner = may("owner");
+  const field = (key, name, value) => {
+    const input = element("input", { name, value: value ?? "" });
+    if (!owner) input.setAttribute("readonly", "");
+    return [input, element("label", {}, element("span", { "data-text": key, text: t(key) }), input)];
+  };
+  const [zone, zoneLabel] = field("timeZone", "time_zone", workspace.time_zone);
+  const [address, addressLabel] = field("tronAddress", "tron_address", workspace.tron_address);
+  const language = element("select", { name: "language" },
+    element("option", { value: "en", text: "English" }), element("option", { value: "fa", text: "فارسی" }));
+  language.value = workspace.language;
+  if (!owner) language.setAttribute("disabled", "");
+  const form = element("form", { id: "workspace" }, zoneLabel,
+    element("label", {}, element("span", { "data-text": "language", text: t("language") }), language),
+    addressLabel);
+  if (owner) {
+    form.append(element("button", { type: "submit", "data-text": "save", text: t("save") }));
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const change = { time_zone: zone.value.trim(), language: language.value };
+      if (address.value.trim()) change.tron_address = address.value.trim();
+      try {
+        await call("PATCH", "/v1/workspace", change);
+        show(null);
+        form.append(element("p", { id: "saved", text: t("saved") }));
+      } catch (error) {
+        show(error);
+      }
+    });
+  }
+  view.replaceChildren(form);
 }
 
 document.getElementById("pages").addEventListener("click", async (event) => {

@@ -9,6 +9,7 @@ const WORDS = {
     setupCode: "Setup code (printed by panel-api)", backToSignIn: "Back to sign-in",
     addBot: "Add a bot", token: "Bot token", mode: "Mode", add: "Add", username: "Username",
     status: "Status", lastError: "Last error", none: "none",
+    timeZone: "Time zone", tronAddress: "Shop's TRON address", save: "Save", saved: "Saved.",
   },
   fa: {
     brand: "گیت‌هاوس", language: "زبان", signIn: "ورود", signOut: "خروج",
@@ -19,6 +20,7 @@ const WORDS = {
     setupCode: "کد راه‌اندازی (چاپ‌شده توسط panel-api)", backToSignIn: "بازگشت به ورود",
     addBot: "افزودن ربات", token: "توکن ربات", mode: "حالت", add: "افزودن", username: "نام کاربری",
     status: "وضعیت", lastError: "آخرین خطا", none: "هیچ",
+    timeZone: "منطقهٔ زمانی", tronAddress: "آدرس ترون فروشگاه", save: "ذخیره", saved: "ذخیره شد.",
   },
 };
 const KEY = "gatehouse.language";
