@@ -196,7 +196,9 @@ def test_pay__billing_unreachable_the_update_is_retried_until_it_answers(store: 
     store.billing.proc.kill()
     store.billing.proc.wait()
     store.say(f"/start pay_{store.channel}")
-    edge.wait_until(lambda: edge.query("SELECT coalesce(max(attempt), 0) FROM inbox")[0][0] >= 2, 30, "a retry")
+    edge.wait_until(
+        lambda: edge.query("SELECT coalesce(max(attempt), 0) FROM inbox")[0][0] >= 2, 30, "a retry"
+    )
     assert store.sent() == []
     store.restart_billing()
     edge.wait_until(lambda: bool(store.sent()), 60, "the offer once billing is back")
