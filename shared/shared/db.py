@@ -1,4 +1,4 @@
-"""The pool every service uses: UTC sessions, a statement timeout, checked on checkout.
+"""The pool every service uses: UTC sessions, a statement timeout, idle connections checked.
 
 Connections are in autocommit: a statement outside `conn.transaction()` commits on its own, and
 `conn.transaction()` is a real BEGIN ... COMMIT. Without autocommit the first statement would
@@ -8,6 +8,8 @@ open an implicit transaction that lasts until the connection goes back to the po
 
 from __future__ import annotations
 
+import time
+import weakref
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TypeAlias
@@ -32,7 +34,8 @@ def create_pool(settings: CommonSettings, *, name: str | None = None) -> Pool:
     """A pool that is not open yet: the lifespan opens it without waiting for the database.
 
     Opening without waiting lets a process start (and answer /readyz with 503) while PostgreSQL
-    is down; `check` drops connections that died while idle, so the pool heals when it returns.
+    is down; `_check_idle` drops connections that died while idle, so the pool heals when it
+    returns.
     """
     kwargs: dict[str, Any] = {
         "options": session_options(settings.statement_timeout_ms),
@@ -48,10 +51,29 @@ def create_pool(settings: CommonSettings, *, name: str | None = None) -> Pool:
         max_size=settings.db_pool_max,
         name=name or settings.service_name,
         open=False,
-        check=AsyncConnectionPool.check_connection,
+        check=_check_idle,
+        reset=_returned,
         kwargs=kwargs,
         reconnect_timeout=3600,
     )
+
+
+# When each pooled connection last went back to the pool.
+_RETURNED_AT: weakref.WeakKeyDictionary[Connection, float] = weakref.WeakKeyDictionary()
+# A connection back in use sooner than this is trusted without a round trip: under load the
+# check would cost a round trip per checkout, and a query on a dead one fails anyway.
+CHECK_AFTER_IDLE = 1.0
+
+
+async def _returned(conn: Connection) -> None:
+    _RETURNED_AT[conn] = time.monotonic()
+
+
+async def _check_idle(conn: Connection) -> None:
+    if conn.broken or conn.closed:
+        raise psycopg.OperationalError("the connection is closed")
+    if time.monotonic() - _RETURNED_AT.get(conn, 0.0) > CHECK_AFTER_IDLE:
+        await AsyncConnectionPool.check_connection(conn)
 
 
 async def connect(database_url: str, *, autocommit: bool = False) -> Connection:

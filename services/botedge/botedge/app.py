@@ -8,7 +8,6 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-import httpx
 import msgspec
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -22,7 +21,7 @@ from botedge.metrics import IGNORED_KINDS, WEBHOOK_UPDATES
 from botedge.registration import register
 from botedge.settings import BotedgeSettings
 from botedge.supervisor import WorkerSupervisor
-from botedge.telegram import BotApi
+from botedge.telegram import BotApi, http_client
 from botedge.updates import MalformedUpdate, other_kind, parse
 from shared import jsonsafe
 from shared.clock import SYSTEM_CLOCK, Clock
@@ -76,7 +75,7 @@ def create_api_app(settings: BotedgeSettings, *, clock: Clock = SYSTEM_CLOCK) ->
     @asynccontextmanager
     async def lifespan(state: Runtime) -> AsyncIterator[ApiResources]:
         notifier = Notifier(state.pool)
-        async with httpx.AsyncClient() as http:
+        async with http_client() as http:
             yield ApiResources(notifier, BotApi(http, settings.telegram_api_base))
         await notifier.close()
 
@@ -184,8 +183,7 @@ def create_worker_app(
 ) -> Starlette:
     @asynccontextmanager
     async def lifespan(state: Runtime) -> AsyncIterator[WorkerSupervisor]:
-        limits = httpx.Limits(max_connections=100, max_keepalive_connections=20)
-        async with httpx.AsyncClient(limits=limits) as http:
+        async with http_client() as http:
             supervisor = WorkerSupervisor(settings, state.pool, http, handler, clock=clock)
             await supervisor.start()
             try:

@@ -4,12 +4,12 @@ records after each call, pruning and the gauge. Functions take a connection from
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from dataclasses import dataclass
 from typing import Any
 
 from botedge import sqlq
+from shared.clock import SYSTEM_CLOCK, Clock
 from shared.db import Connection
 
 Q = sqlq.Q
@@ -22,7 +22,17 @@ class OutboxRow:
     method: str
     payload: dict[str, Any]
     attempts: int
-    available_at: dt.datetime
+    priority: int = 0
+    # When it may be sent, on the reader's monotonic clock.
+    due: float = 0.0
+
+
+@dataclass(frozen=True)
+class Page:
+    """Rows of one read and the snapshot it saw."""
+
+    snapshot: str
+    rows: list[OutboxRow]
 
 
 async def queue_reply(
@@ -42,19 +52,40 @@ async def queue_reply(
     )
 
 
-async def pending(conn: Connection, bot_id: int, limit: int) -> list[OutboxRow]:
-    cur = await conn.execute(Q["pending_outbox"], {"bot_id": bot_id, "limit": limit})
-    return [
-        OutboxRow(
-            int(row["id"]),
-            int(row["chat_id"]),
-            str(row["method"]),
-            dict(row["payload"]),
-            int(row["attempts"]),
-            row["available_at"],
-        )
-        for row in await cur.fetchall()
-    ]
+async def pending(
+    conn: Connection,
+    bot_id: int,
+    limit: int,
+    *,
+    since: str | None = None,
+    after: tuple[int, int] = (-1, 0),
+    clock: Clock = SYSTEM_CLOCK,
+) -> Page:
+    """Unsent rows in (priority, id) order after `after`: all of them, or only those not
+    visible in the snapshot `since` of an earlier read."""
+    params = {"bot_id": bot_id, "limit": limit, "after_priority": after[0], "after_id": after[1]}
+    if since is None:
+        cur = await conn.execute(Q["pending_outbox"], params)
+    else:
+        cur = await conn.execute(Q["new_outbox"], {**params, "since": since})
+    found = await cur.fetchall()
+    read_at = clock.monotonic()
+    return Page(
+        str(found[0]["snapshot"]),
+        [
+            OutboxRow(
+                int(row["id"]),
+                int(row["chat_id"]),
+                str(row["method"]),
+                dict(row["payload"]),
+                int(row["attempts"]),
+                int(row["priority"]),
+                read_at + float(row["wait"]),
+            )
+            for row in found
+            if row["id"] is not None
+        ],
+    )
 
 
 async def mark_sent(conn: Connection, row_id: int, message_id: int | None) -> None:

@@ -169,6 +169,7 @@ UPDATE channels SET telegram_chat_id = %(new)s
 -- new one, in every bot's outbox.
 UPDATE outbox
    SET chat_id = %(new)s,
+       xid = pg_current_xact_id(),  -- shown again to the senders' reads
        payload = CASE WHEN payload ? 'chat_id'
                       THEN jsonb_set(payload, '{chat_id}', to_jsonb(%(new)s::bigint))
                       ELSE payload END
@@ -180,13 +181,35 @@ VALUES (%(bot_id)s, %(chat_id)s, %(method)s, %(payload)s, %(priority)s, %(dedupe
 ON CONFLICT (dedupe_key) DO NOTHING;
 
 -- pending_outbox --
--- The sender's view of a bot: unsent rows, replies first, each chat in order. Rows not yet
--- due are included so that a chat whose first row waits is skipped whole.
-SELECT id, chat_id, method, payload, priority, attempts, available_at
-  FROM outbox
- WHERE bot_id = %(bot_id)s AND state = 'pending'
- ORDER BY priority, id
- LIMIT %(limit)s;
+-- A sender's full read of its bot: unsent rows, replies first, each chat in order, a page at a
+-- time after (priority, id). The statement's snapshot comes with them: the next read asks only
+-- for what it did not show. At least one row comes back, with or without an outbox row.
+SELECT pg_current_snapshot()::text AS snapshot, o.*
+  FROM (SELECT 1) AS one
+  LEFT JOIN LATERAL (
+       SELECT id, chat_id, method, payload, priority, attempts,
+              greatest(0, extract(epoch FROM available_at - now()))::float8 AS wait
+         FROM outbox
+        WHERE bot_id = %(bot_id)s AND state = 'pending'
+          AND (priority, id) > (%(after_priority)s, %(after_id)s)
+        ORDER BY priority, id
+        LIMIT %(limit)s) AS o ON true;
+
+-- new_outbox --
+-- What became visible since the snapshot of an earlier read: rows of transactions that were
+-- still running then, or had not started.
+SELECT pg_current_snapshot()::text AS snapshot, o.*
+  FROM (SELECT 1) AS one
+  LEFT JOIN LATERAL (
+       SELECT id, chat_id, method, payload, priority, attempts,
+              greatest(0, extract(epoch FROM available_at - now()))::float8 AS wait
+         FROM outbox
+        WHERE bot_id = %(bot_id)s AND state = 'pending'
+          AND xid >= pg_snapshot_xmin(%(since)s::pg_snapshot)
+          AND NOT pg_visible_in_snapshot(xid, %(since)s::pg_snapshot)
+          AND (priority, id) > (%(after_priority)s, %(after_id)s)
+        ORDER BY priority, id
+        LIMIT %(limit)s) AS o ON true;
 
 -- mark_sent --
 UPDATE outbox SET state = 'sent', sent_at = now(), telegram_message_id = %(message_id)s,

@@ -10,10 +10,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from botedge import bot_store, errors, outbox_store, uploads
 from botedge.buckets import Bucket
@@ -22,6 +21,7 @@ from botedge.leases import Lease
 from botedge.metrics import SENDS
 from botedge.outbox_store import OutboxRow
 from botedge.pause import BotPause
+from botedge.sendqueue import SendQueue
 from botedge.telegram import (
     BadRequest,
     BotApi,
@@ -38,7 +38,11 @@ from shared.lifecycle import sleep_unless_stopped
 
 log = logging.getLogger("botedge.sender")
 LANES = 4
+# Rows per read, and how many a sender holds in memory before it stops reading more.
 FETCH = 500
+VIEW_LIMIT = 20_000
+# How often a sender reads its whole queue again rather than only what is new.
+FULL_READ_EVERY = 30.0
 MAX_SEND_ATTEMPTS = 8
 # How long in-flight sends get to finish when the sender stops.
 LANE_GRACE = 5.0
@@ -68,6 +72,10 @@ class Limits:
             self.chats[chat_id] = bucket
         return bucket
 
+    def chat_wait(self, chat_id: int, method: str) -> float:
+        """How long the chat's own limit holds this call back (0 for a non-message)."""
+        return self.chat(chat_id).wait_time() if is_message(method) else 0.0
+
     async def acquire(self, chat_id: int, method: str = "sendMessage") -> None:
         """Wait for a turn: every call spends the bot's overall rate; a message also spends its
         chat's (Telegram's per-chat limits are on messages, not on answering a callback,
@@ -89,6 +97,18 @@ def is_message(method: str) -> bool:
 
 
 _MESSAGE_PREFIXES = ("send", "copyMessage", "forwardMessage", "editMessage")
+
+
+class Retry(NamedTuple):
+    """A row put back first in its chat, due again after `delay` seconds; `counted` when the
+    attempt is recorded in the outbox."""
+
+    delay: float
+    counted: bool = False
+
+
+NOT_SENT = Retry(0.0)
+AFTER_ERROR = Retry(1.0)
 
 
 class Sender:
@@ -119,28 +139,41 @@ class Sender:
         self.pause = pause
         self.closing = False
         self.stopping = asyncio.Event()
-        self.busy: set[int] = set()
-        self.lane_ended: dict[int, float] = {}
         self.lanes: set[asyncio.Task[None]] = set()
         self.invalid = False
+        self.queue = SendQueue(self.limits.chat_wait, clock)
+        # Set when the queue may have a row for a lane: rows read, a chat done, closing.
+        self.changed = asyncio.Event()
+        # The snapshot of the last complete read (None: read everything), the (priority, id)
+        # a read stopped after when it filled a page, and the snapshot its first page saw.
+        self.since: str | None = None
+        self.after: tuple[int, int] | None = None
+        self.reading_since: str | None = None
+        self.reading_all: set[int] = set()
+        self.full_read_at = 0.0
 
     # -- main loop ------------------------------------------------------------------------
 
     async def run(self, stopping: asyncio.Event) -> None:
         """Send while the lease is ours; returns when it is lost, on stop, or on a bad token."""
         self.stopping = stopping
-        renewer = asyncio.get_running_loop().create_task(self._renew(stopping))
+        loop = asyncio.get_running_loop()
+        renewer = loop.create_task(self._renew(stopping))
         try:
             await self.pause.load()
             if not await self._check_token(stopping):
                 return
-            while not stopping.is_set() and self.lease.held and not self.invalid:
+            for _ in range(self.lane_count):
+                lane = loop.create_task(self._lane())
+                self.lanes.add(lane)
+                lane.add_done_callback(self.lanes.discard)
+            while self._sending():
+                more = False
                 try:
-                    launched = await self._launch_lanes()
+                    more = await self._read()
                 except errors.BotedgeError as error:
                     log.warning("bot %d: could not read the outbox: %s", self.bot_id, error)
-                    launched = False
-                if not launched:
+                if not more:
                     await self._wait(stopping)
         except Unauthorized as error:
             await self._token_invalid(error)
@@ -148,12 +181,55 @@ class Sender:
             # Lanes stop before their next send; one mid-call finishes and records what
             # Telegram answered, so the next holder does not send it again.
             self.closing = True
+            self.changed.set()
             if self.lanes:
                 await asyncio.wait(list(self.lanes), timeout=LANE_GRACE)
             renewer.cancel()
             for lane in list(self.lanes):
                 lane.cancel()
             await asyncio.gather(renewer, *self.lanes, return_exceptions=True)
+
+    def _sending(self) -> bool:
+        return (
+            not self.closing and not self.stopping.is_set() and self.lease.held and not self.invalid
+        )
+
+    async def _read(self) -> bool:
+        """Bring the in-memory queue up to date with one page; True when more pages wait.
+
+        Normally only what committed since the last read; every FULL_READ_EVERY seconds all of
+        it, which also drops rows finished or moved elsewhere."""
+        if len(self.queue) >= VIEW_LIMIT:
+            return False
+        now = self.clock.monotonic()
+        if self.after is None and now >= self.full_read_at:
+            self.since = None
+            self.reading_all = set()
+            self.full_read_at = now + FULL_READ_EVERY
+        async with connection(self.pool) as conn:
+            page = await outbox_store.pending(
+                conn,
+                self.bot_id,
+                FETCH,
+                since=self.since,
+                after=self.after or (-1, 0),
+                clock=self.clock,
+            )
+        if self.after is None:
+            self.reading_since = page.snapshot
+        if self.since is None:
+            self.reading_all.update(row.id for row in page.rows)
+        if self.queue.add(page.rows):
+            self.changed.set()
+        if len(page.rows) == FETCH:
+            last = page.rows[-1]
+            self.after = (last.priority, last.id)
+            return True
+        if self.since is None:
+            self.queue.keep_only(self.reading_all)
+            self.reading_all = set()
+        self.since, self.after = self.reading_since, None
+        return False
 
     async def _check_token(self, stopping: asyncio.Event) -> bool:
         """getMe before the first send, like any call: quiet when told, back off on failures.
@@ -194,87 +270,63 @@ class Sender:
                 log.warning("bot %d: could not renew send lease (%s)", self.bot_id, error)
 
     async def _wait(self, stopping: asyncio.Event) -> None:
-        """Until a lane ends, a wake-up, a stop, or the poll interval."""
+        """Until a wake-up, a stop, or the poll interval."""
         waiters = [
             asyncio.ensure_future(self.wakeup.wait()),
             asyncio.ensure_future(stopping.wait()),
         ]
         try:
             await asyncio.wait(
-                [*self.lanes, *waiters],
-                timeout=self.poll_interval,
-                return_when=asyncio.FIRST_COMPLETED,
+                waiters, timeout=self.poll_interval, return_when=asyncio.FIRST_COMPLETED
             )
         finally:
             for waiter in waiters:
                 waiter.cancel()
-        # Whatever woke us, the next step reads the outbox afresh.
         self.wakeup.clear()
 
-    async def _launch_lanes(self) -> bool:
-        free = self.lane_count - len(self.lanes)
-        if free <= 0:
-            return False
-        await self.pause.wait(self.stopping)
-        fetched_at = self.clock.monotonic()
-        if len(self.lane_ended) > 10_000:
-            self.lane_ended = {c: t for c, t in self.lane_ended.items() if t > fetched_at - 60}
-        async with connection(self.pool) as conn:
-            rows = await outbox_store.pending(conn, self.bot_id, FETCH)
-        by_chat: OrderedDict[int, list[OutboxRow]] = OrderedDict()
-        for row in rows:
-            by_chat.setdefault(row.chat_id, []).append(row)
-        now = self.clock.now()
-        launched = False
-        for chat_id, chat_rows in by_chat.items():
-            if free <= 0:
-                break
-            # A chat whose first row is still waiting for a retry waits whole: order holds.
-            if chat_id in self.busy or chat_rows[0].available_at > now:
+    async def _lane(self) -> None:
+        """Send the first row of whichever chat is ready, one at a time, until the sender stops."""
+        while self._sending():
+            item = self.queue.take()
+            if not isinstance(item, OutboxRow):
+                self.changed.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.changed.wait(), item)
                 continue
-            # Rows read before this chat's last lane ended may since have been sent.
-            if self.lane_ended.get(chat_id, 0.0) >= fetched_at:
-                continue
-            self.busy.add(chat_id)
-            lane = asyncio.get_running_loop().create_task(self._lane(chat_id, chat_rows))
-            self.lanes.add(lane)
-            lane.add_done_callback(self.lanes.discard)
-            free -= 1
-            launched = True
-        return launched
+            retry: Retry | None = AFTER_ERROR
+            try:
+                retry = await self._send(item)
+            except Exception:
+                log.exception("bot %d: sending to a chat failed", self.bot_id)
+            finally:
+                if retry is None:
+                    self.queue.finish(item)
+                else:
+                    self.queue.put_back(item, retry.delay, counted=retry.counted)
+                self.changed.set()
 
-    async def _lane(self, chat_id: int, rows: list[OutboxRow]) -> None:
-        try:
-            for row in rows:
-                if not await self._send(row):
-                    return
-        except Exception:
-            log.exception("bot %d: sending to a chat failed", self.bot_id)
-        finally:
-            self.lane_ended[chat_id] = self.clock.monotonic()
-            self.busy.discard(chat_id)
-
-    async def _send(self, row: OutboxRow) -> bool:
-        """Send one row; True to go on with the chat's next row."""
+    async def _send(self, row: OutboxRow) -> Retry | None:
+        """Send one row. None when its outcome is recorded and the chat goes on; a `Retry`
+        when the row stays first in its chat."""
         await self.limits.acquire(row.chat_id, row.method)
         await self.pause.wait(self.stopping)
-        if self.closing or self.stopping.is_set() or not self.lease.held or self.invalid:
-            return False
+        if not self._sending():
+            return NOT_SENT
         try:
             params, files = uploads.split(row.payload)
         except uploads.BadUpload as error:
             SENDS.labels("400").inc()
             await self._record(row, outbox_store.mark_failed, str(error))
-            return True
+            return None
         try:
             result = await self.api.call(self.token, row.method, params, files=files or None)
         except TooManyRequests as error:
             SENDS.labels("429").inc()
             await self.pause.extend(error.retry_after or 1.0)
-            return False
+            return NOT_SENT
         except Unauthorized as error:
             await self._token_invalid(error)
-            return False
+            return NOT_SENT
         except Forbidden as error:
             SENDS.labels("403").inc()
             await self._record(row, outbox_store.mark_failed, error.description)
@@ -282,26 +334,26 @@ class Sender:
                 with contextlib.suppress(errors.BotedgeError):
                     async with connection(self.pool) as conn:
                         await bot_store.set_blocked(conn, self.bot_id, row.chat_id, True)
-            return True
+            return None
         except BadRequest as error:
             SENDS.labels("400").inc()
             if error.not_modified:
                 await self._record(row, outbox_store.mark_sent, None)
             else:
                 await self._record(row, outbox_store.mark_failed, error.description)
-            return True
+            return None
         except (ServerError, TelegramError) as error:
             SENDS.labels("5xx").inc()
             if row.attempts + 1 >= MAX_SEND_ATTEMPTS:
                 await self._record(row, outbox_store.mark_failed, error.description)
-                return True
+                return None
             delay = backoff_delay(row.attempts + 1, base=0.5, cap=60.0)
             await self._record(row, outbox_store.postpone, delay, error.description)
-            return False
+            return Retry(delay, counted=True)
         SENDS.labels("sent").inc()
         message_id = result.get("message_id") if isinstance(result, dict) else None
         await self._record(row, outbox_store.mark_sent, message_id)
-        return True
+        return None
 
     async def _record(
         self, row: OutboxRow, outcome: Callable[..., Awaitable[None]], *args: Any

@@ -13,6 +13,19 @@ from typing import Any
 
 import httpx
 
+# Connections to Telegram stay open between bursts: a new one costs a TLS handshake, which is
+# most of a first reply after a quiet minute. httpx would drop them after 5 s idle.
+KEEPALIVE_SECONDS = 300.0
+
+
+def http_client() -> httpx.AsyncClient:
+    """The client a process shares for all its bots' calls."""
+    return httpx.AsyncClient(
+        limits=httpx.Limits(
+            max_connections=100, max_keepalive_connections=100, keepalive_expiry=KEEPALIVE_SECONDS
+        )
+    )
+
 
 class TelegramError(Exception):
     """Telegram answered `ok: false`, or could not be reached."""

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import itertools
 import signal
+import time
 from collections import defaultdict
 from typing import Any
 from urllib.parse import urlsplit
 
 import psycopg
 
+from botedge.sender import FULL_READ_EVERY
 from shared.testing import Cluster
 from tests.botedge.conftest import queue_messages
 from tests.botedge.e2e.conftest import Edge
@@ -291,3 +293,33 @@ def test_database_blip_after_telegram_accepted__each_message_sent_once(
         "all three recorded as sent",
     )
     assert texts_by_chat(edge.sim_get("/_sim/sent", bot_id=9113)) == expected(1, 3)
+
+
+def test_a_send_committed_after_a_later_one__still_sent_without_a_full_read(edge: Edge) -> None:
+    """A sender reads only what committed since its last read. Ids cannot tell that: the
+    transaction holding the lower id commits last here, after the sender has read past it."""
+    bot_id, _, _ = edge.add_bot(9108)
+    edge.start_worker(WORKER_POLL_INTERVAL="0.2")
+    with psycopg.connect(edge.database_url) as late:
+        early_id = late.execute(
+            "INSERT INTO outbox (bot_id, chat_id, method, payload, dedupe_key)"
+            " VALUES (%s, 5001, 'sendMessage', '{\"chat_id\": 5001, \"text\": \"late\"}', 'late')"
+            " RETURNING id",
+            (bot_id,),
+        ).fetchone()
+        queue_messages(edge.database_url, bot_id, [(5002, "early")])
+        edge.wait_until(
+            lambda: [r["text"] for r in edge.sim_get("/_sim/sent", bot_id=9108)] == ["early"],
+            20,
+            "the later row sent while the earlier one is uncommitted",
+        )
+        later_id = edge.query("SELECT id FROM outbox WHERE dedupe_key LIKE 'test:%%'")[0][0]
+        assert early_id is not None and early_id[0] < later_id
+        late.commit()
+        committed = time.monotonic()
+    edge.wait_until(
+        lambda: len(edge.sim_get("/_sim/sent", bot_id=9108)) == 2, 20, "the late row sent"
+    )
+    # Well before the periodic full read would have found it.
+    assert time.monotonic() - committed < FULL_READ_EVERY / 3
+    wait_all_recorded(edge, bot_id)
