@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test check lint typecheck pytest migrate bench-webhooks bench-claim bench-login bench-gate bench-sweep clean
+.PHONY: run test check lint typecheck pytest migrate loadtest bench-webhooks bench-claim bench-login bench-gate bench-sweep clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is required")'
@@ -33,6 +33,15 @@ pytest: $(STAMP)
 
 migrate: $(STAMP)
 	$(BIN)/python -m shared.migrate
+
+# Every load scenario, with a report and charts under loadtest/reports/ (about 13 minutes);
+# LOADTEST_ARGS picks scenarios and options, e.g. "reference-1 --seconds 20".
+loadtest: $(VENV)/.loadtest
+	$(BIN)/python -m loadtest $(LOADTEST_ARGS)
+
+$(VENV)/.loadtest: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,loadtest]'
+	touch $@
 
 # Benchmarks print figures; they are not part of `make test`.
 bench-webhooks: $(STAMP)

@@ -12,7 +12,9 @@ import json
 import os
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -32,6 +34,7 @@ from botedge.simtelegram.state import (
     InviteLink,
     Upload,
     World,
+    queue_key,
 )
 from shared.web import create_plain_app
 
@@ -442,7 +445,13 @@ async def set_webhook(world: World, bot: Bot, params: Params) -> Any:
     bot.webhook_secret = secret
     bot.allowed_updates = list(params.get("allowed_updates") or [])
     if params.get("drop_pending_updates"):
-        bot.updates.clear()
+        bot.drop_pending()
+    if "max_connections" in params:
+        try:
+            connections = int(str(params["max_connections"]))
+        except ValueError:
+            raise ApiError(400, "Bad Request: bad max_connections") from None
+        bot.max_connections = min(100, max(1, connections))
     bot.new_updates.set()
     if not url:
         return ok_description(True, "Webhook was deleted")
@@ -452,8 +461,9 @@ async def set_webhook(world: World, bot: Bot, params: Params) -> Any:
 async def delete_webhook(world: World, bot: Bot, params: Params) -> Any:
     was = bool(bot.webhook_url)
     bot.webhook_url = ""
+    bot.new_updates.set()
     if params.get("drop_pending_updates"):
-        bot.updates.clear()
+        bot.drop_pending()
     return ok_description(True, "Webhook was deleted" if was else "Webhook is already deleted")
 
 
@@ -461,7 +471,8 @@ async def get_webhook_info(world: World, bot: Bot, params: Params) -> Any:
     info: dict[str, Any] = {
         "url": bot.webhook_url,
         "has_custom_certificate": False,
-        "pending_update_count": len(bot.updates),
+        "pending_update_count": bot.pending(),
+        "max_connections": bot.max_connections,
     }
     if bot.allowed_updates:
         info["allowed_updates"] = bot.allowed_updates
@@ -553,6 +564,11 @@ def create_app(faults: Faults | None = None, seed: int | None = None) -> Starlet
             bot_id = bot.id
             params = await _params(request)
             faults = world.faults
+            client = request.scope.get("client")
+            if faults.connect_delay_ms and world.new_connection(
+                (str(client[0]), int(client[1])) if client else None
+            ):
+                await asyncio.sleep(faults.connect_delay_ms / 1000)
             if faults.delay_ms:
                 await asyncio.sleep(faults.delay_ms / 1000)
             method = methods.get(name)
@@ -601,16 +617,75 @@ def create_app(faults: Faults | None = None, seed: int | None = None) -> Starlet
             bot.delivering = asyncio.get_running_loop().create_task(_deliver(bot))
 
     async def _deliver(bot: Bot) -> None:
-        """Post queued updates to the webhook in order, one in flight, retrying non-2xx."""
+        """Post queued updates to the webhook: each chat's in order, one in flight per chat,
+        up to `max_connections` chats at once; a non-2xx is retried and holds only its chat."""
         if not delivery_client:
-            delivery_client.append(httpx.AsyncClient(timeout=60))
+            delivery_client.append(
+                httpx.AsyncClient(
+                    timeout=60,
+                    limits=httpx.Limits(max_connections=None, max_keepalive_connections=None),
+                )
+            )
         client = delivery_client[0]
-        delay = 0.0
-        while bot.webhook_url and not world.closing.is_set():
-            if not bot.updates:
+        ready: deque[tuple[str, int]] = deque()
+        posting: set[asyncio.Task[None]] = set()
+        busy: set[tuple[str, int]] = set()
+        changed = asyncio.Event()
+
+        async def post(key: tuple[str, int]) -> None:
+            delay = 0.0
+            try:
+                while bot.webhook_url and not world.closing.is_set():
+                    queue = bot.held.get(key)
+                    if not queue:
+                        return
+                    update = queue[0]
+                    headers = {"content-type": "application/json"}
+                    if bot.webhook_secret:
+                        headers["X-Telegram-Bot-Api-Secret-Token"] = bot.webhook_secret
+                    try:
+                        response = await client.post(
+                            bot.webhook_url, content=json.dumps(update), headers=headers
+                        )
+                        delivered = 200 <= response.status_code < 300
+                    except httpx.HTTPError:
+                        delivered = False
+                    if delivered:
+                        if queue and queue[0] is update:
+                            queue.popleft()
+                        if queue:
+                            ready.append(key)
+                        elif bot.held.get(key) is queue:
+                            del bot.held[key]
+                        return
+                    delay = min(5.0, max(0.05, delay * 2 or 0.05))
+                    await asyncio.sleep(delay)
+            finally:
+                busy.discard(key)
+                changed.set()
+
+        try:
+            while bot.webhook_url and not world.closing.is_set():
+                while bot.updates:
+                    update = bot.updates.popleft()
+                    key = queue_key(update)
+                    queue = bot.held.setdefault(key, deque())
+                    if not queue and key not in busy:
+                        ready.append(key)
+                    queue.append(update)
+                while ready and len(busy) < bot.max_connections:
+                    key = ready.popleft()
+                    if key in busy or not bot.held.get(key):
+                        continue
+                    busy.add(key)
+                    task = asyncio.get_running_loop().create_task(post(key))
+                    posting.add(task)
+                    task.add_done_callback(posting.discard)
                 bot.new_updates.clear()
+                changed.clear()
                 woken = [
                     asyncio.ensure_future(bot.new_updates.wait()),
+                    asyncio.ensure_future(changed.wait()),
                     asyncio.ensure_future(world.closing.wait()),
                 ]
                 try:
@@ -618,25 +693,12 @@ def create_app(faults: Faults | None = None, seed: int | None = None) -> Starlet
                 finally:
                     for waiter in woken:
                         waiter.cancel()
-                continue
-            update = bot.updates[0]
-            headers = {"content-type": "application/json"}
-            if bot.webhook_secret:
-                headers["X-Telegram-Bot-Api-Secret-Token"] = bot.webhook_secret
-            try:
-                response = await client.post(
-                    bot.webhook_url, content=json.dumps(update), headers=headers
-                )
-                delivered = 200 <= response.status_code < 300
-            except httpx.HTTPError:
-                delivered = False
-            if delivered:
-                if bot.updates and bot.updates[0] is update:
-                    bot.updates.popleft()
-                delay = 0.0
-            else:
-                delay = min(5.0, max(0.05, delay * 2 or 0.05))
-                await asyncio.sleep(delay)
+        finally:
+            for task in list(posting):
+                task.cancel()
+            await asyncio.gather(*posting, return_exceptions=True)
+            if not bot.webhook_url:
+                bot.release_held()
 
     async def control_bot(request: Request) -> Response:
         body = await request.json()
@@ -903,4 +965,17 @@ def create_app(faults: Faults | None = None, seed: int | None = None) -> Starlet
     app.state.world = world
     # Called by the server on a stop signal, before it waits for requests in flight.
     app.state.drain_hooks = [world.closing.set]
+
+    @asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        yield
+        world.closing.set()
+        deliveries = [bot.delivering for bot in world.bots.values() if bot.delivering]
+        for task in deliveries:
+            task.cancel()
+        await asyncio.gather(*deliveries, return_exceptions=True)
+        for client in delivery_client:
+            await client.aclose()
+
+    app.router.lifespan_context = lifespan
     return app

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from botedge.buckets import Bucket
+from shared.settings import DEFAULT_KEEP_ALIVE
 
 
 class ApiError(Exception):
@@ -40,6 +41,10 @@ class Faults:
     non_admin_chats: set[int] = field(default_factory=set)
     # getChatMember about these people answers PARTICIPANT_ID_INVALID (Telegram does, at random).
     participant_invalid_users: set[int] = field(default_factory=set)
+    # Charged once on each new connection, as a TLS handshake with Telegram would be.
+    connect_delay_ms: float = 0.0
+    # How many calls and sent messages the simulator keeps for `/_sim/calls` and `/_sim/sent`.
+    log_limit: int = 200_000
 
     def update(self, values: Mapping[str, Any]) -> None:
         for key, value in values.items():
@@ -69,6 +74,8 @@ class Faults:
             "SIM_RATE_5XX": "rate_5xx",
             "SIM_RATE_TIMEOUT": "rate_timeout",
             "SIM_TIMEOUT_SECONDS": "timeout_seconds",
+            "SIM_CONNECT_DELAY_MS": "connect_delay_ms",
+            "SIM_LOG_LIMIT": "log_limit",
         }
         faults.update({attr: env[name] for name, attr in names.items() if env.get(name)})
         lists = {
@@ -159,6 +166,23 @@ class Bot:
     global_bucket: Bucket = field(default_factory=lambda: Bucket(30, 30))
     chat_buckets: dict[int, Bucket] = field(default_factory=dict)
     delivering: asyncio.Task[None] | None = None
+    # Webhook delivery as Telegram does it: a queue per chat (per user for callbacks), each in
+    # order with one update in flight, up to `max_connections` queues at once.
+    max_connections: int = 40
+    held: dict[tuple[str, int], deque[dict[str, Any]]] = field(default_factory=dict)
+
+    def pending(self) -> int:
+        return len(self.updates) + sum(len(queue) for queue in self.held.values())
+
+    def drop_pending(self) -> None:
+        self.updates.clear()
+        self.held.clear()
+
+    def release_held(self) -> None:
+        """Back into `updates`, in update_id order: the webhook is gone, getUpdates may ask."""
+        rest = [u for queue in self.held.values() for u in queue]
+        self.held.clear()
+        self.updates = deque(sorted([*rest, *self.updates], key=lambda u: int(u["update_id"])))
 
     def user(self) -> dict[str, Any]:
         return {
@@ -175,6 +199,20 @@ class Bot:
             bucket = Bucket(3, 1.0) if chat_id > 0 else Bucket(20, 20 / 60)
             self.chat_buckets[chat_id] = bucket
         return bucket
+
+
+def queue_key(update: dict[str, Any]) -> tuple[str, int]:
+    """Which of a bot's delivery queues an update waits in: its chat, else its sender."""
+    for name, value in update.items():
+        if name == "update_id" or not isinstance(value, dict):
+            continue
+        chat = value.get("chat") or (value.get("message") or {}).get("chat")
+        if isinstance(chat, dict) and "id" in chat:
+            return ("chat", int(chat["id"]))
+        sender = value.get("from") or value.get("user")
+        if isinstance(sender, dict) and "id" in sender:
+            return ("user", int(sender["id"]))
+    return ("update", int(update.get("update_id", 0)))
 
 
 @dataclass
@@ -217,16 +255,32 @@ class World:
         self.random = random.Random(seed)  # noqa: S311 - fault injection, not secrets
         self.bots: dict[int, Bot] = {}
         self.chats: dict[int, Chat] = {}
-        self.calls: list[Call] = []
-        self.sent: list[dict[str, Any]] = []
+        # The newest calls and sent messages only, so that a long load run has a bounded size.
+        self.calls: deque[Call] = deque(maxlen=faults.log_limit)
+        self.sent: deque[dict[str, Any]] = deque(maxlen=faults.log_limit)
         # Files uploaded with a send, by the file_id the answer gave them.
         self.files: dict[str, Upload] = {}
         self.admins: dict[int, set[int]] = {}
         self.links: dict[str, InviteLink] = {}
         # Bot API calls being answered right now, by method.
         self.in_flight: Counter[str] = Counter()
+        # When each client connection (host, port) last called: one not seen within the
+        # keep-alive time is a new connection.
+        self.connections: dict[tuple[str, int], float] = {}
         # Set when the server starts draining: long polls answer at once, deliveries stop.
         self.closing = asyncio.Event()
+
+    def new_connection(self, client: tuple[str, int] | None) -> bool:
+        now = time.monotonic()
+        if client is None:
+            return False
+        last = self.connections.get(client)
+        self.connections[client] = now
+        if len(self.connections) > 10_000:
+            self.connections = {
+                c: t for c, t in self.connections.items() if now - t < DEFAULT_KEEP_ALIVE
+            }
+        return last is None or now - last > DEFAULT_KEEP_ALIVE
 
     def bot(self, token: str) -> Bot:
         prefix, _, secret = token.partition(":")
