@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import signal
 import sys
 import time
 from pathlib import Path
@@ -28,6 +29,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quiet", type=float, default=Options.quiet)
     parser.add_argument("--reports", type=Path, default=Path(__file__).parent / "reports")
     args = parser.parse_args(argv)
+    # A stop signal unwinds like Ctrl-C, so every process and the database are stopped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     options = Options(bots=args.bots, rate=args.rate, seconds=args.seconds, quiet=args.quiet)
     chosen = args.scenarios or list(SCENARIOS)
     sections = []

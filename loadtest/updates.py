@@ -23,6 +23,7 @@ from loadtest.stack import OWNER_EMAIL, OWNER_PASSWORD, Stack
 
 CHANNELS = ("load_sponsor_a", "load_sponsor_b")
 FIRST_BOT = 7_100_000
+CONNECTIONS = 32
 SEND_METHODS = ("sendmessage", "sendphoto", "editmessagetext", "copymessage")
 
 
@@ -85,38 +86,43 @@ class Offer:
 async def _offer(
     sim: str, bots: list[int], steps: list[tuple[float, float]], first_user: int
 ) -> list[Offer]:
-    """Open loop: the n-th update of a step goes at its time, answered or not."""
+    """Open loop: the n-th update of a step is due at its time, answered or not. Due updates
+    go out over CONNECTIONS connections, each its own client: httpcore's pool scans every
+    queued request against every connection, which melts down once the simulator lags."""
     offers: list[Offer] = []
     failures: list[str] = []
-    limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
-    async with httpx.AsyncClient(timeout=30, limits=limits) as client:
+    due: asyncio.Queue[tuple[int, int] | None] = asyncio.Queue()
 
-        async def one(user: int, bot: int) -> None:
-            at = time.time()
-            try:
-                answer = await client.post(
-                    f"{sim}/_sim/messages",
-                    json={"bot_id": bot, "user_id": user, "text": "/start promo"},
-                )
-                answer.raise_for_status()
-                offers.append(Offer(user, bot, at))
-            except httpx.HTTPError as error:
-                failures.append(str(error))
+    async def connection() -> None:
+        async with httpx.AsyncClient(timeout=30) as client:
+            while (item := await due.get()) is not None:
+                user, bot = item
+                at = time.time()
+                try:
+                    answer = await client.post(
+                        f"{sim}/_sim/messages",
+                        json={"bot_id": bot, "user_id": user, "text": "/start promo"},
+                    )
+                    answer.raise_for_status()
+                    offers.append(Offer(user, bot, at))
+                except httpx.HTTPError as error:
+                    failures.append(str(error))
 
-        loop = asyncio.get_running_loop()
-        tasks: list[asyncio.Task[None]] = []
-        began = loop.time()
-        user = first_user
-        for rate, seconds in steps:
-            count = int(rate * seconds)
-            for n in range(count):
-                wait = began + n / rate - loop.time()
-                if wait > 0:
-                    await asyncio.sleep(wait)
-                tasks.append(loop.create_task(one(user, bots[user % len(bots)])))
-                user += 1
-            began += seconds
-        await asyncio.gather(*tasks)
+    loop = asyncio.get_running_loop()
+    senders = [loop.create_task(connection()) for _ in range(CONNECTIONS)]
+    began = loop.time()
+    user = first_user
+    for rate, seconds in steps:
+        for n in range(int(rate * seconds)):
+            wait = began + n / rate - loop.time()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            due.put_nowait((user, bots[user % len(bots)]))
+            user += 1
+        began += seconds
+    for _ in senders:
+        due.put_nowait(None)
+    await asyncio.gather(*senders)
     if failures:
         raise SystemExit(f"{len(failures)} updates could not be handed over: {failures[0]}")
     return offers

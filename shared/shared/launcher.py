@@ -246,6 +246,8 @@ class Launcher:
             return 0 if self.stop_requested is not None else 1
         demo_bot = self._add_demo_bot(child_env)
         demo_gate = self._demo_gate(child_env) if demo_bot else None
+        if demo_gate:
+            self._demo_history(child_env)
         # The sweep every minute, as compose runs it: grace, expiry and removals happen.
         self.procs["sweep"] = subprocess.Popen(  # noqa: S603 - our own module
             [sys.executable, "-m", "billing", "sweep", "--every", str(SWEEP_EVERY)],
@@ -313,6 +315,18 @@ class Launcher:
             return None
         shown: dict[str, Any] = json.loads(made.stdout)
         return shown
+
+    def _demo_history(self, env: dict[str, str]) -> None:
+        """A month of made-up business for the panel's pages, into a database without any."""
+        made = subprocess.run(
+            [sys.executable, "-m", "panel_api", "history"],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if made.returncode != 0:
+            log.warning("could not write the demo history: %s", made.stderr.strip()[-300:])
 
     def _banner(
         self,

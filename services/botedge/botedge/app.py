@@ -21,7 +21,7 @@ from botedge.metrics import IGNORED_KINDS, WEBHOOK_UPDATES
 from botedge.registration import register
 from botedge.settings import BotedgeSettings
 from botedge.supervisor import WorkerSupervisor
-from botedge.telegram import BotApi, http_client
+from botedge.telegram import BotApi, BotClients, http_client
 from botedge.updates import MalformedUpdate, other_kind, parse
 from shared import jsonsafe
 from shared.clock import SYSTEM_CLOCK, Clock
@@ -183,8 +183,10 @@ def create_worker_app(
 ) -> Starlette:
     @asynccontextmanager
     async def lifespan(state: Runtime) -> AsyncIterator[WorkerSupervisor]:
-        async with http_client() as http:
-            supervisor = WorkerSupervisor(settings, state.pool, http, handler, clock=clock)
+        async with http_client() as http, BotClients() as telegram:
+            supervisor = WorkerSupervisor(
+                settings, state.pool, http, handler, telegram=telegram, clock=clock
+            )
             await supervisor.start()
             try:
                 yield supervisor

@@ -35,7 +35,7 @@ from botedge.pause import BotPause
 from botedge.poller import Poller
 from botedge.sender import Limits, Sender
 from botedge.settings import BotedgeSettings
-from botedge.telegram import BotApi
+from botedge.telegram import BotApi, BotClients
 from shared.clock import SYSTEM_CLOCK, Clock
 from shared.db import Pool
 from shared.lifecycle import sleep_unless_stopped
@@ -55,12 +55,13 @@ class WorkerSupervisor:
         http: httpx.AsyncClient,
         handler: Handler | None = None,
         *,
+        telegram: BotClients | None = None,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.settings = settings
         self.clock = clock
         self.pool = pool
-        self.api = BotApi(http, settings.telegram_api_base)
+        self.api = BotApi(telegram or http, settings.telegram_api_base)
         self.box = SecretBox(settings.bot_token_key)
         self.holder = holder_id()
         self.notifier = Notifier(pool)

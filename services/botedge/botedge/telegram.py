@@ -19,12 +19,37 @@ KEEPALIVE_SECONDS = 300.0
 
 
 def http_client() -> httpx.AsyncClient:
-    """The client a process shares for all its bots' calls."""
-    return httpx.AsyncClient(
-        limits=httpx.Limits(
-            max_connections=100, max_keepalive_connections=100, keepalive_expiry=KEEPALIVE_SECONDS
+    """A client for a process's occasional calls (registration, checks, billing)."""
+    return httpx.AsyncClient(limits=httpx.Limits(keepalive_expiry=KEEPALIVE_SECONDS))
+
+
+class BotClients:
+    """One small keep-alive client per bot, for a worker's steady calls. httpcore's pool looks
+    at every connection it holds on each request (each idle one against all the others), so a
+    single pool shared by every bot costs more per call the more connections it keeps open."""
+
+    def __init__(self, connections: int = 16, idle: int = 8) -> None:
+        self.limits = httpx.Limits(
+            max_connections=connections,
+            max_keepalive_connections=idle,
+            keepalive_expiry=KEEPALIVE_SECONDS,
         )
-    )
+        self.clients: dict[str, httpx.AsyncClient] = {}
+
+    def __call__(self, token: str) -> httpx.AsyncClient:
+        bot = token.partition(":")[0]
+        client = self.clients.get(bot)
+        if client is None:
+            client = self.clients[bot] = httpx.AsyncClient(limits=self.limits)
+        return client
+
+    async def __aenter__(self) -> BotClients:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        for client in self.clients.values():
+            await client.aclose()
+        self.clients.clear()
 
 
 class TelegramError(Exception):
@@ -88,11 +113,16 @@ def user_agent() -> str:
 
 
 class BotApi:
-    """Calls `{base}/bot<token>/<method>` over one shared keep-alive client."""
+    """Calls `{base}/bot<token>/<method>` over one shared keep-alive client, or a client per
+    bot (`BotClients`)."""
 
-    def __init__(self, client: httpx.AsyncClient, base_url: str) -> None:
-        self.client = client
+    def __init__(self, client: httpx.AsyncClient | BotClients, base_url: str) -> None:
+        self.clients = client
         self.base_url = base_url.rstrip("/")
+
+    def client(self, token: str) -> httpx.AsyncClient:
+        clients = self.clients
+        return clients(token) if isinstance(clients, BotClients) else clients
 
     async def call(
         self,
@@ -108,7 +138,7 @@ class BotApi:
         headers = {"User-Agent": user_agent()}
         try:
             if files:
-                response = await self.client.post(
+                response = await self.client(token).post(
                     url,
                     data=form_fields(params or {}),
                     files=files,
@@ -116,7 +146,7 @@ class BotApi:
                     headers=headers,
                 )
             else:
-                response = await self.client.post(
+                response = await self.client(token).post(
                     url, json=params or {}, timeout=timeout, headers=headers
                 )
         except httpx.TimeoutException:

@@ -118,6 +118,7 @@ def create_app(
         ("POST", "/v1/bots"): bots.add_bot,
         ("GET", "/v1/dead-updates"): bots.list_dead,
         ("POST", "/v1/dead-updates/{inbox_id:int}/replay"): bots.replay,
+        ("GET", "/v1/dashboard"): ledger.dashboard,
         ("GET", "/v1/people"): ledger.people,
         ("GET", "/v1/memberships"): ledger.memberships,
         ("GET", "/v1/memberships/{person_id:int}/{channel_id:int}/events"): ledger.history,

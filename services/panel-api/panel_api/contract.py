@@ -52,6 +52,7 @@ from panel_api.ledger import (
     AccessEvent,
     AccessEventQuery,
     AccessRetried,
+    Dashboard,
     GatewayEvent,
     GatewayEventQuery,
     History,
@@ -179,6 +180,11 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
     ),
     ("POST", "/v1/dead-updates/{inbox_id:int}/replay"): Operation(
         "Queue a dead update again", Role.ADMIN, Replayed
+    ),
+    ("GET", "/v1/dashboard"): Operation(
+        "Counts that need attention and 30 days of revenue by day and currency",
+        Role.VIEWER,
+        Dashboard,
     ),
     ("GET", "/v1/people"): Operation(
         "Each bot's visitors", Role.VIEWER, Page[Visitor], query=PeopleQuery

@@ -83,7 +83,7 @@ class MembershipEvent(msgspec.Struct):
     to_status: MembershipStatus
     old_expires_at: dt.datetime | None
     new_expires_at: dt.datetime
-    cause: Literal["payment", "sweep"]
+    cause: Literal["payment", "sweep", "grant"]
     payment_id: int | None
     paid_at: dt.datetime | None
     period_days: int | None
@@ -158,7 +158,7 @@ class AccessEventQuery(Paged, kw_only=True):
 
 class AccessEvent(msgspec.Struct):
     id: int
-    kind: Literal["grant", "reminder", "revoke"]
+    kind: Literal["grant", "reminder", "revoke", "expiry_notice"]
     person_id: int
     telegram_user_id: int
     channel_id: int
@@ -173,7 +173,7 @@ class AccessEvent(msgspec.Struct):
 
 class AccessRetried(msgspec.Struct):
     id: int
-    kind: Literal["grant", "reminder", "revoke"]
+    kind: Literal["grant", "reminder", "revoke", "expiry_notice"]
     state: AccessState
 
 
@@ -183,6 +183,26 @@ def _split(position: int | None) -> tuple[int, int]:
 
 def _id(row: Invoice | Payment | GatewayEvent | AccessEvent) -> int:
     return row.id
+
+
+class DayRevenue(msgspec.Struct):
+    day: dt.date
+    currency: str
+    amount_minor: Minor
+
+
+class Dashboard(msgspec.Struct):
+    """What needs the owner's eye, and the last 30 days' revenue by day of the workspace's time
+    zone and by currency (applied payments only)."""
+
+    time_zone: str
+    members_active: int
+    members_grace: int
+    ad_orders_waiting: int
+    access_events_failing: int
+    dead_updates: int
+    bots_with_problems: int
+    revenue: list[DayRevenue]
 
 
 class Ledger:
@@ -196,6 +216,12 @@ class Ledger:
         async with store.connection(runtime(request).pool) as conn:
             found = await store.rows(conn, sql, {**params, "limit": limit + 1})
         return msgspec.convert(found, list[kind])  # type: ignore[valid-type]
+
+    async def dashboard(self, request: Request, caller: Caller) -> Response:
+        async with store.connection(runtime(request).pool) as conn:
+            counts = (await store.rows(conn, "dashboard_counts", {}))[0]
+            revenue = await store.rows(conn, "revenue_by_day", {})
+        return answer(msgspec.convert({**counts, "revenue": revenue}, Dashboard))
 
     async def people(self, request: Request, caller: Caller) -> Response:
         where = query(request, PeopleQuery)

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 
 from panel_api.app import create_app
@@ -17,7 +18,7 @@ from panel_api.settings import load
 from shared.testing import serve_in_thread
 from tests.botedge.conftest import insert_bot, new_token
 from tests.conftest import ROOT, service_env
-from tests.panel_api.e2e.conftest import owner_and_viewer
+from tests.panel_api.e2e.conftest import SHOP, owner_and_viewer, start_billing
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ARTIFACTS = ROOT / "tests" / "artifacts"
@@ -74,9 +75,7 @@ def sign_in(page: Page, url: str, password: str = PASSWORD) -> None:
 def test_page__sign_in_then_a_reload_keeps_the_session(page: Page, panel: str) -> None:
     sign_in(page, panel)
     expect(page.locator("#who")).to_have_text("Signed in as owner@example.com (owner)")
-    expect(page.locator("[data-figure=bots]")).to_have_text("1")
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / "dashboard.png"), full_page=True)
+    expect(page.locator("[data-figure=ordersWaiting]")).to_have_text("0")
     # The access token lived in memory only: the reload signs in again by the refresh cookie.
     page.reload()
     expect(page.locator("#who")).to_have_text("Signed in as owner@example.com (owner)")
@@ -86,13 +85,20 @@ def test_page__sign_in_then_a_reload_keeps_the_session(page: Page, panel: str) -
     expect(page.locator("#sign-in")).to_be_visible()
 
 
-def test_page__persian_lays_out_right_to_left_with_persian_digits(page: Page, panel: str) -> None:
+def test_page__persian_lays_out_right_to_left_with_persian_digits(
+    page: Page, panel: str, database_url: str
+) -> None:
+    with psycopg.connect(database_url) as conn:
+        conn.execute(
+            "INSERT INTO inbox (bot_id, update_id, chat_key, kind, payload, state, attempt)"
+            " SELECT id, 1, 1, 'message', '{}', 'dead', 5 FROM bots"
+        )
     sign_in(page, panel)
-    expect(page.locator("[data-figure=bots]")).to_have_text("1")
+    expect(page.locator("[data-figure=deadUpdates]")).to_have_text("1")
     page.select_option("#language", "fa")
     expect(page.locator("html")).to_have_attribute("dir", "rtl")
     expect(page.locator("html")).to_have_attribute("lang", "fa")
-    expect(page.locator("[data-figure=bots]")).to_have_text("\u06f1")  # Persian one
+    expect(page.locator("[data-figure=deadUpdates]")).to_have_text("\u06f1")  # Persian one
     expect(page.locator("#who")).to_contain_text("وارد شده با")
     # Remembered by this browser.
     page.reload()
@@ -211,3 +217,113 @@ def bearer(url: str) -> dict[str, str]:
         f"{url}/v1/auth/login", json={"email": "owner@example.com", "password": PASSWORD}
     ).json()["access_token"]
     return {"Authorization": f"Bearer {token}"}
+
+
+def pay(database_url: str, day_offset: int, amount_minor: int, currency: str, n: int) -> None:
+    """An applied payment `day_offset` days ago, on the seeded demo channel."""
+    with psycopg.connect(database_url) as conn:
+        conn.execute(
+            "WITH person AS (INSERT INTO people (telegram_user_id) VALUES (%(user)s) RETURNING id),"
+            " plan AS (SELECT id, channel_id FROM plans WHERE is_default LIMIT 1),"
+            " invoice AS (INSERT INTO invoices (order_reference, person_id, channel_id, plan_id,"
+            "  amount_minor, currency, period_days, grace_days, gateway, status, expires_at,"
+            "  paid_at)"
+            "  SELECT 'ref-' || %(user)s, person.id, plan.channel_id, plan.id, %(amount)s,"
+            "   %(currency)s, 30, 3, 'subgate', 'paid', now(), now() - %(days)s * interval '1 day'"
+            "  FROM person, plan RETURNING id, person_id, channel_id, paid_at)"
+            " INSERT INTO payments (gateway, external_payment_id, invoice_id, person_id,"
+            "  channel_id, amount_minor, currency, paid_at, applied)"
+            " SELECT 'subgate', 'pay-' || %(user)s, id, person_id, channel_id, %(amount)s,"
+            "  %(currency)s, paid_at, true FROM invoice",
+            {"user": 900 + n, "amount": amount_minor, "currency": currency, "days": day_offset},
+        )
+
+
+def test_page__dashboard_counts_link_to_their_pages_and_revenue_is_charted_per_currency(
+    page: Page, panel: str, database_url: str
+) -> None:
+    pay(database_url, 0, 500, "USD", 1)
+    pay(database_url, 3, 700, "USD", 2)
+    pay(database_url, 5, 12_000, "UAH", 3)
+    pay(database_url, 45, 900, "USD", 4)  # outside the 30 days
+    sign_in(page, panel)
+    expect(page.locator("#revenue polyline")).to_have_count(2)
+    expect(page.locator(".legend li[data-currency=USD]")).to_have_text("USD: $12.00")
+    expect(page.locator(".legend li[data-currency=UAH]")).to_contain_text("120")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "dashboard.png"), full_page=True)
+    page.click("a[data-tile=membersActive]")
+    expect(page.locator("select[data-filter=status]")).to_have_value("active")
+    assert page.url.endswith("/memberships?status=active")
+
+
+@pytest.fixture
+def shop(database_url: str, start_service: Any) -> Iterator[str]:
+    """The panel beside billing (and the simulated TronGrid behind it), two ad orders waiting."""
+    billing = start_billing(start_service, database_url)
+    bot, _, _ = insert_bot(database_url)
+    assert seed(database_url, "owner@example.com", PASSWORD) is True
+    settings = load(service_env(database_url, BILLING_URL=billing))
+    with serve_in_thread(create_app(settings)) as url:
+        owner = owner_and_viewer(url)["owner"]
+        headers = {"Authorization": f"Bearer {owner}"}
+        httpx.patch(f"{url}/v1/workspace", json={"tron_address": SHOP}, headers=headers)
+        slot = httpx.post(
+            f"{url}/v1/ad-slots",
+            json={"bot_id": bot, "kind": "pinned_post", "title": "Pinned", "price": "12.5"},
+            headers=headers,
+        ).json()["id"]
+        with psycopg.connect(database_url) as conn:
+            person = conn.execute(
+                "INSERT INTO people (telegram_user_id) VALUES (77) RETURNING id"
+            ).fetchone()
+            assert person is not None
+            for text in ("Buy our course", "Join the sale"):
+                conn.execute(
+                    "INSERT INTO ad_orders (slot_id, person_id, ad, price_micros, accepts_usdt,"
+                    " accepts_trx) VALUES (%s, %s, %s, 12500000, true, true)",
+                    (slot, person[0], psycopg.types.json.Jsonb({"text": text})),
+                )
+        yield url
+
+
+def test_page__the_owner_approves_an_ad_order_then_reads_the_orders_in_persian(
+    page: Page, shop: str
+) -> None:
+    sign_in(page, shop)
+    expect(page.locator("[data-figure=ordersWaiting]")).to_have_text("2")
+    page.click("a[data-tile=ordersWaiting]")
+    expect(page.locator("#orders tbody tr")).to_have_count(2)
+    first = page.locator("#orders tbody tr", has_text="Buy our course")
+    first.locator("button[data-action=approve]").click()
+    # Approved through billing: the list now shows only the one still waiting.
+    expect(page.locator("#orders tbody tr")).to_have_count(1)
+    page.select_option("select[data-filter=status]", "approved")
+    approved = page.locator("#orders tbody tr", has_text="Buy our course")
+    expect(approved).to_contain_text("approved, awaiting payment")
+    expect(approved).to_contain_text("12.5 USDT")
+    expect(approved.locator("button")).to_have_count(0)
+    page.select_option("#language", "fa")
+    expect(page.locator("html")).to_have_attribute("dir", "rtl")
+    expect(approved).to_contain_text("تأییدشده، در انتظار پرداخت")
+    # 12.5 in Persian digits with the Persian decimal separator.
+    expect(approved).to_contain_text("\u06f1\u06f2\u066b\u06f5 USDT")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "orders-fa.png"), full_page=True)
+
+
+def test_page__a_viewer_finds_no_write_control_on_any_page(page: Page, shop: str) -> None:
+    page.goto(shop)
+    page.fill("input[name=email]", "v@example.com")
+    page.fill("input[name=password]", "viewer password")
+    page.click("#sign-in button[type=submit]")
+    expect(page.locator("#who")).to_contain_text("(viewer)")
+    for hidden in ("dead-updates", "team", "audit"):
+        expect(page.locator(f"#pages a[data-view={hidden}]")).to_be_hidden()
+    for view in ("orders", "bots", "channels", "contents", "access-events", "workspace"):
+        page.click(f"#pages a[data-view={view}]")
+        expect(page.locator("main table, main form").first).to_be_visible()
+        expect(page.locator("main button[data-action], main button[type=submit]")).to_have_count(0)
+    expect(page.locator("#orders")).to_have_count(0)  # the last view drawn was the workspace
+    page.click("#pages a[data-view=orders]")
+    expect(page.locator("#orders tbody tr")).to_have_count(2)

@@ -56,15 +56,21 @@ def sign_in(url: str, email: str, password: str) -> str:
     return str(answer.json()["access_token"])
 
 
-@pytest.fixture
-def panel(start_service: Callable[..., ServiceProcess], database_url: str) -> Iterator[Panel]:
+def start_billing(start_service: Callable[..., ServiceProcess], database_url: str) -> str:
+    """billing with the simulated TronGrid (and the TRX price sources) behind it; its URL."""
     chain = start_service("billing.simtrongrid", env=service_env(database_url))
     sources = ",".join(f"{n}={chain.url}" for n in ("coingecko", "kraken", "binance"))
     billing = start_service(
         "billing", env=service_env(database_url, TRONGRID_URL=chain.url, TRX_RATE_SOURCES=sources)
     )
+    return billing.url
+
+
+@pytest.fixture
+def panel(start_service: Callable[..., ServiceProcess], database_url: str) -> Iterator[Panel]:
+    billing = start_billing(start_service, database_url)
     bot, _, _ = insert_bot(database_url)
     assert seed(database_url, "owner@example.com", PASSWORD) is True
-    settings = load(service_env(database_url, BILLING_URL=billing.url))
+    settings = load(service_env(database_url, BILLING_URL=billing))
     with serve_in_thread(create_app(settings)) as url:
         yield Panel(url, owner_and_viewer(url), bot, database_url)

@@ -619,14 +619,12 @@ def create_app(faults: Faults | None = None, seed: int | None = None) -> Starlet
     async def _deliver(bot: Bot) -> None:
         """Post queued updates to the webhook: each chat's in order, one in flight per chat,
         up to `max_connections` chats at once; a non-2xx is retried and holds only its chat."""
-        if not delivery_client:
-            delivery_client.append(
-                httpx.AsyncClient(
-                    timeout=60,
-                    limits=httpx.Limits(max_connections=None, max_keepalive_connections=None),
-                )
-            )
-        client = delivery_client[0]
+        # A client per bot: httpcore's pool cost per request grows with the connections it holds.
+        client = httpx.AsyncClient(
+            timeout=60,
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=None),
+        )
+        delivery_client.append(client)
         ready: deque[tuple[str, int]] = deque()
         posting: set[asyncio.Task[None]] = set()
         busy: set[tuple[str, int]] = set()
@@ -697,6 +695,8 @@ def create_app(faults: Faults | None = None, seed: int | None = None) -> Starlet
             for task in list(posting):
                 task.cancel()
             await asyncio.gather(*posting, return_exceptions=True)
+            delivery_client.remove(client)
+            await client.aclose()
             if not bot.webhook_url:
                 bot.release_held()
 

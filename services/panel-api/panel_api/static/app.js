@@ -1,9 +1,9 @@
 // The owner's panel: the access token in memory only, renewed by the refresh cookie before it
 // runs out and after a reload; every problem answer shown from its title and detail.
-import { chosenLanguage, number, setLanguage, t } from "/assets/i18n.js";
+import { chosenLanguage, dateTime, money, number, setLanguage, t } from "/assets/i18n.js";
 
 const CSRF = { "X-Requested-With": "gatehouse" };
-const session = { token: null, timer: null, me: null };
+const session = { token: null, timer: null, me: null, zone: "UTC" };
 const view = document.getElementById("view");
 const message = document.getElementById("message");
 
@@ -127,8 +127,8 @@ function setupView() {
   view.replaceChildren(form, back);
 }
 
-function tile(key, value) {
-  return element("div", { class: "tile" },
+function tile(key, value, href) {
+  return element("a", { class: "tile", href, "data-tile": key },
     element("div", { "data-text": key, text: t(key) }),
     element("div", { class: "figure", "data-figure": key, "data-value": String(value), text: number(value) }));
 }
@@ -143,30 +143,391 @@ async function signedIn() {
   if (session.me) return;
   session.me = await call("GET", "/v1/me");
   const workspace = await call("GET", "/v1/workspace");
+  session.zone = workspace.time_zone || "UTC";
   setLanguage(chosenLanguage(workspace.language));
   document.getElementById("language").value = document.documentElement.lang;
   document.getElementById("sign-out").hidden = false;
   document.getElementById("pages").hidden = false;
 }
 
-const VIEWS = { "/": dashboard, "/bots": botsView, "/workspace": workspaceView };
+const VIEWS = {
+  "/": dashboard,
+  "/bots": botsView,
+  "/channels": channelsView,
+  "/contents": contentsView,
+  "/people": peopleView,
+  "/memberships": membershipsView,
+  "/invoices": invoicesView,
+  "/payments": paymentsView,
+  "/access-events": accessEventsView,
+  "/orders": ordersView,
+  "/dead-updates": deadUpdatesView,
+  "/team": teamView,
+  "/audit": auditView,
+  "/workspace": workspaceView,
+};
 
 async function openView(path) {
   await signedIn();
-  const render = VIEWS[path] || dashboard;
+  const render = VIEWS[path.split("?")[0]] || dashboard;
+  for (const link of document.querySelectorAll("#pages a")) {
+    link.toggleAttribute("aria-current", link.getAttribute("href") === location.pathname);
+    const owner = link.dataset.role && !may(link.dataset.role);
+    link.hidden = Boolean(owner);
+  }
   await render();
 }
 
 async function dashboard() {
-  const bots = await call("GET", "/v1/bots?limit=200");
+  const board = await call("GET", "/v1/dashboard");
+  const tiles = [
+    ["membersActive", board.members_active, "/memberships?status=active"],
+    ["membersGrace", board.members_grace, "/memberships?status=grace"],
+    ["ordersWaiting", board.ad_orders_waiting, "/orders?status=requested"],
+    ["accessFailing", board.access_events_failing, "/access-events?state=failed"],
+    ["deadUpdates", board.dead_updates, "/dead-updates"],
+    ["botProblems", board.bots_with_problems, "/bots"],
+  ];
   view.replaceChildren(
     element("p", { id: "who", text: t("signedInAs", { email: session.me.email, role: session.me.role }) }),
-    element("div", { class: "tiles" }, tile("bots", bots.items.length)),
+    element("div", { class: "tiles" }, ...tiles.map(([key, value, href]) => tile(key, value, href))),
+    element("h2", { "data-text": "revenue", text: t("revenue") }),
+    revenueChart(board.revenue, board.time_zone),
   );
 }
 
-function cell(text) {
-  return element("td", { text: text ?? t("none") });
+const SVG = "http://www.w3.org/2000/svg";
+const COLOURS = ["#2456c8", "#c8242f", "#1f8a4c", "#b8860b", "#6b3fa0"];
+
+function svg(tag, attributes = {}) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [key, value] of Object.entries(attributes)) node.setAttribute(key, String(value));
+  return node;
+}
+
+// The last 30 days in the workspace's time zone, oldest first, as YYYY-MM-DD.
+function lastDays(timeZone) {
+  const today = new Intl.DateTimeFormat("en-CA", { timeZone }).format(new Date());
+  const [y, m, d] = today.split("-").map(Number);
+  return Array.from({ length: 30 }, (_, n) =>
+    new Date(Date.UTC(y, m - 1, d - 29 + n)).toISOString().slice(0, 10));
+}
+
+function revenueChart(revenue, timeZone) {
+  const days = lastDays(timeZone);
+  const currencies = [...new Set(revenue.map((r) => r.currency))].sort();
+  const width = 600, height = 220, pad = 30;
+  const amounts = {};
+  for (const r of revenue) amounts[`${r.currency} ${r.day}`] = Number(r.amount_minor) / 100;
+  const top = Math.max(1, ...revenue.map((r) => Number(r.amount_minor) / 100));
+  const x = (n) => pad + (n * (width - 2 * pad)) / (days.length - 1);
+  const y = (v) => height - pad - (v * (height - 2 * pad)) / top;
+  const chart = svg("svg", { id: "revenue", viewBox: `0 0 ${width} ${height}`, role: "img" });
+  chart.append(svg("line", { x1: pad, y1: height - pad, x2: width - pad, y2: height - pad, stroke: "#9aa3b2" }));
+  const legend = element("ul", { class: "legend" });
+  currencies.forEach((currency, index) => {
+    const colour = COLOURS[index % COLOURS.length];
+    const values = days.map((day) => amounts[`${currency} ${day}`] ?? 0);
+    chart.append(svg("polyline", {
+      points: values.map((v, n) => `${x(n).toFixed(1)},${y(v).toFixed(1)}`).join(" "),
+      fill: "none", stroke: colour, "stroke-width": 2, "data-currency": currency,
+    }));
+    const total = values.reduce((a, b) => a + b, 0);
+    legend.append(element("li", { "data-currency": currency, text: `${currency}: ${money(total, currency)}` }));
+  });
+  const first = svg("text", { x: pad, y: height - 8, "font-size": 11 });
+  first.textContent = dateTime(days[0] + "T12:00:00Z", "UTC").split(",")[0];
+  const last = svg("text", { x: width - pad, y: height - 8, "font-size": 11, "text-anchor": "end" });
+  last.textContent = dateTime(days[29] + "T12:00:00Z", "UTC").split(",")[0];
+  chart.append(first, last);
+  if (!currencies.length) legend.append(element("li", { "data-text": "noRevenue", text: t("noRevenue") }));
+  return element("figure", { class: "chart" }, chart, legend);
+}
+
+function cell(content) {
+  if (content instanceof Node) return element("td", {}, content);
+  return element("td", { text: content ?? t("none") });
+}
+
+function when(value) {
+  return value ? dateTime(value, session.zone) : null;
+}
+
+function actionButton(key, run) {
+  const button = element("button", { type: "button", "data-action": key, "data-text": key, text: t(key) });
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    try {
+      await run();
+      show(null);
+      await openView(location.pathname + location.search);
+    } catch (error) {
+      show(error);
+      button.disabled = false;
+    }
+  });
+  return button;
+}
+
+// A page over one of the API's lists: a filter is a query parameter kept in the address, and
+// "More" follows the answer's cursor, so a long list is never loaded whole.
+async function listView({ id, path, columns, filters = [], actions = null, before = [] }) {
+  const wanted = new URLSearchParams(location.search);
+  const query = new URLSearchParams({ limit: "50" });
+  const controls = [];
+  for (const filter of filters) {
+    const select = element("select", { name: filter.name, "data-filter": filter.name },
+      element("option", { value: "", text: t("all") }),
+      ...filter.values.map((value) => element("option", { value, text: t(value) })));
+    select.value = wanted.get(filter.name) || "";
+    if (select.value) query.set(filter.name, select.value);
+    select.addEventListener("change", async () => {
+      const next = new URLSearchParams(location.search);
+      if (select.value) next.set(filter.name, select.value); else next.delete(filter.name);
+      history.pushState(null, "", `${location.pathname}${next.size ? "?" + next : ""}`);
+      try { await openView(location.pathname); } catch (error) { show(error); }
+    });
+    controls.push(element("label", {}, element("span", { "data-text": filter.label, text: t(filter.label) }), select));
+  }
+  const body = element("tbody");
+  const head = columns.map((column) => element("th", { "data-text": column.label, text: t(column.label) }));
+  if (actions) head.push(element("th"));
+  const table = element("table", { id },
+    element("thead", {}, element("tr", {}, ...head)), body);
+  const more = element("button", { type: "button", id: `${id}-more`, "data-text": "more", text: t("more"), hidden: "" });
+  let cursor = null;
+  const load = async () => {
+    if (cursor) query.set("cursor", cursor);
+    const page = await call("GET", `${path}?${query}`);
+    for (const item of page.items) {
+      const row = element("tr", { "data-id": String(item.id ?? "") },
+        ...columns.map((column) => cell(column.value(item))));
+      if (actions) row.append(element("td", { class: "actions" }, ...actions(item)));
+      body.append(row);
+    }
+    cursor = page.next_cursor;
+    more.hidden = !cursor;
+  };
+  more.addEventListener("click", async () => {
+    try { await load(); } catch (error) { show(error); }
+  });
+  await load();
+  const empty = body.children.length ? [] : [element("p", { class: "empty", "data-text": "nothing", text: t("nothing") })];
+  view.replaceChildren(...before,
+    ...(controls.length ? [element("div", { class: "filters" }, ...controls)] : []),
+    table, ...empty, more);
+}
+
+function usdt(micros) {
+  return money(micros / 1_000_000, "USDT");
+}
+
+async function channelsView() {
+  await listView({
+    id: "channels", path: "/v1/channels",
+    columns: [
+      { label: "title", value: (c) => c.title },
+      { label: "username", value: (c) => c.username ? "@" + c.username : null },
+      { label: "paid", value: (c) => t(c.is_paid ? "yes" : "no") },
+      { label: "rights", value: (c) => rights(c) },
+    ],
+  });
+  for (const flag of view.querySelectorAll("[data-flagged]")) flag.closest("tr").classList.add("flagged");
+}
+
+function rights(channel) {
+  const flagged = channel.bots.filter((b) => b.flagged);
+  const text = channel.bots.map((b) => `${b.status}${b.flagged ? " ⚠" : ""}`).join(", ");
+  const node = element("span", { class: flagged.length ? "flag" : "", text: text || t("none") });
+  if (flagged.length) {
+    node.setAttribute("data-flagged", "");
+    node.title = flagged.map((b) => b.last_error || t("notAdmin")).join("; ");
+  }
+  return node;
+}
+
+async function contentsView() {
+  await listView({
+    id: "contents", path: "/v1/contents",
+    columns: [
+      { label: "code", value: (c) => c.code },
+      { label: "kind", value: (c) => t(c.kind) },
+      { label: "link", value: (c) => copyable(c.link) },
+    ],
+  });
+}
+
+function copyable(text) {
+  const button = element("button", { type: "button", class: "copy", "data-text": "copy", text: t("copy") });
+  button.addEventListener("click", async () => {
+    await navigator.clipboard.writeText(text);
+    button.textContent = t("copied");
+  });
+  return element("span", {}, element("code", { text }), " ", button);
+}
+
+async function peopleView() {
+  await listView({
+    id: "people", path: "/v1/people",
+    columns: [
+      { label: "telegramUser", value: (p) => String(p.telegram_user_id) },
+      { label: "username", value: (p) => p.username ? "@" + p.username : null },
+      { label: "firstSeen", value: (p) => when(p.first_seen_at) },
+      { label: "lastSeen", value: (p) => when(p.last_seen_at) },
+    ],
+  });
+}
+
+async function membershipsView() {
+  await listView({
+    id: "memberships", path: "/v1/memberships",
+    filters: [{ name: "status", label: "status", values: ["active", "grace", "expired"] }],
+    columns: [
+      { label: "telegramUser", value: (m) => String(m.telegram_user_id) },
+      { label: "channel", value: (m) => m.channel_title },
+      { label: "status", value: (m) => t(m.status) },
+      { label: "expires", value: (m) => when(m.expires_at) },
+    ],
+    actions: (m) => [historyButton(m)],
+  });
+}
+
+function historyButton(membership) {
+  const button = element("button", { type: "button", "data-action": "history", "data-text": "history", text: t("history") });
+  button.addEventListener("click", async () => {
+    try {
+      const events = await call("GET", `/v1/memberships/${membership.person_id}/${membership.channel_id}/events?limit=50`);
+      const list = element("ul", { class: "history" }, ...events.items.map((e) => element("li", {
+        text: `${when(e.at)}: ${e.from_status ? t(e.from_status) + " → " : ""}${t(e.to_status)} (${t(e.cause)})`,
+      })));
+      button.replaceWith(list);
+    } catch (error) {
+      show(error);
+    }
+  });
+  return button;
+}
+
+async function invoicesView() {
+  await listView({
+    id: "invoices", path: "/v1/invoices",
+    filters: [{ name: "status", label: "status", values: ["open", "paid", "expired", "cancelled"] }],
+    columns: [
+      { label: "reference", value: (i) => i.order_reference },
+      { label: "telegramUser", value: (i) => String(i.telegram_user_id) },
+      { label: "amount", value: (i) => money(i.amount_minor / 100, i.currency) },
+      { label: "status", value: (i) => t(i.status) },
+      { label: "created", value: (i) => when(i.created_at) },
+    ],
+  });
+}
+
+async function paymentsView() {
+  // Gateway events that need the owner: authentic callbacks that could not be applied.
+  const events = await call("GET", "/v1/gateway-events?limit=20");
+  const notes = events.items.map((e) => element("li", {
+    text: `${when(e.received_at)}: ${e.gateway} ${e.event_type}, ${t(e.outcome)}${e.detail ? " (" + e.detail + ")" : ""}`,
+  }));
+  await listView({
+    id: "payments", path: "/v1/payments",
+    before: notes.length ? [element("h2", { "data-text": "needsOwner", text: t("needsOwner") }), element("ul", { id: "gateway-events" }, ...notes)] : [],
+    columns: [
+      { label: "gateway", value: (p) => p.gateway },
+      { label: "reference", value: (p) => p.order_reference },
+      { label: "amount", value: (p) => money(p.amount_minor / 100, p.currency) },
+      { label: "applied", value: (p) => t(p.applied ? "yes" : "no") + (p.flag ? ` (${p.flag})` : "") },
+      { label: "paidAt", value: (p) => when(p.paid_at) },
+    ],
+  });
+}
+
+async function accessEventsView() {
+  await listView({
+    id: "access-events", path: "/v1/access-events",
+    filters: [{ name: "state", label: "state", values: ["pending", "processing", "done", "failed"] }],
+    columns: [
+      { label: "kind", value: (e) => t(e.kind) },
+      { label: "telegramUser", value: (e) => String(e.telegram_user_id) },
+      { label: "channel", value: (e) => e.channel_title },
+      { label: "state", value: (e) => t(e.state) },
+      { label: "attempts", value: (e) => number(e.attempts) },
+      { label: "lastError", value: (e) => e.last_error },
+    ],
+    actions: (e) => e.state === "failed" && may("admin")
+      ? [actionButton("retry", () => call("POST", `/v1/access-events/${e.id}/retry`))] : [],
+  });
+}
+
+const ORDER_STATES = ["requested", "approved", "part_paid", "paid", "rejected", "cancelled", "expired"];
+
+async function ordersView() {
+  await listView({
+    id: "orders", path: "/v1/ad-orders",
+    filters: [{ name: "status", label: "status", values: ORDER_STATES }],
+    columns: [
+      { label: "order", value: (o) => "#" + number(o.id) },
+      { label: "ad", value: (o) => (o.ad.text ?? o.ad.caption ?? t("forwardedPost")).slice(0, 80) },
+      { label: "price", value: (o) => usdt(o.price_micros) },
+      { label: "progress", value: (o) => progress(o) },
+      { label: "status", value: (o) => t(o.status) },
+      { label: "due", value: (o) => when(o.due_at) },
+    ],
+    actions: (o) => o.status === "requested" && may("admin")
+      ? [
+        actionButton("approve", () => call("POST", `/v1/ad-orders/${o.id}/approve`, {})),
+        actionButton("reject", () => call("POST", `/v1/ad-orders/${o.id}/reject`, {})),
+      ] : [],
+  });
+}
+
+function progress(order) {
+  const bar = element("progress", { max: String(order.price_micros), value: String(order.paid_micros) });
+  return element("span", { class: "progress" }, bar, " ",
+    element("span", { text: `${usdt(order.paid_micros)} / ${usdt(order.price_micros)}` }));
+}
+
+async function deadUpdatesView() {
+  if (!may("admin")) return forbiddenView();
+  await listView({
+    id: "dead-updates", path: "/v1/dead-updates",
+    columns: [
+      { label: "update", value: (u) => String(u.update_id) },
+      { label: "kind", value: (u) => u.kind },
+      { label: "attempts", value: (u) => number(u.attempt) },
+      { label: "lastError", value: (u) => u.last_error },
+      { label: "received", value: (u) => when(u.received_at) },
+    ],
+    actions: (u) => [actionButton("replay", () => call("POST", `/v1/dead-updates/${u.id}/replay`))],
+  });
+}
+
+async function teamView() {
+  if (!may("owner")) return forbiddenView();
+  await listView({
+    id: "team", path: "/v1/team",
+    columns: [
+      { label: "email", value: (m) => m.email },
+      { label: "name", value: (m) => m.display_name },
+      { label: "role", value: (m) => t(m.role) },
+      { label: "status", value: (m) => t(m.disabled ? "disabled" : "enabled") },
+    ],
+  });
+}
+
+async function auditView() {
+  if (!may("owner")) return forbiddenView();
+  await listView({
+    id: "audit", path: "/v1/audit",
+    columns: [
+      { label: "when", value: (a) => when(a.at) },
+      { label: "action", value: (a) => a.action },
+      { label: "target", value: (a) => a.target },
+    ],
+  });
+}
+
+function forbiddenView() {
+  view.replaceChildren(element("p", { class: "empty", "data-text": "ownersOnly", text: t("ownersOnly") }));
 }
 
 async function botsView() {
@@ -236,9 +597,10 @@ async function workspaceView() {
   view.replaceChildren(form);
 }
 
-document.getElementById("pages").addEventListener("click", async (event) => {
-  const link = event.target.closest("a[href]");
-  if (!link) return;
+// Links within the page open their view without reloading it.
+document.addEventListener("click", async (event) => {
+  const link = event.target.closest("a[href^='/']");
+  if (!link || event.ctrlKey || event.metaKey || event.shiftKey) return;
   event.preventDefault();
   history.pushState(null, "", link.getAttribute("href"));
   try { await openView(location.pathname); } catch (error) { show(error); }
@@ -248,14 +610,11 @@ window.addEventListener("popstate", async () => {
   try { await openView(location.pathname); } catch (error) { show(error); }
 });
 
-document.getElementById("language").addEventListener("change", (event) => {
+document.getElementById("language").addEventListener("change", async (event) => {
   setLanguage(event.target.value, true);
-  for (const node of document.querySelectorAll("[data-figure]")) {
-    node.textContent = number(Number(node.dataset.value));
-  }
+  // Numbers, dates and words in the view are drawn for a language: draw it again.
   if (session.me) {
-    document.getElementById("who").textContent =
-      t("signedInAs", { email: session.me.email, role: session.me.role });
+    try { await openView(location.pathname); } catch (error) { show(error); }
   }
 });
 

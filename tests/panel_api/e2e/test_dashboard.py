@@ -1,0 +1,140 @@
+"""The dashboard's figures: what needs the owner, and revenue by day of the workspace's time
+zone and by currency."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from zoneinfo import ZoneInfo
+
+import httpx
+import psycopg
+import pytest
+
+from panel_api.app import create_app
+from panel_api.seed import seed, seed_history
+from panel_api.settings import load
+from shared.testing import serve_in_thread
+from tests.botedge.conftest import insert_bot
+from tests.conftest import service_env
+from tests.panel_api.e2e.conftest import PASSWORD, owner_and_viewer
+
+
+@pytest.fixture
+def board(database_url: str) -> Iterator[tuple[str, dict[str, str]]]:
+    insert_bot(database_url)
+    assert seed(database_url, "owner@example.com", PASSWORD) is True
+    with serve_in_thread(create_app(load(service_env(database_url)))) as url:
+        yield url, owner_and_viewer(url)
+
+
+def paid(
+    conn: psycopg.Connection,
+    n: int,
+    at: dt.datetime,
+    minor: int,
+    currency: str,
+    *,
+    applied: bool = True,
+) -> None:
+    conn.execute(
+        "WITH person AS (INSERT INTO people (telegram_user_id) VALUES (%(user)s) RETURNING id),"
+        " plan AS (SELECT id, channel_id FROM plans WHERE is_default LIMIT 1),"
+        " invoice AS (INSERT INTO invoices (order_reference, person_id, channel_id, plan_id,"
+        "  amount_minor, currency, period_days, grace_days, gateway, status, expires_at)"
+        "  SELECT 'ref-' || %(user)s, person.id, plan.channel_id, plan.id, %(minor)s,"
+        "   %(currency)s, 30, 3, 'subgate', 'paid', now() FROM person, plan"
+        "  RETURNING id, person_id, channel_id)"
+        " INSERT INTO payments (gateway, external_payment_id, invoice_id, person_id, channel_id,"
+        "  amount_minor, currency, paid_at, applied)"
+        " SELECT 'subgate', 'pay-' || %(user)s, id, person_id, channel_id, %(minor)s,"
+        "  %(currency)s, %(at)s, %(applied)s FROM invoice",
+        {"user": 500 + n, "minor": minor, "currency": currency, "at": at, "applied": applied},
+    )
+
+
+def test_dashboard__revenue_by_day_in_the_workspace_zone_and_counts(
+    board: tuple[str, dict[str, str]], database_url: str
+) -> None:
+    url, tokens = board
+    owner = {"Authorization": f"Bearer {tokens['owner']}"}
+    zone = ZoneInfo("Asia/Tehran")
+    assert (
+        httpx.patch(
+            f"{url}/v1/workspace", json={"time_zone": "Asia/Tehran"}, headers=owner
+        ).status_code
+        == 200
+    )
+    today = dt.datetime.now(zone).date()
+    # 00:15 in Tehran is still the day before in UTC: it counts for Tehran's day.
+    early = dt.datetime.combine(today - dt.timedelta(days=2), dt.time(0, 15), zone)
+    late = dt.datetime.combine(today - dt.timedelta(days=3), dt.time(23, 50), zone)
+    with psycopg.connect(database_url) as conn:
+        paid(conn, 1, early, 500, "USD")
+        paid(conn, 2, early + dt.timedelta(minutes=5), 250, "USD")
+        paid(conn, 3, late, 9_900, "UAH")
+        paid(conn, 4, early, 100, "USD", applied=False)  # kept, not money received
+        paid(
+            conn,
+            5,
+            dt.datetime.combine(today - dt.timedelta(days=30), dt.time(12), zone),
+            700,
+            "USD",
+        )  # a day before the 30
+        conn.execute(
+            "INSERT INTO inbox (bot_id, update_id, chat_key, kind, payload, state, attempt)"
+            " SELECT id, 1, 1, 'message', '{}', 'dead', 5 FROM bots"
+        )
+    board_answer = httpx.get(
+        f"{url}/v1/dashboard", headers={"Authorization": f"Bearer {tokens['viewer']}"}
+    )
+    assert board_answer.status_code == 200, board_answer.text
+    figures = board_answer.json()
+    assert figures["revenue"] == [
+        {"day": str(today - dt.timedelta(days=3)), "currency": "UAH", "amount_minor": "9900"},
+        {"day": str(today - dt.timedelta(days=2)), "currency": "USD", "amount_minor": "750"},
+    ]
+    assert (figures["time_zone"], figures["dead_updates"], figures["ad_orders_waiting"]) == (
+        "Asia/Tehran",
+        1,
+        0,
+    )
+    assert httpx.get(f"{url}/v1/dashboard").status_code == 401
+
+
+def test_demo_history__a_month_behind_every_page_written_once(
+    board: tuple[str, dict[str, str]], database_url: str
+) -> None:
+    url, tokens = board
+    assert seed_history(database_url) is True
+    assert seed_history(database_url) is False
+    owner = {"Authorization": f"Bearer {tokens['owner']}"}
+    figures = httpx.get(f"{url}/v1/dashboard", headers=owner).json()
+    assert figures["members_active"] > 0 and figures["members_grace"] > 0
+    assert (
+        figures["ad_orders_waiting"],
+        figures["access_events_failing"],
+        figures["dead_updates"],
+    ) == (2, 1, 1)
+    days = {r["day"] for r in figures["revenue"]}
+    payments = httpx.get(f"{url}/v1/payments?limit=200", headers=owner).json()["items"]
+    gateways = {p["gateway"] for p in payments}
+    assert len(days) >= 20 and gateways == {"subgate", "wayforpay", "stripe"}
+    orders = httpx.get(f"{url}/v1/ad-orders?limit=50", headers=owner).json()["items"]
+    assert {o["status"] for o in orders} == {
+        "requested",
+        "approved",
+        "part_paid",
+        "paid",
+        "rejected",
+        "cancelled",
+        "expired",
+    }
+    for path in ("people", "memberships", "invoices", "gateway-events", "access-events"):
+        listed = httpx.get(f"{url}/v1/{path}", headers=owner)
+        assert listed.status_code == 200 and listed.json()["items"], path
+    statuses = {
+        m["status"]
+        for m in httpx.get(f"{url}/v1/memberships?limit=200", headers=owner).json()["items"]
+    }
+    assert statuses == {"active", "grace", "expired"}
