@@ -3,6 +3,7 @@ keeps the session through the refresh cookie, Persian right to left, the API's o
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import shutil
 from collections.abc import Iterator
@@ -15,6 +16,7 @@ import pytest
 from panel_api.app import create_app
 from panel_api.seed import seed
 from panel_api.settings import load
+from shared.clock import ManualClock
 from shared.testing import serve_in_thread
 from tests.botedge.conftest import insert_bot, new_token
 from tests.conftest import ROOT, service_env
@@ -320,10 +322,72 @@ def test_page__a_viewer_finds_no_write_control_on_any_page(page: Page, shop: str
     expect(page.locator("#who")).to_contain_text("(viewer)")
     for hidden in ("dead-updates", "team", "audit"):
         expect(page.locator(f"#pages a[data-view={hidden}]")).to_be_hidden()
-    for view in ("orders", "bots", "channels", "contents", "access-events", "workspace"):
+    views = ("orders", "slots", "admission", "bots", "channels", "contents", "access-events")
+    for view in (*views, "workspace"):
         page.click(f"#pages a[data-view={view}]")
         expect(page.locator("main table, main form").first).to_be_visible()
         expect(page.locator("main button[data-action], main button[type=submit]")).to_have_count(0)
     expect(page.locator("#orders")).to_have_count(0)  # the last view drawn was the workspace
     page.click("#pages a[data-view=orders]")
     expect(page.locator("#orders tbody tr")).to_have_count(2)
+
+
+def test_page__an_expired_access_token_is_renewed_by_the_cookie_on_use_and_on_reload(
+    page: Page, database_url: str
+) -> None:
+    insert_bot(database_url)
+    assert seed(database_url, "owner@example.com", PASSWORD) is True
+    clock = ManualClock(dt.datetime.now(dt.UTC))
+    bots_answers: list[int] = []
+    page.on(
+        "response",
+        lambda r: bots_answers.append(r.status) if "/v1/bots" in r.url else None,
+    )
+    with serve_in_thread(create_app(load(service_env(database_url)), clock=clock)) as url:
+        sign_in(page, url)
+        expect(page.locator("#who")).to_have_text("Signed in as owner@example.com (owner)")
+        # Past the access token's 15 minutes: the next call is refused, renewed, then answered.
+        clock.advance(16 * 60)
+        page.click("#pages a[data-view=bots]")
+        expect(page.locator("#bots tbody tr")).to_have_count(1)
+        assert bots_answers == [401, 200]
+        expect(page.locator("#message")).to_be_hidden()
+        clock.advance(16 * 60)
+        page.reload()
+        expect(page.locator("#bots tbody tr")).to_have_count(1)
+        expect(page.locator("#sign-in")).to_have_count(0)
+
+
+def test_page__admission_whitelist_import_and_mode_then_an_ad_slot(page: Page, shop: str) -> None:
+    sign_in(page, shop)
+    page.click("#pages a[data-view=admission]")
+    page.fill("#whitelist-add input[name=telegram_user_id]", "4242")
+    page.fill("#whitelist-add input[name=note]", "partner")
+    page.click("#whitelist-add button[type=submit]")
+    expect(page.locator("#whitelist tbody tr", has_text="4242")).to_contain_text("partner")
+    page.fill("#import textarea[name=ids]", "5001\n5002\nnot-an-id\n4242")
+    page.click("#import button[type=submit]")
+    expect(page.locator("#import-done")).to_have_text("2 added of 3 accepted; 1 refused.")
+    expect(page.locator("#whitelist tbody tr")).to_have_count(3)
+    page.select_option("#mode select[name=admission]", "join_request")
+    page.click("#mode button[type=submit]")
+    expect(page.locator("#admission-mode")).to_contain_text("a join request the bot approves")
+    partner = page.locator("#whitelist tbody tr", has_text="5001")
+    partner.locator("button[data-action=remove]").click()
+    expect(page.locator("#whitelist tbody tr")).to_have_count(2)
+
+    page.click("#pages a[data-view=slots]")
+    expect(page.locator("#slots tbody tr")).to_have_count(1)
+    page.fill("#add-slot input[name=title]", "Button for a week")
+    page.select_option("#add-slot select[name=kind]", "button")
+    page.fill("#add-slot input[name=price]", "1.1234567")
+    page.click("#add-slot button[type=submit]")
+    expect(page.locator("#message")).to_contain_text("Unprocessable")
+    page.fill("#add-slot input[name=price]", "40")
+    page.click("#add-slot button[type=submit]")
+    made = page.locator("#slots tbody tr", has_text="Button for a week")
+    expect(made).to_contain_text("40 USDT")
+    made.locator("button[data-action=deactivate]").click()
+    expect(page.locator("#slots tbody tr", has_text="Button for a week")).to_contain_text(
+        "disabled"
+    )

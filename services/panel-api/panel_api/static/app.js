@@ -161,6 +161,8 @@ const VIEWS = {
   "/payments": paymentsView,
   "/access-events": accessEventsView,
   "/orders": ordersView,
+  "/slots": slotsView,
+  "/admission": admissionView,
   "/dead-updates": deadUpdatesView,
   "/team": teamView,
   "/audit": auditView,
@@ -523,6 +525,135 @@ async function auditView() {
       { label: "action", value: (a) => a.action },
       { label: "target", value: (a) => a.target },
     ],
+  });
+}
+
+// A form of labelled fields posting `submit(values)`; the view is drawn again once it succeeds.
+function formOf(id, fields, submitKey, submit) {
+  const inputs = {};
+  const labels = fields.map(({ name, label, type = "text", options, value = "" }) => {
+    let input;
+    if (options) {
+      input = element("select", { name }, ...options.map((o) => element("option", { value: o, text: t(o) })));
+      input.value = value || options[0];
+    } else if (type === "textarea") {
+      input = element("textarea", { name, rows: "4" });
+    } else {
+      input = element("input", { name, type, value });
+    }
+    inputs[name] = input;
+    return element("label", {}, element("span", { "data-text": label, text: t(label) }), input);
+  });
+  const form = element("form", { id }, ...labels,
+    element("button", { type: "submit", "data-text": submitKey, text: t(submitKey) }));
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const values = Object.fromEntries(Object.entries(inputs).map(([k, v]) => [k, v.value.trim()]));
+    try {
+      const answer = await submit(values);
+      show(null);
+      await openView(location.pathname + location.search);
+      if (answer && answer.note) view.prepend(element("p", { id: `${id}-done`, text: answer.note }));
+    } catch (error) {
+      show(error);
+    }
+  });
+  return form;
+}
+
+function endOfDay(date) {
+  return date ? new Date(`${date}T23:59:59Z`).toISOString() : undefined;
+}
+
+async function admissionView() {
+  const channels = (await call("GET", "/v1/channels?limit=200")).items.filter((c) => c.is_paid);
+  const wanted = Number(new URLSearchParams(location.search).get("channel")) || channels[0]?.id;
+  const channel = channels.find((c) => c.id === wanted);
+  if (!channel) {
+    view.replaceChildren(element("p", { class: "empty", "data-text": "noPaidChannel", text: t("noPaidChannel") }));
+    return;
+  }
+  const picker = element("select", { id: "admission-channel" },
+    ...channels.map((c) => element("option", { value: String(c.id), text: c.title })));
+  picker.value = String(channel.id);
+  picker.addEventListener("change", async () => {
+    history.pushState(null, "", `/admission?channel=${picker.value}`);
+    try { await openView(location.pathname); } catch (error) { show(error); }
+  });
+  const admin = may("admin");
+  const before = [
+    element("label", {}, element("span", { "data-text": "channel", text: t("channel") }), picker),
+    element("p", { id: "admission-mode", text: `${t("admissionMode")}: ${t(channel.admission)}` }),
+  ];
+  if (admin) {
+    before.push(
+      formOf("mode", [{ name: "admission", label: "admissionMode", options: ["single_use_link", "join_request"], value: channel.admission }],
+        "save", (v) => call("PATCH", `/v1/channels/${channel.id}`, { admission: v.admission })),
+      element("h2", { "data-text": "addToWhitelist", text: t("addToWhitelist") }),
+      formOf("whitelist-add", [{ name: "telegram_user_id", label: "telegramUser", type: "number" }, { name: "note", label: "note" }],
+        "add", (v) => call("POST", `/v1/channels/${channel.id}/whitelist`, { telegram_user_id: Number(v.telegram_user_id), note: v.note })),
+      element("h2", { "data-text": "importMembers", text: t("importMembers") }),
+      formOf("import", [
+        { name: "ids", label: "idsOnePerLine", type: "textarea" },
+        { name: "action", label: "action", options: ["whitelist", "grant"] },
+        { name: "until", label: "until", type: "date" },
+        { name: "reason", label: "reason", value: "imported" },
+      ], "import", async (v) => {
+        const body = { ids: v.ids.split(/[\s,;]+/).filter(Boolean), action: v.action, reason: v.reason || "imported" };
+        if (v.until) body.until = endOfDay(v.until);
+        const done = await call("POST", `/v1/channels/${channel.id}/import`, body);
+        return { note: t("imported", { added: number(done.added), accepted: number(done.accepted), rejected: number(done.rejected.length) }) };
+      }),
+      element("h2", { "data-text": "grantAccess", text: t("grantAccess") }),
+      formOf("grant", [
+        { name: "telegram_user_id", label: "telegramUser", type: "number" },
+        { name: "until", label: "until", type: "date" },
+        { name: "reason", label: "reason" },
+      ], "grant", (v) => call("POST", "/v1/grants", {
+        telegram_user_id: Number(v.telegram_user_id), channel_id: channel.id, until: endOfDay(v.until), reason: v.reason,
+      })),
+      element("h2", { "data-text": "whitelist", text: t("whitelist") }),
+    );
+  }
+  await listView({
+    id: "whitelist", path: `/v1/channels/${channel.id}/whitelist`, before,
+    columns: [
+      { label: "telegramUser", value: (w) => String(w.telegram_user_id) },
+      { label: "note", value: (w) => w.note || null },
+      { label: "created", value: (w) => when(w.created_at) },
+    ],
+    actions: admin ? (w) => [actionButton("remove", () =>
+      call("DELETE", `/v1/channels/${channel.id}/whitelist/${w.telegram_user_id}`))] : null,
+  });
+}
+
+async function slotsView() {
+  const admin = may("admin");
+  const before = [];
+  if (admin) {
+    const bots = (await call("GET", "/v1/bots?limit=200")).items;
+    before.push(element("h2", { "data-text": "addSlot", text: t("addSlot") }),
+      formOf("add-slot", [
+        { name: "bot_id", label: "bots", options: bots.map((b) => String(b.id)) },
+        { name: "kind", label: "kind", options: ["pinned_post", "broadcast", "button"] },
+        { name: "title", label: "title" },
+        { name: "price", label: "priceUsdt" },
+        { name: "accepts_trx", label: "acceptsTrx", options: ["no", "yes"] },
+      ], "add", (v) => call("POST", "/v1/ad-slots", {
+        bot_id: Number(v.bot_id), kind: v.kind, title: v.title, price: v.price, accepts_trx: v.accepts_trx === "yes",
+      })));
+  }
+  await listView({
+    id: "slots", path: "/v1/ad-slots", before,
+    columns: [
+      { label: "title", value: (s) => s.title },
+      { label: "kind", value: (s) => t(s.kind) },
+      { label: "price", value: (s) => usdt(s.price_micros) },
+      { label: "coins", value: (s) => [s.accepts_usdt && "USDT", s.accepts_trx && "TRX"].filter(Boolean).join(", ") },
+      { label: "status", value: (s) => t(s.active ? "enabled" : "disabled") },
+    ],
+    actions: admin ? (s) => [actionButton(s.active ? "deactivate" : "activate", () =>
+      call("PATCH", `/v1/ad-slots/${s.id}`, { active: !s.active }))] : null,
   });
 }
 
