@@ -23,6 +23,7 @@ from botedge.simtelegram.app import create_app
 from botedge.simtelegram.state import Faults
 from shared.testing import serve_in_thread
 from tests.botedge.conftest import new_token
+from tests.conftest import wait_until
 
 FAILING_CHAT = 7001
 HOLD_SECONDS = 0.15
@@ -66,13 +67,6 @@ def call(base: str, token: str, method: str, **params: Any) -> Any:
     return answer["result"]
 
 
-def wait_for(condition: Any, seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
-
-
 def message(chat: int, text: str) -> dict[str, Any]:
     return {"message": {"message_id": 1, "date": 0, "chat": {"id": chat}, "text": text}}
 
@@ -87,7 +81,7 @@ def test_webhook__each_chat_in_order_up_to_max_connections_and_a_failing_chat_ho
     assert httpx.post(f"{sim_url}/_sim/updates", json={"token": token, "updates": updates})
     with serve_in_thread(receiver.app()) as hook_url:
         call(sim_url, token, "setWebhook", url=f"{hook_url}/hook", max_connections=3)
-        wait_for(lambda: len(receiver.arrivals) == len(updates), 30, "every update delivered")
+        wait_until(lambda: len(receiver.arrivals) == len(updates), 30, "every update delivered")
         info = call(sim_url, token, "getWebhookInfo")
     assert (info["pending_update_count"], info["max_connections"]) == (0, 3)
 
@@ -117,13 +111,13 @@ def test_webhook_deleted__undelivered_updates_go_back_to_get_updates_in_order(
         f"{sim_url}/_sim/updates",
         json={"token": token, "updates": [message(7100 + n % 3, str(n)) for n in range(6)]},
     ).json()["update_ids"]
-    wait_for(
+    wait_until(
         lambda: call(sim_url, token, "getWebhookInfo")["pending_update_count"] == 6,
         10,
         "six pending",
     )
     call(sim_url, token, "deleteWebhook")
-    wait_for(
+    wait_until(
         lambda: [u["update_id"] for u in call(sim_url, token, "getUpdates", timeout=0)] == added,
         10,
         "the six back in order",
