@@ -85,8 +85,7 @@ def update_path(
         bots = updates.set_up(running, options.bots)
         steps = [(options.rate, options.seconds)]
         found, cpu, backlog, began = _run_load(running, bots, steps, options.warmup)
-        busiest = updates.busiest_sends(running)
-        refused = updates.refused_429(running)
+        busiest, refused = updates.sends_seen(running)
     summary = updates.summarize(found)
     per_update = _stack_ms(cpu, summary.offered)
     section.series = updates.per_second(found, began)

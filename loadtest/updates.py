@@ -285,8 +285,9 @@ def bottleneck(summary: Summary) -> str:
     return f"{name}: p99 {parts[name] * 1000:.0f} ms of the answer's {total:.0f} ms"
 
 
-def busiest_sends(stack: Stack) -> dict[int, int]:
-    """Per bot, the most send calls the simulated Telegram answered within one second."""
+def sends_seen(stack: Stack) -> tuple[dict[int, int], int]:
+    """From one read of the simulated Telegram's call log: per bot, the most sends it answered
+    within one second; and how many calls it refused with 429."""
     calls = httpx.get(f"{stack.get('telegram').url}/_sim/calls", timeout=60).json()
     per_second: Counter[tuple[int, int]] = Counter(
         (int(c["bot_id"]), int(c["started"]))
@@ -296,12 +297,7 @@ def busiest_sends(stack: Stack) -> dict[int, int]:
     busiest: dict[int, int] = {}
     for (bot, _), count in per_second.items():
         busiest[bot] = max(busiest.get(bot, 0), count)
-    return busiest
-
-
-def refused_429(stack: Stack) -> int:
-    calls = httpx.get(f"{stack.get('telegram').url}/_sim/calls", timeout=60).json()
-    return sum(1 for c in calls if c["status"] == 429)
+    return busiest, sum(1 for c in calls if c["status"] == 429)
 
 
 def per_second(updates: list[Update], began: float) -> dict[str, list[float]]:
