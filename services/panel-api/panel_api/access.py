@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import base64
 import binascii
+import datetime as dt
 import json
-from collections.abc import Awaitable, Callable, Sequence
+import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from enum import StrEnum
-from typing import Annotated, Any, Generic, TypeVar
+from typing import Annotated, Any, Generic, LiteralString, Protocol, TypeVar
 
 import msgspec
+from psycopg import sql
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -120,14 +124,23 @@ Word = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=r"^[^\x
 
 
 class Paged(msgspec.Struct, kw_only=True):
-    """What every list takes: `limit` (1-200) and the opaque `cursor` of the previous answer."""
+    """What every list takes: `limit` (1-200), the opaque `cursor` of the previous answer and
+    `sort`, a field of the items, descending when it starts with `-`. Each list's query type
+    names the sorts it offers, and its default."""
 
     limit: Annotated[int, msgspec.Meta(ge=1, le=MAX_LIMIT)] = 50
     cursor: Word | None = None
 
+
+class Sorted(Protocol):
+    """A list's query: `Paged` and its `sort`, one of its `Listing`'s sorts."""
+
     @property
-    def position(self) -> int | None:
-        return None if self.cursor is None else _position(self.cursor)
+    def limit(self) -> int: ...
+    @property
+    def cursor(self) -> str | None: ...
+    @property
+    def sort(self) -> str: ...
 
 
 class Page(msgspec.Struct, Generic[T]):
@@ -148,12 +161,75 @@ def query(request: Request, kind: type[Q]) -> Q:
         raise Problem(422, "invalid-values", str(error).replace("$.", "")) from None
 
 
-def page_of(rows: Sequence[T], limit: int, key: Callable[[T], int]) -> Page[T]:
-    """The first `limit` of `rows` (fetched one more than asked, to know whether more follow),
-    with the cursor after the last one shown when they do."""
-    shown = list(rows[:limit])
-    more = len(rows) > limit and bool(shown)
-    return Page(shown, cursor_after(key(shown[-1])) if more else None)
+@dataclass(frozen=True)
+class Column:
+    """A field of a list's items, by its name in the answer; `kind` is its values' type and
+    `cast` the SQL type to order by where the answer shows it as text (amounts)."""
+
+    name: str
+    kind: type
+    cast: LiteralString | None = None
+
+    def expression(self) -> sql.Composable:
+        column = sql.SQL("r.{}").format(sql.Identifier(self.name))
+        return column if self.cast is None else sql.SQL("{}::{}").format(column, sql.SQL(self.cast))
+
+
+@dataclass(frozen=True)
+class Listing:
+    """A list read page by page in any of its sorts. `query` names a statement with the
+    list's filters and no order; every sort ends in `key`, the fields that tell two items
+    apart, so that a cursor marks one place in one order (keyset pagination: no offset, and
+    no item skipped or shown twice when ties span pages)."""
+
+    query: str
+    key: tuple[Column, ...]
+    sorts: tuple[Column, ...]
+
+    def sort_names(self) -> set[str]:
+        return {c.name for c in self.sorts} | {"-" + c.name for c in self.sorts}
+
+    async def page(
+        self, request: Request, where: Sorted, params: dict[str, Any]
+    ) -> Page[dict[str, Any]]:
+        """One page of rows in `where.sort`, after `where.cursor`, with the cursor that
+        follows."""
+        async with store.connection(runtime(request).pool) as conn:
+            return await self.page_on(conn, where, params)
+
+    async def page_on(
+        self, conn: Connection, where: Sorted, params: dict[str, Any]
+    ) -> Page[dict[str, Any]]:
+        sort = where.sort
+        descending = sort.startswith("-")
+        by = next(c for c in self.sorts if c.name == sort.lstrip("-"))
+        order = (by, *(c for c in self.key if c != by))
+        after = None if where.cursor is None else _position(where.cursor, sort, order)
+        values = {f"after_{i}": value for i, value in enumerate(after or ())}
+        statement = self._statement(order, descending, after is not None)
+        cur = await conn.execute(statement, {**params, **values, "limit": where.limit + 1})
+        rows = [dict(row) for row in await cur.fetchall()]
+        shown = rows[: where.limit]
+        if len(rows) <= where.limit or not shown:
+            return Page(shown, None)
+        last = shown[-1]
+        return Page(shown, _cursor(sort, [msgspec.to_builtins(last[c.name]) for c in order]))
+
+    def _statement(self, order: tuple[Column, ...], descending: bool, after: bool) -> sql.Composed:
+        direction = sql.SQL(" DESC" if descending else "")
+        terms = sql.SQL(", ").join(c.expression() for c in order)
+        places = sql.SQL(", ").join(sql.Placeholder(f"after_{i}") for i in range(len(order)))
+        # One row comparison covers the sort and its tie-breakers, all one way.
+        keyset = (
+            sql.SQL("WHERE ({}) {} ({})").format(terms, sql.SQL("<" if descending else ">"), places)
+            if after
+            else sql.SQL("")
+        )
+        return sql.SQL("SELECT r.* FROM (\n{}\n) AS r {} ORDER BY {} LIMIT %(limit)s").format(
+            sql.SQL(store.Q[self.query]),
+            keyset,
+            sql.SQL(", ").join(sql.Composed([c.expression(), direction]) for c in order),
+        )
 
 
 def answer(value: Any, status: int = 200) -> Response:
@@ -161,16 +237,54 @@ def answer(value: Any, status: int = 200) -> Response:
     return Response(msgspec.json.encode(value), status_code=status, media_type="application/json")
 
 
-def cursor_after(position: int) -> str:
-    return base64.urlsafe_b64encode(json.dumps({"p": position}).encode()).decode()
+def _cursor(sort: str, values: list[Any]) -> str:
+    return base64.urlsafe_b64encode(json.dumps({"s": sort, "v": values}).encode()).decode()
 
 
-def _position(cursor: str) -> int:
+def _position(cursor: str, sort: str, order: tuple[Column, ...]) -> tuple[Any, ...]:
+    """The values a cursor holds, each of its column's type; 422 for one this API did not give
+    out for this sort."""
+    foreign = Problem(422, "invalid-values", "cursor is not one this API gave out")
     try:
         value = json.loads(base64.urlsafe_b64decode(cursor.encode("ascii")))
-        position = value["p"]
+        given, values = value["s"], value["v"]
     except (ValueError, binascii.Error, KeyError, TypeError, UnicodeEncodeError):
-        raise Problem(422, "invalid-values", "cursor is not one this API gave out") from None
-    if isinstance(position, bool) or not isinstance(position, int) or not 0 <= position < 2**63:
-        raise Problem(422, "invalid-values", "cursor is not one this API gave out")
-    return position
+        raise foreign from None
+    if given != sort:
+        raise Problem(422, "invalid-values", f"cursor belongs to sort {given!r}, not {sort!r}")
+    if not isinstance(values, list) or len(values) != len(order):
+        raise foreign
+    try:
+        return tuple(_value(v, c.kind) for v, c in zip(values, order, strict=True))
+    except (msgspec.ValidationError, ValueError, ArithmeticError):
+        raise foreign from None
+
+
+def _value(given: Any, kind: type) -> Any:
+    """A cursor's value as its column's type, and within what PostgreSQL holds of it."""
+    if kind is Decimal:
+        if not isinstance(given, str) or not _DECIMAL.fullmatch(given):
+            raise ValueError("not an amount")
+        return Decimal(given)
+    value: Any = msgspec.convert(given, kind, strict=False)
+    if isinstance(value, int) and not -(2**63) <= value < 2**63:
+        raise ValueError("out of range")
+    if isinstance(value, str):
+        value.encode()  # a lone surrogate raises here, not in the driver
+        if "\x00" in value:
+            raise ValueError("NUL")
+    if isinstance(value, dt.datetime) and value.tzinfo is None:
+        raise ValueError("no time zone")
+    return value
+
+
+_DECIMAL = re.compile(r"-?[0-9]{1,40}(\.[0-9]{1,40})?")
+
+
+def mapped(page: Page[dict[str, Any]], make: Callable[[dict[str, Any]], T]) -> Page[T]:
+    """A page's rows made into what the answer shows."""
+    return Page([make(row) for row in page.items], page.next_cursor)
+
+
+ID = Column("id", int)
+CREATED = Column("created_at", dt.datetime)

@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from panel_api import store
-from panel_api.access import Caller, Paged, answer, audit, page_of, query
+from panel_api.access import CREATED, Caller, Column, Listing, Paged, answer, audit, mapped, query
 from panel_api.internal import Internal, relayed
 from panel_api.ledger import Id
 from panel_api.sqlq import Q
@@ -33,6 +33,16 @@ TelegramId = Annotated[int, msgspec.Meta(gt=0, le=2**63 - 1)]
 Note = Annotated[str, msgspec.Meta(max_length=200, pattern=r"^[^\x00-\x1f\x7f]*$")]
 Reason = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$")]
 Until = Annotated[dt.datetime, msgspec.Meta(tz=True)]
+
+
+class WhitelistQuery(Paged, kw_only=True):
+    sort: Literal["telegram_user_id", "-telegram_user_id", "created_at", "-created_at"] = (
+        "telegram_user_id"
+    )
+
+
+USER = Column("telegram_user_id", int)
+WHITELIST = Listing("whitelist_list", key=(USER,), sorts=(USER, CREATED))
 
 
 class WhitelistEntry(msgspec.Struct):
@@ -128,12 +138,9 @@ class Admission:
 
     async def whitelist(self, request: Request, caller: Caller) -> Response:
         channel_id = _channel_id(request)
-        where = query(request, Paged)
-        params = {"channel_id": channel_id, "after": where.position or 0, "limit": where.limit + 1}
-        async with store.connection(runtime(request).pool) as conn:
-            rows = await store.rows(conn, "whitelist_page", params)
-        entries = [msgspec.convert(r, WhitelistEntry) for r in rows]
-        return answer(page_of(entries, where.limit, lambda e: e.telegram_user_id))
+        where = query(request, WhitelistQuery)
+        found = await WHITELIST.page(request, where, {"channel_id": channel_id})
+        return answer(mapped(found, lambda row: msgspec.convert(row, WhitelistEntry)))
 
     async def add_to_whitelist(self, request: Request, caller: Caller) -> Response:
         channel_id = _channel_id(request)

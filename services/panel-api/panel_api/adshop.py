@@ -15,7 +15,18 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from panel_api import store
-from panel_api.access import Caller, Paged, answer, audit, page_of, query
+from panel_api.access import (
+    CREATED,
+    ID,
+    Caller,
+    Column,
+    Listing,
+    Paged,
+    answer,
+    audit,
+    mapped,
+    query,
+)
 from panel_api.internal import Internal, relayed
 from panel_api.ledger import Id
 from shared.clock import Clock
@@ -73,6 +84,20 @@ class Slot(msgspec.Struct):
 
 class SlotQuery(Paged, kw_only=True):
     bot: Id | None = None
+    sort: Literal[
+        "id",
+        "-id",
+        "title",
+        "-title",
+        "price_micros",
+        "-price_micros",
+        "created_at",
+        "-created_at",
+    ] = "id"
+
+
+PRICE = Column("price_micros", int)
+SLOTS = Listing("ad_slots_list", key=(ID,), sorts=(ID, Column("title", str), PRICE, CREATED))
 
 
 class OrderQuery(Paged, kw_only=True):
@@ -80,6 +105,25 @@ class OrderQuery(Paged, kw_only=True):
     bot: Id | None = None
     since: Annotated[dt.datetime, msgspec.Meta(tz=True)] | None = None
     until: Annotated[dt.datetime, msgspec.Meta(tz=True)] | None = None
+    sort: Literal[
+        "id",
+        "-id",
+        "created_at",
+        "-created_at",
+        "price_micros",
+        "-price_micros",
+        "paid_micros",
+        "-paid_micros",
+        "status",
+        "-status",
+    ] = "-id"
+
+
+ORDERS = Listing(
+    "ad_orders_list",
+    key=(ID,),
+    sorts=(ID, CREATED, PRICE, Column("paid_micros", int), Column("status", str)),
+)
 
 
 class Order(msgspec.Struct):
@@ -163,10 +207,8 @@ class AdShop:
 
     async def slots(self, request: Request, caller: Caller) -> Response:
         where = query(request, SlotQuery)
-        params = {"after": where.position or 0, "bot_id": where.bot, "limit": where.limit + 1}
-        async with store.connection(runtime(request).pool) as conn:
-            rows = await store.rows(conn, "ad_slots_page", params)
-        return answer(page_of([_slot(r) for r in rows], where.limit, lambda s: s.id))
+        found = await SLOTS.page(request, where, {"bot_id": where.bot})
+        return answer(mapped(found, _slot))
 
     async def add_slot(self, request: Request, caller: Caller) -> Response:
         body = await json_body(request, NewSlot, limit=4096)
@@ -209,17 +251,14 @@ class AdShop:
     async def orders(self, request: Request, caller: Caller) -> Response:
         where = query(request, OrderQuery)
         params = {
-            "before_id": where.position,
+            "id": None,
             "status": where.status,
             "bot_id": where.bot,
             "since": where.since,
             "until": where.until,
-            "limit": where.limit + 1,
         }
-        async with store.connection(runtime(request).pool) as conn:
-            rows = await store.rows(conn, "ad_orders_page", params)
-        found = msgspec.convert(rows, list[Order])
-        return answer(page_of(found, where.limit, lambda o: o.id))
+        found = await ORDERS.page(request, where, params)
+        return answer(mapped(found, lambda row: msgspec.convert(row, Order)))
 
     async def order(self, request: Request, caller: Caller) -> Response:
         order_id = int(request.path_params["order_id"])
@@ -228,17 +267,10 @@ class AdShop:
         async with store.connection(runtime(request).pool) as conn:
             found = await store.rows(
                 conn,
-                "ad_orders_page",
-                {
-                    "before_id": order_id + 1,
-                    "status": None,
-                    "bot_id": None,
-                    "since": None,
-                    "until": None,
-                    "limit": 1,
-                },
+                "ad_orders_list",
+                {"id": order_id, "status": None, "bot_id": None, "since": None, "until": None},
             )
-            if not found or found[0]["id"] != order_id:
+            if not found:
                 raise Problem(404, "not-found", "no ad order by that id")
             detail = {
                 "order": found[0],

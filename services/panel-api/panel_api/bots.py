@@ -15,7 +15,18 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from panel_api import store
-from panel_api.access import Caller, Paged, answer, audit, page_of, query
+from panel_api.access import (
+    CREATED,
+    ID,
+    Caller,
+    Column,
+    Listing,
+    Paged,
+    answer,
+    audit,
+    mapped,
+    query,
+)
 from panel_api.internal import Internal, relayed
 from shared.clock import Clock
 from shared.errors import Problem, json_body
@@ -69,6 +80,30 @@ class Replayed(msgspec.Struct):
     replayed: int
 
 
+class BotQuery(Paged, kw_only=True):
+    sort: Literal[
+        "id", "-id", "username", "-username", "status", "-status", "created_at", "-created_at"
+    ] = "id"
+
+
+BOTS = Listing(
+    "bots_list", key=(ID,), sorts=(ID, Column("username", str), Column("status", str), CREATED)
+)
+
+
+class DeadQuery(Paged, kw_only=True):
+    sort: Literal[
+        "id", "-id", "bot_id", "-bot_id", "attempt", "-attempt", "received_at", "-received_at"
+    ] = "id"
+
+
+DEAD = Listing(
+    "dead_updates_list",
+    key=(ID,),
+    sorts=(ID, Column("bot_id", int), Column("attempt", int), Column("received_at", dt.datetime)),
+)
+
+
 class Bots:
     def __init__(self, clock: Clock, box: SecretBox, botedge: Internal) -> None:
         self.clock = clock
@@ -76,10 +111,8 @@ class Bots:
         self.botedge = botedge
 
     async def list_bots(self, request: Request, caller: Caller) -> Response:
-        where = query(request, Paged)
-        async with store.connection(runtime(request).pool) as conn:
-            rows = await store.bots_page(conn, where.position or 0, where.limit + 1)
-        return answer(page_of([self._bot(row) for row in rows], where.limit, lambda b: b.id))
+        found = await BOTS.page(request, query(request, BotQuery), {})
+        return answer(mapped(found, self._bot))
 
     def _bot(self, row: dict[str, Any]) -> Bot:
         try:
@@ -111,11 +144,8 @@ class Bots:
         return relayed(answer)
 
     async def list_dead(self, request: Request, caller: Caller) -> Response:
-        where = query(request, Paged)
-        async with store.connection(runtime(request).pool) as conn:
-            rows = await store.dead_updates_page(conn, where.position or 0, where.limit + 1)
-        dead = msgspec.convert(rows, list[DeadUpdate])
-        return answer(page_of(dead, where.limit, lambda d: d.id))
+        found = await DEAD.page(request, query(request, DeadQuery), {})
+        return answer(mapped(found, lambda row: msgspec.convert(row, DeadUpdate)))
 
     async def replay(self, request: Request, caller: Caller) -> Response:
         inbox_id = int(request.path_params["inbox_id"])

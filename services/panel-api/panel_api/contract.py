@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from panel_api.access import Me, Page, Paged, Role
+from panel_api.access import Me, Page, Role
 from panel_api.admission import (
     GrantAnswer,
     ImportBody,
@@ -22,6 +22,7 @@ from panel_api.admission import (
     NewGrant,
     NewWhitelistEntry,
     WhitelistEntry,
+    WhitelistQuery,
 )
 from panel_api.adshop import (
     NewSlot,
@@ -34,7 +35,7 @@ from panel_api.adshop import (
 )
 from panel_api.adshop import Order as AdOrder
 from panel_api.auth import LoginBody, Tokens
-from panel_api.bots import Bot, BotAdded, DeadUpdate, NewBot, Replayed
+from panel_api.bots import Bot, BotAdded, BotQuery, DeadQuery, DeadUpdate, NewBot, Replayed
 from panel_api.first_run import SetupBody
 from panel_api.gate import (
     Channel as Channel,
@@ -42,6 +43,7 @@ from panel_api.gate import (
 from panel_api.gate import (
     ChannelChange,
     ChannelFound,
+    ChannelQuery,
     Content,
     ContentBody,
     ContentQuery,
@@ -74,6 +76,7 @@ from panel_api.team import (
     MemberChange,
     NewMember,
     TeamMember,
+    TeamQuery,
     Workspace,
     WorkspaceChange,
 )
@@ -150,9 +153,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         body=WorkspaceChange,
         problems=(404,),
     ),
-    ("GET", "/v1/team"): Operation(
-        "The team, oldest first", Role.OWNER, Page[TeamMember], query=Paged
-    ),
+    ("GET", "/v1/team"): Operation("The team", Role.OWNER, Page[TeamMember], query=TeamQuery),
     ("POST", "/v1/team"): Operation(
         "Add a member", Role.OWNER, TeamMember, status=201, body=NewMember, problems=(409,)
     ),
@@ -163,10 +164,8 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         body=MemberChange,
         problems=(409,),
     ),
-    ("GET", "/v1/audit"): Operation(
-        "Every write, newest first", Role.OWNER, Page[AuditEntry], query=AuditQuery
-    ),
-    ("GET", "/v1/bots"): Operation("The bots", Role.VIEWER, Page[Bot], query=Paged),
+    ("GET", "/v1/audit"): Operation("Every write", Role.OWNER, Page[AuditEntry], query=AuditQuery),
+    ("GET", "/v1/bots"): Operation("The bots", Role.VIEWER, Page[Bot], query=BotQuery),
     ("POST", "/v1/bots"): Operation(
         "Add a bot by its token (botedge checks it with Telegram)",
         Role.ADMIN,
@@ -176,7 +175,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         problems=(502,),
     ),
     ("GET", "/v1/dead-updates"): Operation(
-        "Updates that failed every attempt", Role.ADMIN, Page[DeadUpdate], query=Paged
+        "Updates that failed every attempt", Role.ADMIN, Page[DeadUpdate], query=DeadQuery
     ),
     ("POST", "/v1/dead-updates/{inbox_id:int}/replay"): Operation(
         "Queue a dead update again", Role.ADMIN, Replayed
@@ -195,17 +194,13 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
     ("GET", "/v1/memberships/{person_id:int}/{channel_id:int}/events"): Operation(
         "A membership's history, oldest first", Role.VIEWER, History
     ),
-    ("GET", "/v1/invoices"): Operation(
-        "Invoices, newest first", Role.VIEWER, Page[Invoice], query=InvoiceQuery
-    ),
+    ("GET", "/v1/invoices"): Operation("Invoices", Role.VIEWER, Page[Invoice], query=InvoiceQuery),
     ("POST", "/v1/invoices"): Operation(
         "Create an invoice (billing makes it)", Role.ADMIN, InvoiceMade, status=201, body=NewInvoice
     ),
-    ("GET", "/v1/payments"): Operation(
-        "Payments, newest first", Role.VIEWER, Page[Payment], query=PaymentQuery
-    ),
+    ("GET", "/v1/payments"): Operation("Payments", Role.VIEWER, Page[Payment], query=PaymentQuery),
     ("GET", "/v1/gateway-events"): Operation(
-        "Gateway deliveries that need the owner, newest first",
+        "Gateway deliveries that need the owner",
         Role.VIEWER,
         Page[GatewayEvent],
         query=GatewayEventQuery,
@@ -223,7 +218,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         "Channels, their plans and each bot's rights there (flagged where it cannot act)",
         Role.VIEWER,
         Page[Channel],
-        query=Paged,
+        query=ChannelQuery,
     ),
     ("POST", "/v1/channels"): Operation(
         "Find a channel by @username, link, post link or id (botedge asks Telegram)",
@@ -242,7 +237,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         "Who may be in a paid channel without paying",
         Role.VIEWER,
         Page[WhitelistEntry],
-        query=Paged,
+        query=WhitelistQuery,
         problems=(404,),
     ),
     ("POST", "/v1/channels/{channel_id:int}/whitelist"): Operation(
@@ -299,9 +294,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
     ("PATCH", "/v1/ad-slots/{slot_id:int}"): Operation(
         "Change or deactivate an ad slot", Role.ADMIN, Slot, body=SlotChange
     ),
-    ("GET", "/v1/ad-orders"): Operation(
-        "Ad orders, newest first", Role.VIEWER, Page[AdOrder], query=OrderQuery
-    ),
+    ("GET", "/v1/ad-orders"): Operation("Ad orders", Role.VIEWER, Page[AdOrder], query=OrderQuery),
     ("GET", "/v1/ad-orders/{order_id:int}"): Operation(
         "An ad order with its claims, credits and events", Role.VIEWER, OrderDetail
     ),
@@ -456,10 +449,17 @@ def _query_parameters(kind: type[msgspec.Struct]) -> list[dict[str, Any]]:
     (ref,), components = msgspec.json.schema_components([kind])
     schema = components[ref["$ref"].rsplit("/", 1)[-1]]
     required = set(schema.get("required", ()))
-    return [
+    parameters = [
         {"name": name, "in": "query", "required": name in required, "schema": _not_null(prop)}
         for name, prop in schema["properties"].items()
     ]
+    for parameter in parameters:
+        if parameter["name"] == "sort":
+            parameter["description"] = (
+                "A field of the items to order by, descending when it starts with `-`;"
+                " a cursor follows the sort it was given for"
+            )
+    return parameters
 
 
 def _not_null(schema: dict[str, Any]) -> dict[str, Any]:

@@ -17,7 +17,19 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from panel_api import store
-from panel_api.access import Caller, Paged, answer, audit, page_of, query
+from panel_api.access import (
+    CREATED,
+    ID,
+    Caller,
+    Column,
+    Listing,
+    Page,
+    Paged,
+    answer,
+    audit,
+    mapped,
+    query,
+)
 from panel_api.internal import Internal, relayed
 from panel_api.ledger import Id
 from shared.clock import Clock
@@ -143,8 +155,44 @@ class Content(msgspec.Struct):
     updated_at: dt.datetime
 
 
+class ChannelQuery(Paged, kw_only=True):
+    sort: Literal["id", "-id", "title", "-title", "telegram_chat_id", "-telegram_chat_id"] = "id"
+
+
+CHANNELS = Listing(
+    "channels_list",
+    key=(ID,),
+    sorts=(ID, Column("title", str), Column("telegram_chat_id", int)),
+)
+
+
 class ContentQuery(Paged, kw_only=True):
     bot: Id | None = None
+    sort: Literal[
+        "id",
+        "-id",
+        "code",
+        "-code",
+        "bot_id",
+        "-bot_id",
+        "created_at",
+        "-created_at",
+        "updated_at",
+        "-updated_at",
+    ] = "id"
+
+
+CONTENTS = Listing(
+    "contents_list",
+    key=(ID,),
+    sorts=(
+        ID,
+        Column("code", str),
+        Column("bot_id", int),
+        CREATED,
+        Column("updated_at", dt.datetime),
+    ),
+)
 
 
 class Gate:
@@ -155,13 +203,8 @@ class Gate:
     # -- channels ------------------------------------------------------------------------
 
     async def channels(self, request: Request, caller: Caller) -> Response:
-        where = query(request, Paged)
-        async with store.connection(runtime(request).pool) as conn:
-            found = await store.rows(
-                conn, "channels_page", {"after": where.position or 0, "limit": where.limit + 1}
-            )
-        shown = [_channel(row) for row in found]
-        return answer(page_of(shown, where.limit, lambda c: c.id))
+        found = await CHANNELS.page(request, query(request, ChannelQuery), {"id": None})
+        return answer(mapped(found, _channel))
 
     async def add_channel(self, request: Request, caller: Caller) -> Response:
         body = await json_body(request, NewChannel, limit=4096)
@@ -235,7 +278,7 @@ class Gate:
             await self._audit(
                 conn, caller, "channels.update", f"channel:{channel_id}", dict(before), after
             )
-            cur = await conn.execute(Q["channels_page"], {"after": channel_id - 1, "limit": 1})
+            cur = await conn.execute(Q["channels_list"], {"id": channel_id})
             row = await cur.fetchone()
         if row is None:
             raise Problem(404, "not-found", "no channel by that id")
@@ -271,13 +314,9 @@ class Gate:
     async def contents(self, request: Request, caller: Caller) -> Response:
         where = query(request, ContentQuery)
         async with store.connection(runtime(request).pool) as conn:
-            found = await store.rows(
-                conn,
-                "contents_page",
-                {"after": where.position or 0, "bot_id": where.bot, "limit": where.limit + 1},
-            )
-            shown = await _contents(conn, found)
-        return answer(page_of(shown, where.limit, lambda c: c.id))
+            found = await CONTENTS.page_on(conn, where, {"bot_id": where.bot})
+            shown = await _contents(conn, found.items)
+        return answer(Page(shown, found.next_cursor))
 
     async def add_content(self, request: Request, caller: Caller) -> Response:
         body = _checked(await json_body(request, ContentBody, limit=16384))

@@ -5,7 +5,7 @@ need a look. Creating an invoice is billing's to do: the panel asks billing and 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+from decimal import Decimal
 from typing import Annotated, Any, Literal, TypeVar
 
 import msgspec
@@ -13,13 +13,25 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from panel_api import store
-from panel_api.access import Caller, Paged, Word, answer, audit, page_of, query
+from panel_api.access import (
+    CREATED,
+    ID,
+    Caller,
+    Column,
+    Listing,
+    Paged,
+    Sorted,
+    Word,
+    answer,
+    audit,
+    mapped,
+    query,
+)
 from panel_api.internal import Internal, relayed
 from shared.clock import Clock
 from shared.errors import Problem, json_body
 from shared.web import runtime
 
-# Composite keys ride in one cursor number: (high << 31) | low, both int4 ids.
 _LOW = 2**31
 Id = Annotated[int, msgspec.Meta(ge=1, lt=_LOW)]
 MembershipStatus = Literal["active", "grace", "expired"]
@@ -47,6 +59,29 @@ class InvoiceMade(msgspec.Struct):
 
 class PeopleQuery(Paged, kw_only=True):
     bot: Id | None = None
+    sort: Literal[
+        "bot_id",
+        "-bot_id",
+        "first_seen_at",
+        "-first_seen_at",
+        "last_seen_at",
+        "-last_seen_at",
+        "telegram_user_id",
+        "-telegram_user_id",
+    ] = "bot_id"
+
+
+BOT = Column("bot_id", int)
+PEOPLE = Listing(
+    "people_list",
+    key=(BOT, Column("person_id", int)),
+    sorts=(
+        BOT,
+        Column("first_seen_at", dt.datetime),
+        Column("last_seen_at", dt.datetime),
+        Column("telegram_user_id", int),
+    ),
+)
 
 
 class Visitor(msgspec.Struct):
@@ -64,6 +99,29 @@ class Visitor(msgspec.Struct):
 class MembershipQuery(Paged, kw_only=True):
     status: MembershipStatus | None = None
     channel: Id | None = None
+    sort: Literal[
+        "person_id",
+        "-person_id",
+        "status",
+        "-status",
+        "expires_at",
+        "-expires_at",
+        "updated_at",
+        "-updated_at",
+    ] = "person_id"
+
+
+PERSON = Column("person_id", int)
+MEMBERSHIPS = Listing(
+    "memberships_list",
+    key=(PERSON, Column("channel_id", int)),
+    sorts=(
+        PERSON,
+        Column("status", str),
+        Column("expires_at", dt.datetime),
+        Column("updated_at", dt.datetime),
+    ),
+)
 
 
 class Membership(msgspec.Struct):
@@ -94,8 +152,30 @@ class History(msgspec.Struct):
     items: list[MembershipEvent]
 
 
+AMOUNT = Column("amount_minor", Decimal, "numeric")
+
+
 class InvoiceQuery(Paged, kw_only=True):
     status: Literal["open", "paid", "expired", "cancelled"] | None = None
+    sort: Literal[
+        "id",
+        "-id",
+        "created_at",
+        "-created_at",
+        "expires_at",
+        "-expires_at",
+        "amount_minor",
+        "-amount_minor",
+        "status",
+        "-status",
+    ] = "-id"
+
+
+INVOICES = Listing(
+    "invoices_list",
+    key=(ID,),
+    sorts=(ID, CREATED, Column("expires_at", dt.datetime), AMOUNT, Column("status", str)),
+)
 
 
 class Invoice(msgspec.Struct):
@@ -116,6 +196,25 @@ class PaymentQuery(Paged, kw_only=True):
     gateway: Word | None = None
     applied: bool | None = None
     flag: Word | None = None
+    sort: Literal[
+        "id",
+        "-id",
+        "paid_at",
+        "-paid_at",
+        "amount_minor",
+        "-amount_minor",
+        "gateway",
+        "-gateway",
+        "created_at",
+        "-created_at",
+    ] = "-id"
+
+
+PAYMENTS = Listing(
+    "payments_list",
+    key=(ID,),
+    sorts=(ID, Column("paid_at", dt.datetime), AMOUNT, Column("gateway", str), CREATED),
+)
 
 
 class Payment(msgspec.Struct):
@@ -135,6 +234,21 @@ class Payment(msgspec.Struct):
 
 class GatewayEventQuery(Paged, kw_only=True):
     outcome: Attention | None = None
+    sort: Literal[
+        "id", "-id", "received_at", "-received_at", "gateway", "-gateway", "outcome", "-outcome"
+    ] = "-id"
+
+
+GATEWAY_EVENTS = Listing(
+    "gateway_events_list",
+    key=(ID,),
+    sorts=(
+        ID,
+        Column("received_at", dt.datetime),
+        Column("gateway", str),
+        Column("outcome", str),
+    ),
+)
 
 
 class GatewayEvent(msgspec.Struct):
@@ -154,6 +268,34 @@ AccessState = Literal["pending", "processing", "done", "failed"]
 
 class AccessEventQuery(Paged, kw_only=True):
     state: AccessState | None = None
+    sort: Literal[
+        "id",
+        "-id",
+        "created_at",
+        "-created_at",
+        "available_at",
+        "-available_at",
+        "attempts",
+        "-attempts",
+        "state",
+        "-state",
+        "kind",
+        "-kind",
+    ] = "-id"
+
+
+ACCESS_EVENTS = Listing(
+    "access_events_list",
+    key=(ID,),
+    sorts=(
+        ID,
+        CREATED,
+        Column("available_at", dt.datetime),
+        Column("attempts", int),
+        Column("state", str),
+        Column("kind", str),
+    ),
+)
 
 
 class AccessEvent(msgspec.Struct):
@@ -175,14 +317,6 @@ class AccessRetried(msgspec.Struct):
     id: int
     kind: Literal["grant", "reminder", "revoke", "expiry_notice"]
     state: AccessState
-
-
-def _split(position: int | None) -> tuple[int, int]:
-    return divmod(position or 0, _LOW)
-
-
-def _id(row: Invoice | Payment | GatewayEvent | AccessEvent) -> int:
-    return row.id
 
 
 class DayRevenue(msgspec.Struct):
@@ -210,12 +344,16 @@ class Ledger:
         self.billing = billing
         self.clock = clock
 
-    async def _rows(
-        self, request: Request, sql: str, params: dict[str, Any], kind: type[R], limit: int
-    ) -> list[R]:
-        async with store.connection(runtime(request).pool) as conn:
-            found = await store.rows(conn, sql, {**params, "limit": limit + 1})
-        return msgspec.convert(found, list[kind])  # type: ignore[valid-type]
+    async def _listed(
+        self,
+        request: Request,
+        listing: Listing,
+        where: Sorted,
+        filters: dict[str, Any],
+        kind: type[R],
+    ) -> Response:
+        found = await listing.page(request, where, filters)
+        return answer(mapped(found, lambda row: msgspec.convert(row, kind)))
 
     async def dashboard(self, request: Request, caller: Caller) -> Response:
         async with store.connection(runtime(request).pool) as conn:
@@ -225,22 +363,12 @@ class Ledger:
 
     async def people(self, request: Request, caller: Caller) -> Response:
         where = query(request, PeopleQuery)
-        bot, person = _split(where.position)
-        params = {"after_bot": bot, "after_person": person, "bot_id": where.bot}
-        found = await self._rows(request, "people_page", params, Visitor, where.limit)
-        return answer(page_of(found, where.limit, lambda v: v.bot_id * _LOW + v.person_id))
+        return await self._listed(request, PEOPLE, where, {"bot_id": where.bot}, Visitor)
 
     async def memberships(self, request: Request, caller: Caller) -> Response:
         where = query(request, MembershipQuery)
-        person, channel = _split(where.position)
-        params = {
-            "after_person": person,
-            "after_channel": channel,
-            "status": where.status,
-            "channel_id": where.channel,
-        }
-        found = await self._rows(request, "memberships_page", params, Membership, where.limit)
-        return answer(page_of(found, where.limit, lambda m: m.person_id * _LOW + m.channel_id))
+        filters = {"status": where.status, "channel_id": where.channel}
+        return await self._listed(request, MEMBERSHIPS, where, filters, Membership)
 
     async def history(self, request: Request, caller: Caller) -> Response:
         keys = {
@@ -255,35 +383,24 @@ class Ledger:
             raise Problem(404, "not-found", "no such membership")
         return answer(History(msgspec.convert(events, list[MembershipEvent])))
 
-    async def _newest_first(
-        self, request: Request, sql: str, where: Paged, filters: dict[str, Any], kind: type[R]
-    ) -> Response:
-        params = {"before_id": where.position, **filters}
-        found = await self._rows(request, sql, params, kind, where.limit)
-        key: Callable[[Any], int] = _id
-        return answer(page_of(found, where.limit, key))
-
     async def invoices(self, request: Request, caller: Caller) -> Response:
         where = query(request, InvoiceQuery)
-        filters = {"status": where.status}
-        return await self._newest_first(request, "invoices_page", where, filters, Invoice)
+        return await self._listed(request, INVOICES, where, {"status": where.status}, Invoice)
 
     async def payments(self, request: Request, caller: Caller) -> Response:
         where = query(request, PaymentQuery)
         filters = {"gateway": where.gateway, "applied": where.applied, "flag": where.flag}
-        return await self._newest_first(request, "payments_page", where, filters, Payment)
+        return await self._listed(request, PAYMENTS, where, filters, Payment)
 
     async def gateway_events(self, request: Request, caller: Caller) -> Response:
         where = query(request, GatewayEventQuery)
         filters = {"outcome": where.outcome}
-        return await self._newest_first(
-            request, "gateway_events_page", where, filters, GatewayEvent
-        )
+        return await self._listed(request, GATEWAY_EVENTS, where, filters, GatewayEvent)
 
     async def access_events(self, request: Request, caller: Caller) -> Response:
         where = query(request, AccessEventQuery)
         filters = {"state": where.state}
-        return await self._newest_first(request, "access_events_page", where, filters, AccessEvent)
+        return await self._listed(request, ACCESS_EVENTS, where, filters, AccessEvent)
 
     async def retry_access_event(self, request: Request, caller: Caller) -> Response:
         event_id = int(request.path_params["event_id"])

@@ -100,13 +100,10 @@ INSERT INTO team_members (email, display_name, password_hash, role)
 VALUES (%(email)s, 'Owner', %(password_hash)s, 'owner')
 RETURNING id, email, role, password_hash, disabled_at;
 
--- team_page --
--- Keyset pagination: members after the cursor's id, oldest first.
+-- team_list --
+-- The lists' statements carry their filters; `access.Listing` adds the order and the page.
 SELECT id, email, display_name, role, disabled_at, created_at
-  FROM team_members
- WHERE id > %(after)s
- ORDER BY id
- LIMIT %(limit)s;
+  FROM team_members;
 
 -- member_for_update --
 SELECT id, email, display_name, role, disabled_at, created_at
@@ -133,18 +130,15 @@ UPDATE refresh_tokens SET revoked_at = coalesce(revoked_at, %(now)s), successor_
 INSERT INTO audit_log (member_id, action, target, before, after, at, request_id)
 VALUES (%(member_id)s, %(action)s, %(target)s, %(before)s, %(after)s, %(now)s, %(request_id)s);
 
--- audit_page --
--- Newest first; each filter applies only when given.
+-- audit_list --
+-- Each filter applies only when given.
 SELECT id, member_id, action, target, before, after, at, request_id
   FROM audit_log
- WHERE (%(before_id)s::bigint IS NULL OR id < %(before_id)s)
-   AND (%(member_id)s::bigint IS NULL OR member_id = %(member_id)s)
+ WHERE (%(member_id)s::bigint IS NULL OR member_id = %(member_id)s)
    AND (%(action)s::text IS NULL OR action = %(action)s)
    AND (%(target)s::text IS NULL OR target = %(target)s)
    AND (%(since)s::timestamptz IS NULL OR at >= %(since)s)
-   AND (%(until)s::timestamptz IS NULL OR at < %(until)s)
- ORDER BY id DESC
- LIMIT %(limit)s;
+   AND (%(until)s::timestamptz IS NULL OR at < %(until)s);
 
 -- workspace --
 SELECT name, time_zone, language, tron_address FROM workspace;
@@ -157,44 +151,33 @@ UPDATE workspace
    SET time_zone = %(time_zone)s, language = %(language)s, tron_address = %(tron_address)s
 RETURNING name, time_zone, language, tron_address;
 
--- bots_page --
+-- bots_list --
 SELECT id, telegram_bot_id, username, mode, status, token_invalid_at, last_error,
        last_error_at, token_encrypted, created_at
-  FROM bots
- WHERE id > %(after)s
- ORDER BY id
- LIMIT %(limit)s;
+  FROM bots;
 
--- dead_updates_page --
+-- dead_updates_list --
 -- Dead updates for the owner, with the cursor botedge's own listing (100 at most) lacks.
 SELECT id, bot_id, update_id, chat_key, kind, attempt, last_error, received_at, done_at
   FROM inbox
- WHERE state = 'dead' AND id > %(after)s
- ORDER BY id
- LIMIT %(limit)s;
+ WHERE state = 'dead';
 
--- people_page --
--- Each bot's visitors, in (bot, person) order after the cursor's pair.
+-- people_list --
+-- Each bot's visitors.
 SELECT bp.bot_id, p.id AS person_id, p.telegram_user_id, p.username, p.first_name,
        p.last_name, bp.first_seen_at, bp.last_seen_at, bp.blocked_at IS NOT NULL AS blocked
   FROM bot_people bp
   JOIN people p ON p.id = bp.person_id
- WHERE (bp.bot_id, bp.person_id) > (%(after_bot)s, %(after_person)s)
-   AND (%(bot_id)s::integer IS NULL OR bp.bot_id = %(bot_id)s)
- ORDER BY bp.bot_id, bp.person_id
- LIMIT %(limit)s;
+ WHERE %(bot_id)s::integer IS NULL OR bp.bot_id = %(bot_id)s;
 
--- memberships_page --
+-- memberships_list --
 SELECT m.person_id, p.telegram_user_id, m.channel_id, c.title AS channel_title, m.status,
        m.expires_at, m.grace_days, m.updated_at
   FROM memberships m
   JOIN people p ON p.id = m.person_id
   JOIN channels c ON c.id = m.channel_id
- WHERE (m.person_id, m.channel_id) > (%(after_person)s, %(after_channel)s)
-   AND (%(status)s::text IS NULL OR m.status = %(status)s)
-   AND (%(channel_id)s::integer IS NULL OR m.channel_id = %(channel_id)s)
- ORDER BY m.person_id, m.channel_id
- LIMIT %(limit)s;
+ WHERE (%(status)s::text IS NULL OR m.status = %(status)s)
+   AND (%(channel_id)s::integer IS NULL OR m.channel_id = %(channel_id)s);
 
 -- membership_history --
 SELECT id, from_status, to_status, old_expires_at, new_expires_at, cause, payment_id, paid_at,
@@ -203,46 +186,36 @@ SELECT id, from_status, to_status, old_expires_at, new_expires_at, cause, paymen
  WHERE person_id = %(person_id)s AND channel_id = %(channel_id)s
  ORDER BY id;
 
--- invoices_page --
--- Newest first.
+-- invoices_list --
 -- Amounts as text of minor units, as payments' are: exact, one type for both.
 SELECT i.id, i.order_reference, p.telegram_user_id, i.channel_id,
        i.amount_minor::text AS amount_minor, i.currency, i.gateway, i.status, i.created_at,
        i.expires_at, i.paid_at
   FROM invoices i
   JOIN people p ON p.id = i.person_id
- WHERE (%(before_id)s::bigint IS NULL OR i.id < %(before_id)s)
-   AND (%(status)s::text IS NULL OR i.status = %(status)s)
- ORDER BY i.id DESC
- LIMIT %(limit)s;
+ WHERE %(status)s::text IS NULL OR i.status = %(status)s;
 
--- payments_page --
--- Newest first; filtered by gateway, applied and flag when given.
+-- payments_list --
+-- Filtered by gateway, applied and flag when given.
 SELECT pay.id, pay.gateway, pay.external_payment_id, i.order_reference, p.telegram_user_id,
        pay.channel_id, pay.amount_minor::text AS amount_minor, pay.currency, pay.paid_at,
        pay.applied, pay.flag, pay.created_at
   FROM payments pay
   JOIN invoices i ON i.id = pay.invoice_id
   JOIN people p ON p.id = pay.person_id
- WHERE (%(before_id)s::bigint IS NULL OR pay.id < %(before_id)s)
-   AND (%(gateway)s::text IS NULL OR pay.gateway = %(gateway)s)
+ WHERE (%(gateway)s::text IS NULL OR pay.gateway = %(gateway)s)
    AND (%(applied)s::boolean IS NULL OR pay.applied = %(applied)s)
-   AND (%(flag)s::text IS NULL OR pay.flag = %(flag)s)
- ORDER BY pay.id DESC
- LIMIT %(limit)s;
+   AND (%(flag)s::text IS NULL OR pay.flag = %(flag)s);
 
--- gateway_events_page --
--- What needs the owner: deliveries authentic but not applied as they came. Newest first.
+-- gateway_events_list --
+-- What needs the owner: deliveries authentic but not applied as they came.
 SELECT id, gateway, event_type, order_reference, external_payment_id, outcome, payment_id,
        detail, received_at
   FROM gateway_events
  WHERE outcome IN ('orphan', 'amount_mismatch', 'conflict', 'gateway_mismatch')
-   AND (%(before_id)s::bigint IS NULL OR id < %(before_id)s)
-   AND (%(outcome)s::text IS NULL OR outcome = %(outcome)s)
- ORDER BY id DESC
- LIMIT %(limit)s;
+   AND (%(outcome)s::text IS NULL OR outcome = %(outcome)s);
 
--- channels_page --
+-- channels_list --
 -- Channels with their default plan and, per bot, the bot's standing there.
 SELECT c.id, c.telegram_chat_id, c.title, c.username, c.chat_type, c.is_paid,
        c.manager_bot_id, c.reminder_hours, c.admission, c.join_request_link,
@@ -262,9 +235,7 @@ SELECT c.id, c.telegram_chat_id, c.title, c.username, c.chat_type, c.is_paid,
             THEN 'https://t.me/' || mb.username || '?start=pay_' || c.id END AS pay_link
   FROM channels c
   LEFT JOIN bots mb ON mb.id = c.manager_bot_id
- WHERE c.id > %(after)s
- ORDER BY c.id
- LIMIT %(limit)s;
+ WHERE %(id)s::integer IS NULL OR c.id = %(id)s;
 
 -- channel_for_update --
 SELECT id, is_paid, manager_bot_id, reminder_hours, admission
@@ -301,14 +272,12 @@ ON CONFLICT (bot_id, channel_id) DO UPDATE
 -- channels_exist --
 SELECT count(*) AS n FROM channels WHERE id = ANY(%(ids)s);
 
--- contents_page --
+-- contents_list --
 SELECT ct.id, ct.bot_id, b.username AS bot_username, ct.code, ct.kind, ct.body, ct.file_kind,
        ct.file_id, ct.from_chat_id, ct.message_id, ct.default_gate, ct.created_at,
        ct.updated_at
   FROM contents ct JOIN bots b ON b.id = ct.bot_id
- WHERE ct.id > %(after)s AND (%(bot_id)s::integer IS NULL OR ct.bot_id = %(bot_id)s)
- ORDER BY ct.id
- LIMIT %(limit)s;
+ WHERE %(bot_id)s::integer IS NULL OR ct.bot_id = %(bot_id)s;
 
 -- content_one --
 SELECT ct.id, ct.bot_id, b.username AS bot_username, ct.code, ct.kind, ct.body, ct.file_kind,
@@ -366,16 +335,13 @@ ON CONFLICT DO NOTHING;
 -- delete_content --
 DELETE FROM contents WHERE id = %(id)s RETURNING id;
 
--- access_events_page --
+-- access_events_list --
 SELECT a.id, a.kind, a.person_id, p.telegram_user_id, a.channel_id, c.title AS channel_title,
        a.state, a.attempts, a.last_error, a.created_at, a.available_at, a.done_at
   FROM access_events a
   JOIN people p ON p.id = a.person_id
   JOIN channels c ON c.id = a.channel_id
- WHERE (%(before_id)s::bigint IS NULL OR a.id < %(before_id)s)
-   AND (%(state)s::text IS NULL OR a.state = %(state)s)
- ORDER BY a.id DESC
- LIMIT %(limit)s;
+ WHERE %(state)s::text IS NULL OR a.state = %(state)s;
 
 -- retry_access_event --
 -- A failed event goes back in line with fresh attempts; only failed ones.
@@ -384,12 +350,10 @@ UPDATE access_events
  WHERE id = %(id)s AND state = 'failed'
 RETURNING id, kind, state;
 
--- ad_slots_page --
+-- ad_slots_list --
 SELECT id, bot_id, kind, title, price_micros, accepts_usdt, accepts_trx, active, created_at
   FROM ad_slots
- WHERE id > %(after)s AND (%(bot_id)s::integer IS NULL OR bot_id = %(bot_id)s)
- ORDER BY id
- LIMIT %(limit)s;
+ WHERE %(bot_id)s::integer IS NULL OR bot_id = %(bot_id)s;
 
 -- insert_ad_slot --
 INSERT INTO ad_slots (bot_id, kind, title, price_micros, accepts_usdt, accepts_trx)
@@ -407,21 +371,19 @@ UPDATE ad_slots
  WHERE id = %(id)s
 RETURNING id, bot_id, kind, title, price_micros, accepts_usdt, accepts_trx, active, created_at;
 
--- ad_orders_page --
--- Newest first; filtered by status, bot and a range of creation times.
+-- ad_orders_list --
+-- Filtered by id (one order), status, bot and a range of creation times.
 SELECT o.id, o.slot_id, s.bot_id, p.telegram_user_id, o.ad, o.price_micros, o.accepts_usdt,
        o.accepts_trx, o.status, o.approved_at, o.pay_to, o.trx_rate::text AS trx_rate,
        o.trx_rate_source, o.paid_micros, o.due_at, o.created_at
   FROM ad_orders o
   JOIN ad_slots s ON s.id = o.slot_id
   JOIN people p ON p.id = o.person_id
- WHERE (%(before_id)s::bigint IS NULL OR o.id < %(before_id)s)
+ WHERE (%(id)s::integer IS NULL OR o.id = %(id)s)
    AND (%(status)s::text IS NULL OR o.status = %(status)s)
    AND (%(bot_id)s::integer IS NULL OR s.bot_id = %(bot_id)s)
    AND (%(since)s::timestamptz IS NULL OR o.created_at >= %(since)s)
-   AND (%(until)s::timestamptz IS NULL OR o.created_at < %(until)s)
- ORDER BY o.id DESC
- LIMIT %(limit)s;
+   AND (%(until)s::timestamptz IS NULL OR o.created_at < %(until)s);
 
 -- ad_order_claims --
 SELECT id, tx_hash, state, reason, submitted_at, not_found_seconds, attempts
@@ -435,12 +397,10 @@ SELECT id, claim_id, coin, amount::text AS amount, micros, sender, block_time
 SELECT id, kind, detail, state, created_at FROM ad_order_events
  WHERE order_id = %(id)s ORDER BY id;
 
--- whitelist_page --
+-- whitelist_list --
 SELECT channel_id, telegram_user_id, note, created_at
   FROM channel_whitelist
- WHERE channel_id = %(channel_id)s AND telegram_user_id > %(after)s
- ORDER BY telegram_user_id
- LIMIT %(limit)s;
+ WHERE channel_id = %(channel_id)s;
 
 -- whitelist_add --
 INSERT INTO channel_whitelist (channel_id, telegram_user_id, note, created_at)

@@ -250,11 +250,6 @@ class TeamMember:
         }
 
 
-async def team_page(conn: Connection, after: int, limit: int) -> list[TeamMember]:
-    cur = await conn.execute(Q["team_page"], {"after": after, "limit": limit})
-    return [TeamMember.from_row(row) for row in await cur.fetchall()]
-
-
 async def member_for_update(conn: Connection, member_id: int) -> TeamMember | None:
     cur = await conn.execute(Q["member_for_update"], {"id": member_id})
     row = await cur.fetchone()
@@ -326,11 +321,6 @@ async def audit(
     )
 
 
-async def audit_page(conn: Connection, filters: dict[str, Any], limit: int) -> list[dict[str, Any]]:
-    cur = await conn.execute(Q["audit_page"], {**filters, "limit": limit})
-    return [dict(row) for row in await cur.fetchall()]
-
-
 async def workspace(conn: Connection, *, for_update: bool = False) -> dict[str, Any] | None:
     cur = await conn.execute(Q["workspace_for_update" if for_update else "workspace"])
     row = await cur.fetchone()
@@ -350,23 +340,10 @@ async def update_workspace(
     return dict(row)
 
 
-# -- what botedge keeps, read for the owner -------------------------------------------------
-
-
-async def bots_page(conn: Connection, after: int, limit: int) -> list[dict[str, Any]]:
-    cur = await conn.execute(Q["bots_page"], {"after": after, "limit": limit})
-    return [dict(row) for row in await cur.fetchall()]
-
-
-async def dead_updates_page(conn: Connection, after: int, limit: int) -> list[dict[str, Any]]:
-    cur = await conn.execute(Q["dead_updates_page"], {"after": after, "limit": limit})
-    return [dict(row) for row in await cur.fetchall()]
-
-
-# -- money and people, read for the owner ---------------------------------------------------
+# -- what billing and botedge keep, read for the owner --------------------------------------
 
 
 async def rows(conn: Connection, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-    """The rows of one of the read-only listing queries above."""
+    """The rows of one of the read-only queries."""
     cur = await conn.execute(Q[query], params)
     return [dict(row) for row in await cur.fetchall()]

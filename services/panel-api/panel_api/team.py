@@ -13,7 +13,20 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from panel_api import store
-from panel_api.access import Caller, Me, Page, Paged, Role, Word, answer, page_of, query
+from panel_api.access import (
+    CREATED,
+    ID,
+    Caller,
+    Column,
+    Listing,
+    Me,
+    Paged,
+    Role,
+    Word,
+    answer,
+    mapped,
+    query,
+)
 from panel_api.auth import BCRYPT_MAX_BYTES, Email
 from shared.clock import Clock
 from shared.db import Connection
@@ -49,7 +62,19 @@ class TeamMember(msgspec.Struct):
     created_at: dt.datetime
 
 
+class TeamQuery(Paged, kw_only=True):
+    sort: Literal["id", "-id", "email", "-email", "role", "-role", "created_at", "-created_at"] = (
+        "id"
+    )
+
+
+TEAM = Listing(
+    "team_list", key=(ID,), sorts=(ID, Column("email", str), Column("role", str), CREATED)
+)
+
+
 class AuditQuery(Paged, kw_only=True):
+    sort: Literal["id", "-id", "at", "-at", "action", "-action"] = "-id"
     member: Annotated[int, msgspec.Meta(ge=1, le=2**63 - 1)] | None = None
     action: Word | None = None
     target: Word | None = None
@@ -66,6 +91,11 @@ class AuditEntry(msgspec.Struct):
     after: dict[str, Any] | None
     at: dt.datetime
     request_id: str | None
+
+
+AUDIT = Listing(
+    "audit_list", key=(ID,), sorts=(ID, Column("at", dt.datetime), Column("action", str))
+)
 
 
 class Workspace(msgspec.Struct):
@@ -94,11 +124,9 @@ class Team:
         return answer(Me(caller.id, caller.email, caller.role))
 
     async def list_members(self, request: Request, caller: Caller) -> Response:
-        where = query(request, Paged)
-        async with store.connection(runtime(request).pool) as conn:
-            members = await store.team_page(conn, where.position or 0, where.limit + 1)
-        shown = page_of(members, where.limit, lambda m: m.id)
-        return answer(Page([_member(m) for m in shown.items], shown.next_cursor))
+        where = query(request, TeamQuery)
+        found = await TEAM.page(request, where, {})
+        return answer(mapped(found, lambda row: _member(store.TeamMember.from_row(row))))
 
     async def add(self, request: Request, caller: Caller) -> Response:
         body = await json_body(request, NewMember, limit=4096)
@@ -145,16 +173,14 @@ class Team:
     async def audit_log(self, request: Request, caller: Caller) -> Response:
         where = query(request, AuditQuery)
         filters: dict[str, Any] = {
-            "before_id": where.position,
             "member_id": where.member,
             "action": where.action,
             "target": where.target,
             "since": where.since,
             "until": where.until,
         }
-        async with store.connection(runtime(request).pool) as conn:
-            rows = await store.audit_page(conn, filters, where.limit + 1)
-        return answer(page_of(msgspec.convert(rows, list[AuditEntry]), where.limit, _id))
+        found = await AUDIT.page(request, where, filters)
+        return answer(mapped(found, lambda row: msgspec.convert(row, AuditEntry)))
 
     async def workspace(self, request: Request, caller: Caller) -> Response:
         async with store.connection(runtime(request).pool) as conn:
@@ -197,10 +223,6 @@ class Team:
                 request_id=request_id.get(),
             )
         return answer(msgspec.convert(after, Workspace))
-
-
-def _id(entry: AuditEntry) -> int:
-    return entry.id
 
 
 def _member(member: store.TeamMember) -> TeamMember:

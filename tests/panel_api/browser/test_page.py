@@ -14,7 +14,7 @@ import psycopg
 import pytest
 
 from panel_api.app import create_app
-from panel_api.seed import seed
+from panel_api.seed import seed, seed_history
 from panel_api.settings import load
 from shared.clock import ManualClock
 from shared.testing import serve_in_thread
@@ -391,3 +391,37 @@ def test_page__admission_whitelist_import_and_mode_then_an_ad_slot(page: Page, s
     expect(page.locator("#slots tbody tr", has_text="Button for a week")).to_contain_text(
         "disabled"
     )
+
+
+def test_page__a_heading_sorts_through_the_api_and_more_keeps_the_order(
+    page: Page, panel: str, database_url: str
+) -> None:
+    assert seed_history(database_url) is True
+    sign_in(page, panel)
+    page.click("#pages a[data-view=people]")
+    rows = page.locator("#people tbody tr")
+    expect(rows).to_have_count(50)
+    page.click("#people th button[data-sort=last_seen_at]")
+    expect(page.locator("#people th[aria-sort=ascending] [data-sort=last_seen_at]")).to_be_visible()
+    page.click("#people th button[data-sort=last_seen_at]")
+    descending = page.locator("#people th[aria-sort=descending] [data-sort=last_seen_at]")
+    expect(descending).to_be_visible()
+    assert page.url.endswith("/people?sort=-last_seen_at")
+    page.click("#people-more")
+    expect(rows).to_have_count(60)
+    shown = page.locator("#people tbody tr td:first-child").all_inner_texts()
+    with psycopg.connect(database_url) as conn:
+        expected = [
+            str(user)
+            for (user,) in conn.execute(
+                "SELECT p.telegram_user_id FROM bot_people bp JOIN people p ON p.id = bp.person_id"
+                " ORDER BY bp.last_seen_at DESC, bp.bot_id DESC, bp.person_id DESC"
+            )
+        ]
+    assert shown == expected
+    page.evaluate("window.scrollTo(0, 0)")
+    page.screenshot(path=str(ARTIFACTS / "people-sorted.png"))
+    # The sort is in the address: a reload keeps it.
+    page.reload()
+    expect(descending).to_be_visible()
+    expect(rows).to_have_count(50)

@@ -271,11 +271,35 @@ function actionButton(key, run) {
   return button;
 }
 
-// A page over one of the API's lists: a filter is a query parameter kept in the address, and
-// "More" follows the answer's cursor, so a long list is never loaded whole.
-async function listView({ id, path, columns, filters = [], actions = null, before = [] }) {
+// The address with `changes` to its query (null removes one), then the view drawn again.
+async function navigate(changes) {
+  const next = new URLSearchParams(location.search);
+  for (const [name, value] of Object.entries(changes)) {
+    if (value) next.set(name, value); else next.delete(name);
+  }
+  history.pushState(null, "", `${location.pathname}${next.size ? "?" + next : ""}`);
+  try { await openView(location.pathname); } catch (error) { show(error); }
+}
+
+// A sortable column's heading is a button: the first press sorts by it ascending, the next
+// descending. The API sorts, so "More" goes on in the same order.
+function heading(column, sort) {
+  const label = element("span", { "data-text": column.label, text: t(column.label) });
+  if (!column.sort) return element("th", {}, label);
+  const state = sort === column.sort ? "ascending" : sort === "-" + column.sort ? "descending" : null;
+  const arrow = element("span", { class: "arrow", "aria-hidden": "true", text: { ascending: "▲", descending: "▼" }[state] ?? "" });
+  const button = element("button", { type: "button", class: "sort", "data-sort": column.sort }, label, arrow);
+  button.addEventListener("click", () => navigate({ sort: state === "ascending" ? "-" + column.sort : column.sort }));
+  return element("th", state ? { "aria-sort": state } : {}, button);
+}
+
+// A page over one of the API's lists: a filter or a sort is a query parameter kept in the
+// address, and "More" follows the answer's cursor, so a long list is never loaded whole.
+async function listView({ id, path, columns, filters = [], actions = null, before = [], after = [] }) {
   const wanted = new URLSearchParams(location.search);
   const query = new URLSearchParams({ limit: "50" });
+  const sort = wanted.get("sort");
+  if (sort) query.set("sort", sort);
   const controls = [];
   for (const filter of filters) {
     const select = element("select", { name: filter.name, "data-filter": filter.name },
@@ -283,16 +307,11 @@ async function listView({ id, path, columns, filters = [], actions = null, befor
       ...filter.values.map((value) => element("option", { value, text: t(value) })));
     select.value = wanted.get(filter.name) || "";
     if (select.value) query.set(filter.name, select.value);
-    select.addEventListener("change", async () => {
-      const next = new URLSearchParams(location.search);
-      if (select.value) next.set(filter.name, select.value); else next.delete(filter.name);
-      history.pushState(null, "", `${location.pathname}${next.size ? "?" + next : ""}`);
-      try { await openView(location.pathname); } catch (error) { show(error); }
-    });
+    select.addEventListener("change", () => navigate({ [filter.name]: select.value }));
     controls.push(element("label", {}, element("span", { "data-text": filter.label, text: t(filter.label) }), select));
   }
   const body = element("tbody");
-  const head = columns.map((column) => element("th", { "data-text": column.label, text: t(column.label) }));
+  const head = columns.map((column) => heading(column, sort));
   if (actions) head.push(element("th"));
   const table = element("table", { id },
     element("thead", {}, element("tr", {}, ...head)), body);
@@ -317,7 +336,7 @@ async function listView({ id, path, columns, filters = [], actions = null, befor
   const empty = body.children.length ? [] : [element("p", { class: "empty", "data-text": "nothing", text: t("nothing") })];
   view.replaceChildren(...before,
     ...(controls.length ? [element("div", { class: "filters" }, ...controls)] : []),
-    table, ...empty, more);
+    table, ...empty, more, ...after);
 }
 
 function usdt(micros) {
@@ -328,7 +347,7 @@ async function channelsView() {
   await listView({
     id: "channels", path: "/v1/channels",
     columns: [
-      { label: "title", value: (c) => c.title },
+      { label: "title", sort: "title", value: (c) => c.title },
       { label: "username", value: (c) => c.username ? "@" + c.username : null },
       { label: "paid", value: (c) => t(c.is_paid ? "yes" : "no") },
       { label: "rights", value: (c) => rights(c) },
@@ -352,7 +371,7 @@ async function contentsView() {
   await listView({
     id: "contents", path: "/v1/contents",
     columns: [
-      { label: "code", value: (c) => c.code },
+      { label: "code", sort: "code", value: (c) => c.code },
       { label: "kind", value: (c) => t(c.kind) },
       { label: "link", value: (c) => copyable(c.link) },
     ],
@@ -372,10 +391,10 @@ async function peopleView() {
   await listView({
     id: "people", path: "/v1/people",
     columns: [
-      { label: "telegramUser", value: (p) => String(p.telegram_user_id) },
+      { label: "telegramUser", sort: "telegram_user_id", value: (p) => String(p.telegram_user_id) },
       { label: "username", value: (p) => p.username ? "@" + p.username : null },
-      { label: "firstSeen", value: (p) => when(p.first_seen_at) },
-      { label: "lastSeen", value: (p) => when(p.last_seen_at) },
+      { label: "firstSeen", sort: "first_seen_at", value: (p) => when(p.first_seen_at) },
+      { label: "lastSeen", sort: "last_seen_at", value: (p) => when(p.last_seen_at) },
     ],
   });
 }
@@ -387,8 +406,8 @@ async function membershipsView() {
     columns: [
       { label: "telegramUser", value: (m) => String(m.telegram_user_id) },
       { label: "channel", value: (m) => m.channel_title },
-      { label: "status", value: (m) => t(m.status) },
-      { label: "expires", value: (m) => when(m.expires_at) },
+      { label: "status", sort: "status", value: (m) => t(m.status) },
+      { label: "expires", sort: "expires_at", value: (m) => when(m.expires_at) },
     ],
     actions: (m) => [historyButton(m)],
   });
@@ -417,9 +436,9 @@ async function invoicesView() {
     columns: [
       { label: "reference", value: (i) => i.order_reference },
       { label: "telegramUser", value: (i) => String(i.telegram_user_id) },
-      { label: "amount", value: (i) => money(i.amount_minor / 100, i.currency) },
-      { label: "status", value: (i) => t(i.status) },
-      { label: "created", value: (i) => when(i.created_at) },
+      { label: "amount", sort: "amount_minor", value: (i) => money(i.amount_minor / 100, i.currency) },
+      { label: "status", sort: "status", value: (i) => t(i.status) },
+      { label: "created", sort: "created_at", value: (i) => when(i.created_at) },
     ],
   });
 }
@@ -434,11 +453,11 @@ async function paymentsView() {
     id: "payments", path: "/v1/payments",
     before: notes.length ? [element("h2", { "data-text": "needsOwner", text: t("needsOwner") }), element("ul", { id: "gateway-events" }, ...notes)] : [],
     columns: [
-      { label: "gateway", value: (p) => p.gateway },
+      { label: "gateway", sort: "gateway", value: (p) => p.gateway },
       { label: "reference", value: (p) => p.order_reference },
-      { label: "amount", value: (p) => money(p.amount_minor / 100, p.currency) },
+      { label: "amount", sort: "amount_minor", value: (p) => money(p.amount_minor / 100, p.currency) },
       { label: "applied", value: (p) => t(p.applied ? "yes" : "no") + (p.flag ? ` (${p.flag})` : "") },
-      { label: "paidAt", value: (p) => when(p.paid_at) },
+      { label: "paidAt", sort: "paid_at", value: (p) => when(p.paid_at) },
     ],
   });
 }
@@ -448,11 +467,11 @@ async function accessEventsView() {
     id: "access-events", path: "/v1/access-events",
     filters: [{ name: "state", label: "state", values: ["pending", "processing", "done", "failed"] }],
     columns: [
-      { label: "kind", value: (e) => t(e.kind) },
+      { label: "kind", sort: "kind", value: (e) => t(e.kind) },
       { label: "telegramUser", value: (e) => String(e.telegram_user_id) },
       { label: "channel", value: (e) => e.channel_title },
-      { label: "state", value: (e) => t(e.state) },
-      { label: "attempts", value: (e) => number(e.attempts) },
+      { label: "state", sort: "state", value: (e) => t(e.state) },
+      { label: "attempts", sort: "attempts", value: (e) => number(e.attempts) },
       { label: "lastError", value: (e) => e.last_error },
     ],
     actions: (e) => e.state === "failed" && may("admin")
@@ -467,11 +486,11 @@ async function ordersView() {
     id: "orders", path: "/v1/ad-orders",
     filters: [{ name: "status", label: "status", values: ORDER_STATES }],
     columns: [
-      { label: "order", value: (o) => "#" + number(o.id) },
+      { label: "order", sort: "id", value: (o) => "#" + number(o.id) },
       { label: "ad", value: (o) => (o.ad.text ?? o.ad.caption ?? t("forwardedPost")).slice(0, 80) },
-      { label: "price", value: (o) => usdt(o.price_micros) },
-      { label: "progress", value: (o) => progress(o) },
-      { label: "status", value: (o) => t(o.status) },
+      { label: "price", sort: "price_micros", value: (o) => usdt(o.price_micros) },
+      { label: "progress", sort: "paid_micros", value: (o) => progress(o) },
+      { label: "status", sort: "status", value: (o) => t(o.status) },
       { label: "due", value: (o) => when(o.due_at) },
     ],
     actions: (o) => o.status === "requested" && may("admin")
@@ -495,9 +514,9 @@ async function deadUpdatesView() {
     columns: [
       { label: "update", value: (u) => String(u.update_id) },
       { label: "kind", value: (u) => u.kind },
-      { label: "attempts", value: (u) => number(u.attempt) },
+      { label: "attempts", sort: "attempt", value: (u) => number(u.attempt) },
       { label: "lastError", value: (u) => u.last_error },
-      { label: "received", value: (u) => when(u.received_at) },
+      { label: "received", sort: "received_at", value: (u) => when(u.received_at) },
     ],
     actions: (u) => [actionButton("replay", () => call("POST", `/v1/dead-updates/${u.id}/replay`))],
   });
@@ -508,9 +527,9 @@ async function teamView() {
   await listView({
     id: "team", path: "/v1/team",
     columns: [
-      { label: "email", value: (m) => m.email },
+      { label: "email", sort: "email", value: (m) => m.email },
       { label: "name", value: (m) => m.display_name },
-      { label: "role", value: (m) => t(m.role) },
+      { label: "role", sort: "role", value: (m) => t(m.role) },
       { label: "status", value: (m) => t(m.disabled ? "disabled" : "enabled") },
     ],
   });
@@ -521,8 +540,8 @@ async function auditView() {
   await listView({
     id: "audit", path: "/v1/audit",
     columns: [
-      { label: "when", value: (a) => when(a.at) },
-      { label: "action", value: (a) => a.action },
+      { label: "when", sort: "at", value: (a) => when(a.at) },
+      { label: "action", sort: "action", value: (a) => a.action },
       { label: "target", value: (a) => a.target },
     ],
   });
@@ -618,9 +637,9 @@ async function admissionView() {
   await listView({
     id: "whitelist", path: `/v1/channels/${channel.id}/whitelist`, before,
     columns: [
-      { label: "telegramUser", value: (w) => String(w.telegram_user_id) },
+      { label: "telegramUser", sort: "telegram_user_id", value: (w) => String(w.telegram_user_id) },
       { label: "note", value: (w) => w.note || null },
-      { label: "created", value: (w) => when(w.created_at) },
+      { label: "created", sort: "created_at", value: (w) => when(w.created_at) },
     ],
     actions: admin ? (w) => [actionButton("remove", () =>
       call("DELETE", `/v1/channels/${channel.id}/whitelist/${w.telegram_user_id}`))] : null,
@@ -646,9 +665,9 @@ async function slotsView() {
   await listView({
     id: "slots", path: "/v1/ad-slots", before,
     columns: [
-      { label: "title", value: (s) => s.title },
+      { label: "title", sort: "title", value: (s) => s.title },
       { label: "kind", value: (s) => t(s.kind) },
-      { label: "price", value: (s) => usdt(s.price_micros) },
+      { label: "price", sort: "price_micros", value: (s) => usdt(s.price_micros) },
       { label: "coins", value: (s) => [s.accepts_usdt && "USDT", s.accepts_trx && "TRX"].filter(Boolean).join(", ") },
       { label: "status", value: (s) => t(s.active ? "enabled" : "disabled") },
     ],
@@ -662,14 +681,7 @@ function forbiddenView() {
 }
 
 async function botsView() {
-  const bots = await call("GET", "/v1/bots?limit=200");
-  const rows = bots.items.map((bot) => element("tr", { "data-bot": bot.username },
-    cell("@" + bot.username), cell(bot.mode), cell(bot.status), cell(bot.last_error)));
-  const table = element("table", { id: "bots" },
-    element("thead", {}, element("tr", {},
-      ...["username", "mode", "status", "lastError"].map((key) => element("th", { "data-text": key, text: t(key) })))),
-    element("tbody", {}, ...rows));
-  const parts = [table];
+  const after = [];
   if (may("admin")) {
     const token = element("input", { name: "token", required: "", autocomplete: "off" });
     const mode = element("select", { name: "mode" },
@@ -688,9 +700,17 @@ async function botsView() {
         show(error);
       }
     });
-    parts.push(element("h2", { "data-text": "addBot", text: t("addBot") }), form);
+    after.push(element("h2", { "data-text": "addBot", text: t("addBot") }), form);
   }
-  view.replaceChildren(...parts);
+  await listView({
+    id: "bots", path: "/v1/bots", after,
+    columns: [
+      { label: "username", sort: "username", value: (b) => "@" + b.username },
+      { label: "mode", value: (b) => b.mode },
+      { label: "status", sort: "status", value: (b) => t(b.status) },
+      { label: "lastError", value: (b) => b.last_error },
+    ],
+  });
 }
 
 async function workspaceView() {
