@@ -149,13 +149,11 @@ async def record_person(
             "first_name": str(user.get("first_name") or ""),
             "last_name": user.get("last_name"),
             "language_code": user.get("language_code"),
+            "bot_id": bot_id,
+            "met": met,
         },
     )
-    if row is None:
-        return None
-    if met:
-        await conn.execute(Q["touch_bot_person"], {"bot_id": bot_id, "person_id": row["id"]})
-    return int(row["id"])
+    return None if row is None else int(row["id"])
 
 
 async def set_blocked(conn: Connection, bot_id: int, user_id: int, blocked: bool) -> None:

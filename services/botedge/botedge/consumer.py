@@ -14,7 +14,7 @@ import logging
 import time
 from dataclasses import dataclass
 
-from botedge import errors, inbox_store, outbox_store
+from botedge import errors, inbox_store
 from botedge.db import connection
 from botedge.handlers import Handler, RetryLater
 from botedge.inbox_store import InboxRow
@@ -129,19 +129,9 @@ class InboxConsumer:
         try:
             budget = self.config.lock_seconds * 0.8
             prepared = await asyncio.wait_for(self.handler.prepare(update), budget)
-            replies = 0
             async with connection(self.pool) as conn, conn.transaction():
-                for n, reply in enumerate(await self.handler.apply(conn, update, prepared)):
-                    await outbox_store.queue_reply(
-                        conn,
-                        update.bot_id,
-                        reply.chat_id,
-                        reply.method,
-                        reply.payload,
-                        key=f"inbox:{update.id}:{n}",
-                    )
-                    replies += 1
-                if not await inbox_store.finish(conn, update):
+                replies = await self.handler.apply(conn, update, prepared)
+                if not await inbox_store.finish(conn, update, replies):
                     raise LostClaim
             if replies:
                 self.notifier.announce("outbox", str(update.bot_id))

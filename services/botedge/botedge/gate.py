@@ -142,6 +142,9 @@ class Content:
         )
 
 
+Found = tuple[Content, list[GateChannel]]
+
+
 @dataclass(frozen=True)
 class Check:
     """The gate as it stands for one visitor."""
@@ -163,24 +166,10 @@ class Gate:
         routes.callbacks["gate:"] = _Press(self)
         routes.kinds["chat_member"] = _MemberChange()
 
-    async def check(self, ctx: Context, bot_id: int, content: Content | None, user: int) -> Check:
-        if content is None:
+    async def check(self, ctx: Context, found: Found | None, user: int) -> Check:
+        if found is None:
             return Check(None)
-        async with connection(self.pool) as conn:
-            cur = await conn.execute(
-                Q["gate_channels"],
-                {"bot_id": bot_id, "default_gate": content.default_gate, "content_id": content.id},
-            )
-            channels = [
-                GateChannel(
-                    int(row["channel_id"]),
-                    int(row["telegram_chat_id"]),
-                    str(row["title"]) or "Channel",
-                    row["join_url"]
-                    or (f"https://t.me/{row['username']}" if row["username"] else None),
-                )
-                for row in await cur.fetchall()
-            ]
+        content, channels = found
         # Every channel at once: the visitor waits for the slowest answer, not their sum.
         standings = await asyncio.gather(*(self._ask(ctx, ch, user) for ch in channels))
         pairs = list(zip(channels, standings, strict=True))
@@ -209,14 +198,26 @@ class Gate:
             return Standing.MISSING, ""
         return Standing.UNKNOWN, "PARTICIPANT_ID_INVALID twice"
 
-    async def content(self, bot_id: int, *, code: str = "", content_id: int = 0) -> Content | None:
+    async def content(self, bot_id: int, *, code: str = "", content_id: int = 0) -> Found | None:
+        """A bot's content by its code or its id, with its gate channels."""
         async with connection(self.pool) as conn:
-            if code:
-                cur = await conn.execute(Q["content_by_code"], {"bot_id": bot_id, "code": code})
-            else:
-                cur = await conn.execute(Q["content_by_id"], {"bot_id": bot_id, "id": content_id})
+            cur = await conn.execute(
+                Q["content_with_gate"],
+                {"bot_id": bot_id, "code": code or None, "id": content_id},
+            )
             row = await cur.fetchone()
-        return Content.from_row(row) if row else None
+        if row is None:
+            return None
+        channels = [
+            GateChannel(
+                int(ch["channel_id"]),
+                int(ch["telegram_chat_id"]),
+                str(ch["title"]) or "Channel",
+                ch["join_url"] or (f"https://t.me/{ch['username']}" if ch["username"] else None),
+            )
+            for ch in row["gate"]
+        ]
+        return Content.from_row(row), channels
 
 
 async def _flag_unknown(conn: Connection, bot_id: int, check: Check) -> None:
@@ -290,8 +291,8 @@ class _Start:
         self.gate = gate
 
     async def prepare(self, ctx: Context, update: InboxRow, arg: str) -> Check:
-        content = await self.gate.content(update.bot_id, code=arg[:64])
-        return await self.gate.check(ctx, update.bot_id, content, _user(update))
+        found = await self.gate.content(update.bot_id, code=arg[:64])
+        return await self.gate.check(ctx, found, _user(update))
 
     async def apply(self, conn: Connection, visit: Visit, check: Check) -> list[Reply]:
         chat_id = visit.update.chat_key
@@ -317,8 +318,8 @@ class _Press:
 
     async def prepare(self, ctx: Context, update: InboxRow, arg: str) -> Check:
         content_id = int(arg) if arg.isascii() and arg.isdigit() and len(arg) < 10 else 0
-        content = await self.gate.content(update.bot_id, content_id=content_id)
-        return await self.gate.check(ctx, update.bot_id, content, _user(update))
+        found = await self.gate.content(update.bot_id, content_id=content_id)
+        return await self.gate.check(ctx, found, _user(update))
 
     async def apply(self, conn: Connection, visit: Visit, check: Check) -> list[Reply]:
         body = visit.update.body

@@ -5,14 +5,19 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
+from psycopg.types.json import Jsonb
 
 from botedge import sqlq
 from botedge.updates import Incoming
 from shared.db import Connection
+
+if TYPE_CHECKING:
+    from botedge.handlers import Reply
 
 Q = sqlq.Q
 
@@ -97,10 +102,21 @@ async def claim(
     return [InboxRow.from_row(row) for row in await cur.fetchall()]
 
 
-async def finish(conn: Connection, row: InboxRow) -> bool:
-    """Compare-and-set on the claim; False when it was taken over (then roll back)."""
-    cur = await conn.execute(Q["finish_update"], row.claim)
-    return cur.rowcount == 1
+async def finish(conn: Connection, row: InboxRow, replies: Sequence[Reply] = ()) -> bool:
+    """Compare-and-set on the claim, queueing `replies` in the outbox in the same statement,
+    each once under `inbox:<id>:<n>`; False when the claim was taken over (then roll back)."""
+    queued = [
+        {
+            "chat_id": reply.chat_id,
+            "method": reply.method,
+            "payload": reply.payload,
+            "dedupe_key": f"inbox:{row.id}:{n}",
+        }
+        for n, reply in enumerate(replies)
+    ]
+    cur = await conn.execute(Q["finish_with_replies"], {**row.claim, "replies": Jsonb(queued)})
+    found = await cur.fetchone()
+    return found is not None and int(found["finished"]) == 1
 
 
 async def retry(conn: Connection, row: InboxRow, error: str, delay: float) -> None:

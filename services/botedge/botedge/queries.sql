@@ -111,6 +111,26 @@ UPDATE inbox
  WHERE id = %(id)s AND lock_token = %(lock_token)s AND attempt = %(attempt)s
    AND state = 'processing';
 
+-- finish_with_replies --
+-- finish_update with the update's replies queued in the same statement: one round trip for
+-- the whole outcome. Nothing is queued when the claim was lost (then the caller rolls back).
+WITH finished AS (
+    UPDATE inbox
+       SET state = 'done', done_at = now(), lock_token = NULL, locked_until = NULL,
+           last_error = NULL
+     WHERE id = %(id)s AND lock_token = %(lock_token)s AND attempt = %(attempt)s
+       AND state = 'processing'
+    RETURNING bot_id
+), queued AS (
+    INSERT INTO outbox (bot_id, chat_id, method, payload, priority, dedupe_key)
+    SELECT f.bot_id, r.chat_id, r.method, r.payload, 0, r.dedupe_key
+      FROM finished f,
+           jsonb_to_recordset(%(replies)s::jsonb)
+               AS r (chat_id bigint, method text, payload jsonb, dedupe_key text)
+    ON CONFLICT (dedupe_key) DO NOTHING
+)
+SELECT count(*) AS finished FROM finished;
+
 -- retry_update --
 UPDATE inbox
    SET state = 'waiting', available_at = now() + make_interval(secs => %(delay)s),
@@ -140,18 +160,22 @@ UPDATE inbox
 RETURNING id, bot_id;
 
 -- upsert_person --
-INSERT INTO people (telegram_user_id, username, first_name, last_name, language_code)
-VALUES (%(telegram_user_id)s, %(username)s, %(first_name)s, %(last_name)s, %(language_code)s)
-ON CONFLICT (telegram_user_id) DO UPDATE
-   SET username = excluded.username, first_name = excluded.first_name,
-       last_name = excluded.last_name, language_code = excluded.language_code,
-       updated_at = now()
-RETURNING id;
-
--- touch_bot_person --
-INSERT INTO bot_people (bot_id, person_id, first_seen_at, last_seen_at)
-VALUES (%(bot_id)s, %(person_id)s, now(), now())
-ON CONFLICT (bot_id, person_id) DO UPDATE SET last_seen_at = now();
+-- The person and, when `met`, that this bot met them: one round trip on every update.
+WITH person AS (
+    INSERT INTO people (telegram_user_id, username, first_name, last_name, language_code)
+    VALUES (%(telegram_user_id)s, %(username)s, %(first_name)s, %(last_name)s,
+            %(language_code)s)
+    ON CONFLICT (telegram_user_id) DO UPDATE
+       SET username = excluded.username, first_name = excluded.first_name,
+           last_name = excluded.last_name, language_code = excluded.language_code,
+           updated_at = now()
+    RETURNING id
+), met AS (
+    INSERT INTO bot_people (bot_id, person_id, first_seen_at, last_seen_at)
+    SELECT %(bot_id)s, id, now(), now() FROM person WHERE %(met)s
+    ON CONFLICT (bot_id, person_id) DO UPDATE SET last_seen_at = now()
+)
+SELECT id FROM person;
 
 -- set_blocked --
 UPDATE bot_people bp SET blocked_at = CASE WHEN %(blocked)s THEN now() END
@@ -268,24 +292,24 @@ DELETE FROM outbox
  WHERE state IN ('sent', 'failed')
    AND coalesce(sent_at, created_at) < now() - make_interval(days => %(days)s);
 
--- content_by_code --
-SELECT id, bot_id, code, kind, body, file_kind, file_id, from_chat_id, message_id, default_gate
-  FROM contents WHERE bot_id = %(bot_id)s AND code = %(code)s;
-
--- content_by_id --
-SELECT id, bot_id, code, kind, body, file_kind, file_id, from_chat_id, message_id, default_gate
-  FROM contents WHERE bot_id = %(bot_id)s AND id = %(id)s;
-
--- gate_channels --
--- A content's gate: its own channels, or the bot's default set; with where to join each.
-SELECT c.id AS channel_id, c.telegram_chat_id, c.title, c.username, bc.join_url
-  FROM channels c
-  LEFT JOIN bot_channels bc ON bc.channel_id = c.id AND bc.bot_id = %(bot_id)s
- WHERE CASE WHEN %(default_gate)s
-            THEN bc.default_gate
-            ELSE c.id IN (SELECT channel_id FROM content_gate_channels
-                           WHERE content_id = %(content_id)s) END
- ORDER BY c.id;
+-- content_with_gate --
+-- A bot's content by code (a link) or by id (a press), with its gate: its own channels, or the
+-- bot's default set, and where to join each. One round trip before Telegram is asked.
+SELECT ct.id, ct.kind, ct.body, ct.file_kind, ct.file_id, ct.from_chat_id, ct.message_id,
+       ct.default_gate,
+       coalesce((SELECT jsonb_agg(jsonb_build_object(
+                            'channel_id', c.id, 'telegram_chat_id', c.telegram_chat_id,
+                            'title', c.title, 'username', c.username, 'join_url', bc.join_url)
+                        ORDER BY c.id)
+                   FROM channels c
+                   LEFT JOIN bot_channels bc ON bc.channel_id = c.id AND bc.bot_id = ct.bot_id
+                  WHERE CASE WHEN ct.default_gate
+                             THEN bc.default_gate
+                             ELSE c.id IN (SELECT channel_id FROM content_gate_channels
+                                            WHERE content_id = ct.id) END), '[]') AS gate
+  FROM contents ct
+ WHERE (ct.bot_id = %(bot_id)s AND ct.code = %(code)s)
+    OR (ct.id = %(id)s AND ct.bot_id = %(bot_id)s);
 
 -- flag_bot_channel --
 -- The gate could not tell whether people are members there: the owner should look.
