@@ -25,12 +25,6 @@ VALUES (%(order_reference)s, %(person_id)s, %(channel_id)s, %(plan_id)s, %(amoun
         %(now)s + interval '24 hours')
 RETURNING id;
 
--- invoice_by_reference --
-SELECT id, order_reference, person_id, channel_id, amount_minor, currency, period_days, grace_days, status,
-       gateway
-  FROM invoices
- WHERE order_reference = %(order_reference)s;
-
 -- lock_membership_of_invoice --
 -- Every payment and sweep decision for one membership runs under this lock, so they apply in
 -- one order and the history records that order. The two-int4 form is reserved for it. Taken
@@ -39,6 +33,54 @@ SELECT id, order_reference, person_id, channel_id, amount_minor, currency, perio
 SELECT pg_advisory_xact_lock(person_id, channel_id)
   FROM invoices
  WHERE order_reference = %(order_reference)s;
+
+-- invoice_under_lock --
+-- The invoice with its membership (if any) and its channel's reminder times, read under the
+-- membership's lock: a statement of its own, so its snapshot is taken after the lock.
+SELECT i.id, i.order_reference, i.person_id, i.channel_id, i.amount_minor, i.currency,
+       i.period_days, i.grace_days, i.status, i.gateway, c.reminder_hours,
+       m.status AS membership_status, m.expires_at AS membership_expires_at,
+       m.grace_days AS membership_grace_days
+  FROM invoices i
+  JOIN channels c ON c.id = i.channel_id
+  LEFT JOIN memberships m ON m.person_id = i.person_id AND m.channel_id = i.channel_id
+ WHERE i.order_reference = %(order_reference)s;
+
+-- apply_payment --
+-- An applied payment's writes in one statement: the membership as it now stands, its history
+-- row, the grant for botedge (carrying that row's id), the invoice paid and the gateway event.
+WITH membership AS (
+    INSERT INTO memberships (person_id, channel_id, status, expires_at, grace_days,
+                             next_check_at, updated_at)
+    VALUES (%(person_id)s, %(channel_id)s, %(status)s, %(expires_at)s, %(grace_days)s,
+            %(next_check_at)s, %(now)s)
+    ON CONFLICT (person_id, channel_id) DO UPDATE
+       SET status = excluded.status,
+           expires_at = excluded.expires_at,
+           grace_days = excluded.grace_days,
+           next_check_at = excluded.next_check_at,
+           updated_at = excluded.updated_at
+), event AS (
+    INSERT INTO membership_events (person_id, channel_id, from_status, to_status,
+                                   old_expires_at, new_expires_at, cause, payment_id, paid_at,
+                                   period_days, at)
+    VALUES (%(person_id)s, %(channel_id)s, %(from_status)s, %(status)s, %(old_expires_at)s,
+            %(expires_at)s, 'payment', %(payment_id)s, %(paid_at)s, %(period_days)s, %(now)s)
+    RETURNING id
+), access AS (
+    INSERT INTO access_events (kind, person_id, channel_id, membership_event_id, expires_at,
+                               created_at, available_at)
+    SELECT 'grant', %(person_id)s, %(channel_id)s, id, %(expires_at)s, %(now)s, %(now)s
+      FROM event
+), invoice AS (
+    UPDATE invoices
+       SET status = 'paid', paid_at = coalesce(paid_at, %(paid_at)s)
+     WHERE id = %(invoice_id)s
+)
+INSERT INTO gateway_events (gateway, event_type, order_reference, external_payment_id, outcome,
+                            payment_id, detail, payload, received_at)
+VALUES (%(gateway)s, %(event_type)s, %(order_reference)s, %(external_payment_id)s, 'applied',
+        %(payment_id)s, %(detail)s, %(payload)s, %(now)s);
 
 -- insert_payment --
 -- The redelivery guard: a second insert of the same key does nothing and returns no row.
@@ -59,9 +101,6 @@ SELECT p.id, p.invoice_id, p.amount_minor, p.currency, p.applied, i.order_refere
 SELECT m.status, m.expires_at, m.grace_days, c.reminder_hours
   FROM memberships m JOIN channels c ON c.id = m.channel_id
  WHERE m.person_id = %(person_id)s AND m.channel_id = %(channel_id)s;
-
--- channel_reminders --
-SELECT reminder_hours FROM channels WHERE id = %(channel_id)s;
 
 -- upsert_membership --
 INSERT INTO memberships (person_id, channel_id, status, expires_at, grace_days, next_check_at,
@@ -101,11 +140,6 @@ INSERT INTO access_events (kind, person_id, channel_id, membership_event_id, exp
                            created_at, available_at)
 VALUES (%(kind)s, %(person_id)s, %(channel_id)s, %(membership_event_id)s, %(expires_at)s,
         %(now)s, %(now)s);
-
--- mark_invoice_paid --
-UPDATE invoices
-   SET status = 'paid', paid_at = coalesce(paid_at, %(paid_at)s)
- WHERE id = %(invoice_id)s;
 
 -- insert_gateway_event --
 INSERT INTO gateway_events (gateway, event_type, order_reference, external_payment_id, outcome,

@@ -140,15 +140,38 @@ async def record_delivery(conn: Connection, delivery: Delivery, now: dt.datetime
         # Read under the lock (a statement of its own, so its snapshot is taken after the lock
         # was granted): another delivery may have paid the invoice while we waited.
         cur = await conn.execute(
-            Q["invoice_by_reference"], {"order_reference": delivery.order_reference}
+            Q["invoice_under_lock"], {"order_reference": delivery.order_reference}
         )
-        invoice = InvoiceRecord.from_row(await _one(cur))
-        return await _apply_payment(conn, invoice, delivery, now)
+        row = await _one(cur)
+        before = (
+            Membership(
+                Status(row["membership_status"]),
+                row["membership_expires_at"],
+                row["membership_grace_days"],
+                tuple(row["reminder_hours"] or ()),
+            )
+            if row["membership_status"] is not None
+            else None
+        )
+        return await _apply_payment(
+            conn,
+            InvoiceRecord.from_row(row),
+            before,
+            tuple(row["reminder_hours"] or ()),
+            delivery,
+            now,
+        )
 
 
 async def _apply_payment(
-    conn: Connection, invoice: InvoiceRecord, delivery: Delivery, now: dt.datetime
+    conn: Connection,
+    invoice: InvoiceRecord,
+    before: Membership | None,
+    reminders: tuple[int, ...],
+    delivery: Delivery,
+    now: dt.datetime,
 ) -> Outcome:
+    """`before` is the membership and `reminders` its channel's, both read under the lock."""
     if delivery.paid_at is None or delivery.amount_minor is None:
         raise ValueError("a payment delivery carries paid_at and amount_minor")
     key = invoice.key
@@ -198,34 +221,40 @@ async def _apply_payment(
             decision.duplicate,
             False,
             decision.reason,
-            await _membership(conn, **key.params()),
+            before,
             payment_id,
         )
         return await _record(conn, delivery, outcome, now)
     if payment_id is None:
         raise RuntimeError("an applied payment was stored")
-    before = await _membership(conn, **key.params())
     expires_at = extend(
         before.expires_at if before else None, delivery.paid_at, invoice.period_days
     )
-    cur = await conn.execute(Q["channel_reminders"], {"channel_id": key.channel_id})
-    reminders = tuple((await _one(cur))["reminder_hours"] or ())
     after = Membership(Status.ACTIVE, expires_at, invoice.grace_days, reminders)
-    await _write_membership(conn, key.params(), after, now)
-    event_id = await _membership_event(
-        conn,
-        key.params(),
-        before,
-        after,
-        now,
-        cause="payment",
-        payment_id=payment_id,
-        paid_at=delivery.paid_at,
-        period_days=invoice.period_days,
-    )
-    await _access_event(conn, "grant", key.params(), event_id, after.expires_at, now)
     await conn.execute(
-        Q["mark_invoice_paid"], {"invoice_id": invoice.id, "paid_at": delivery.paid_at}
+        Q["apply_payment"],
+        {
+            **key.params(),
+            "status": after.status.value,
+            "expires_at": after.expires_at,
+            "grace_days": after.grace_days,
+            "next_check_at": next_check_at(
+                after.status, after.expires_at, after.grace_days, reminders, after=now
+            ),
+            "from_status": before.status.value if before else None,
+            "old_expires_at": before.expires_at if before else None,
+            "payment_id": payment_id,
+            "paid_at": delivery.paid_at,
+            "period_days": invoice.period_days,
+            "invoice_id": invoice.id,
+            "gateway": delivery.gateway,
+            "event_type": delivery.event_type,
+            "order_reference": delivery.order_reference,
+            "external_payment_id": delivery.external_payment_id,
+            "detail": decision.flag,
+            "payload": json.dumps(delivery.payload),
+            "now": now,
+        },
     )
     if decision.flag is not None:
         log.warning(
@@ -233,8 +262,7 @@ async def _apply_payment(
             delivery.order_reference,
             payment_id,
         )
-    outcome = Outcome("applied", False, True, decision.flag, after, payment_id)
-    return await _record(conn, delivery, outcome, now)
+    return Outcome("applied", False, True, decision.flag, after, payment_id)
 
 
 async def _write_membership(
