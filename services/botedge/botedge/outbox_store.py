@@ -92,6 +92,14 @@ async def mark_sent(conn: Connection, row_id: int, message_id: int | None) -> No
     await conn.execute(Q["mark_sent"], {"id": row_id, "message_id": message_id})
 
 
+async def mark_sent_many(conn: Connection, sent: list[tuple[int, int | None]]) -> None:
+    """Rows sent, each with Telegram's message id: one statement for all."""
+    await conn.execute(
+        Q["mark_sent_many"],
+        {"ids": [row_id for row_id, _ in sent], "message_ids": [m for _, m in sent]},
+    )
+
+
 async def mark_failed(conn: Connection, row_id: int, error: str) -> None:
     await conn.execute(Q["mark_failed"], {"id": row_id, "error": error})
 

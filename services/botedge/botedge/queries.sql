@@ -240,6 +240,13 @@ UPDATE outbox SET state = 'sent', sent_at = now(), telegram_message_id = %(messa
                   attempts = attempts + 1
  WHERE id = %(id)s AND state = 'pending';
 
+-- mark_sent_many --
+UPDATE outbox o
+   SET state = 'sent', sent_at = now(), telegram_message_id = s.message_id,
+       attempts = o.attempts + 1
+  FROM unnest(%(ids)s::bigint[], %(message_ids)s::bigint[]) AS s (id, message_id)
+ WHERE o.id = s.id AND o.state = 'pending';
+
 -- mark_failed --
 UPDATE outbox SET state = 'failed', error = %(error)s, attempts = attempts + 1
  WHERE id = %(id)s AND state = 'pending';

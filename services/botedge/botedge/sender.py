@@ -18,6 +18,7 @@ from botedge import bot_store, errors, outbox_store, uploads
 from botedge.buckets import Bucket
 from botedge.db import connection
 from botedge.leases import Lease
+from botedge.marks import SentMarks
 from botedge.metrics import SENDS
 from botedge.outbox_store import OutboxRow
 from botedge.pause import BotPause
@@ -125,8 +126,10 @@ class Sender:
         poll_interval: float = 1.0,
         lanes: int = LANES,
         clock: Clock = SYSTEM_CLOCK,
+        marks: SentMarks | None = None,
     ) -> None:
         self.pool = pool
+        self.marks = marks or SentMarks(pool)
         self.clock = clock
         self.api = api
         self.bot_id = bot_id
@@ -352,20 +355,26 @@ class Sender:
             return Retry(delay, counted=True)
         SENDS.labels("sent").inc()
         message_id = result.get("message_id") if isinstance(result, dict) else None
-        await self._record(row, outbox_store.mark_sent, message_id)
+        await self._until_recorded(row, lambda: self.marks.mark(row.id, message_id))
         return None
 
     async def _record(
         self, row: OutboxRow, outcome: Callable[..., Awaitable[None]], *args: Any
     ) -> None:
+        async def write() -> None:
+            async with connection(self.pool, timeout=5) as conn:
+                await outcome(conn, row.id, *args)
+
+        await self._until_recorded(row, write)
+
+    async def _until_recorded(self, row: OutboxRow, write: Callable[[], Awaitable[None]]) -> None:
         """Record what Telegram answered, whatever it takes: until it is recorded the row looks
         unsent, and the next lane (or the next holder) would send it again. The lane waits
         here, and takes nothing else, until the database answers."""
         failures = 0
         while True:
             try:
-                async with connection(self.pool, timeout=5) as conn:
-                    await outcome(conn, row.id, *args)
+                await write()
                 if failures:
                     log.info(
                         "bot %d: recorded send %d after %d tries", self.bot_id, row.id, failures + 1

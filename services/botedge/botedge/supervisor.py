@@ -30,6 +30,7 @@ from botedge.db import connection
 from botedge.events import EventQueue, consume
 from botedge.handlers import BotLogic, Handler
 from botedge.leases import Lease, holder_id
+from botedge.marks import SentMarks
 from botedge.metrics import BOTS_SERVED, DEAD_UPDATES, INBOX_DEPTH, INBOX_OLDEST_AGE, OUTBOX_DEPTH
 from botedge.pause import BotPause
 from botedge.poller import Poller
@@ -127,6 +128,8 @@ class WorkerSupervisor:
                 backoff_base=settings.access_retry_base,
             ),
         )
+        # Every sender of this worker records its sends through one group commit.
+        self.marks = SentMarks(pool)
         self.contenders: dict[str, asyncio.Task[None]] = {}
         # One per bot, shared by its sender and poller: a 429 to either quiets both.
         self.pauses: dict[int, BotPause] = {}
@@ -225,6 +228,7 @@ class WorkerSupervisor:
                     poll_interval=settings.poll_interval,
                     lanes=settings.send_lanes,
                     clock=self.clock,
+                    marks=self.marks,
                 ).run(self.stopping),
             )
 
