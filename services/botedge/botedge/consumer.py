@@ -42,10 +42,6 @@ class ConsumerConfig:
     transient_cap: float = 15.0
 
 
-class LostClaim(Exception):
-    """Our claim was taken over (lease ran out); whatever we wrote is rolled back."""
-
-
 class InboxConsumer:
     def __init__(
         self,
@@ -129,15 +125,19 @@ class InboxConsumer:
         try:
             budget = self.config.lock_seconds * 0.8
             prepared = await asyncio.wait_for(self.handler.prepare(update), budget)
-            async with connection(self.pool) as conn, conn.transaction():
+            # Pipelined: BEGIN goes with the first statement and COMMIT with the last, so the
+            # usual update takes two round trips.
+            async with connection(self.pool) as conn, conn.pipeline(), conn.transaction():
                 replies = await self.handler.apply(conn, update, prepared)
-                if not await inbox_store.finish(conn, update, replies):
-                    raise LostClaim
+                await inbox_store.finish(conn, update, replies)
             if replies:
                 self.notifier.announce("outbox", str(update.bot_id))
-        except LostClaim:
-            outcome = "lost"
-            log.warning("update %d: claim lost before commit; rolled back", update.id)
+        except errors.BotedgeError as error:
+            if inbox_store.claim_lost(error):
+                outcome = "lost"
+                log.warning("update %d: claim lost before commit; rolled back", update.id)
+            else:
+                outcome = await self._fail(update, error)
         except Exception as error:
             outcome = await self._fail(update, error)
         finally:

@@ -102,9 +102,20 @@ async def claim(
     return [InboxRow.from_row(row) for row in await cur.fetchall()]
 
 
-async def finish(conn: Connection, row: InboxRow, replies: Sequence[Reply] = ()) -> bool:
+# The SQLSTATE of a finish whose claim was taken over.
+CLAIM_LOST = "GH001"
+
+
+def claim_lost(error: BaseException) -> bool:
+    """Whether a failed transaction failed because its claim was taken over."""
+    cause = error.__cause__ if isinstance(error.__cause__, psycopg.Error) else error
+    return isinstance(cause, psycopg.Error) and cause.sqlstate == CLAIM_LOST
+
+
+async def finish(conn: Connection, row: InboxRow, replies: Sequence[Reply] = ()) -> None:
     """Compare-and-set on the claim, queueing `replies` in the outbox in the same statement,
-    each once under `inbox:<id>:<n>`; False when the claim was taken over (then roll back)."""
+    each once under `inbox:<id>:<n>`. When the claim was taken over the statement fails
+    (`claim_lost`), in pipeline mode when the transaction commits, and it all rolls back."""
     queued = [
         {
             "chat_id": reply.chat_id,
@@ -114,9 +125,7 @@ async def finish(conn: Connection, row: InboxRow, replies: Sequence[Reply] = ())
         }
         for n, reply in enumerate(replies)
     ]
-    cur = await conn.execute(Q["finish_with_replies"], {**row.claim, "replies": Jsonb(queued)})
-    found = await cur.fetchone()
-    return found is not None and int(found["finished"]) == 1
+    await conn.execute(Q["finish_with_replies"], {**row.claim, "replies": Jsonb(queued)})
 
 
 async def retry(conn: Connection, row: InboxRow, error: str, delay: float) -> None:

@@ -112,8 +112,8 @@ UPDATE inbox
    AND state = 'processing';
 
 -- finish_with_replies --
--- finish_update with the update's replies queued in the same statement: one round trip for
--- the whole outcome. Nothing is queued when the claim was lost (then the caller rolls back).
+-- finish_update with the update's replies queued in the same statement. A lost claim fails
+-- the statement (GH001, see migration 0016), so COMMIT may be sent without waiting for it.
 WITH finished AS (
     UPDATE inbox
        SET state = 'done', done_at = now(), lock_token = NULL, locked_until = NULL,
@@ -129,7 +129,7 @@ WITH finished AS (
                AS r (chat_id bigint, method text, payload jsonb, dedupe_key text)
     ON CONFLICT (dedupe_key) DO NOTHING
 )
-SELECT count(*) AS finished FROM finished;
+SELECT botedge_claim_held(count(*) = 1) FROM finished;
 
 -- retry_update --
 UPDATE inbox

@@ -10,9 +10,16 @@ from typing import Any
 
 import psycopg
 import pytest
+from prometheus_client import REGISTRY
 from psycopg.rows import dict_row
 
 from botedge import sqlq
+from botedge.consumer import ConsumerConfig, InboxConsumer
+from botedge.handlers import BotLogic
+from botedge.inbox_store import InboxRow
+from shared.db import create_pool
+from shared.listen import Notifier
+from shared.settings import CommonSettings, Reader
 from tests.botedge.conftest import enqueue, insert_bot
 
 Q = sqlq.Q
@@ -202,3 +209,44 @@ def test_lease__one_holder_then_takeover_after_expiry(database_url: str) -> None
         taken = take(conn, "b", 30)
         assert taken is not None and taken["taken"] and taken["term"] == 2
         assert take(conn, "a", 30) is None
+
+
+def test_consumer__a_claim_taken_over_before_commit_writes_nothing(database_url: str) -> None:
+    """The finish fails inside the database when the claim is gone, so the pipelined COMMIT
+    commits nothing: no reply, no person; the new holder's finish then writes both."""
+    bot, _, _ = insert_bot(database_url)
+    enqueue(database_url, bot, [(1, 10, "/start")])
+    with psycopg.connect(database_url, row_factory=dict_row, autocommit=True) as conn:
+        (stale,) = claim(conn, 5, lock_seconds=0)
+        (again,) = claim(conn, 5)
+    assert (again["id"], again["attempt"]) == (stale["id"], 2)
+    lost = ("botedge_updates_handled_total", {"outcome": "lost"})
+    lost_before = REGISTRY.get_sample_value(*lost) or 0.0
+
+    async def handle(row: dict[str, Any]) -> None:
+        pool = create_pool(CommonSettings.read(Reader({"DATABASE_URL": database_url}), "t", 1))
+        await pool.open(wait=True)
+        try:
+            consumer = InboxConsumer(
+                pool, BotLogic(), Notifier(pool), asyncio.Event(), ConsumerConfig()
+            )
+            await consumer.handle(InboxRow.from_row(row))
+            await consumer.notifier.close()
+        finally:
+            await pool.close()
+
+    def written() -> tuple[Any, ...]:
+        with psycopg.connect(database_url) as conn:
+            row = conn.execute(
+                "SELECT (SELECT count(*) FROM outbox), (SELECT count(*) FROM bot_people),"
+                " (SELECT state FROM inbox WHERE id = %s)",
+                (stale["id"],),
+            ).fetchone()
+        assert row is not None
+        return tuple(row)
+
+    asyncio.run(handle(stale))
+    assert written() == (0, 0, "processing")
+    assert REGISTRY.get_sample_value(*lost) == lost_before + 1
+    asyncio.run(handle(again))
+    assert written() == (1, 1, "done")
