@@ -186,9 +186,6 @@ class Listing:
     key: tuple[Column, ...]
     sorts: tuple[Column, ...]
 
-    def sort_names(self) -> set[str]:
-        return {c.name for c in self.sorts} | {"-" + c.name for c in self.sorts}
-
     async def page(
         self, request: Request, where: Sorted, params: dict[str, Any]
     ) -> Page[dict[str, Any]]:
