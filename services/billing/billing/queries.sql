@@ -98,7 +98,8 @@ SELECT p.id, p.invoice_id, p.amount_minor, p.currency, p.applied, i.order_refere
  WHERE p.gateway = %(gateway)s AND p.external_payment_id = %(external_payment_id)s;
 
 -- membership --
-SELECT m.status, m.expires_at, m.grace_days, c.reminder_hours
+SELECT m.status AS membership_status, m.expires_at AS membership_expires_at,
+       m.grace_days AS membership_grace_days, c.reminder_hours
   FROM memberships m JOIN channels c ON c.id = m.channel_id
  WHERE m.person_id = %(person_id)s AND m.channel_id = %(channel_id)s;
 

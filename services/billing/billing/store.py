@@ -81,12 +81,18 @@ async def _one(cur: AsyncCursor[DictRow]) -> DictRow:
 async def _membership(conn: Connection, person_id: int, channel_id: int) -> Membership | None:
     cur = await conn.execute(Q["membership"], {"person_id": person_id, "channel_id": channel_id})
     row = await cur.fetchone()
-    if row is None:
+    return None if row is None else _membership_of(row)
+
+
+def _membership_of(row: DictRow) -> Membership | None:
+    """The membership in a row's `membership_*` columns and `reminder_hours`; None when the
+    row has none (a LEFT JOIN found no membership)."""
+    if row["membership_status"] is None:
         return None
     return Membership(
-        Status(row["status"]),
-        row["expires_at"],
-        row["grace_days"],
+        Status(row["membership_status"]),
+        row["membership_expires_at"],
+        row["membership_grace_days"],
         tuple(row["reminder_hours"] or ()),
     )
 
@@ -143,20 +149,10 @@ async def record_delivery(conn: Connection, delivery: Delivery, now: dt.datetime
             Q["invoice_under_lock"], {"order_reference": delivery.order_reference}
         )
         row = await _one(cur)
-        before = (
-            Membership(
-                Status(row["membership_status"]),
-                row["membership_expires_at"],
-                row["membership_grace_days"],
-                tuple(row["reminder_hours"] or ()),
-            )
-            if row["membership_status"] is not None
-            else None
-        )
         return await _apply_payment(
             conn,
             InvoiceRecord.from_row(row),
-            before,
+            _membership_of(row),
             tuple(row["reminder_hours"] or ()),
             delivery,
             now,

@@ -88,10 +88,6 @@ async def pending(
     )
 
 
-async def mark_sent(conn: Connection, row_id: int, message_id: int | None) -> None:
-    await conn.execute(Q["mark_sent"], {"id": row_id, "message_id": message_id})
-
-
 async def mark_sent_many(conn: Connection, sent: list[tuple[int, int | None]]) -> None:
     """Rows sent, each with Telegram's message id: one statement for all."""
     await conn.execute(

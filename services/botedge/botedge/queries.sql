@@ -235,11 +235,6 @@ SELECT pg_current_snapshot()::text AS snapshot, o.*
         ORDER BY priority, id
         LIMIT %(limit)s) AS o ON true;
 
--- mark_sent --
-UPDATE outbox SET state = 'sent', sent_at = now(), telegram_message_id = %(message_id)s,
-                  attempts = attempts + 1
- WHERE id = %(id)s AND state = 'pending';
-
 -- mark_sent_many --
 UPDATE outbox o
    SET state = 'sent', sent_at = now(), telegram_message_id = s.message_id,

@@ -341,7 +341,7 @@ class Sender:
         except BadRequest as error:
             SENDS.labels("400").inc()
             if error.not_modified:
-                await self._record(row, outbox_store.mark_sent, None)
+                await self._until_recorded(row, lambda: self.marks.mark(row.id, None))
             else:
                 await self._record(row, outbox_store.mark_failed, error.description)
             return None

@@ -283,5 +283,10 @@ def mapped(page: Page[dict[str, Any]], make: Callable[[dict[str, Any]], T]) -> P
     return Page([make(row) for row in page.items], page.next_cursor)
 
 
+def converted(page: Page[dict[str, Any]], kind: type[T]) -> Page[T]:
+    """A page's rows as `kind`, field by field."""
+    return Page(msgspec.convert(page.items, list[kind]), page.next_cursor)  # type: ignore[valid-type]
+
+
 ID = Column("id", int)
 CREATED = Column("created_at", dt.datetime)

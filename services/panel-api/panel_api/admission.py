@@ -18,7 +18,17 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from panel_api import store
-from panel_api.access import CREATED, Caller, Column, Listing, Paged, answer, audit, mapped, query
+from panel_api.access import (
+    CREATED,
+    Caller,
+    Column,
+    Listing,
+    Paged,
+    answer,
+    audit,
+    converted,
+    query,
+)
 from panel_api.internal import Internal, relayed
 from panel_api.ledger import Id
 from panel_api.sqlq import Q
@@ -140,7 +150,7 @@ class Admission:
         channel_id = _channel_id(request)
         where = query(request, WhitelistQuery)
         found = await WHITELIST.page(request, where, {"channel_id": channel_id})
-        return answer(mapped(found, lambda row: msgspec.convert(row, WhitelistEntry)))
+        return answer(converted(found, WhitelistEntry))
 
     async def add_to_whitelist(self, request: Request, caller: Caller) -> Response:
         channel_id = _channel_id(request)

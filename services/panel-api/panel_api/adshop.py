@@ -24,6 +24,7 @@ from panel_api.access import (
     Paged,
     answer,
     audit,
+    converted,
     mapped,
     query,
 )
@@ -258,7 +259,7 @@ class AdShop:
             "until": where.until,
         }
         found = await ORDERS.page(request, where, params)
-        return answer(mapped(found, lambda row: msgspec.convert(row, Order)))
+        return answer(converted(found, Order))
 
     async def order(self, request: Request, caller: Caller) -> Response:
         order_id = int(request.path_params["order_id"])

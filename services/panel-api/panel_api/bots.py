@@ -24,6 +24,7 @@ from panel_api.access import (
     Paged,
     answer,
     audit,
+    converted,
     mapped,
     query,
 )
@@ -145,7 +146,7 @@ class Bots:
 
     async def list_dead(self, request: Request, caller: Caller) -> Response:
         found = await DEAD.page(request, query(request, DeadQuery), {})
-        return answer(mapped(found, lambda row: msgspec.convert(row, DeadUpdate)))
+        return answer(converted(found, DeadUpdate))
 
     async def replay(self, request: Request, caller: Caller) -> Response:
         inbox_id = int(request.path_params["inbox_id"])

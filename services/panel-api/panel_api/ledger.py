@@ -24,7 +24,7 @@ from panel_api.access import (
     Word,
     answer,
     audit,
-    mapped,
+    converted,
     query,
 )
 from panel_api.internal import Internal, relayed
@@ -353,7 +353,7 @@ class Ledger:
         kind: type[R],
     ) -> Response:
         found = await listing.page(request, where, filters)
-        return answer(mapped(found, lambda row: msgspec.convert(row, kind)))
+        return answer(converted(found, kind))
 
     async def dashboard(self, request: Request, caller: Caller) -> Response:
         async with store.connection(runtime(request).pool) as conn:

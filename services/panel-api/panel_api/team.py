@@ -24,6 +24,7 @@ from panel_api.access import (
     Role,
     Word,
     answer,
+    converted,
     mapped,
     query,
 )
@@ -180,7 +181,7 @@ class Team:
             "until": where.until,
         }
         found = await AUDIT.page(request, where, filters)
-        return answer(mapped(found, lambda row: msgspec.convert(row, AuditEntry)))
+        return answer(converted(found, AuditEntry))
 
     async def workspace(self, request: Request, caller: Caller) -> Response:
         async with store.connection(runtime(request).pool) as conn:
