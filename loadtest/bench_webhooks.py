@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT / "loadtest"))
 from benchdb import bench_database  # noqa: E402
 
 from billing.webhooks import Subgate  # noqa: E402
+from shared import lifecycle  # noqa: E402
 from shared.embedded_pg import POSTGRES_BIN_PATH, free_port  # noqa: E402
 
 SECRET = "bench-subgate-secret-000000000000"  # noqa: S105 - a throwaway benchmark key
@@ -237,8 +238,8 @@ def run(url: str, seconds: int, invoices: int) -> None:
                     break
             except httpx.TransportError:
                 time.sleep(0.1)
-        asyncio.run(drive(base, orders, 2))  # warm-up
-        count, latencies, errors = asyncio.run(drive(base, orders, seconds))
+        lifecycle.run(drive(base, orders, 2))  # warm-up
+        count, latencies, errors = lifecycle.run(drive(base, orders, seconds))
         rate = count / seconds
         server = server_side_quantiles(base)
         tps = pgbench(url, seconds, invoices)

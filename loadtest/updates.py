@@ -20,6 +20,7 @@ import httpx
 import psycopg
 
 from loadtest.stack import OWNER_EMAIL, OWNER_PASSWORD, Stack
+from shared import lifecycle
 
 CHANNELS = ("load_sponsor_a", "load_sponsor_b")
 FIRST_BOT = 7_100_000
@@ -131,7 +132,7 @@ async def _offer(
 def offer(
     sim: str, bots: list[int], steps: list[tuple[float, float]], first_user: int
 ) -> list[Offer]:
-    return asyncio.run(_offer(sim, bots, steps, first_user))
+    return lifecycle.run(_offer(sim, bots, steps, first_user))
 
 
 @dataclass

@@ -14,15 +14,19 @@ import contextlib
 import logging
 import os
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
+from typing import Any, TypeVar
 
 import uvicorn
+import uvloop
 from starlette.applications import Starlette
 
 from shared.protocol import with_read_deadline
 from shared.settings import DEFAULT_KEEP_ALIVE, DEFAULT_READ_TIMEOUT, CommonSettings
 
 log = logging.getLogger("shared.lifecycle")
+
+T = TypeVar("T")
 
 DRAIN_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
@@ -93,9 +97,18 @@ async def sleep_unless_stopped(stopping: asyncio.Event, seconds: float) -> None:
         await asyncio.wait_for(stopping.wait(), seconds)
 
 
+def run(main: Coroutine[Any, Any, T]) -> T:
+    """Run a process's main coroutine on uvloop.
+
+    Under load the standard loop's own bookkeeping (selector, handles, transports) was a fifth
+    of a worker's CPU; uvloop does the same in C.
+    """
+    return uvloop.run(main)
+
+
 def run_service(app: Starlette, common: CommonSettings) -> None:
     """Serve a service's app as its settings say."""
-    asyncio.run(
+    run(
         serve(
             app,
             host=common.host,
@@ -124,7 +137,7 @@ def run_without_database(name: str, create_app: Callable[[], Starlette], default
     )
     jsonlog.configure(name, level)
     app = create_app()
-    asyncio.run(
+    run(
         serve(
             app,
             host=host,

@@ -8,7 +8,6 @@ Also: `python -m botedge replay <inbox id>` puts a dead update back in line,
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 
@@ -44,7 +43,7 @@ def replay(inbox_id: int) -> int:
                 await conn.commit()
             return bot_id
 
-    if asyncio.run(run()) is None:
+    if lifecycle.run(run()) is None:
         print(f"no dead update with id {inbox_id}", file=sys.stderr)
         return 1
     print(f"update {inbox_id} is waiting again")
@@ -72,7 +71,7 @@ def prune(days: int, every: float | None) -> int:
             )
 
     def job() -> None:
-        inbox, outbox, steps = asyncio.run(run())
+        inbox, outbox, steps = lifecycle.run(run())
         print(
             f"deleted {inbox} handled updates, {outbox} finished sends and {steps} expired"
             f" conversations older than {days} days",
@@ -107,7 +106,7 @@ def add_bot(token: str, mode: str) -> int:
             await pool.close()
 
     try:
-        result = asyncio.run(run())
+        result = lifecycle.run(run())
     except BotedgeError as error:
         print(f"could not add the bot: {error.detail}", file=sys.stderr)
         return 1
