@@ -47,13 +47,23 @@ SELECT i.id, i.order_reference, i.person_id, i.channel_id, i.amount_minor, i.cur
  WHERE i.order_reference = %(order_reference)s;
 
 -- apply_payment --
--- An applied payment's writes in one statement: the membership as it now stands, its history
--- row, the grant for botedge (carrying that row's id), the invoice paid and the gateway event.
-WITH membership AS (
+-- An applied payment's writes in one statement: the payment under its redelivery key, the
+-- membership as it now stands, its history row, the grant for botedge (carrying that row's id),
+-- the invoice paid and the gateway event. Everything hangs on the payment's insert: when its
+-- key is taken, nothing is written and no row comes back.
+WITH payment AS (
+    INSERT INTO payments (gateway, external_payment_id, invoice_id, person_id, channel_id,
+                          amount_minor, currency, paid_at, applied, flag)
+    VALUES (%(gateway)s, %(external_payment_id)s, %(invoice_id)s, %(person_id)s,
+            %(channel_id)s, %(amount_minor)s, %(currency)s, %(paid_at)s, true, %(detail)s)
+    ON CONFLICT (gateway, external_payment_id) DO NOTHING
+    RETURNING id
+), membership AS (
     INSERT INTO memberships (person_id, channel_id, status, expires_at, grace_days,
                              next_check_at, updated_at)
-    VALUES (%(person_id)s, %(channel_id)s, %(status)s, %(expires_at)s, %(grace_days)s,
-            %(next_check_at)s, %(now)s)
+    SELECT %(person_id)s, %(channel_id)s, %(status)s, %(expires_at)s, %(grace_days)s,
+           %(next_check_at)s, %(now)s
+      FROM payment
     ON CONFLICT (person_id, channel_id) DO UPDATE
        SET status = excluded.status,
            expires_at = excluded.expires_at,
@@ -64,8 +74,9 @@ WITH membership AS (
     INSERT INTO membership_events (person_id, channel_id, from_status, to_status,
                                    old_expires_at, new_expires_at, cause, payment_id, paid_at,
                                    period_days, at)
-    VALUES (%(person_id)s, %(channel_id)s, %(from_status)s, %(status)s, %(old_expires_at)s,
-            %(expires_at)s, 'payment', %(payment_id)s, %(paid_at)s, %(period_days)s, %(now)s)
+    SELECT %(person_id)s, %(channel_id)s, %(from_status)s, %(status)s, %(old_expires_at)s,
+           %(expires_at)s, 'payment', payment.id, %(paid_at)s, %(period_days)s, %(now)s
+      FROM payment
     RETURNING id
 ), access AS (
     INSERT INTO access_events (kind, person_id, channel_id, membership_event_id, expires_at,
@@ -75,12 +86,15 @@ WITH membership AS (
 ), invoice AS (
     UPDATE invoices
        SET status = 'paid', paid_at = coalesce(paid_at, %(paid_at)s)
-     WHERE id = %(invoice_id)s
+     WHERE id = %(invoice_id)s AND EXISTS (SELECT FROM payment)
+), gateway_event AS (
+    INSERT INTO gateway_events (gateway, event_type, order_reference, external_payment_id,
+                                outcome, payment_id, detail, payload, received_at)
+    SELECT %(gateway)s, %(event_type)s, %(order_reference)s, %(external_payment_id)s,
+           'applied', payment.id, %(detail)s, %(payload)s, %(now)s
+      FROM payment
 )
-INSERT INTO gateway_events (gateway, event_type, order_reference, external_payment_id, outcome,
-                            payment_id, detail, payload, received_at)
-VALUES (%(gateway)s, %(event_type)s, %(order_reference)s, %(external_payment_id)s, 'applied',
-        %(payment_id)s, %(detail)s, %(payload)s, %(now)s);
+SELECT id FROM payment;
 
 -- insert_payment --
 -- The redelivery guard: a second insert of the same key does nothing and returns no row.
