@@ -6,8 +6,9 @@ slot for ever (slow loris). Here a request must arrive whole, headers and body, 
 `read_timeout` seconds of its first byte (of the connection's opening, for the first request);
 otherwise the connection is closed. A handler waiting on the body then sees the client gone.
 
-httptools (a C parser) rather than h11: under load h11's pure-Python parsing was the larger
-part of a service's own CPU per request.
+httptools (a C parser) rather than h11 (pure Python): in the reference load, with uvloop as
+well, botedge's api spent 9.6 s of CPU instead of 12.3 s, and the simulated Telegram 26.6 s
+instead of 35.0 s.
 """
 
 from __future__ import annotations
