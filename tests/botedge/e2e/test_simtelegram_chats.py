@@ -162,3 +162,13 @@ def test_send_photo__a_multipart_upload_is_kept_and_a_non_image_refused(sim: Sim
         "error_code": 400,
         "description": "Bad Request: IMAGE_PROCESS_FAILED",
     }
+
+
+def test_messages_batch__delivered_in_order_and_answered_with_their_ids(sim: Sim) -> None:
+    batch = [{"bot_id": sim.bot_id, "user_id": 700 + n, "text": f"m{n}"} for n in range(3)]
+    answer = sim.control("messages", {"messages": batch})
+    assert answer.status_code == 200
+    got = sim.updates()
+    assert [u["message"]["text"] for u in got] == ["m0", "m1", "m2"]
+    assert [u["message"]["from"]["id"] for u in got] == [700, 701, 702]
+    assert answer.json() == {"update_ids": [u["update_id"] for u in got]}
