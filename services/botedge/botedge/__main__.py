@@ -82,12 +82,11 @@ def prune(days: int, every: float | None) -> int:
 
 
 def add_bot(token: str, mode: str) -> int:
-    import httpx
 
     from botedge.errors import BotedgeError
     from botedge.registration import register
     from botedge.settings import load
-    from botedge.telegram import BotApi
+    from botedge.telegram import BotApi, BotClients
     from shared.db import create_pool
     from shared.secretbox import SecretBox
 
@@ -98,8 +97,8 @@ def add_bot(token: str, mode: str) -> int:
         pool = create_pool(settings.common)
         await pool.open(wait=True, timeout=10)
         try:
-            async with httpx.AsyncClient() as http:
-                api = BotApi(http, settings.telegram_api_base)
+            async with BotClients() as telegram:
+                api = BotApi(telegram, settings.telegram_api_base)
                 box = SecretBox(settings.bot_token_key)
                 return await register(pool, api, box, token, mode, settings.public_base_url)
         finally:

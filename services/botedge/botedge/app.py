@@ -75,8 +75,8 @@ def create_api_app(settings: BotedgeSettings, *, clock: Clock = SYSTEM_CLOCK) ->
     @asynccontextmanager
     async def lifespan(state: Runtime) -> AsyncIterator[ApiResources]:
         notifier = Notifier(state.pool)
-        async with http_client() as http:
-            yield ApiResources(notifier, BotApi(http, settings.telegram_api_base))
+        async with BotClients() as telegram:
+            yield ApiResources(notifier, BotApi(telegram, settings.telegram_api_base))
         await notifier.close()
 
     async def bot_secret(request: Request, bot_id: int) -> tuple[str, str] | None:
@@ -185,7 +185,7 @@ def create_worker_app(
     async def lifespan(state: Runtime) -> AsyncIterator[WorkerSupervisor]:
         async with http_client() as http, BotClients() as telegram:
             supervisor = WorkerSupervisor(
-                settings, state.pool, http, handler, telegram=telegram, clock=clock
+                settings, state.pool, http, telegram, handler, clock=clock
             )
             await supervisor.start()
             try:

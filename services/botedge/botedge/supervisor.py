@@ -54,15 +54,15 @@ class WorkerSupervisor:
         settings: BotedgeSettings,
         pool: Pool,
         http: httpx.AsyncClient,
+        telegram: BotClients,
         handler: Handler | None = None,
         *,
-        telegram: BotClients | None = None,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.settings = settings
         self.clock = clock
         self.pool = pool
-        self.api = BotApi(telegram or http, settings.telegram_api_base)
+        self.api = BotApi(telegram, settings.telegram_api_base)
         self.box = SecretBox(settings.bot_token_key)
         self.holder = holder_id()
         self.notifier = Notifier(pool)

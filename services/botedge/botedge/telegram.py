@@ -16,10 +16,13 @@ from typing import Any
 import aiohttp
 import httpx
 
+from botedge.uploads import File
+
 log = logging.getLogger("botedge.telegram")
 
 # Connections to Telegram stay open between bursts: a new one costs a TLS handshake, which is
-# most of a first reply after a quiet minute. httpx would drop them after 5 s idle.
+# most of a first reply after a quiet minute. The clients' defaults would drop them after
+# seconds idle (httpx 5 s, aiohttp 15 s).
 KEEPALIVE_SECONDS = 300.0
 
 
@@ -29,10 +32,10 @@ def http_client() -> httpx.AsyncClient:
 
 
 class BotClients:
-    """The worker's Bot API transport: one aiohttp session per bot, so one bot's slow calls
-    never hold another's connections. aiohttp, not httpx, for the calls a worker makes all day
-    (three per gated `/start`): on this machine, over loopback, httpx took 900 µs of CPU per
-    call and aiohttp 88 µs."""
+    """The Bot API transport: one aiohttp session per bot, so one bot's slow calls never hold
+    another's connections. aiohttp, not httpx, for the calls a worker makes all day (three per
+    gated `/start`): on this machine, over loopback, httpx took 900 µs of CPU per call and
+    aiohttp 88 µs."""
 
     def __init__(self, connections: int = 16) -> None:
         self.connections = connections
@@ -55,7 +58,7 @@ class BotClients:
         token: str,
         url: str,
         params: dict[str, Any],
-        files: dict[str, tuple[str, bytes, str]] | None,
+        files: dict[str, File] | None,
         timeout: float,
     ) -> Answer:
         headers = {"User-Agent": user_agent()}
@@ -90,23 +93,6 @@ class Answer:
     status: int
     body: bytes
     retry_after: str | None = None
-
-
-async def _post_httpx(
-    client: httpx.AsyncClient,
-    url: str,
-    params: dict[str, Any],
-    files: dict[str, tuple[str, bytes, str]] | None,
-    timeout: float,
-) -> Answer:
-    headers = {"User-Agent": user_agent()}
-    if files:
-        response = await client.post(
-            url, data=form_fields(params), files=files, timeout=timeout, headers=headers
-        )
-    else:
-        response = await client.post(url, json=params, timeout=timeout, headers=headers)
-    return Answer(response.status_code, response.content, response.headers.get("retry-after"))
 
 
 class TelegramError(Exception):
@@ -170,11 +156,10 @@ def user_agent() -> str:
 
 
 class BotApi:
-    """Calls `{base}/bot<token>/<method>` over one shared httpx client (a process's occasional
-    calls) or the worker's `BotClients`."""
+    """Calls `{base}/bot<token>/<method>` through `BotClients`."""
 
-    def __init__(self, client: httpx.AsyncClient | BotClients, base_url: str) -> None:
-        self.clients = client
+    def __init__(self, clients: BotClients, base_url: str) -> None:
+        self.clients = clients
         self.base_url = base_url.rstrip("/")
 
     async def call(
@@ -183,19 +168,16 @@ class BotApi:
         method: str,
         params: dict[str, Any] | None = None,
         *,
-        files: dict[str, tuple[str, bytes, str]] | None = None,
+        files: dict[str, File] | None = None,
         timeout: float = 15.0,
     ) -> Any:
         """JSON, or multipart/form-data when there are `files` to upload."""
         url = f"{self.base_url}/bot{token}/{method}"
         try:
-            if isinstance(self.clients, BotClients):
-                answer = await self.clients.post(token, url, params or {}, files, timeout)
-            else:
-                answer = await _post_httpx(self.clients, url, params or {}, files, timeout)
-        except (httpx.TimeoutException, TimeoutError):
+            answer = await self.clients.post(token, url, params or {}, files, timeout)
+        except TimeoutError:
             raise ServerError(0, f"{method}: timed out") from None
-        except (httpx.TransportError, aiohttp.ClientError) as error:
+        except aiohttp.ClientError as error:
             raise ServerError(0, f"{method}: {type(error).__name__}") from None
         log.debug("Bot API %s: %d", method, answer.status)
         return unwrap(answer)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import io
 import json
@@ -10,7 +9,6 @@ from email.parser import BytesParser
 from email.policy import HTTP
 from typing import Any
 
-import httpx
 import pytest
 import zxingcpp
 from PIL import Image
@@ -19,7 +17,7 @@ from tronpy.keys import to_base58check_address
 from botedge import uploads
 from botedge.adshop import ALREADY_SUBMITTED, event_message, hash_problem, parse_hash
 from botedge.simtelegram.app import _check_html
-from botedge.telegram import BotApi
+from tests.botedge.bot_api_server import ok, run
 
 SHOP = str(to_base58check_address(bytes([0x41]) + bytes([0x11]) * 20))
 HASH = "ab" * 32
@@ -161,28 +159,22 @@ def test_split__no_upload_is_plain_json_and_a_bad_one_is_refused() -> None:
 
 
 def test_bot_api__a_file_goes_as_multipart_with_the_other_parameters_as_fields() -> None:
-    seen: list[httpx.Request] = []
-
-    def answer(request: httpx.Request) -> httpx.Response:
-        seen.append(request)
-        return httpx.Response(200, json={"ok": True, "result": {"message_id": 3}})
-
-    async def send() -> Any:
-        async with httpx.AsyncClient(transport=httpx.MockTransport(answer)) as client:
-            params, files = uploads.split(
-                {
-                    "chat_id": 42,
-                    "caption": "Pay here",
-                    "reply_markup": {"inline_keyboard": []},
-                    **uploads.qr_photo(SHOP),
-                }
-            )
-            return await BotApi(client, "http://t").call("123:x", "sendPhoto", params, files=files)
-
-    assert asyncio.run(send()) == {"message_id": 3}
-    [request] = seen
+    params, files = uploads.split(
+        {
+            "chat_id": 42,
+            "caption": "Pay here",
+            "reply_markup": {"inline_keyboard": []},
+            **uploads.qr_photo(SHOP),
+        }
+    )
+    result, server = run(
+        lambda seen: ok({"message_id": 3}),
+        lambda api: api.call("123:x", "sendPhoto", params, files=files),
+    )
+    assert result == {"message_id": 3}
+    [request] = server.seen
     head = f"Content-Type: {request.headers['content-type']}\r\n\r\n".encode()
-    parts = BytesParser(policy=HTTP).parsebytes(head + request.read())
+    parts = BytesParser(policy=HTTP).parsebytes(head + request.body)
     fields = {
         part.get_param("name", header="content-disposition"): part for part in parts.iter_parts()
     }  # type: ignore[attr-defined]

@@ -1,45 +1,51 @@
-"""The Bot API client against canned answers (httpx.MockTransport)."""
+"""The Bot API client (aiohttp, a session per bot) against a real server on loopback: what it
+sends, the connections it keeps, and how it classifies what comes back."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+from collections.abc import Callable
 from typing import Any
 
-import httpx
 import pytest
 
 from botedge.telegram import (
     BadRequest,
     BotApi,
+    BotClients,
     Conflict,
     Forbidden,
     ServerError,
     TooManyRequests,
     Unauthorized,
 )
+from tests.botedge.bot_api_server import Seen, http, ok, run
 
 TOKEN = "123456:" + "A" * 35
+OTHER = "654321:" + "B" * 35
 
 
-def call(handler: Any, method: str = "sendMessage") -> Any:
-    async def run() -> Any:
-        async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
-            return await BotApi(client, "https://api.example").call(TOKEN, method, {"x": 1})
+def call(status: int, body: Any, *headers: str) -> Any:
+    """sendMessage answered with `status`, a JSON `body` and `headers`."""
+    reason = {200: "OK", 429: "Too Many Requests"}.get(status, "Status")
+    result, server = run(
+        lambda seen: http(f"{status} {reason}", json.dumps(body).encode(), *headers),
+        lambda api: api.call(TOKEN, "sendMessage", {"x": 1}),
+    )
+    [seen] = server.seen
+    assert seen.path == f"/bot{TOKEN}/sendMessage"
+    return result
 
-    return asyncio.run(run())
 
-
-def answer(status: int, body: Any, headers: dict[str, str] | None = None) -> Any:
-    def handler(request: httpx.Request) -> httpx.Response:
-        assert request.url.path == f"/bot{TOKEN}/sendMessage"
-        assert request.headers["user-agent"].startswith("gatehouse-botedge/")
-        return httpx.Response(status, json=body, headers=headers)
-
-    return handler
+def raised(status: int, body: Any, *headers: str) -> Any:
+    with pytest.raises(Exception) as error:
+        call(status, body, *headers)
+    return error.value
 
 
 def test_ok__unwraps_result() -> None:
-    assert call(answer(200, {"ok": True, "result": {"message_id": 5}})) == {"message_id": 5}
+    assert call(200, {"ok": True, "result": {"message_id": 5}}) == {"message_id": 5}
 
 
 @pytest.mark.parametrize(
@@ -54,10 +60,9 @@ def test_ok__unwraps_result() -> None:
     ],
 )
 def test_errors__classified_by_code(status: int, description: str, kind: type) -> None:
-    body = {"ok": False, "error_code": status, "description": description}
-    with pytest.raises(kind) as error:
-        call(answer(status, body))
-    assert error.value.description == description
+    error = raised(status, {"ok": False, "error_code": status, "description": description})
+    assert type(error) is kind
+    assert error.description == description
 
 
 def test_429__retry_after_from_parameters_then_header() -> None:
@@ -67,13 +72,13 @@ def test_429__retry_after_from_parameters_then_header() -> None:
         "description": "Too Many Requests: retry after 7",
         "parameters": {"retry_after": 7},
     }
-    with pytest.raises(TooManyRequests) as error:
-        call(answer(429, body, {"Retry-After": "99"}))
-    assert error.value.retry_after == 7
+    error = raised(429, body, "Retry-After: 99")
+    assert isinstance(error, TooManyRequests)
+    assert error.retry_after == 7
     bare = {"ok": False, "error_code": 429, "description": "Too Many Requests: retry after 3"}
-    with pytest.raises(TooManyRequests) as error:
-        call(answer(429, bare, {"Retry-After": "3"}))
-    assert error.value.retry_after == 3
+    error = raised(429, bare, "Retry-After: 3")
+    assert isinstance(error, TooManyRequests)
+    assert error.retry_after == 3
 
 
 def test_not_modified__recognised_by_substring() -> None:
@@ -83,22 +88,68 @@ def test_not_modified__recognised_by_substring() -> None:
         "description": "Bad Request: message is not "
         "modified: specified new message content and reply markup are exactly the same",
     }
-    with pytest.raises(BadRequest) as error:
-        call(answer(400, body))
-    assert error.value.not_modified
+    error = raised(400, body)
+    assert isinstance(error, BadRequest)
+    assert error.not_modified
 
 
-def test_html_gateway_page__server_error() -> None:
-    def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(502, text="<html>502 Bad Gateway</html>")
+def test_json_call__posts_the_parameters_and_unwraps_the_result() -> None:
+    result, server = run(
+        lambda seen: ok({"status": "left"}),
+        lambda api: api.call(TOKEN, "getChatMember", {"chat_id": -100, "user_id": 7}),
+    )
+    assert result == {"status": "left"}
+    [seen] = server.seen
+    assert (seen.method, seen.path) == ("POST", f"/bot{TOKEN}/getChatMember")
+    assert seen.headers["content-type"] == "application/json"
+    assert seen.headers["user-agent"].startswith("gatehouse-botedge/")
+    assert json.loads(seen.body) == {"chat_id": -100, "user_id": 7}
 
-    with pytest.raises(ServerError):
-        call(handler)
+
+def test_calls__keep_one_connection_per_bot_alive() -> None:
+    async def calls(api: BotApi) -> None:
+        for token in (TOKEN, TOKEN, TOKEN, OTHER, OTHER):
+            await api.call(token, "getMe")
+
+    _, server = run(lambda seen: ok(True), calls)
+    assert len(server.seen) == 5
+    # Three calls of one bot on one connection, two of the other on a second.
+    assert server.connections == 2
 
 
-def test_timeout__server_error() -> None:
-    def handler(request: httpx.Request) -> httpx.Response:
-        raise httpx.ReadTimeout("slow", request=request)
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        (
+            lambda seen: http("502 Bad Gateway", b"<html>502</html>", content_type="text/html"),
+            "non-JSON answer (502)",
+        ),
+        (lambda seen: None, "getMe: timed out"),
+    ],
+    ids=["nginx-502", "no-answer"],
+)
+def test_unusable_answers__are_server_errors(
+    answer: Callable[[Seen], bytes | None], expected: str
+) -> None:
+    async def calls(api: BotApi) -> Any:
+        with pytest.raises(ServerError) as error:
+            await api.call(TOKEN, "getMe", timeout=0.5)
+        return error.value
 
-    with pytest.raises(ServerError, match="timed out"):
-        call(handler)
+    error, _ = run(answer, calls)
+    assert error.description == expected
+
+
+def test_refused_connection__is_a_server_error() -> None:
+    async def main() -> ServerError:
+        listening = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+        port = listening.sockets[0].getsockname()[1]
+        listening.close()
+        await listening.wait_closed()
+        async with BotClients() as clients:
+            with pytest.raises(ServerError) as error:
+                await BotApi(clients, f"http://127.0.0.1:{port}").call(TOKEN, "getMe")
+        return error.value
+
+    error = asyncio.run(main())
+    assert error.description.startswith("getMe: Client")
