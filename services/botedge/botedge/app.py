@@ -14,14 +14,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from botedge import bot_store, channels, errors, inbox_store
+from botedge import bot_store, channels, errors, inbox_store, pay
 from botedge.db import connection
 from botedge.handlers import Handler
 from botedge.metrics import IGNORED_KINDS, WEBHOOK_UPDATES
 from botedge.registration import register
 from botedge.settings import BotedgeSettings
 from botedge.supervisor import WorkerSupervisor
-from botedge.telegram import BotApi, BotClients, http_client
+from botedge.telegram import BotApi, BotClients
 from botedge.updates import MalformedUpdate, other_kind, parse
 from shared import jsonsafe
 from shared.clock import SYSTEM_CLOCK, Clock
@@ -183,7 +183,7 @@ def create_worker_app(
 ) -> Starlette:
     @asynccontextmanager
     async def lifespan(state: Runtime) -> AsyncIterator[WorkerSupervisor]:
-        async with http_client() as http, BotClients() as telegram:
+        async with pay.billing_http() as http, BotClients() as telegram:
             supervisor = WorkerSupervisor(
                 settings, state.pool, http, telegram, handler, clock=clock
             )

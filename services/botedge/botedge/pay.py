@@ -19,6 +19,7 @@ import httpx
 from botedge.gate import escape_html
 from botedge.handlers import Context, Reply, RetryLater, Routes, Visit
 from botedge.inbox_store import InboxRow
+from botedge.telegram import KEEPALIVE_SECONDS
 from shared.db import Connection
 from shared.settings import Secret
 
@@ -46,6 +47,12 @@ class Invoice:
     amount: str
     currency: str
     gateway: str
+
+
+def billing_http() -> httpx.AsyncClient:
+    """The worker's client for `BillingClient`: few calls, so httpx, its connections kept as
+    long as the Bot API's."""
+    return httpx.AsyncClient(limits=httpx.Limits(keepalive_expiry=KEEPALIVE_SECONDS))
 
 
 class BillingClient:

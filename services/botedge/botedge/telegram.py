@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
-import httpx
 
 from botedge.uploads import File
 
@@ -22,13 +21,8 @@ log = logging.getLogger("botedge.telegram")
 
 # Connections to Telegram stay open between bursts: a new one costs a TLS handshake, which is
 # most of a first reply after a quiet minute. The clients' defaults would drop them after
-# seconds idle (httpx 5 s, aiohttp 15 s).
+# seconds idle (aiohttp 15 s, httpx 5 s for the billing client in pay.py).
 KEEPALIVE_SECONDS = 300.0
-
-
-def http_client() -> httpx.AsyncClient:
-    """A client for a process's occasional calls (registration, checks, billing)."""
-    return httpx.AsyncClient(limits=httpx.Limits(keepalive_expiry=KEEPALIVE_SECONDS))
 
 
 class BotClients:

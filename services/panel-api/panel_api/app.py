@@ -8,7 +8,6 @@ import importlib.metadata
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
-import httpx
 import msgspec
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -65,10 +64,11 @@ def create_app(
     *,
     clock: Clock = SYSTEM_CLOCK,
     announce: Callable[[str], None] = first_run.print_code,
-    botedge_transport: httpx.AsyncBaseTransport | None = None,
-    billing_transport: httpx.AsyncBaseTransport | None = None,
 ) -> Starlette:
     """`announce` shows a first start's setup code to whoever runs the service."""
+
+    billing = Internal("billing", settings.billing_url, settings.service_token)
+    botedge = Internal("botedge", settings.botedge_url, settings.service_token)
 
     @asynccontextmanager
     async def lifespan(state: Runtime) -> AsyncIterator[None]:
@@ -77,7 +77,8 @@ def create_app(
             first_run.offer_code(state.pool, clock, announce, stopping)
         )
         try:
-            yield None
+            async with billing, botedge:
+                yield None
         finally:
             stopping.set()
             offer.cancel()
@@ -87,19 +88,11 @@ def create_app(
     sign_in = auth.SignIn(settings.jwt_secret, clock, settings.trusted_proxies)
     first_start = first_run.Setup(clock, settings.trusted_proxies)
     team = Team(clock)
-    ledger = Ledger(
-        Internal("billing", settings.billing_url, settings.service_token, billing_transport),
-        clock,
-    )
-    botedge = Internal("botedge", settings.botedge_url, settings.service_token, botedge_transport)
+    ledger = Ledger(billing, clock)
     bots = Bots(clock, SecretBox(settings.bot_token_key), botedge)
     gate = Gate(clock, botedge)
-    admission = Admission(
-        clock, Internal("billing", settings.billing_url, settings.service_token, billing_transport)
-    )
-    shop = AdShop(
-        clock, Internal("billing", settings.billing_url, settings.service_token, billing_transport)
-    )
+    admission = Admission(clock, billing)
+    shop = AdShop(clock, billing)
     public: dict[Key, Endpoint] = {
         ("POST", "/v1/auth/login"): sign_in.login,
         ("POST", "/v1/auth/refresh"): sign_in.refresh,

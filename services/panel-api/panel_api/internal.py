@@ -18,28 +18,36 @@ from shared.settings import Secret
 
 
 class Internal:
-    def __init__(
-        self,
-        service: str,
-        base_url: str,
-        service_token: Secret,
-        transport: httpx.AsyncBaseTransport | None = None,
-    ) -> None:
+    """One service's internal endpoints, over one client opened for the process's life
+    (`async with`): building an httpx client loads the CA bundle, 21 ms of CPU on this
+    machine, which a client per call paid on every id of a 1,000-id import."""
+
+    def __init__(self, service: str, base_url: str, service_token: Secret) -> None:
         self.service = service
         self.base_url = base_url
         self.service_token = service_token
-        self.transport = transport
+        self.client: httpx.AsyncClient | None = None
+
+    async def __aenter__(self) -> Internal:
+        self.client = httpx.AsyncClient(timeout=30)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        client, self.client = self.client, None
+        if client is not None:
+            await client.aclose()
 
     async def ask(self, method: str, path: str, body: Any = None) -> httpx.Response:
+        if self.client is None:
+            raise RuntimeError(f"the {self.service} client is used outside the app's lifespan")
         headers = {"Authorization": f"Bearer {self.service_token.reveal()}"}
         rid = request_id.get()
         if rid:
             headers["X-Request-Id"] = rid
         try:
-            async with httpx.AsyncClient(transport=self.transport, timeout=30) as client:
-                answer = await client.request(
-                    method, f"{self.base_url}{path}", json=body, headers=headers
-                )
+            answer = await self.client.request(
+                method, f"{self.base_url}{path}", json=body, headers=headers
+            )
         except httpx.HTTPError as error:
             raise self._unavailable(f"could not be asked: {type(error).__name__}") from None
         if answer.status_code >= 500 and answer.headers.get("content-type") != PROBLEM_JSON:
