@@ -12,13 +12,15 @@ import asyncio
 import datetime as dt
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from botedge import errors, inbox_store
 from botedge.db import connection
 from botedge.handlers import Handler, RetryLater
 from botedge.inbox_store import InboxRow
-from botedge.metrics import HANDLING_SECONDS, UPDATES_HANDLED
+from botedge.metrics import HANDLING_SECONDS, REPLIES_QUEUED, UPDATES_HANDLED
+from botedge.outbox_store import OutboxRow
 from shared.backoff import backoff_delay
 from shared.db import Pool
 from shared.lifecycle import sleep_unless_stopped
@@ -51,8 +53,12 @@ class InboxConsumer:
         wakeup: asyncio.Event,
         config: ConsumerConfig,
         holder: str = "",
+        deliver: Callable[[int, list[OutboxRow]], bool] = lambda bot_id, rows: False,
     ) -> None:
+        """`deliver(bot_id, rows)` hands replies just queued to a sender in this process;
+        False when none of this process is sending for the bot."""
         self.pool = pool
+        self.deliver = deliver
         self.holder = holder
         self.handler = handler
         self.notifier = notifier
@@ -127,11 +133,15 @@ class InboxConsumer:
             prepared = await asyncio.wait_for(self.handler.prepare(update), budget)
             # Pipelined: BEGIN goes with the first statement and COMMIT with the last, so the
             # usual update takes two round trips.
-            async with connection(self.pool) as conn, conn.pipeline(), conn.transaction():
-                replies = await self.handler.apply(conn, update, prepared)
-                await inbox_store.finish(conn, update, replies)
-            if replies:
-                self.notifier.announce("outbox", str(update.bot_id))
+            async with connection(self.pool) as conn, conn.pipeline():
+                async with conn.transaction():
+                    replies = await self.handler.apply(conn, update, prepared)
+                    finished = await inbox_store.finish(conn, update, replies)
+                # Nothing else in this process has run since COMMIT's answer came back (the
+                # rows are in hand, no await waits): the hand-over comes before any later
+                # update of this person can be claimed, and before a read could show the rows.
+                if replies:
+                    self._hand_over(update.bot_id, await finished.queued(), len(replies))
         except errors.BotedgeError as error:
             if inbox_store.claim_lost(error):
                 outcome = "lost"
@@ -144,6 +154,15 @@ class InboxConsumer:
             HANDLING_SECONDS.observe(time.perf_counter() - started)
             UPDATES_HANDLED.labels(outcome).inc()
             request_id.reset(token)
+
+    def _hand_over(self, bot_id: int, rows: list[OutboxRow], replies: int) -> None:
+        """To this worker's sender of the bot when it is sending; otherwise a wake-up for
+        whichever worker's is."""
+        if len(rows) == replies and self.deliver(bot_id, rows):
+            REPLIES_QUEUED.labels("hand-over").inc(replies)
+        else:
+            REPLIES_QUEUED.labels("notify").inc(replies)
+            self.notifier.announce("outbox", str(bot_id))
 
     def _within_window(self, update: InboxRow) -> bool:
         if update.received_at is None:

@@ -10,9 +10,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import psycopg
+from psycopg import AsyncCursor
 from psycopg.types.json import Jsonb
 
 from botedge import sqlq
+from botedge.outbox_store import OutboxRow
 from botedge.updates import Incoming
 from shared.db import Connection
 
@@ -112,7 +114,34 @@ def claim_lost(error: BaseException) -> bool:
     return isinstance(cause, psycopg.Error) and cause.sqlstate == CLAIM_LOST
 
 
-async def finish(conn: Connection, row: InboxRow, replies: Sequence[Reply] = ()) -> None:
+@dataclass(frozen=True)
+class Finished:
+    """A finish sent; which replies it queued is known once the transaction has committed
+    (in pipeline mode the answer comes back with COMMIT's, in the same round trip)."""
+
+    cursor: AsyncCursor[dict[str, Any]]
+    replies: Sequence[Reply]
+
+    async def queued(self) -> list[OutboxRow]:
+        """The replies queued by this finish as outbox rows, due now. A reply already in the
+        outbox under its key is left out: whoever queued it announced it. Called after COMMIT,
+        the answer is in hand and this does not wait on the connection."""
+        found = await self.cursor.fetchone()
+        if found is None:
+            return []
+        return [
+            OutboxRow(
+                int(row_id),
+                self.replies[n].chat_id,
+                self.replies[n].method,
+                self.replies[n].payload,
+                0,
+            )
+            for row_id, n in zip(found["ids"], found["places"], strict=True)
+        ]
+
+
+async def finish(conn: Connection, row: InboxRow, replies: Sequence[Reply] = ()) -> Finished:
     """Compare-and-set on the claim, queueing `replies` in the outbox in the same statement,
     each once under `inbox:<id>:<n>`. When the claim was taken over the statement fails
     (`claim_lost`), in pipeline mode when the transaction commits, and it all rolls back."""
@@ -125,7 +154,8 @@ async def finish(conn: Connection, row: InboxRow, replies: Sequence[Reply] = ())
         }
         for n, reply in enumerate(replies)
     ]
-    await conn.execute(Q["finish_with_replies"], {**row.claim, "replies": Jsonb(queued)})
+    cursor = await conn.execute(Q["finish_with_replies"], {**row.claim, "replies": Jsonb(queued)})
+    return Finished(cursor, replies)
 
 
 async def retry(conn: Connection, row: InboxRow, error: str, delay: float) -> None:

@@ -29,6 +29,12 @@ HANDLING_SECONDS = Histogram(
 )
 OUTBOX_DEPTH = Gauge("botedge_outbox_depth", "Unsent outbox rows per bot", ["bot_id"])
 SENDS = Counter("botedge_sends_total", "Bot API sends by outcome", ["outcome"])
+REPLIES_QUEUED = Counter(
+    "botedge_replies_queued_total",
+    "Updates' replies committed to the outbox, by how their sender learned of them: handed "
+    "to this worker's sender, or a NOTIFY for whichever worker sends for the bot",
+    ["via"],
+)
 LEASE_CHANGES = Counter(
     "botedge_lease_changes_total", "Leases taken over or lost by this process", ["kind", "change"]
 )

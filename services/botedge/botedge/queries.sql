@@ -114,6 +114,7 @@ UPDATE inbox
 -- finish_with_replies --
 -- finish_update with the update's replies queued in the same statement. A lost claim fails
 -- the statement (GH001, see migration 0016), so COMMIT may be sent without waiting for it.
+-- Returns the outbox id of each reply queued now, by its place in %(replies)s.
 WITH finished AS (
     UPDATE inbox
        SET state = 'done', done_at = now(), lock_token = NULL, locked_until = NULL,
@@ -128,8 +129,13 @@ WITH finished AS (
            jsonb_to_recordset(%(replies)s::jsonb)
                AS r (chat_id bigint, method text, payload jsonb, dedupe_key text)
     ON CONFLICT (dedupe_key) DO NOTHING
+    RETURNING id, dedupe_key
 )
-SELECT botedge_claim_held(count(*) = 1) FROM finished;
+SELECT botedge_claim_held(count(*) = 1) AS held,
+       (SELECT coalesce(array_agg(id), '{}') FROM queued) AS ids,
+       (SELECT coalesce(array_agg(split_part(dedupe_key, ':', 3)::int), '{}')
+          FROM queued) AS places
+  FROM finished;
 
 -- retry_update --
 UPDATE inbox

@@ -209,6 +209,7 @@ class Sender:
             self.since = None
             self.reading_all = set()
             self.full_read_at = now + FULL_READ_EVERY
+        self.queue.begin_read()
         async with connection(self.pool) as conn:
             page = await outbox_store.pending(
                 conn,
@@ -233,6 +234,19 @@ class Sender:
             self.reading_all = set()
         self.since, self.after = self.reading_since, None
         return False
+
+    def offer(self, rows: list[OutboxRow]) -> bool:
+        """Rows this worker has just committed to the outbox, handed over without a read or a
+        wake-up. False when this sender is not sending (the caller announces them instead)."""
+        if not self._sending():
+            return False
+        if self.since is None:
+            # A full read under way may have a snapshot older than these rows: it must not
+            # drop them as gone.
+            self.reading_all.update(row.id for row in rows)
+        if self.queue.add(rows):
+            self.changed.set()
+        return True
 
     async def _check_token(self, stopping: asyncio.Event) -> bool:
         """getMe before the first send, like any call: quiet when told, back off on failures.

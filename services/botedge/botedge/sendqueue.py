@@ -36,6 +36,9 @@ class SendQueue:
         self.where: dict[int, int] = {}  # row id -> chat id, for every row held
         self.ready: list[tuple[int, int, int, int]] = []  # (priority, id, chat, version)
         self.waiting: list[tuple[float, int, int]] = []  # (monotonic ready time, chat, version)
+        # Rows finished since the current read began: its snapshot may predate their record,
+        # and adding them again would send them twice.
+        self.finished_in_read: set[int] = set()
 
     def __len__(self) -> int:
         return len(self.where)
@@ -43,12 +46,19 @@ class SendQueue:
     def __contains__(self, row_id: int) -> bool:
         return row_id in self.where
 
+    def begin_read(self) -> None:
+        """Call before each read of the outbox is sent."""
+        self.finished_in_read = set()
+
     def add(self, rows: Iterable[OutboxRow]) -> int:
-        """Take rows read from the outbox; a row already held and not in flight is replaced (it
-        may have moved to another chat). Returns how many were new."""
+        """Take rows read from the outbox or just queued; a row already held and not in flight
+        is replaced (it may have moved to another chat), one finished since the read began is
+        left out. Returns how many were new."""
         touched: set[int] = set()
         new = 0
         for row in rows:
+            if row.id in self.finished_in_read:
+                continue
             old_chat = self.where.get(row.id)
             if old_chat is not None:
                 chat = self.chats[old_chat]
@@ -59,7 +69,8 @@ class SendQueue:
             else:
                 new += 1
             chat = self.chats.setdefault(row.chat_id, _Chat([]))
-            bisect.insort(chat.rows, row, key=_order)
+            # Never ahead of a row in flight: `finish` takes the first row as the one sent.
+            bisect.insort(chat.rows, row, lo=1 if chat.busy else 0, key=_order)
             self.where[row.id] = row.chat_id
             touched.add(row.chat_id)
         for chat_id in touched:
@@ -105,6 +116,7 @@ class SendQueue:
         chat = self.chats[row.chat_id]
         chat.rows.pop(0)
         del self.where[row.id]
+        self.finished_in_read.add(row.id)
         chat.busy = False
         self._schedule(row.chat_id)
 

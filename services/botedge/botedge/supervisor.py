@@ -32,6 +32,7 @@ from botedge.handlers import BotLogic, Handler
 from botedge.leases import Lease, holder_id
 from botedge.marks import SentMarks
 from botedge.metrics import BOTS_SERVED, DEAD_UPDATES, INBOX_DEPTH, INBOX_OLDEST_AGE, OUTBOX_DEPTH
+from botedge.outbox_store import OutboxRow
 from botedge.pause import BotPause
 from botedge.poller import Poller
 from botedge.sender import Limits, Sender
@@ -103,6 +104,7 @@ class WorkerSupervisor:
                 retry_window=settings.gate_retry_window,
             ),
             self.holder,
+            deliver=self._deliver,
         )
         self.access = Access(
             pool,
@@ -130,6 +132,8 @@ class WorkerSupervisor:
         )
         # Every sender of this worker records its sends through one group commit.
         self.marks = SentMarks(pool)
+        # This worker's senders, by bot, while they run.
+        self.senders: dict[int, Sender] = {}
         self.contenders: dict[str, asyncio.Task[None]] = {}
         # One per bot, shared by its sender and poller: a 429 to either quiets both.
         self.pauses: dict[int, BotPause] = {}
@@ -214,9 +218,9 @@ class WorkerSupervisor:
                 group_per_minute=settings.send_group_per_minute,
                 clock=self.clock,
             )
-            await self._while_holding(
-                lease,
-                lambda: Sender(
+
+            async def send() -> None:
+                sender = self.senders[bot.id] = Sender(
                     self.pool,
                     self.api,
                     bot.id,
@@ -229,10 +233,21 @@ class WorkerSupervisor:
                     lanes=settings.send_lanes,
                     clock=self.clock,
                     marks=self.marks,
-                ).run(self.stopping),
-            )
+                )
+                try:
+                    await sender.run(self.stopping)
+                finally:
+                    if self.senders.get(bot.id) is sender:
+                        del self.senders[bot.id]
+
+            await self._while_holding(lease, send)
 
         return run
+
+    def _deliver(self, bot_id: int, rows: list[OutboxRow]) -> bool:
+        """Replies this worker just queued go straight to its sender of the bot, if any."""
+        sender = self.senders.get(bot_id)
+        return sender is not None and sender.offer(rows)
 
     async def _rights_watch(self) -> None:
         """Under the lease `rights-watch`: every bot's rights in its channels, asked again each

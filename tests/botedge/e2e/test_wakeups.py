@@ -1,4 +1,5 @@
-"""LISTEN/NOTIFY: with polling slowed to 10 s, an update is still answered at once."""
+"""LISTEN/NOTIFY and the hand-over: with polling slowed to 10 s, an update is still answered
+at once."""
 
 from __future__ import annotations
 
@@ -7,14 +8,14 @@ import time
 
 import httpx
 
-from tests.botedge.conftest import message
+from tests.botedge.conftest import message, queue_messages
 from tests.botedge.e2e.conftest import Edge
 
 
 def test_notify__wakes_the_claim_loop_and_the_sender(edge: Edge) -> None:
     bot_id, _, secret = edge.add_bot(9501)
     api = edge.start_api()
-    edge.start_worker(WORKER_POLL_INTERVAL="10")
+    worker = edge.start_worker(WORKER_POLL_INTERVAL="10")
     edge.wait_for_sender(bot_id)
     time.sleep(0.5)
     latencies = []
@@ -31,6 +32,17 @@ def test_notify__wakes_the_claim_loop_and_the_sender(edge: Edge) -> None:
         latencies.append(time.monotonic() - started)
     # Polling alone would take up to 10 s for the claim and as long again for the send.
     assert max(latencies) < 3, latencies
+    # The worker's own replies went to its sender directly; what another process queues
+    # wakes the sender with a NOTIFY.
+    worker_metrics = httpx.get(f"{worker.url}/metrics").text
+    assert 'botedge_replies_queued_total{via="hand-over"} 3.0' in worker_metrics
+    queue_messages(edge.database_url, bot_id, [(8002, "from elsewhere")])
+    started = time.monotonic()
+    edge.query("SELECT pg_notify('outbox', %s)", str(bot_id))
+    edge.wait_until(
+        lambda: len(edge.sim_get("/_sim/sent", bot_id=9501)) == 4, 8, "the queued message"
+    )
+    assert time.monotonic() - started < 3
 
 
 def test_listen_connection_killed__reconnects_and_wakes_again(edge: Edge) -> None:

@@ -82,6 +82,38 @@ def test_a_row_read_again_moves_with_its_chat_and_rows_gone_elsewhere_are_droppe
     assert queue.take() is None
 
 
+def test_an_earlier_row_arriving_late__goes_after_the_row_in_flight() -> None:
+    queue = SendQueue(no_limits, ManualClock())
+    queue.add([row(9, 10)])
+    in_flight = queue.take()
+    assert isinstance(in_flight, OutboxRow) and in_flight.id == 9
+    queue.add([row(8, 10)])
+    queue.finish(in_flight)
+    assert 9 not in queue and 8 in queue
+    late = queue.take()
+    assert isinstance(late, OutboxRow) and late.id == 8
+    queue.finish(late)
+    assert queue.take() is None
+
+
+def test_a_row_finished_while_a_read_ran__not_taken_back_from_that_read() -> None:
+    """A read whose snapshot predates a send's record still shows the row pending."""
+    queue = SendQueue(no_limits, ManualClock())
+    queue.add([row(1, 10), row(2, 20)])
+    sent = queue.take()
+    assert isinstance(sent, OutboxRow) and sent.id == 1
+    queue.begin_read()
+    queue.finish(sent)
+    # The read's answer: rows 1 and 2 pending as it saw them, and a new row 3.
+    assert queue.add([row(1, 10), row(2, 20), row(3, 10)]) == 1
+    assert 1 not in queue and 3 in queue
+    taken = [queue.take(), queue.take()]
+    assert sorted(r.id for r in taken if isinstance(r, OutboxRow)) == [2, 3]
+    # A later read began after the record: the row is gone from it anyway.
+    queue.begin_read()
+    assert queue.add([row(4, 30)]) == 1
+
+
 def drain(queue: SendQueue, limits: Limits, clock: ManualClock, count: int) -> list[float]:
     """Send `count` rows as fast as the limits allow; when each went, from the start."""
     started = clock.monotonic()
