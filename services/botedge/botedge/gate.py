@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +27,7 @@ from botedge import admission, bot_store, sqlq
 from botedge.db import connection
 from botedge.handlers import Context, Reply, RetryLater, Routes, Visit
 from botedge.inbox_store import InboxRow
+from botedge.metrics import CONTENT_LOOKUPS
 from botedge.telegram import BadRequest, ServerError, TelegramError, TooManyRequests
 from shared.clock import SYSTEM_CLOCK, Clock
 from shared.db import Connection, Pool
@@ -34,6 +36,8 @@ log = logging.getLogger("botedge.gate")
 Q = sqlq.Q
 
 JOINED_TTL = 300.0
+CONTENT_TTL = 60.0
+CONTENTS_CHANNEL = "contents"
 MEMBER = frozenset({"creator", "administrator", "member"})
 CHANNEL = "gate"
 GATE_OPENING = "To open this, join first: "
@@ -142,7 +146,50 @@ class Content:
         )
 
 
-Found = tuple[Content, list[GateChannel]]
+Found = tuple[Content, tuple[GateChannel, ...]]
+
+
+class ContentCache:
+    """Each bot's contents with their gates as last read, so that a link costs no read while
+    nothing changed. Any change to contents, their gates or channels sends `NOTIFY contents`
+    (migration 0017), which empties the cache in every worker; an entry also lasts at most
+    `ttl` seconds, in case a notice is lost. Nothing is kept or served while `listening()`
+    says notices cannot arrive."""
+
+    def __init__(
+        self,
+        listening: Callable[[], bool],
+        ttl: float = CONTENT_TTL,
+        clock: Clock = SYSTEM_CLOCK,
+        limit: int = 10_000,
+    ) -> None:
+        self.listening = listening
+        self.ttl = ttl
+        self.clock = clock
+        # Made-up codes are cached as not found too: past this many entries it starts over.
+        self.limit = limit
+        # Bumped by every clear: a read begun before it must not be kept.
+        self.generation = 0
+        self._entries: dict[tuple[int, str, int], tuple[float, Found | None]] = {}
+
+    def get(self, key: tuple[int, str, int]) -> tuple[bool, Found | None]:
+        """(True, what was read) while the entry is fresh; (False, None) otherwise."""
+        entry = self._entries.get(key)
+        if entry is None or entry[0] <= self.clock.monotonic() or not self.listening():
+            return False, None
+        return True, entry[1]
+
+    def put(self, key: tuple[int, str, int], found: Found | None, generation: int) -> None:
+        """Keep what a read begun at `generation` found, unless the cache was cleared since."""
+        if generation != self.generation or not self.listening():
+            return
+        if len(self._entries) >= self.limit:
+            self._entries.clear()
+        self._entries[key] = (self.clock.monotonic() + self.ttl, found)
+
+    def clear(self, payload: str = "") -> None:
+        self.generation += 1
+        self._entries.clear()
 
 
 @dataclass(frozen=True)
@@ -157,9 +204,13 @@ class Check:
 class Gate:
     """The gate's routes: `/start <code>`, `gate:<content id>` presses and `chat_member`."""
 
-    def __init__(self, pool: Pool, cache: JoinedCache) -> None:
+    def __init__(
+        self, pool: Pool, cache: JoinedCache, contents: ContentCache | None = None
+    ) -> None:
+        """Without `contents`, every link reads its content."""
         self.pool = pool
         self.cache = cache
+        self.contents = contents
 
     def register(self, routes: Routes) -> None:
         routes.start_prefixes[""] = _Start(self)
@@ -200,6 +251,21 @@ class Gate:
 
     async def content(self, bot_id: int, *, code: str = "", content_id: int = 0) -> Found | None:
         """A bot's content by its code or its id, with its gate channels."""
+        if self.contents is None:
+            CONTENT_LOOKUPS.labels("database").inc()
+            return await self._read_content(bot_id, code, content_id)
+        key = (bot_id, code, content_id)
+        cached, found = self.contents.get(key)
+        if cached:
+            CONTENT_LOOKUPS.labels("memory").inc()
+            return found
+        CONTENT_LOOKUPS.labels("database").inc()
+        generation = self.contents.generation
+        found = await self._read_content(bot_id, code, content_id)
+        self.contents.put(key, found, generation)
+        return found
+
+    async def _read_content(self, bot_id: int, code: str, content_id: int) -> Found | None:
         async with connection(self.pool) as conn:
             cur = await conn.execute(
                 Q["content_with_gate"],
@@ -208,7 +274,7 @@ class Gate:
             row = await cur.fetchone()
         if row is None:
             return None
-        channels = [
+        channels = tuple(
             GateChannel(
                 int(ch["channel_id"]),
                 int(ch["telegram_chat_id"]),
@@ -216,7 +282,7 @@ class Gate:
                 ch["join_url"] or (f"https://t.me/{ch['username']}" if ch["username"] else None),
             )
             for ch in row["gate"]
-        ]
+        )
         return Content.from_row(row), channels
 
 

@@ -29,6 +29,11 @@ HANDLING_SECONDS = Histogram(
 )
 OUTBOX_DEPTH = Gauge("botedge_outbox_depth", "Unsent outbox rows per bot", ["bot_id"])
 SENDS = Counter("botedge_sends_total", "Bot API sends by outcome", ["outcome"])
+CONTENT_LOOKUPS = Counter(
+    "botedge_content_lookups_total",
+    "Contents looked up for links and presses, by where they came from",
+    ["source"],
+)
 REPLIES_QUEUED = Counter(
     "botedge_replies_queued_total",
     "Updates' replies committed to the outbox, by how their sender learned of them: handed "

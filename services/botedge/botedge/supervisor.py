@@ -68,7 +68,8 @@ class WorkerSupervisor:
         self.holder = holder_id()
         self.notifier = Notifier(pool)
         self.listener = Listener(
-            settings.common.database_url.reveal(), ("inbox", "outbox", gate.CHANNEL)
+            settings.common.database_url.reveal(),
+            ("inbox", "outbox", gate.CHANNEL, gate.CONTENTS_CHANNEL),
         )
         # Tokens of the bots loaded below, for the handlers' reads from Telegram.
         self.tokens: dict[int, str] = {}
@@ -76,8 +77,11 @@ class WorkerSupervisor:
         self.identities: dict[int, tuple[int, str]] = {}
         self.joined = gate.JoinedCache(clock=clock)
         self.listener.subscribe(gate.CHANNEL, self.joined.forget)
-        # A notice sent while the connection was down is lost: start the cache over.
+        self.contents = gate.ContentCache(self.listener.connected.is_set, clock=clock)
+        self.listener.subscribe(gate.CONTENTS_CHANNEL, self.contents.clear)
+        # A notice sent while the connection was down is lost: start the caches over.
         self.listener.on_reconnect(self.joined.clear)
+        self.listener.on_reconnect(self.contents.clear)
         self.stopping = asyncio.Event()
         self.consumer = InboxConsumer(
             pool,
@@ -86,7 +90,7 @@ class WorkerSupervisor:
                 self.api,
                 self.tokens.get,
                 features=[
-                    gate.Gate(pool, self.joined),
+                    gate.Gate(pool, self.joined, self.contents),
                     adshop.AdShop(),
                     admission.Admission(pool, settings.invite_link_hours, clock),
                     pay.Pay(pay.BillingClient(http, settings.billing_url, settings.service_token)),

@@ -6,6 +6,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
+
 from botedge.gate import GATE_OPENING
 from tests.botedge.e2e.conftest import Edge
 
@@ -155,6 +157,33 @@ def test_gate__a_member_of_both_gets_the_content_at_once(edge: Edge) -> None:
     )
     edge.wait_until(lambda: bool(sent_to(edge, VISITOR)), 30, "the content")
     assert [m["text"] for m in sent_to(edge, VISITOR)] == ["The secret"]
+
+
+def test_gate__content_kept_in_memory_until_it_changes(edge: Edge) -> None:
+    setup = gate_setup(edge)
+    for chat in (NEWS, TALK):
+        edge.sim_post("/_sim/join", {"chat_id": chat, "user_id": VISITOR})
+    worker = edge.start_worker()
+
+    def lookups() -> str:
+        text = httpx.get(f"{worker.url}/metrics").text
+        return "".join(
+            line for line in text.splitlines() if line.startswith("botedge_content_lookups_total")
+        )
+
+    for n in range(2):
+        start(edge, setup)
+        edge.wait_until(lambda n=n: len(sent_to(edge, VISITOR)) == n + 1, 30, "the content")
+    assert [m["text"] for m in sent_to(edge, VISITOR)] == ["The secret", "The secret"]
+    assert 'source="database"} 1.0' in lookups() and 'source="memory"} 1.0' in lookups()
+    # An owner's change reaches the next visitor: the change empties the worker's cache.
+    edge.query(
+        "UPDATE contents SET body = 'The new secret' WHERE id = %s RETURNING id", setup.content_id
+    )
+    start(edge, setup)
+    edge.wait_until(lambda: len(sent_to(edge, VISITOR)) == 3, 30, "the content")
+    assert sent_to(edge, VISITOR)[-1]["text"] == "The new secret"
+    assert 'source="database"} 2.0' in lookups()
 
 
 def test_gate__a_non_admin_channel_lets_the_visitor_through_and_is_flagged(edge: Edge) -> None:

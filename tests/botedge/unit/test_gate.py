@@ -7,7 +7,16 @@ import uuid
 
 import pytest
 
-from botedge.gate import JoinedCache, Standing, escape_html, is_member, standing_of
+from botedge.gate import (
+    Content,
+    ContentCache,
+    GateChannel,
+    JoinedCache,
+    Standing,
+    escape_html,
+    is_member,
+    standing_of,
+)
 from botedge.handlers import BotLogic, RetryLater, Routes, start_payload
 from botedge.inbox_store import InboxRow
 from botedge.telegram import BadRequest, Forbidden, ServerError, TooManyRequests
@@ -69,6 +78,58 @@ def test_joined_cache__five_minutes_then_asked_again_and_a_notice_forgets() -> N
     clock.advance(1)
     assert not cache.joined(-100, 8)
     cache.forget("not a notice")  # ignored, not raised
+
+
+PROMO = (
+    Content(5, "text", "The secret", None, None, None, None, True),
+    (GateChannel(1, -100, "News", None),),
+)
+
+
+def test_content_cache__kept_a_minute_and_emptied_by_a_notice() -> None:
+    clock = ManualClock()
+    cache = ContentCache(lambda: True, clock=clock)
+    assert cache.get((1, "promo", 0)) == (False, None)
+    cache.put((1, "promo", 0), PROMO, cache.generation)
+    cache.put((1, "nope", 0), None, cache.generation)
+    assert cache.get((1, "promo", 0)) == (True, PROMO)
+    # A made-up code is remembered as not found.
+    assert cache.get((1, "nope", 0)) == (True, None)
+    clock.advance(59)
+    assert cache.get((1, "promo", 0)) == (True, PROMO)
+    cache.clear("")
+    assert cache.get((1, "promo", 0)) == (False, None)
+    cache.put((1, "promo", 0), PROMO, cache.generation)
+    clock.advance(60)
+    assert cache.get((1, "promo", 0)) == (False, None)
+
+
+def test_content_cache__a_read_begun_before_a_notice_is_not_kept() -> None:
+    cache = ContentCache(lambda: True, clock=ManualClock())
+    began = cache.generation
+    cache.clear("")  # the content changed while the read was under way
+    cache.put((1, "promo", 0), PROMO, began)
+    assert cache.get((1, "promo", 0)) == (False, None)
+
+
+def test_content_cache__nothing_kept_or_served_while_notices_cannot_arrive() -> None:
+    listening = [True]
+    cache = ContentCache(lambda: listening[0], clock=ManualClock())
+    cache.put((1, "promo", 0), PROMO, cache.generation)
+    listening[0] = False
+    assert cache.get((1, "promo", 0)) == (False, None)
+    cache.put((1, "other", 0), PROMO, cache.generation)
+    listening[0] = True
+    assert cache.get((1, "other", 0)) == (False, None)
+
+
+def test_content_cache__starts_over_past_its_limit() -> None:
+    cache = ContentCache(lambda: True, clock=ManualClock(), limit=3)
+    for n in range(3):
+        cache.put((1, f"code{n}", 0), None, cache.generation)
+    cache.put((1, "code3", 0), PROMO, cache.generation)
+    assert cache.get((1, "code0", 0)) == (False, None)
+    assert cache.get((1, "code3", 0)) == (True, PROMO)
 
 
 def row(kind: str, body: dict[str, object]) -> InboxRow:
