@@ -77,6 +77,10 @@ def _stack_ms(cpu: dict[str, float], count: int) -> float:
     return served / max(1, count) * 1000
 
 
+# Stack CPU (botedge api, workers, PostgreSQL) per update at the reference load.
+CPU_TARGET_MS = 5.0
+
+
 def update_path(
     name: str, title: str, *, workers: int, telegram_ms: float, options: Options
 ) -> Section:
@@ -91,9 +95,15 @@ def update_path(
     section.series = updates.per_second(found, began)
     section.cpu, section.busiest, section.backlog = cpu, busiest, backlog
     latency = summary.latency
+    # The stack's CPU target is for the reference distance; farther away, 200/s held is.
+    cpu_target = CPU_TARGET_MS if telegram_ms == 40 else None
     section.ok = (
-        summary.unanswered == 0 and summary.answered_twice == 0 and latency.p99 <= 1.0
-    ) and max(busiest.values(), default=0) <= 25
+        summary.unanswered == 0
+        and summary.answered_twice == 0
+        and latency.p99 <= 1.0
+        and max(busiest.values(), default=0) <= 25
+        and (cpu_target is None or per_update <= cpu_target)
+    )
     section.lines = [
         f"{options.bots} bots in webhook mode, {workers} worker(s), Telegram {telegram_ms:g} ms "
         f"away, {options.rate:g} updates/s for {options.seconds:g} s after a "
@@ -115,7 +125,7 @@ def update_path(
         (
             f"{options.rate:g} updates/s, {workers} worker(s), Telegram {telegram_ms:g} ms",
             f"p50 {_ms(latency.p50)}, p99 {_ms(latency.p99)}; {per_update:.1f} ms CPU/update",
-            "p99 ≤ 1 s; ≤ 5 ms CPU",
+            f"p99 ≤ 1 s; ≤ {cpu_target:g} ms CPU" if cpu_target else "p99 ≤ 1 s",
         )
     ]
     return section
