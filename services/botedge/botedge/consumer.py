@@ -1,9 +1,11 @@
 """The inbox consumer: claim and handle updates, each person's in order, people in parallel.
 
-N slots (default 16); a claim runs as soon as a quarter of them are free. One transaction per
-update writes the person, the effects and the replies, and finishes the row by compare-and-set
-on its claim token. A failure retries with exponential backoff and jitter, delaying only that
-person; after the last attempt the update is dead and the person moves on.
+N slots (default 16). A claim runs when updates are announced (NOTIFY inbox), when a finished
+update's person has another one waiting, when a retried one is due, and, after a claim that
+filled every free slot, as soon as a quarter of them are free again. One transaction per update
+writes the person, the effects and the replies, and finishes the row by compare-and-set on its
+claim token. A failure retries with exponential backoff and jitter, delaying only that person;
+after the last attempt the update is dead and the person moves on.
 """
 
 from __future__ import annotations
@@ -53,10 +55,11 @@ class InboxConsumer:
         wakeup: asyncio.Event,
         config: ConsumerConfig,
         holder: str = "",
-        deliver: Callable[[int, list[OutboxRow]], bool] = lambda bot_id, rows: False,
+        deliver: Callable[[int, list[OutboxRow], list[int]], bool] = lambda *_: False,
     ) -> None:
-        """`deliver(bot_id, rows)` hands replies just queued to a sender in this process;
-        False when none of this process is sending for the bot."""
+        """`deliver(bot_id, rows, earlier)` hands replies just queued to a sender in this
+        process; False when none of this process is sending for the bot, or it lacks one of
+        the `earlier` rows."""
         self.pool = pool
         self.deliver = deliver
         self.holder = holder
@@ -66,6 +69,8 @@ class InboxConsumer:
         self.config = config
         self.in_flight: set[asyncio.Task[None]] = set()
         self._slot_freed = asyncio.Event()
+        # Set when a finished update's person has another one waiting: it can be claimed now.
+        self._more = asyncio.Event()
 
     async def claim(self, limit: int) -> list[InboxRow] | None:
         async with connection(self.pool) as conn:
@@ -92,11 +97,14 @@ class InboxConsumer:
                     task = asyncio.get_running_loop().create_task(self.handle(update))
                     self.in_flight.add(task)
                     task.add_done_callback(self._done)
-            if claimed and len(claimed) == free:
+            if (claimed and len(claimed) == free) or free < quarter:
                 # Possibly more waiting: claim again once a quarter of the slots are free.
                 await self._wait(stopping, for_slot=True)
-            elif not claimed:
-                await self._wait(stopping, for_slot=bool(self.in_flight))
+            else:
+                # Nothing more was claimable. New updates announce themselves (NOTIFY inbox)
+                # and a person's next one becomes claimable when theirs is finished (`_more`):
+                # a freed slot alone is no reason to ask again.
+                await self._wait(stopping, for_slot=False)
         await self.drain()
 
     async def drain(self) -> None:
@@ -110,6 +118,7 @@ class InboxConsumer:
     async def _wait(self, stopping: asyncio.Event, *, for_slot: bool) -> None:
         waits = [
             asyncio.ensure_future(self.wakeup.wait()),
+            asyncio.ensure_future(self._more.wait()),
             asyncio.ensure_future(stopping.wait()),
         ]
         if for_slot:
@@ -122,6 +131,7 @@ class InboxConsumer:
             for waiter in waits:
                 waiter.cancel()
         self.wakeup.clear()
+        self._more.clear()
         self._slot_freed.clear()
 
     async def handle(self, update: InboxRow) -> None:
@@ -140,8 +150,11 @@ class InboxConsumer:
                 # Nothing else in this process has run since COMMIT's answer came back (the
                 # rows are in hand, no await waits): the hand-over comes before any later
                 # update of this person can be claimed, and before a read could show the rows.
+                queued, earlier, more = await finished.read()
                 if replies:
-                    self._hand_over(update.bot_id, await finished.queued(), len(replies))
+                    self._hand_over(update.bot_id, queued, earlier, len(replies))
+                if more:
+                    self._more.set()
         except errors.BotedgeError as error:
             if inbox_store.claim_lost(error):
                 outcome = "lost"
@@ -155,10 +168,13 @@ class InboxConsumer:
             UPDATES_HANDLED.labels(outcome).inc()
             request_id.reset(token)
 
-    def _hand_over(self, bot_id: int, rows: list[OutboxRow], replies: int) -> None:
-        """To this worker's sender of the bot when it is sending; otherwise a wake-up for
-        whichever worker's is."""
-        if len(rows) == replies and self.deliver(bot_id, rows):
+    def _hand_over(
+        self, bot_id: int, rows: list[OutboxRow], earlier: list[int], replies: int
+    ) -> None:
+        """To this worker's sender of the bot when it is sending and holds every older unsent
+        row of the same chats (`earlier`); otherwise a wake-up for whichever worker's is,
+        whose read brings each chat's rows in order."""
+        if len(rows) == replies and self.deliver(bot_id, rows, earlier):
             REPLIES_QUEUED.labels("hand-over").inc(replies)
         else:
             REPLIES_QUEUED.labels("notify").inc(replies)
@@ -197,6 +213,10 @@ class InboxConsumer:
             log.error(
                 "update %d dead after %d attempts: %s", update.id, update.attempt, description
             )
+            # The person's next update, if any, is theirs to claim now.
+            self._more.set()
             return "dead"
+        # Claimable again once the delay is over.
+        asyncio.get_running_loop().call_later(delay, self._more.set)
         log.warning("update %d attempt %d failed: %s", update.id, update.attempt, description)
         return "retry"

@@ -122,14 +122,15 @@ class Finished:
     cursor: AsyncCursor[dict[str, Any]]
     replies: Sequence[Reply]
 
-    async def queued(self) -> list[OutboxRow]:
-        """The replies queued by this finish as outbox rows, due now. A reply already in the
-        outbox under its key is left out: whoever queued it announced it. Called after COMMIT,
-        the answer is in hand and this does not wait on the connection."""
+    async def read(self) -> tuple[list[OutboxRow], list[int], bool]:
+        """The replies queued by this finish as outbox rows, due now; the unsent rows queued
+        before them for the same chats; whether the person has another update waiting. A reply
+        already in the outbox under its key is left out: whoever queued it announced it.
+        Called after COMMIT, the answer is in hand and this does not wait on the connection."""
         found = await self.cursor.fetchone()
         if found is None:
-            return []
-        return [
+            return [], [], False
+        queued = [
             OutboxRow(
                 int(row_id),
                 self.replies[n].chat_id,
@@ -139,6 +140,7 @@ class Finished:
             )
             for row_id, n in zip(found["ids"], found["places"], strict=True)
         ]
+        return queued, [int(i) for i in found["earlier"]], bool(found["more"])
 
 
 async def finish(conn: Connection, row: InboxRow, replies: Sequence[Reply] = ()) -> Finished:
@@ -154,7 +156,15 @@ async def finish(conn: Connection, row: InboxRow, replies: Sequence[Reply] = ())
         }
         for n, reply in enumerate(replies)
     ]
-    cursor = await conn.execute(Q["finish_with_replies"], {**row.claim, "replies": Jsonb(queued)})
+    cursor = await conn.execute(
+        Q["finish_with_replies"],
+        {
+            **row.claim,
+            "replies": Jsonb(queued),
+            "bot_id": row.bot_id,
+            "chats": sorted({reply.chat_id for reply in replies}),
+        },
+    )
     return Finished(cursor, replies)
 
 

@@ -114,14 +114,16 @@ UPDATE inbox
 -- finish_with_replies --
 -- finish_update with the update's replies queued in the same statement. A lost claim fails
 -- the statement (GH001, see migration 0016), so COMMIT may be sent without waiting for it.
--- Returns the outbox id of each reply queued now, by its place in %(replies)s.
+-- Returns the outbox id of each reply queued now, by its place in %(replies)s; the unsent rows
+-- queued before them for the same chats (their order comes first); and whether the person has
+-- another update waiting (the worker then claims again at once).
 WITH finished AS (
     UPDATE inbox
        SET state = 'done', done_at = now(), lock_token = NULL, locked_until = NULL,
            last_error = NULL
      WHERE id = %(id)s AND lock_token = %(lock_token)s AND attempt = %(attempt)s
        AND state = 'processing'
-    RETURNING bot_id
+    RETURNING bot_id, chat_key
 ), queued AS (
     INSERT INTO outbox (bot_id, chat_id, method, payload, priority, dedupe_key)
     SELECT f.bot_id, r.chat_id, r.method, r.payload, 0, r.dedupe_key
@@ -132,10 +134,18 @@ WITH finished AS (
     RETURNING id, dedupe_key
 )
 SELECT botedge_claim_held(count(*) = 1) AS held,
+       coalesce(bool_or(EXISTS (SELECT 1 FROM inbox e
+                                 WHERE e.bot_id = f.bot_id AND e.chat_key = f.chat_key
+                                   AND e.state = 'waiting')), false) AS more,
        (SELECT coalesce(array_agg(id), '{}') FROM queued) AS ids,
        (SELECT coalesce(array_agg(split_part(dedupe_key, ':', 3)::int), '{}')
-          FROM queued) AS places
-  FROM finished;
+          FROM queued) AS places,
+       -- This statement's own inserts are not visible here: these are all older.
+       (SELECT coalesce(array_agg(o.id), '{}')
+          FROM outbox o
+         WHERE o.bot_id = %(bot_id)s AND o.chat_id = ANY (%(chats)s::bigint[])
+           AND o.state = 'pending') AS earlier
+  FROM finished f;
 
 -- retry_update --
 UPDATE inbox

@@ -235,15 +235,17 @@ class Sender:
         self.since, self.after = self.reading_since, None
         return False
 
-    def offer(self, rows: list[OutboxRow]) -> bool:
+    def offer(self, rows: list[OutboxRow], earlier: list[int]) -> bool:
         """Rows this worker has just committed to the outbox, handed over without a read or a
-        wake-up. False when this sender is not sending (the caller announces them instead)."""
-        if not self._sending():
+        wake-up. Taken only when this sender is sending, has finished a read of the whole
+        queue and is not in another, and holds every row in `earlier` (the unsent rows queued
+        before these for the same chats, perhaps by another worker): otherwise a read could
+        bring an older row of a chat after a newer one was sent. False: the caller announces
+        them instead."""
+        if not self._sending() or self.since is None:
             return False
-        if self.since is None:
-            # A full read under way may have a snapshot older than these rows: it must not
-            # drop them as gone.
-            self.reading_all.update(row.id for row in rows)
+        if any(row_id not in self.queue for row_id in earlier):
+            return False
         if self.queue.add(rows):
             self.changed.set()
         return True

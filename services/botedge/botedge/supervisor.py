@@ -248,10 +248,10 @@ class WorkerSupervisor:
 
         return run
 
-    def _deliver(self, bot_id: int, rows: list[OutboxRow]) -> bool:
+    def _deliver(self, bot_id: int, rows: list[OutboxRow], earlier: list[int]) -> bool:
         """Replies this worker just queued go straight to its sender of the bot, if any."""
         sender = self.senders.get(bot_id)
-        return sender is not None and sender.offer(rows)
+        return sender is not None and sender.offer(rows, earlier)
 
     async def _rights_watch(self) -> None:
         """Under the lease `rights-watch`: every bot's rights in its channels, asked again each

@@ -45,6 +45,43 @@ def test_notify__wakes_the_claim_loop_and_the_sender(edge: Edge) -> None:
     assert time.monotonic() - started < 3
 
 
+def test_a_reply_behind_an_older_unread_one_of_its_chat__not_handed_over_ahead(
+    edge: Edge,
+) -> None:
+    """Another worker may have queued the person's previous reply, and this sender not read it
+    yet: the new reply must not go out first."""
+    bot_id, _, secret = edge.add_bot(9503)
+    api = edge.start_api()
+    worker = edge.start_worker(WORKER_POLL_INTERVAL="10")
+
+    def post(update_id: int, text: str) -> None:
+        httpx.post(
+            f"{api.url}/telegram/{bot_id}/webhook",
+            content=json.dumps(message(update_id, 8003, text)),
+            headers={"X-Telegram-Bot-Api-Secret-Token": secret},
+        )
+
+    def texts() -> list[str]:
+        return [m["text"] for m in edge.sim_get("/_sim/sent", bot_id=9503)]
+
+    # A first reply shows the sender has read its queue and sends.
+    post(1, "first")
+    edge.wait_until(lambda: len(texts()) == 1, 15, "the first reply")
+    # Queued as another worker would, its NOTIFY not yet sent.
+    queue_messages(edge.database_url, bot_id, [(8003, "older, from elsewhere")])
+    started = time.monotonic()
+    post(2, "second")
+    edge.wait_until(lambda: len(texts()) == 3, 15, "both")
+    assert texts()[1:] == [
+        "older, from elsewhere",
+        'I did not understand "second". Send /start to begin.',
+    ]
+    # Not by the 10 s poll: the finish saw the older row and announced its reply instead.
+    assert time.monotonic() - started < 3
+    metrics = httpx.get(f"{worker.url}/metrics").text
+    assert 'botedge_replies_queued_total{via="notify"} 1.0' in metrics
+
+
 def test_listen_connection_killed__reconnects_and_wakes_again(edge: Edge) -> None:
     bot_id, _, secret = edge.add_bot(9502)
     api = edge.start_api()
