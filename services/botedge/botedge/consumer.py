@@ -148,8 +148,8 @@ class InboxConsumer:
                     replies = await self.handler.apply(conn, update, prepared)
                     finished = await inbox_store.finish(conn, update, replies)
                 # Nothing else in this process has run since COMMIT's answer came back (the
-                # rows are in hand, no await waits): the hand-over comes before any later
-                # update of this person can be claimed, and before a read could show the rows.
+                # rows are in hand, no await waits): here, the hand-over comes before a later
+                # update of this person can be claimed and before a read could show the rows.
                 queued, earlier, more = await finished.read()
                 if replies:
                     self._hand_over(update.bot_id, queued, earlier, len(replies))

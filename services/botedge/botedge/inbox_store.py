@@ -116,8 +116,8 @@ def claim_lost(error: BaseException) -> bool:
 
 @dataclass(frozen=True)
 class Finished:
-    """A finish sent; which replies it queued is known once the transaction has committed
-    (in pipeline mode the answer comes back with COMMIT's, in the same round trip)."""
+    """A finish sent; what it found is known once the transaction has committed (in pipeline
+    mode the answer comes back with COMMIT's, in the same round trip)."""
 
     cursor: AsyncCursor[dict[str, Any]]
     replies: Sequence[Reply]
