@@ -21,18 +21,20 @@ def serve() -> None:
 
 
 def seed_demo() -> None:
+    from panel_api.passwords import DEFAULT_ROUNDS, MAX_ROUNDS, MIN_ROUNDS
     from panel_api.seed import DEMO_EMAIL, seed
 
     r = Reader(os.environ)
-    database_url, email, password = exit_on_error(
+    database_url, email, password, rounds = exit_on_error(
         lambda: (
             r.database_url(),
             r.text("DEMO_OWNER_EMAIL", DEMO_EMAIL),
             r.secret("DEMO_OWNER_PASSWORD", min_bytes=8),
+            r.integer("BCRYPT_ROUNDS", DEFAULT_ROUNDS, minimum=MIN_ROUNDS, maximum=MAX_ROUNDS),
         )
     )
     jsonlog.configure("seed", "INFO", [database_url, password])
-    seeded = seed(database_url.reveal(), email, password.reveal())
+    seeded = seed(database_url.reveal(), email, password.reveal(), rounds)
     print("seeded demo data" if seeded else "database already has data; not seeding")
     sys.stdout.flush()
 

@@ -23,6 +23,7 @@ from panel_api.contract import OPERATIONS, openapi
 from panel_api.gate import Gate
 from panel_api.internal import Internal
 from panel_api.ledger import Ledger
+from panel_api.passwords import Passwords
 from panel_api.settings import PanelSettings
 from panel_api.team import Team
 from shared.clock import SYSTEM_CLOCK, Clock
@@ -85,9 +86,10 @@ def create_app(
             with contextlib.suppress(asyncio.CancelledError):
                 await offer
 
-    sign_in = auth.SignIn(settings.jwt_secret, clock, settings.trusted_proxies)
-    first_start = first_run.Setup(clock, settings.trusted_proxies)
-    team = Team(clock)
+    passwords = Passwords(settings.bcrypt_rounds)
+    sign_in = auth.SignIn(settings.jwt_secret, clock, settings.trusted_proxies, passwords)
+    first_start = first_run.Setup(clock, settings.trusted_proxies, passwords)
+    team = Team(clock, passwords)
     ledger = Ledger(billing, clock)
     bots = Bots(clock, SecretBox(settings.bot_token_key), botedge)
     gate = Gate(clock, botedge)

@@ -18,15 +18,14 @@ import sys
 from collections.abc import Callable
 from typing import Annotated
 
-import bcrypt
 import msgspec
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
 from panel_api import errors, store
 from panel_api.access import Me, Role, answer
-from panel_api.auth import BCRYPT_MAX_BYTES, FAILURE_WINDOW, Email, refuse_if_throttled
+from panel_api.auth import FAILURE_WINDOW, Email, refuse_if_throttled
+from panel_api.passwords import MAX_BYTES, Passwords
 from shared.backoff import backoff_delay
 from shared.clock import Clock
 from shared.db import Pool
@@ -95,14 +94,15 @@ async def offer_code(
 
 
 class Setup:
-    def __init__(self, clock: Clock, trusted_proxies: Networks) -> None:
+    def __init__(self, clock: Clock, trusted_proxies: Networks, passwords: Passwords) -> None:
         self.clock = clock
         self.trusted_proxies = trusted_proxies
+        self.passwords = passwords
 
     async def create_owner(self, request: Request) -> Response:
         body = await json_body(request, SetupBody, limit=4096)
-        if len(body.password.encode()) > BCRYPT_MAX_BYTES:
-            raise Problem(422, "invalid-values", f"password is over {BCRYPT_MAX_BYTES} bytes")
+        if len(body.password.encode()) > MAX_BYTES:
+            raise Problem(422, "invalid-values", f"password is over {MAX_BYTES} bytes")
         address = client_address(request, self.trusted_proxies)
         now = self.clock.now()
         pool = runtime(request).pool
@@ -120,9 +120,7 @@ class Setup:
             raise Problem(
                 401, "setup-code-expired", "the setup code has expired; restart to get another"
             )
-        password_hash = await run_in_threadpool(
-            lambda: bcrypt.hashpw(body.password.encode(), bcrypt.gensalt(rounds=12)).decode()
-        )
+        password_hash = await self.passwords.hash_off_loop(body.password)
         async with store.connection(pool) as conn, conn.transaction():
             member = await store.create_owner(
                 conn, body.email.strip().lower(), password_hash, code_hash(body.code)

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import bcrypt
 import psycopg
 
 from panel_api import sqlq
+from panel_api.passwords import DEFAULT_ROUNDS, Passwords
 
 DEMO_EMAIL = "owner@example.com"
 
 
-def hash_password(password: str) -> str:
-    return bcrypt.hashpw(password.encode(), bcrypt.gensalt(rounds=12)).decode()
-
-
-def seed(database_url: str, owner_email: str, owner_password: str) -> bool:
+def seed(
+    database_url: str, owner_email: str, owner_password: str, rounds: int = DEFAULT_ROUNDS
+) -> bool:
     """Seed when no one can sign in yet; True when this call seeded."""
     with psycopg.connect(database_url) as conn, conn.transaction():
         conn.execute(sqlq.Q["lock_seed"])
@@ -24,7 +22,7 @@ def seed(database_url: str, owner_email: str, owner_password: str) -> bool:
         conn.execute(sqlq.Q["insert_demo_channel"])
         conn.execute(
             sqlq.Q["insert_owner"],
-            {"email": owner_email.lower(), "password_hash": hash_password(owner_password)},
+            {"email": owner_email.lower(), "password_hash": Passwords(rounds).hash(owner_password)},
         )
     return True
 

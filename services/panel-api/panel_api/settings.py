@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from panel_api.passwords import DEFAULT_ROUNDS, MAX_ROUNDS, MIN_ROUNDS
 from shared.settings import CommonSettings, Networks, Reader, Secret
 
 DEFAULT_PORT = 8003
@@ -19,6 +20,8 @@ class PanelSettings:
     billing_url: str
     botedge_url: str
     trusted_proxies: Networks
+    # bcrypt's cost for passwords set from now on; stored hashes keep the cost they were made at.
+    bcrypt_rounds: int = DEFAULT_ROUNDS
 
     @property
     def secrets(self) -> list[Secret | None]:
@@ -34,6 +37,9 @@ def read(r: Reader) -> PanelSettings:
         billing_url=r.url("BILLING_URL", "http://127.0.0.1:8001"),
         botedge_url=r.url("BOTEDGE_URL", "http://127.0.0.1:8002"),
         trusted_proxies=r.networks("TRUSTED_PROXIES"),
+        bcrypt_rounds=r.integer(
+            "BCRYPT_ROUNDS", DEFAULT_ROUNDS, minimum=MIN_ROUNDS, maximum=MAX_ROUNDS
+        ),
     )
 
 

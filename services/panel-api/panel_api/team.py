@@ -6,9 +6,7 @@ import datetime as dt
 import zoneinfo
 from typing import Annotated, Any, Literal
 
-import bcrypt
 import msgspec
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -28,7 +26,8 @@ from panel_api.access import (
     mapped,
     query,
 )
-from panel_api.auth import BCRYPT_MAX_BYTES, Email
+from panel_api.auth import Email
+from panel_api.passwords import MAX_BYTES, Passwords
 from shared.clock import Clock
 from shared.db import Connection
 from shared.errors import Problem, json_body
@@ -118,8 +117,9 @@ class WorkspaceChange(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class Team:
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: Clock, passwords: Passwords) -> None:
         self.clock = clock
+        self.passwords = passwords
 
     async def me(self, request: Request, caller: Caller) -> Response:
         return answer(Me(caller.id, caller.email, caller.role))
@@ -131,9 +131,9 @@ class Team:
 
     async def add(self, request: Request, caller: Caller) -> Response:
         body = await json_body(request, NewMember, limit=4096)
-        if len(body.password.encode()) > BCRYPT_MAX_BYTES:
-            raise Problem(422, "invalid-values", f"password is over {BCRYPT_MAX_BYTES} bytes")
-        password_hash = await run_in_threadpool(_hash, body.password)
+        if len(body.password.encode()) > MAX_BYTES:
+            raise Problem(422, "invalid-values", f"password is over {MAX_BYTES} bytes")
+        password_hash = await self.passwords.hash_off_loop(body.password)
         now = self.clock.now()
         async with store.connection(runtime(request).pool) as conn, conn.transaction():
             member = await store.insert_member(
@@ -235,10 +235,6 @@ def _member(member: store.TeamMember) -> TeamMember:
         member.disabled,
         member.created_at,
     )
-
-
-def _hash(password: str) -> str:
-    return bcrypt.hashpw(password.encode(), bcrypt.gensalt(rounds=12)).decode()
 
 
 async def _audit(
