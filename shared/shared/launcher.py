@@ -187,9 +187,14 @@ class Launcher:
                 child_env.setdefault(name, value)
         database_url = self.env.get("DATABASE_URL", "").strip()
         if not database_url:
+            pg_port = self.env.get("POSTGRES_PORT", "").strip()
+            if pg_port and not (pg_port.isdigit() and 0 < int(pg_port) < 65536):
+                self.say(f"POSTGRES_PORT must be a port number, not {pg_port!r}")
+                return 1
             self.pg = EmbeddedPostgres(
                 self.data_dir / "pg",
                 password=generated["POSTGRES_PASSWORD"],
+                port=int(pg_port) if pg_port else None,
                 settings={"max_connections": "200"},
             )
             try:
