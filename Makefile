@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test check lint typecheck pytest migrate loadtest bench-webhooks bench-claim bench-login bench-gate bench-sweep clean
+.PHONY: run test test-fast check lint typecheck pytest migrate loadtest bench-webhooks bench-claim bench-login bench-gate bench-sweep clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is required")'
@@ -28,8 +28,16 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# Tests run in parallel processes (pytest-xdist), each with its own PostgreSQL and its own
+# ports; most of a test's time is spent waiting on servers, so more workers than cores pays.
+PYTEST_WORKERS ?= 4
+
 pytest: $(STAMP)
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --durations=15 $(PYTEST_ARGS)
+
+# Unit tests and the integration tests that start no process of their own.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -n 2 -m "not process" $(wildcard tests/*/unit tests/*/integration) $(PYTEST_ARGS)
 
 migrate: $(STAMP)
 	$(BIN)/python -m shared.migrate

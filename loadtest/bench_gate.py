@@ -2,8 +2,9 @@
 
     make bench-gate            # or: python loadtest/bench_gate.py --visitors 50 --per-second 5
 
-Starts a throwaway PostgreSQL (or uses BENCH_DATABASE_URL), the simulated Telegram with 40 ms
-on every call and its limits off, and one botedge worker polling for one bot. A content sits
+Starts the load test's stack (loadtest/stack.py: a throwaway PostgreSQL or BENCH_DATABASE_URL,
+the simulated Telegram with 40 ms on every call and its limits off, botedge's api, one worker and
+panel-api), then one bot polling. A content sits
 behind two gate channels the visitors have not joined, so each `/start` costs two
 `getChatMember` calls (at once) before the gate message is queued and sent. Visitors arrive at
 a steady rate; the wait is from handing the message to the simulated Telegram to the gate
@@ -25,36 +26,16 @@ from typing import Any
 
 import httpx
 import psycopg
-from cryptography.fernet import Fernet
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "loadtest"))
 
-from benchdb import bench_database  # noqa: E402
-
-from shared.embedded_pg import free_port  # noqa: E402
+from stack import stack  # noqa: E402
 
 TELEGRAM_BOT_ID = 7000001
 TOKEN = f"{TELEGRAM_BOT_ID}:AA" + "b" * 33
 CHANNELS = (-1007000000001, -1007000000002)
-
-
-def start(module: str, args: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", module, *args], env={**env, "PORT": str(port)})
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                return proc, base
-        except httpx.TransportError:
-            pass
-        if proc.poll() is not None:
-            raise SystemExit(f"{module} exited with {proc.returncode}")
-        time.sleep(0.1)
-    raise SystemExit(f"{module} did not start")
 
 
 def setup(url: str, sim: str, env: dict[str, str]) -> None:
@@ -127,30 +108,16 @@ def main() -> None:
     parser.add_argument("--per-second", type=float, default=5.0)
     parser.add_argument("--telegram-ms", type=float, default=40.0)
     args = parser.parse_args()
-    procs: list[subprocess.Popen[bytes]] = []
-    with bench_database({"max_connections": "200"}) as url:
-        env = {
-            **os.environ,
-            "DATABASE_URL": url,
-            "LOG_LEVEL": "WARNING",
-            "SERVICE_TOKEN": "bench-service-token-000",
-            "BOT_TOKEN_KEY": Fernet.generate_key().decode(),
-            "SIM_DELAY_MS": str(args.telegram_ms),
-            "SIM_ENFORCE_LIMITS": "false",
-            "TELEGRAM_POLL_TIMEOUT": "10",
-        }
-        try:
-            sim_proc, sim = start("botedge.simtelegram", [], env)
-            procs.append(sim_proc)
-            env["TELEGRAM_API_BASE"] = sim
-            setup(url, sim, env)
-            worker, _ = start("botedge", ["--role", "worker"], env)
-            procs.append(worker)
-            waits = drive(sim, args.visitors, args.per_second)
-        finally:
-            for proc in procs:
-                proc.terminate()
-                proc.wait(timeout=15)
+    limits_off = {"SIM_ENFORCE_LIMITS": "false"}
+    with stack(
+        workers=1,
+        telegram_ms=args.telegram_ms,
+        sim_env=limits_off,
+        worker_env={"TELEGRAM_POLL_TIMEOUT": "10"},
+    ) as running:
+        sim = running.get("telegram").url
+        setup(running.database_url, sim, running.env)
+        waits = drive(sim, args.visitors, args.per_second)
     waits.sort()
     # Nearest rank: a value that was measured.
     p99 = waits[max(0, math.ceil(0.99 * len(waits)) - 1)]

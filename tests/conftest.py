@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import os
 import signal
@@ -10,15 +11,26 @@ import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import httpx
 import pytest
 from cryptography.fernet import Fernet
 
-from shared.embedded_pg import free_port
+from billing.app import create_app as billing_app
+from billing.settings import load as load_billing_settings
+from billing.simtrongrid.app import create_app as simtrongrid_app
+from botedge.app import create_api_app as botedge_api_app
+from botedge.settings import load as load_botedge_settings
+from botedge.simtelegram.app import create_app as simtelegram_app
+from botedge.simtelegram.state import Faults
+from panel_api.settings import PanelSettings
+from panel_api.settings import load as load_panel_settings
+from shared.testing import free_port, serve_in_thread
 
 ROOT = Path(__file__).resolve().parents[1]
 T = TypeVar("T")
@@ -36,6 +48,29 @@ SECRETS = {
 }
 
 
+# One client for every plain request a test makes. HTTP.get() and its kin build a client per
+# call, and loading the CA bundle for it costs about 40 ms of CPU, twenty times the request on
+# loopback. As with those functions, no cookie is ever kept between requests.
+HTTP = httpx.Client(cookies=CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _close_http() -> Iterator[None]:
+    yield
+    HTTP.close()
+
+
+# bcrypt's least cost: tests check that passwords work, not that they are slow to guess.
+# A deployment cannot set below 10 (panel_api.passwords.MIN_ROUNDS).
+TEST_BCRYPT_ROUNDS = 4
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slow tests first: each parallel worker starts on one, and the run does not end with
+    one long test left on one worker while the others wait."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 def service_env(database_url: str, **overrides: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PORT", "DATABASE_URL"))}
     env.update(SECRETS)
@@ -43,6 +78,12 @@ def service_env(database_url: str, **overrides: str) -> dict[str, str]:
     env["LOG_LEVEL"] = "INFO"
     env.update(overrides)
     return env
+
+
+def panel_settings(database_url: str, **overrides: str) -> PanelSettings:
+    """The panel API's settings for a test: the service environment, bcrypt at its least cost."""
+    settings = load_panel_settings(service_env(database_url, **overrides))
+    return dataclasses.replace(settings, bcrypt_rounds=TEST_BCRYPT_ROUNDS)
 
 
 @dataclass
@@ -78,12 +119,50 @@ def wait_healthy(url: str, proc: subprocess.Popen[bytes], timeout: float = 30.0)
         if proc.poll() is not None:
             raise RuntimeError(f"process exited with {proc.returncode} before it was healthy")
         try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+            if HTTP.get(f"{url}/healthz", timeout=1).status_code == 200:
                 return
         except httpx.TransportError:
             pass
         time.sleep(0.05)
     raise TimeoutError(f"{url} not healthy after {timeout} s")
+
+
+@dataclass(frozen=True)
+class Served:
+    """An app served over real HTTP on loopback from a thread of the test process: no process
+    to start, for a test that only talks to it."""
+
+    url: str
+
+
+# Serves an ASGI app in a thread until the test ends; its base URL.
+Serve = Callable[[Any], Served]
+
+
+@pytest.fixture
+def serve() -> Iterator[Serve]:
+    with ExitStack() as stack:
+        yield lambda app: Served(stack.enter_context(serve_in_thread(app)))
+
+
+def serve_billing(serve: Serve, database_url: str, **overrides: str) -> Served:
+    """billing on this test's database, in a thread."""
+    return serve(billing_app(load_billing_settings(service_env(database_url, **overrides))))
+
+
+def serve_botedge_api(serve: Serve, database_url: str, **overrides: str) -> Served:
+    """botedge's webhook and internal API on this test's database, in a thread."""
+    env = service_env(database_url, **overrides)
+    return serve(botedge_api_app(load_botedge_settings(env, "api")))
+
+
+def serve_simtelegram(serve: Serve, **faults: str) -> Served:
+    """A simulated Telegram of its own for this test, faults as its SIM_ variables give them."""
+    return serve(simtelegram_app(Faults.from_env(faults)))
+
+
+def serve_simtrongrid(serve: Serve) -> Served:
+    return serve(simtrongrid_app())
 
 
 @pytest.fixture

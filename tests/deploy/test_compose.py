@@ -8,7 +8,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import yaml
 
@@ -17,7 +16,7 @@ from billing.settings import read as read_billing
 from botedge.settings import read as read_botedge
 from panel_api.settings import read as read_panel
 from shared.settings import Reader
-from tests.conftest import ROOT, SECRETS
+from tests.conftest import HTTP, ROOT, SECRETS
 
 COMPOSE = ROOT / "compose.yaml"
 APP_SERVICES = ("billing", "botedge-api", "botedge-worker", "panel-api")
@@ -145,7 +144,7 @@ def test_compose__stack_comes_up_ready_where_docker_runs(tmp_path: Path) -> None
     try:
         subprocess.run([*base, "up", "-d", "--build", "--wait"], check=True, timeout=900)
         for port in (8001, 8002, 8003):
-            assert httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=5).status_code == 200
+            assert HTTP.get(f"http://127.0.0.1:{port}/readyz", timeout=5).status_code == 200
     finally:
         subprocess.run([*base, "down", "-v"], check=False, timeout=300)
         client.close()

@@ -1,13 +1,11 @@
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
 
-from tests.conftest import ServiceProcess, service_env
+from tests.conftest import Serve, Served, serve_billing
 
 
 @pytest.fixture
-def billing(start_service: Callable[..., ServiceProcess], database_url: str) -> ServiceProcess:
-    """billing as a real process on loopback, every gateway on."""
-    return start_service("billing", env=service_env(database_url, DB_POOL_MAX="20"))
+def billing(serve: Serve, database_url: str) -> Served:
+    """billing in a thread of the test, over real HTTP on loopback, every gateway on."""
+    return serve_billing(serve, database_url, DB_POOL_MAX="20")

@@ -3,7 +3,6 @@ rate locked from the first source that answers."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -12,7 +11,14 @@ import pytest
 
 from tests.billing.e2e.test_tron_verifier import SHOP, query
 from tests.botedge.conftest import insert_bot
-from tests.conftest import SECRETS, ServiceProcess, service_env
+from tests.conftest import (
+    HTTP,
+    SECRETS,
+    Serve,
+    Served,
+    serve_billing,
+    serve_simtrongrid,
+)
 
 AUTH = {"Authorization": f"Bearer {SECRETS['SERVICE_TOKEN']}"}
 
@@ -41,20 +47,15 @@ def requested_order(database_url: str, *, trx: bool = True) -> int:
 
 
 @pytest.fixture
-def shop(
-    start_service: Callable[..., ServiceProcess], database_url: str
-) -> tuple[ServiceProcess, ServiceProcess]:
-    chain = start_service("billing.simtrongrid", env=service_env(database_url))
+def shop(serve: Serve, database_url: str) -> tuple[Served, Served]:
+    chain = serve_simtrongrid(serve)
     sources = ",".join(f"{name}={chain.url}" for name in ("coingecko", "kraken", "binance"))
-    billing = start_service(
-        "billing",
-        env=service_env(database_url, TRONGRID_URL=chain.url, TRX_RATE_SOURCES=sources),
-    )
+    billing = serve_billing(serve, database_url, TRONGRID_URL=chain.url, TRX_RATE_SOURCES=sources)
     return billing, chain
 
 
-def step(billing: ServiceProcess, order: int, what: str) -> httpx.Response:
-    return httpx.post(f"{billing.url}/internal/ad-orders/{order}/{what}", headers=AUTH)
+def step(billing: Served, order: int, what: str) -> httpx.Response:
+    return HTTP.post(f"{billing.url}/internal/ad-orders/{order}/{what}", headers=AUTH)
 
 
 def set_shop_address(database_url: str) -> None:
@@ -67,7 +68,7 @@ def ensure_workspace(database_url: str) -> None:
 
 
 def test_approve__locks_the_first_answering_sources_rate(
-    shop: tuple[ServiceProcess, ServiceProcess], database_url: str
+    shop: tuple[Served, Served], database_url: str
 ) -> None:
     billing, chain = shop
     ensure_workspace(database_url)
@@ -76,7 +77,7 @@ def test_approve__locks_the_first_answering_sources_rate(
     refused = step(billing, order, "approve")
     assert (refused.status_code, refused.json()["type"]) == (422, "/problems/invalid-values")
     set_shop_address(database_url)
-    httpx.post(f"{chain.url}/_sim/price", json={"usdt_per_trx": "0.2831", "down": ["coingecko"]})
+    HTTP.post(f"{chain.url}/_sim/price", json={"usdt_per_trx": "0.2831", "down": ["coingecko"]})
     approved = step(billing, order, "approve")
     assert approved.status_code == 200, approved.text
     body: dict[str, Any] = approved.json()
@@ -92,13 +93,13 @@ def test_approve__locks_the_first_answering_sources_rate(
 
 
 def test_approve__every_source_down_is_503_and_the_order_unchanged(
-    shop: tuple[ServiceProcess, ServiceProcess], database_url: str
+    shop: tuple[Served, Served], database_url: str
 ) -> None:
     billing, chain = shop
     ensure_workspace(database_url)
     set_shop_address(database_url)
     order = requested_order(database_url)
-    httpx.post(f"{chain.url}/_sim/price", json={"down": ["coingecko", "kraken", "binance"]})
+    HTTP.post(f"{chain.url}/_sim/price", json={"down": ["coingecko", "kraken", "binance"]})
     down = step(billing, order, "approve")
     assert (down.status_code, down.json()["type"]) == (503, "/problems/rate-unavailable")
     assert query(database_url, "SELECT status, approved_at FROM ad_orders") == [("requested", None)]
@@ -121,7 +122,7 @@ def requested_order_for_usdt(database_url: str) -> int:
 
 
 def test_reject_and_cancel__only_from_their_states(
-    shop: tuple[ServiceProcess, ServiceProcess], database_url: str
+    shop: tuple[Served, Served], database_url: str
 ) -> None:
     billing, _ = shop
     ensure_workspace(database_url)
@@ -133,11 +134,11 @@ def test_reject_and_cancel__only_from_their_states(
     assert step(billing, second, "reject").status_code == 409
     assert step(billing, second, "cancel").json()["status"] == "cancelled"
     assert step(billing, 99999, "approve").status_code == 404
-    assert httpx.post(f"{billing.url}/internal/ad-orders/{first}/cancel").status_code == 401
+    assert HTTP.post(f"{billing.url}/internal/ad-orders/{first}/cancel").status_code == 401
 
 
 def test_sweep__expires_unpaid_orders_and_reminds_part_paid_ones_once(
-    shop: tuple[ServiceProcess, ServiceProcess], database_url: str
+    shop: tuple[Served, Served], database_url: str
 ) -> None:
     billing, _ = shop
     ensure_workspace(database_url)
@@ -175,8 +176,8 @@ def test_sweep__expires_unpaid_orders_and_reminds_part_paid_ones_once(
     )
 
 
-def sweep(billing: ServiceProcess) -> dict[str, Any]:
-    answer = httpx.post(
+def sweep(billing: Served) -> dict[str, Any]:
+    answer = HTTP.post(
         f"{billing.url}/v1/sweep", headers={"Authorization": f"Bearer {SECRETS['SWEEP_TOKEN']}"}
     )
     assert answer.status_code == 200, answer.text

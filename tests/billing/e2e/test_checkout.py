@@ -5,24 +5,21 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import httpx
 import pytest
 
 from billing.simcheckout.app import create_app
 from shared.testing import serve_in_thread
 from tests.billing.e2e import gateways
-from tests.conftest import SECRETS, ServiceProcess, service_env
+from tests.conftest import HTTP, SECRETS, Served, service_env
 
 BEARER = {"Authorization": f"Bearer {SECRETS['SERVICE_TOKEN']}"}
 
 
-def test_gateways__the_ones_on_and_a_channels_offer(
-    billing: ServiceProcess, database_url: str
-) -> None:
+def test_gateways__the_ones_on_and_a_channels_offer(billing: Served, database_url: str) -> None:
     url = f"{billing.url}/internal/gateways"
-    assert httpx.get(url, headers=BEARER).json() == {"gateways": ["stripe", "subgate", "wayforpay"]}
+    assert HTTP.get(url, headers=BEARER).json() == {"gateways": ["stripe", "subgate", "wayforpay"]}
     channel = gateways.add_paid_channel(database_url, price_minor=1250, currency="UAH")
-    offer = httpx.get(url, params={"channel_id": channel}, headers=BEARER).json()["offer"]
+    offer = HTTP.get(url, params={"channel_id": channel}, headers=BEARER).json()["offer"]
     assert offer == {
         "channel_id": channel,
         "title": "Paid",
@@ -30,22 +27,22 @@ def test_gateways__the_ones_on_and_a_channels_offer(
         "currency": "UAH",
         "period_days": 30,
     }
-    unknown = httpx.get(url, params={"channel_id": channel + 1}, headers=BEARER).json()
+    unknown = HTTP.get(url, params={"channel_id": channel + 1}, headers=BEARER).json()
     assert unknown["offer"] is None
 
 
 def test_gateways__refused_without_the_token_or_with_a_bad_channel_id(
-    billing: ServiceProcess,
+    billing: Served,
 ) -> None:
     url = f"{billing.url}/internal/gateways"
-    unauthorized = httpx.get(url)
+    unauthorized = HTTP.get(url)
     assert unauthorized.status_code == 401
     assert unauthorized.headers["content-type"] == "application/problem+json"
     for bad in ("abc", "0", "-3", str(2**31), ""):
-        answer = httpx.get(url, params={"channel_id": bad}, headers=BEARER)
+        answer = HTTP.get(url, params={"channel_id": bad}, headers=BEARER)
         assert answer.status_code == 422, (bad, answer.text)
         assert answer.headers["content-type"] == "application/problem+json"
-    assert httpx.get(url, params={"other": "1"}, headers=BEARER).status_code == 422
+    assert HTTP.get(url, params={"other": "1"}, headers=BEARER).status_code == 422
 
 
 @pytest.fixture
@@ -58,27 +55,27 @@ def checkout(database_url: str) -> Iterator[str]:
 
 def test_checkout__malformed_links_are_refused(checkout: str) -> None:
     good = {"amount": "12.50", "currency": "UAH"}
-    assert httpx.get(f"{checkout}/checkout/subgate/gh_abc", params=good).status_code == 200
+    assert HTTP.get(f"{checkout}/checkout/subgate/gh_abc", params=good).status_code == 200
     for path, params in (
         ("/checkout/paypal/gh_abc", good),
         ("/checkout/subgate/gh_abc", {"amount": "12.5.0", "currency": "UAH"}),
         ("/checkout/subgate/gh_abc", {"amount": "12.50", "currency": "XXQ"}),
         ("/checkout/subgate/<script>", good),
     ):
-        answer = httpx.get(f"{checkout}{path}", params=params)
+        answer = HTTP.get(f"{checkout}{path}", params=params)
         assert answer.status_code == 404, path
         assert "<script>" not in answer.text
-    wrong_action = httpx.post(f"{checkout}/checkout/subgate/gh_abc", data={**good, "action": "x"})
+    wrong_action = HTTP.post(f"{checkout}/checkout/subgate/gh_abc", data={**good, "action": "x"})
     assert wrong_action.status_code == 400
 
 
 def test_checkout__a_subgate_decline_sends_nothing_and_says_so(checkout: str) -> None:
-    answer = httpx.post(
+    answer = HTTP.post(
         f"{checkout}/checkout/subgate/gh_abc",
         data={"amount": "12.50", "currency": "UAH", "action": "decline"},
     )
     assert answer.status_code == 200
     assert "The payment was declined" in answer.text
-    assert httpx.get(f"{checkout}/_sim/outcomes").json() == [
+    assert HTTP.get(f"{checkout}/_sim/outcomes").json() == [
         {"order_reference": "gh_abc", "gateway": "subgate", "action": "decline", "billing": None}
     ]

@@ -18,7 +18,7 @@ from billing.settings import load
 from shared.clock import ManualClock
 from shared.testing import serve_in_thread
 from tests.billing.e2e import gateways
-from tests.conftest import service_env
+from tests.conftest import HTTP, service_env
 
 H = dt.timedelta(hours=1)
 # More than one sweep call takes (SWEEP_BATCH, 500): two at once each take a part.
@@ -37,9 +37,7 @@ class Billing:
 
     def sweeps_at_once(self) -> list[dict[str, Any]]:
         def one(_: int) -> dict[str, Any]:
-            answer = httpx.post(
-                f"{self.url}/v1/sweep", headers=gateways.sweep_request(), timeout=60
-            )
+            answer = HTTP.post(f"{self.url}/v1/sweep", headers=gateways.sweep_request(), timeout=60)
             assert answer.status_code == 200, answer.text
             return dict(answer.json())
 

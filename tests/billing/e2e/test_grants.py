@@ -18,7 +18,7 @@ from billing.transitions import Extension, Grant, replay
 from shared.clock import ManualClock
 from shared.testing import serve_in_thread
 from tests.billing.e2e import gateways
-from tests.conftest import SECRETS, gather_limited, service_env
+from tests.conftest import HTTP, SECRETS, gather_limited, service_env
 
 BEARER = {"Authorization": f"Bearer {SECRETS['SERVICE_TOKEN']}"}
 DAY = dt.timedelta(days=1)
@@ -42,10 +42,10 @@ class Billing:
             "reason": "imported",
             **extra,
         }
-        return httpx.post(f"{self.url}/internal/grants", json=body, headers=BEARER, timeout=30)
+        return HTTP.post(f"{self.url}/internal/grants", json=body, headers=BEARER, timeout=30)
 
     def sweep(self) -> dict[str, Any]:
-        answer = httpx.post(f"{self.url}/v1/sweep", headers=gateways.sweep_request(), timeout=60)
+        answer = HTTP.post(f"{self.url}/v1/sweep", headers=gateways.sweep_request(), timeout=60)
         assert answer.status_code == 200, answer.text
         return dict(answer.json())
 
@@ -112,7 +112,7 @@ def test_grant__refused_plainly(billing: Billing) -> None:
     assert billing.grant(503, channel, later, reason="").status_code == 422
     assert billing.grant(503, channel, later, extra="x").status_code == 422
     assert billing.grant(0, channel, later).status_code == 422
-    unauthorized = httpx.post(f"{billing.url}/internal/grants", json={})
+    unauthorized = HTTP.post(f"{billing.url}/internal/grants", json={})
     assert unauthorized.status_code == 401
     assert billing.query("SELECT count(*) FROM membership_events") == [(0,)]
 

@@ -14,7 +14,7 @@ import pytest
 from billing.transitions import Extension, replay
 from tests.billing.e2e import gateways
 from tests.billing.e2e.gateways import Request
-from tests.conftest import ServiceProcess, gather_limited, service_env
+from tests.conftest import HTTP, Serve, Served, gather_limited, serve_billing
 
 UTC = dt.UTC
 
@@ -63,7 +63,7 @@ def history_is_consistent(
 
 
 def test_sweep__active_to_grace_to_expired_with_access_events(
-    billing: ServiceProcess, database_url: str
+    billing: Served, database_url: str
 ) -> None:
     channel = gateways.add_paid_channel(database_url, grace_days=3)
     now = dt.datetime.now(UTC)
@@ -100,8 +100,8 @@ def test_sweep__active_to_grace_to_expired_with_access_events(
     assert kinds == [(1, "reminder"), (2, "revoke"), (4, "revoke")]
 
 
-def test_sweep__batches_and_says_more(start_service: Any, database_url: str) -> None:
-    billing = start_service("billing", env=service_env(database_url, SWEEP_BATCH="4"))
+def test_sweep__batches_and_says_more(serve: Serve, database_url: str) -> None:
+    billing = serve_billing(serve, database_url, SWEEP_BATCH="4")
     channel = gateways.add_paid_channel(database_url)
     past = dt.datetime.now(UTC) - dt.timedelta(days=10)
     for user in range(10):
@@ -112,8 +112,8 @@ def test_sweep__batches_and_says_more(start_service: Any, database_url: str) -> 
     assert sum(r["to_expired"] for r in results) == 10
 
 
-def test_sweep__equal_times_go_in_key_order(start_service: Any, database_url: str) -> None:
-    billing = start_service("billing", env=service_env(database_url, SWEEP_BATCH="2"))
+def test_sweep__equal_times_go_in_key_order(serve: Serve, database_url: str) -> None:
+    billing = serve_billing(serve, database_url, SWEEP_BATCH="2")
     channel = gateways.add_paid_channel(database_url)
     past = dt.datetime.now(UTC).replace(microsecond=0) - dt.timedelta(days=10)
     people = [gateways.add_person(database_url, 300 + n) for n in range(6)]
@@ -134,9 +134,7 @@ def test_sweep__equal_times_go_in_key_order(start_service: Any, database_url: st
     assert moved == [people[0:2], people[2:4], people[4:6]]
 
 
-def test_sweep__does_not_wait_for_a_row_held_elsewhere(
-    billing: ServiceProcess, database_url: str
-) -> None:
+def test_sweep__does_not_wait_for_a_row_held_elsewhere(billing: Served, database_url: str) -> None:
     channel = gateways.add_paid_channel(database_url, grace_days=3)
     now = dt.datetime.now(UTC)
     first = gateways.set_membership(database_url, 401, channel, now - dt.timedelta(days=2))
@@ -155,7 +153,7 @@ def test_sweep__does_not_wait_for_a_row_held_elsewhere(
 
 
 def test_sweep__leaves_a_locked_membership_for_the_next_call(
-    billing: ServiceProcess, database_url: str
+    billing: Served, database_url: str
 ) -> None:
     channel = gateways.add_paid_channel(database_url, grace_days=3)
     now = dt.datetime.now(UTC)
@@ -179,16 +177,14 @@ def test_sweep__leaves_a_locked_membership_for_the_next_call(
 
 
 @pytest.mark.parametrize("token", [None, "wrong-sweep-token-000"])
-def test_sweep__needs_the_token(billing: ServiceProcess, token: str | None) -> None:
+def test_sweep__needs_the_token(billing: Served, token: str | None) -> None:
     headers = {} if token is None else {"Authorization": f"Bearer {token}"}
-    response = httpx.post(f"{billing.url}/v1/sweep", headers=headers)
+    response = HTTP.post(f"{billing.url}/v1/sweep", headers=headers)
     assert response.status_code == 401
     assert response.headers["content-type"] == "application/problem+json"
 
 
-def test_sweep__expires_open_invoices_after_24_hours(
-    billing: ServiceProcess, database_url: str
-) -> None:
+def test_sweep__expires_open_invoices_after_24_hours(billing: Served, database_url: str) -> None:
     channel = gateways.add_paid_channel(database_url)
     with httpx.Client() as client:
         old = gateways.create_invoice(client, billing.url, 1, channel, "subgate")
@@ -215,9 +211,10 @@ async def race(base: str, requests: list[Request], sweeps: int) -> list[httpx.Re
         return await gather_limited(calls)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shared_paid_at", [True, False])
 def test_five_payments_race_five_sweeps__always_active_and_replayable(
-    billing: ServiceProcess, database_url: str, shared_paid_at: bool
+    billing: Served, database_url: str, shared_paid_at: bool
 ) -> None:
     period = 30
     channel = gateways.add_paid_channel(database_url, period_days=period, grace_days=3)
@@ -270,8 +267,9 @@ def test_five_payments_race_five_sweeps__always_active_and_replayable(
     assert 0 < swept_first < runs
 
 
+@pytest.mark.slow
 def test_two_hundred_memberships_twenty_deliveries_each_three_sweeps(
-    billing: ServiceProcess, database_url: str
+    billing: Served, database_url: str
 ) -> None:
     channel = gateways.add_paid_channel(database_url, period_days=30, grace_days=2)
     old = dt.datetime.now(UTC).replace(microsecond=0) - dt.timedelta(days=4)

@@ -11,15 +11,13 @@ from pathlib import Path
 import psycopg
 
 from tests.billing.e2e import gateways
-from tests.conftest import ROOT, ServiceProcess, service_env, wait_until
+from tests.conftest import ROOT, Serve, serve_billing, service_env, wait_until
 
 
 def test_sweep_command__works_through_the_backlog_in_bounded_calls(
-    start_service: object, database_url: str
+    serve: Serve, database_url: str
 ) -> None:
-    billing: ServiceProcess = start_service(  # type: ignore[operator]
-        "billing", env=service_env(database_url, SWEEP_BATCH="3")
-    )
+    billing = serve_billing(serve, database_url, SWEEP_BATCH="3")
     channel = gateways.add_paid_channel(database_url)
     past = dt.datetime.now(dt.UTC) - dt.timedelta(days=30)
     for user in range(7):
@@ -52,11 +50,9 @@ def test_sweep_command__fails_loudly_when_billing_is_unreachable(database_url: s
 
 
 def test_sweep_every__repeats_and_stops_on_sigterm(
-    start_service: object, database_url: str, tmp_path: Path
+    serve: Serve, database_url: str, tmp_path: Path
 ) -> None:
-    billing: ServiceProcess = start_service(  # type: ignore[operator]
-        "billing", env=service_env(database_url)
-    )
+    billing = serve_billing(serve, database_url)
     log = tmp_path / "sweep.log"
     with log.open("w") as out:
         proc = subprocess.Popen(

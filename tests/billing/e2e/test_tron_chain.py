@@ -17,6 +17,7 @@ from billing.simtrongrid.app import create_app
 from billing.tron_judge import Claim, Credit, Order, Reject, Wait, judge
 from billing.trongrid import Lookup, TronGrid, TronGridUnavailable
 from shared.testing import serve_in_thread
+from tests.conftest import HTTP
 
 SHOP = str(to_base58check_address(bytes([0x41]) + bytes([0x11]) * 20))
 PAYER = str(to_base58check_address(bytes([0x41]) + bytes([0x22]) * 20))
@@ -31,7 +32,7 @@ def sim() -> Iterator[str]:
 
 
 def pay(sim: str, **body: Any) -> str:
-    answer = httpx.post(f"{sim}/_sim/transactions", json={"from": PAYER, "to": SHOP, **body})
+    answer = HTTP.post(f"{sim}/_sim/transactions", json={"from": PAYER, "to": SHOP, **body})
     assert answer.status_code == 200, answer.text
     return str(answer.json()["tx_hash"])
 
@@ -90,6 +91,6 @@ def test_before_approval__refused(sim: str) -> None:
 @pytest.mark.parametrize("fault", [{"down": True}, {"rate_429": 1.0}, {"rate_5xx": 1.0}])
 def test_trongrid_faults__try_later(sim: str, fault: dict[str, Any]) -> None:
     tx_hash = pay(sim, kind="usdt", amount=5)
-    httpx.post(f"{sim}/_sim/faults", json=fault).raise_for_status()
+    HTTP.post(f"{sim}/_sim/faults", json=fault).raise_for_status()
     with pytest.raises(TronGridUnavailable):
         look(sim, tx_hash)

@@ -20,7 +20,16 @@ from shared.db import create_pool
 from shared.settings import CommonSettings, Reader
 from shared.testing import serve_in_thread
 from tests.botedge.conftest import insert_bot
-from tests.conftest import ServiceProcess, service_env, wait_until
+from tests.conftest import (
+    HTTP,
+    Serve,
+    Served,
+    ServiceProcess,
+    serve_billing,
+    serve_simtrongrid,
+    service_env,
+    wait_until,
+)
 
 SHOP = str(to_base58check_address(bytes([0x41]) + bytes([0x11]) * 20))
 PAYER = str(to_base58check_address(bytes([0x41]) + bytes([0x22]) * 20))
@@ -72,7 +81,7 @@ def claim(database_url: str, order: int, tx_hash: str) -> None:
 
 
 def pay(chain: str, kind: str, amount: int, **extra: Any) -> str:
-    answer = httpx.post(
+    answer = HTTP.post(
         f"{chain}/_sim/transactions",
         json={"kind": kind, "from": PAYER, "to": SHOP, "amount": amount, **extra},
     )
@@ -81,11 +90,11 @@ def pay(chain: str, kind: str, amount: int, **extra: Any) -> str:
 
 
 @pytest.fixture
-def chain(start_service: Callable[..., ServiceProcess], database_url: str) -> ServiceProcess:
-    return start_service("billing.simtrongrid", env=service_env(database_url))
+def chain(serve: Serve) -> Served:
+    return serve_simtrongrid(serve)
 
 
-def billing_env(database_url: str, chain: ServiceProcess) -> dict[str, str]:
+def billing_env(database_url: str, chain: Served) -> dict[str, str]:
     return service_env(database_url, TRONGRID_URL=chain.url, TRON_CHECK_INTERVAL="0.2")
 
 
@@ -99,10 +108,10 @@ def states(database_url: str) -> list[tuple[str, str | None]]:
 
 
 def test_part_payments_in_both_coins__add_up_to_paid(
-    start_service: Callable[..., ServiceProcess], database_url: str, chain: ServiceProcess
+    serve: Serve, database_url: str, chain: Served
 ) -> None:
     order = approved_order(database_url)
-    start_service("billing", env=billing_env(database_url, chain))
+    serve_billing(serve, database_url, TRONGRID_URL=chain.url, TRON_CHECK_INTERVAL="0.2")
     claim(database_url, order, pay(chain.url, "usdt", 20_000_000))
     wait_until(lambda: states(database_url) == [("credited", None)], 30, "the first part")
     assert query(database_url, "SELECT status, paid_micros FROM ad_orders") == [
@@ -125,10 +134,10 @@ def test_part_payments_in_both_coins__add_up_to_paid(
 
 
 def test_refusals__recorded_with_their_reason_and_an_event(
-    start_service: Callable[..., ServiceProcess], database_url: str, chain: ServiceProcess
+    serve: Serve, database_url: str, chain: Served
 ) -> None:
     order = approved_order(database_url)
-    start_service("billing", env=billing_env(database_url, chain))
+    serve_billing(serve, database_url, TRONGRID_URL=chain.url, TRON_CHECK_INTERVAL="0.2")
     claim(database_url, order, pay(chain.url, "failed", 5))
     claim(database_url, order, pay(chain.url, "fake_token", 5))
     wait_until(lambda: all(s == "rejected" for s, _ in states(database_url)), 30, "refusals")
@@ -147,7 +156,7 @@ def test_one_hash_on_two_orders__the_second_claim_is_refused(database_url: str) 
 
 
 def test_two_billing_processes__each_claim_judged_once(
-    start_service: Callable[..., ServiceProcess], database_url: str, chain: ServiceProcess
+    start_service: Callable[..., ServiceProcess], database_url: str, chain: Served
 ) -> None:
     orders = [approved_order(database_url, 600 + n) for n in range(12)]
     for order in orders:
@@ -161,12 +170,12 @@ def test_two_billing_processes__each_claim_judged_once(
 
 
 def test_trongrid_down__claims_wait_none_refused_all_judged_after(
-    start_service: Callable[..., ServiceProcess], database_url: str, chain: ServiceProcess
+    serve: Serve, database_url: str, chain: Served
 ) -> None:
     order = approved_order(database_url)
     hashes = [pay(chain.url, "usdt", 10_000_000) for _ in range(3)]
-    httpx.post(f"{chain.url}/_sim/faults", json={"down": True}).raise_for_status()
-    start_service("billing", env=billing_env(database_url, chain))
+    HTTP.post(f"{chain.url}/_sim/faults", json={"down": True}).raise_for_status()
+    serve_billing(serve, database_url, TRONGRID_URL=chain.url, TRON_CHECK_INTERVAL="0.2")
     for tx_hash in hashes:
         claim(database_url, order, tx_hash)
     wait_until(
@@ -176,7 +185,7 @@ def test_trongrid_down__claims_wait_none_refused_all_judged_after(
     )
     assert {s for s, _ in states(database_url)} <= {"pending", "processing"}
     assert query(database_url, "SELECT max(not_found_seconds) FROM tron_claims") == [(0.0,)]
-    httpx.post(f"{chain.url}/_sim/faults", json={"down": False}).raise_for_status()
+    HTTP.post(f"{chain.url}/_sim/faults", json={"down": False}).raise_for_status()
     wait_until(lambda: all(s == "credited" for s, _ in states(database_url)), 30, "all credited")
 
 
@@ -213,7 +222,7 @@ def test_not_found__refused_after_15_minutes_of_not_found_on_the_injected_clock(
 
 
 def test_api_key__sent_to_trongrid_and_in_no_log_line_at_debug(
-    start_service: Callable[..., ServiceProcess], database_url: str, chain: ServiceProcess
+    start_service: Callable[..., ServiceProcess], database_url: str, chain: Served
 ) -> None:
     key = "tg-" + "9f3c" * 9
     order = approved_order(database_url)
@@ -221,7 +230,7 @@ def test_api_key__sent_to_trongrid_and_in_no_log_line_at_debug(
     billing = start_service("billing", env=env)
     claim(database_url, order, pay(chain.url, "usdt", PRICE))
     wait_until(lambda: states(database_url) == [("credited", None)], 30, "the claim credited")
-    asked = httpx.get(f"{chain.url}/_sim/requests").json()
+    asked = HTTP.get(f"{chain.url}/_sim/requests").json()
     assert asked and all(request["with_key"] for request in asked)
     output = billing.output()
     assert '"level": "DEBUG"' in output

@@ -13,7 +13,16 @@ import pytest
 
 from tests.billing.e2e import gateways
 from tests.botedge.conftest import insert_bot
-from tests.conftest import ServiceProcess, service_env, wait_until
+from tests.conftest import (
+    HTTP,
+    Serve,
+    Served,
+    ServiceProcess,
+    serve_billing,
+    serve_simtelegram,
+    service_env,
+    wait_until,
+)
 
 FAST = {
     # Limits and retries scaled for a test run; the limiter itself has its own tests.
@@ -30,7 +39,7 @@ FAST = {
 class Edge:
     database_url: str
     start: Callable[..., ServiceProcess]
-    sim: ServiceProcess
+    sim: Served | ServiceProcess
     extra_env: dict[str, str]
     api: ServiceProcess | None = None
     workers: list[ServiceProcess] = field(default_factory=list)
@@ -52,10 +61,10 @@ class Edge:
         return worker
 
     def sim_get(self, path: str, **params: Any) -> Any:
-        return httpx.get(f"{self.sim.url}{path}", params=params, timeout=10).json()
+        return HTTP.get(f"{self.sim.url}{path}", params=params, timeout=10).json()
 
     def sim_post(self, path: str, body: Any) -> Any:
-        response = httpx.post(f"{self.sim.url}{path}", json=body, timeout=10)
+        response = HTTP.post(f"{self.sim.url}{path}", json=body, timeout=10)
         assert response.status_code == 200, response.text
         return response.json()
 
@@ -76,7 +85,7 @@ class Edge:
 
     def bots_served(self, worker: ServiceProcess) -> float:
         """The worker's own count of the bots it serves (it drops a bot whose token died)."""
-        text = httpx.get(f"{worker.url}/metrics", timeout=10).text
+        text = HTTP.get(f"{worker.url}/metrics", timeout=10).text
         match = re.search(r"^botedge_bots_served ([0-9.e+]+)$", text, re.MULTILINE)
         return float(match.group(1)) if match else -1.0
 
@@ -87,10 +96,10 @@ class Edge:
 
 
 @pytest.fixture
-def edge(start_service: Callable[..., ServiceProcess], database_url: str) -> Edge:
-    sim = start_service(
-        "botedge.simtelegram", env=service_env(database_url, SIM_ENFORCE_LIMITS="false")
-    )
+def edge(start_service: Callable[..., ServiceProcess], serve: Serve, database_url: str) -> Edge:
+    """The simulated Telegram in a thread of the test; botedge's processes as each test starts
+    them."""
+    sim = serve_simtelegram(serve, SIM_ENFORCE_LIMITS="false")
     return Edge(database_url, start_service, sim, {})
 
 
@@ -106,7 +115,7 @@ FAST_ACCESS = {"ACCESS_RETRY_BASE": "0.1", "WORKER_LOCK_SECONDS": "3", "LEASE_SE
 @dataclass
 class Shop:
     edge: Edge
-    billing: ServiceProcess
+    billing: Served
     channel: int
     bot_id: int
     token: str
@@ -118,7 +127,7 @@ class Shop:
             assert paid.send(client, self.billing.url).json()["applied"] is True
 
     def sweep(self) -> dict[str, Any]:
-        answer = httpx.post(f"{self.billing.url}/v1/sweep", headers=gateways.sweep_request())
+        answer = HTTP.post(f"{self.billing.url}/v1/sweep", headers=gateways.sweep_request())
         assert answer.status_code == 200, answer.text
         return dict(answer.json())
 
@@ -136,8 +145,8 @@ class Shop:
 
 
 @pytest.fixture
-def shop(edge: Edge, start_service: Callable[..., ServiceProcess], database_url: str) -> Shop:
-    billing = start_service("billing", env=service_env(database_url))
+def shop(edge: Edge, serve: Serve, database_url: str) -> Shop:
+    billing = serve_billing(serve, database_url)
     bot_id, token, _ = edge.add_bot(MANAGER, mode="polling")
     channel = gateways.add_paid_channel(database_url, chat_id=PAID, grace_days=2)
     edge.query("UPDATE channels SET manager_bot_id = %s RETURNING id", bot_id)

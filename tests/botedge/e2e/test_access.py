@@ -6,11 +6,9 @@ from __future__ import annotations
 import datetime as dt
 import signal
 
-import httpx
-
 from tests.billing.e2e import gateways
 from tests.botedge.e2e.conftest import FAST_ACCESS, MANAGER, PAID, PAYER, Shop
-from tests.conftest import SECRETS
+from tests.conftest import HTTP, SECRETS
 
 
 def test_payment__one_invite_link_sent_even_with_a_worker_killed_mid_call(shop: Shop) -> None:
@@ -113,6 +111,10 @@ def test_expiry__one_removal_even_with_a_worker_killed_mid_removal(shop: Shop) -
         lambda: edge.query("SELECT state FROM outbox") == [("sent",)], 30, "the send recorded"
     )
     edge.sim_post("/_sim/join", {"chat_id": PAID, "user_id": PAYER})
+    # The join is seen while the payer still pays: an expired member's join is an intruder's.
+    edge.wait_until(
+        lambda: edge.query("SELECT is_member FROM channel_members") == [(True,)], 30, "the join"
+    )
     edge.query(
         "UPDATE memberships SET expires_at = %s, next_check_at = %s RETURNING person_id",
         dt.datetime.now(dt.UTC) - dt.timedelta(days=5),
@@ -138,7 +140,7 @@ def test_expiry__one_removal_even_with_a_worker_killed_mid_removal(shop: Shop) -
     edge.wait_until(lambda: len(shop.sent(PAYER)) == 2, 30, "the removal told")
     assert [m["text"] for m in shop.sent(PAYER)][1] == "Your access to Paid has ended."
     # Removed, not banned: a later payment can let them back in.
-    member = httpx.post(
+    member = HTTP.post(
         f"{edge.sim.url}/bot{shop.token}/getChatMember",
         json={"chat_id": PAID, "user_id": PAYER},
         timeout=10,
@@ -204,7 +206,7 @@ def test_grant__to_someone_already_inside_sends_no_link(shop: Shop) -> None:
         shop.channel,
         person,
     )
-    granted = httpx.post(
+    granted = HTTP.post(
         f"{shop.billing.url}/internal/grants",
         json={
             "telegram_user_id": PAYER,

@@ -6,15 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
-
 from tests.botedge.e2e.conftest import FAST_ACCESS, MANAGER, PAID, PAYER, Shop
+from tests.conftest import HTTP
 
 STRANGER, ADMIN, FRIEND, LISTED_ADMIN = 7402, 7403, 7404, 7405
 
 
 def member_status(shop: Shop, user: int) -> str:
-    answer = httpx.post(
+    answer = HTTP.post(
         f"{shop.edge.sim.url}/bot{shop.token}/getChatMember",
         json={"chat_id": PAID, "user_id": user},
         timeout=10,
@@ -148,7 +147,7 @@ def test_link_again__a_fresh_single_use_link_and_the_lost_one_revoked(shop: Shop
     [(fresh,)] = edge.query("SELECT link FROM access_links")
     assert fresh != lost
     assert len(shop.calls("revokechatinvitelink")) == 1
-    refused = httpx.post(
+    refused = HTTP.post(
         f"{edge.sim.url}/_sim/join",
         json={"chat_id": PAID, "user_id": PAYER, "invite_link": lost},
         timeout=10,

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import io
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-import httpx
 import psycopg
 import pytest
 import zxingcpp
@@ -20,11 +19,18 @@ from tronpy.keys import to_base58check_address
 from botedge.adshop import ALREADY_SUBMITTED
 from panel_api.app import create_app
 from panel_api.seed import seed
-from panel_api.settings import load
 from shared.testing import serve_in_thread
 from shared.units import decimal_text, sun_for
 from tests.botedge.e2e.conftest import Edge
-from tests.conftest import ServiceProcess, service_env
+from tests.conftest import (
+    HTTP,
+    TEST_BCRYPT_ROUNDS,
+    Serve,
+    Served,
+    panel_settings,
+    serve_billing,
+    serve_simtrongrid,
+)
 from tests.panel_api.e2e.conftest import PASSWORD, SHOP, Panel, owner_and_viewer
 
 BOT = 5550301
@@ -37,7 +43,7 @@ TAKEOVER = {"WORKER_LOCK_SECONDS": "2", "LEASE_SECONDS": "9"}
 @dataclass
 class Rig:
     edge: Edge
-    chain: ServiceProcess
+    chain: Served
     panel: Panel
     bot_id: int
 
@@ -59,7 +65,7 @@ class Rig:
         )
 
     def pay(self, coin: str, amount: int) -> str:
-        answer = httpx.post(
+        answer = HTTP.post(
             f"{self.chain.url}/_sim/transactions",
             json={"kind": coin, "from": PAYER, "to": SHOP, "amount": amount},
         )
@@ -68,25 +74,19 @@ class Rig:
 
 
 @pytest.fixture
-def rig(
-    edge: Edge, start_service: Callable[..., ServiceProcess], database_url: str
-) -> Iterator[Rig]:
-    chain = start_service("billing.simtrongrid", env=service_env(database_url))
+def rig(edge: Edge, serve: Serve, database_url: str) -> Iterator[Rig]:
+    chain = serve_simtrongrid(serve)
     sources = ",".join(f"{n}={chain.url}" for n in ("coingecko", "kraken", "binance"))
-    billing = start_service(
-        "billing",
-        env=service_env(
-            database_url,
-            TRONGRID_URL=chain.url,
-            TRX_RATE_SOURCES=sources,
-            TRON_CHECK_INTERVAL="0.2",
-        ),
+    billing = serve_billing(
+        serve,
+        database_url,
+        TRONGRID_URL=chain.url,
+        TRX_RATE_SOURCES=sources,
+        TRON_CHECK_INTERVAL="0.2",
     )
     bot_id, _, _ = edge.add_bot(BOT, mode="polling")
-    assert seed(database_url, "owner@example.com", PASSWORD) is True
-    with serve_in_thread(
-        create_app(load(service_env(database_url, BILLING_URL=billing.url)))
-    ) as url:
+    assert seed(database_url, "owner@example.com", PASSWORD, TEST_BCRYPT_ROUNDS) is True
+    with serve_in_thread(create_app(panel_settings(database_url, BILLING_URL=billing.url))) as url:
         panel = Panel(url, owner_and_viewer(url), bot_id, database_url)
         assert panel.call("PATCH", "/v1/workspace", {"tron_address": SHOP}).status_code == 200
         yield Rig(edge, chain, panel, bot_id)
@@ -149,7 +149,7 @@ def test_ad_shop__book_approve_pay_half_then_the_rest(rig: Rig) -> None:
         f"Pay <b>50 USDT</b> (TRC-20) or <b>{trx} TRX</b> to\n<code>{SHOP}</code>\n"
         in (photo["text"])
     )
-    png = httpx.get(f"{edge.sim.url}/_sim/files/{photo['file_id']}").content
+    png = HTTP.get(f"{edge.sim.url}/_sim/files/{photo['file_id']}").content
     decoded = [code.text for code in zxingcpp.read_barcodes(Image.open(io.BytesIO(png)))]
     assert decoded == [SHOP]
 

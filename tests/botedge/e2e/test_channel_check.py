@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from tests.botedge.e2e.conftest import Edge
-from tests.conftest import SECRETS
+from tests.conftest import HTTP, SECRETS
 
 NEWS = -1001000000201
 AUTH = {"Authorization": f"Bearer {SECRETS['SERVICE_TOKEN']}"}
@@ -17,9 +17,7 @@ AUTH = {"Authorization": f"Bearer {SECRETS['SERVICE_TOKEN']}"}
 
 def check(edge: Edge, body: dict[str, Any]) -> httpx.Response:
     assert edge.api is not None
-    return httpx.post(
-        f"{edge.api.url}/internal/channels/check", json=body, headers=AUTH, timeout=30
-    )
+    return HTTP.post(f"{edge.api.url}/internal/channels/check", json=body, headers=AUTH, timeout=30)
 
 
 @pytest.fixture
@@ -105,7 +103,7 @@ def test_check__refusals(ready: tuple[Edge, int]) -> None:
     assert check(edge, {"bot_id": bot_id}).status_code == 422
     assert check(edge, {"bot_id": bot_id, "chat": ""}).status_code == 422
     assert edge.api is not None
-    unauthenticated = httpx.post(
+    unauthenticated = HTTP.post(
         f"{edge.api.url}/internal/channels/check", json={"bot_id": bot_id, "chat": "@news_one"}
     )
     assert unauthenticated.status_code == 401

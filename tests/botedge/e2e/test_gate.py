@@ -6,10 +6,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
 from botedge.gate import GATE_OPENING
 from tests.botedge.e2e.conftest import Edge
+from tests.conftest import HTTP
 
 NEWS, TALK = -1001000000101, -1001000000102
 VISITOR = 4242
@@ -166,7 +165,7 @@ def test_gate__content_kept_in_memory_until_it_changes(edge: Edge) -> None:
     worker = edge.start_worker()
 
     def lookups() -> str:
-        text = httpx.get(f"{worker.url}/metrics").text
+        text = HTTP.get(f"{worker.url}/metrics").text
         return "".join(
             line for line in text.splitlines() if line.startswith("botedge_content_lookups_total")
         )

@@ -8,6 +8,7 @@ import httpx
 
 from tests.botedge.conftest import message
 from tests.botedge.e2e.conftest import Edge
+from tests.conftest import HTTP
 
 
 def post(edge: Edge, bot_id: int, secret: str | None, body: bytes) -> httpx.Response:
@@ -15,7 +16,7 @@ def post(edge: Edge, bot_id: int, secret: str | None, body: bytes) -> httpx.Resp
     headers: dict[str, bytes] = {"content-type": b"application/json"}
     if secret is not None:
         headers["X-Telegram-Bot-Api-Secret-Token"] = secret.encode()
-    return httpx.post(f"{edge.api.url}/telegram/{bot_id}/webhook", content=body, headers=headers)
+    return HTTP.post(f"{edge.api.url}/telegram/{bot_id}/webhook", content=body, headers=headers)
 
 
 def test_webhook__stores_once_and_refuses_strangers(edge: Edge) -> None:
@@ -58,7 +59,7 @@ def test_webhook__malformed_and_other_kinds_are_200_and_not_stored(edge: Edge) -
         assert post(edge, bot_id, secret, body).status_code == 200
     assert edge.query("SELECT count(*) FROM inbox") == [(0,)]
     assert edge.api is not None
-    metrics = httpx.get(f"{edge.api.url}/metrics").text
+    metrics = HTTP.get(f"{edge.api.url}/metrics").text
     assert 'botedge_webhook_updates_total{result="malformed"} 5.0' in metrics
     assert 'botedge_ignored_updates_total{kind="edited_message"} 1.0' in metrics
     assert 'botedge_ignored_updates_total{kind="poll"} 1.0' in metrics
@@ -97,7 +98,7 @@ def test_webhook__bodies_that_could_not_come_from_telegram_are_200_dropped_and_c
         assert response.json()["dropped"] == "malformed"
     assert edge.query("SELECT count(*) FROM inbox") == [(0,)]
     assert edge.api is not None
-    metrics = httpx.get(f"{edge.api.url}/metrics").text
+    metrics = HTTP.get(f"{edge.api.url}/metrics").text
     assert f'botedge_webhook_updates_total{{result="malformed"}} {len(bodies)}.0' in metrics
     assert 'status="500"' not in metrics
     assert '"level": "ERROR"' not in edge.api.output()

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import re
 
-import httpx
-
 from tests.botedge.conftest import enqueue
 from tests.botedge.e2e.conftest import Edge
+from tests.conftest import HTTP
 
 
 def gauge(text: str, name: str, bot_id: int) -> float:
@@ -28,7 +27,7 @@ def test_wedged_update__oldest_age_grows_while_depth_stays_flat(edge: Edge) -> N
     worker = edge.start_worker(GAUGES_INTERVAL="0.3")
 
     def read() -> str | None:
-        text = httpx.get(f"{worker.url}/metrics").text
+        text = HTTP.get(f"{worker.url}/metrics").text
         return text if f'botedge_inbox_depth{{bot_id="{bot_id}"}}' in text else None
 
     edge.wait_until(lambda: read() is not None, 15, "the first gauges")
@@ -58,13 +57,11 @@ def test_metrics__handled_and_sent_counters(edge: Edge) -> None:
     edge.wait_until(lambda: len(edge.sim_get("/_sim/sent", bot_id=9402)) == 2, 20, "replies")
     # The counter moves when the send is recorded, just after Telegram saw it.
     edge.wait_until(
-        lambda: (
-            'botedge_sends_total{outcome="sent"} 2.0' in httpx.get(f"{worker.url}/metrics").text
-        ),
+        lambda: 'botedge_sends_total{outcome="sent"} 2.0' in HTTP.get(f"{worker.url}/metrics").text,
         10,
         "both sends counted",
     )
-    text = httpx.get(f"{worker.url}/metrics").text
+    text = HTTP.get(f"{worker.url}/metrics").text
     assert 'botedge_updates_handled_total{outcome="done"} 2.0' in text
     assert 'botedge_sends_total{outcome="sent"} 2.0' in text
     assert "botedge_update_handling_seconds_count 2.0" in text

@@ -8,13 +8,12 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-import httpx
 import pytest
 
 from botedge.pay import NOT_PAID
 from tests.billing.e2e import gateways
 from tests.botedge.e2e.conftest import Edge
-from tests.conftest import ServiceProcess, free_port, service_env
+from tests.conftest import HTTP, ServiceProcess, free_port, service_env
 
 PAID = -1001000000501
 BOT = 5550501
@@ -125,9 +124,9 @@ def test_pay__offer_link_checkout_pay_invite_link_joined(store: Store) -> None:
     assert parse_qs(url.query) == {"amount": ["12.50"], "currency": ["UAH"]}
 
     # The buyer opens the link and presses Pay: the checkout signs billing's callback.
-    shown = httpx.get(button["url"])
+    shown = HTTP.get(button["url"])
     assert shown.status_code == 200 and "12.50 UAH" in shown.text
-    done = httpx.post(button["url"], data={"action": "pay", "amount": "12.50", "currency": "UAH"})
+    done = HTTP.post(button["url"], data={"action": "pay", "amount": "12.50", "currency": "UAH"})
     assert done.status_code == 200 and "Paid." in done.text
     assert edge.query("SELECT outcome FROM gateway_events") == [("applied",)]
     edge.wait_until(lambda: len(store.sent()) == 2, 30, "the invite link")
@@ -146,7 +145,7 @@ def test_pay__declined_at_the_checkout_grants_nothing(store: Store, gateway: str
     edge = store.edge
     edge.start_worker()
     url = store.pay_link(gateway)
-    declined = httpx.post(url, data={"action": "decline", "amount": "12.50", "currency": "UAH"})
+    declined = HTTP.post(url, data={"action": "decline", "amount": "12.50", "currency": "UAH"})
     assert declined.status_code == 200
     assert "The payment was declined" in declined.text
     assert edge.query("SELECT gateway, outcome FROM gateway_events") == [(gateway, "not_success")]

@@ -5,9 +5,10 @@ from __future__ import annotations
 import signal
 import time
 
-import httpx
+import pytest
 
 from tests.botedge.e2e.conftest import Edge
+from tests.conftest import HTTP
 
 
 def test_polling__updates_flow_and_the_offset_advances_after_commit(edge: Edge) -> None:
@@ -26,10 +27,11 @@ def test_polling__updates_flow_and_the_offset_advances_after_commit(edge: Edge) 
     assert edge.query("SELECT count(*) FROM inbox") == [(6,)]
 
 
+@pytest.mark.slow
 def test_polling__webhook_conflict_is_recorded_and_backed_off(edge: Edge) -> None:
     bot_id, token, _ = edge.add_bot(9202, mode="polling")
     # Someone set a webhook for this token behind our back: getUpdates answers 409.
-    httpx.post(f"{edge.sim.url}/bot{token}/setWebhook", json={"url": "https://example.test/x"})
+    HTTP.post(f"{edge.sim.url}/bot{token}/setWebhook", json={"url": "https://example.test/x"})
     edge.start_worker()
     edge.wait_until(
         lambda: edge.query("SELECT last_error FROM bots WHERE id = %s", bot_id)[0][0] is not None,

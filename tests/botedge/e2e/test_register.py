@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import httpx
 import pytest
 
 from tests.botedge.conftest import new_token
 from tests.botedge.e2e.conftest import Edge
-from tests.conftest import SECRETS, free_port
+from tests.conftest import HTTP, SECRETS, free_port
 
 
 def test_register_webhook_bot__telegram_delivers_and_the_bot_answers(edge: Edge) -> None:
@@ -16,16 +15,16 @@ def test_register_webhook_bot__telegram_delivers_and_the_bot_answers(edge: Edge)
     edge.start_worker()
     token = new_token(9601)
     auth = {"Authorization": f"Bearer {SECRETS['SERVICE_TOKEN']}"}
-    bad = httpx.post(f"{api.url}/internal/bots", json={"token": "123:short"}, headers=auth)
+    bad = HTTP.post(f"{api.url}/internal/bots", json={"token": "123:short"}, headers=auth)
     assert (bad.status_code, bad.json()["type"]) == (422, "/problems/bad-bot-token")
-    created = httpx.post(
+    created = HTTP.post(
         f"{api.url}/internal/bots", json={"token": token, "mode": "webhook"}, headers=auth
     )
     assert created.status_code == 201, created.text
     assert created.json()["telegram_bot_id"] == 9601
     stored = edge.query("SELECT token_encrypted FROM bots")[0][0]
     assert token not in stored
-    info = httpx.post(f"{edge.sim.url}/bot{token}/getWebhookInfo").json()["result"]
+    info = HTTP.post(f"{edge.sim.url}/bot{token}/getWebhookInfo").json()["result"]
     assert info["url"] == f"http://127.0.0.1:{port}/telegram/{created.json()['id']}/webhook"
     assert set(info["allowed_updates"]) >= {"message", "callback_query", "chat_member"}
     edge.sim_post("/_sim/messages", {"token": token, "user_id": 7777, "text": "/start"})
@@ -47,7 +46,7 @@ def test_register_webhook_bot__telegram_delivers_and_the_bot_answers(edge: Edge)
 def test_register__token_of_the_wrong_shape_is_422_before_any_call(edge: Edge, token: str) -> None:
     api = edge.start_api()
     auth = {"Authorization": f"Bearer {SECRETS['SERVICE_TOKEN']}"}
-    response = httpx.post(f"{api.url}/internal/bots", json={"token": token}, headers=auth)
+    response = HTTP.post(f"{api.url}/internal/bots", json={"token": token}, headers=auth)
     assert (response.status_code, response.json()["type"]) == (422, "/problems/bad-bot-token")
     assert edge.sim_get("/_sim/calls") == []
     assert edge.query("SELECT count(*) FROM bots") == [(0,)]
@@ -57,7 +56,7 @@ def test_register__webhook_telegram_refuses_is_502_and_no_active_bot(edge: Edge)
     api = edge.start_api(PUBLIC_BASE_URL="https://gatehouse.invalid")
     token = new_token(9602)
     auth = {"Authorization": f"Bearer {SECRETS['SERVICE_TOKEN']}"}
-    response = httpx.post(
+    response = HTTP.post(
         f"{api.url}/internal/bots", json={"token": token, "mode": "webhook"}, headers=auth
     )
     assert response.status_code == 502, response.text

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
-import time
 from collections import defaultdict
 
 import httpx
+import pytest
 
 from tests.botedge.conftest import message
 from tests.botedge.e2e.conftest import Edge
@@ -58,10 +58,19 @@ def assert_each_answered_once_in_order(edge: Edge, bot_telegram_id: int) -> None
     ]
 
 
+def settled(edge: Edge) -> bool:
+    waiting = edge.query(
+        "SELECT (SELECT count(*) FROM inbox WHERE state <> 'done')"
+        " + (SELECT count(*) FROM outbox WHERE state <> 'sent')"
+    )
+    return bool(waiting[0][0] == 0)
+
+
 def all_sent(edge: Edge, bot_telegram_id: int) -> bool:
     return len(edge.sim_get("/_sim/sent", bot_id=bot_telegram_id)) >= PEOPLE * PER_PERSON
 
 
+@pytest.mark.slow
 def test_two_hundred_people_ten_updates_two_workers(edge: Edge) -> None:
     bot_id, _, secret = edge.add_bot(8101)
     edge.start_api()
@@ -69,7 +78,8 @@ def test_two_hundred_people_ten_updates_two_workers(edge: Edge) -> None:
     edge.start_worker()
     asyncio.run(telegram_delivers(edge, bot_id, secret))
     edge.wait_until(lambda: all_sent(edge, 8101), 120, "every reply")
-    time.sleep(0.5)
+    # Nothing left that could still be sent: a second send would already be in the log.
+    edge.wait_until(lambda: settled(edge), 30, "every update done and every reply sent")
     assert_each_answered_once_in_order(edge, 8101)
     # Both workers handled updates; one sender (one process) sent everything.
     agents = {
@@ -79,6 +89,7 @@ def test_two_hundred_people_ten_updates_two_workers(edge: Edge) -> None:
     assert all("Traceback" not in w.output() for w in edge.workers)
 
 
+@pytest.mark.slow
 def test_worker_killed_mid_run__every_update_still_answered_once(edge: Edge) -> None:
     bot_id, _, secret = edge.add_bot(8102)
     edge.start_api()
@@ -114,7 +125,7 @@ def test_worker_killed_mid_run__every_update_still_answered_once(edge: Edge) -> 
     asyncio.run(deliver_and_kill())
     victim.wait(timeout=10)
     edge.wait_until(lambda: all_sent(edge, 8102), 120, "every reply after the kill")
-    time.sleep(0.5)
+    edge.wait_until(lambda: settled(edge), 30, "every update done and every reply sent")
     assert_each_answered_once_in_order(edge, 8102)
     # What the dead worker held came back once its claims ran out, and was handled once.
     reclaimed = edge.query("SELECT id FROM inbox WHERE attempt > 1 AND id = ANY(%s)", held_at_kill)

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import time
-
-import httpx
+import signal
 
 from tests.botedge.conftest import message
 from tests.botedge.e2e.conftest import Edge
-from tests.conftest import SECRETS
+from tests.conftest import HTTP, SECRETS
 
 
 def test_full_run_at_debug__no_token_in_any_log_line(edge: Edge) -> None:
@@ -23,19 +21,19 @@ def test_full_run_at_debug__no_token_in_any_log_line(edge: Edge) -> None:
     edge.start_worker(**debug)
     edge.start_worker(**debug)
     for n in range(10):
-        httpx.post(
+        HTTP.post(
             f"{api.url}/telegram/{hooked}/webhook",
             content=json.dumps(message(n + 1, 6000 + n % 3, f"w{n}")),
             headers={"X-Telegram-Bot-Api-Secret-Token": hooked_secret},
         )
         edge.sim_post("/_sim/messages", {"token": polled_token, "user_id": 6100, "text": f"p{n}"})
     # A request carrying a wrong secret and the service token.
-    httpx.post(
+    HTTP.post(
         f"{api.url}/telegram/{hooked}/webhook",
         content=b"{}",
         headers={"X-Telegram-Bot-Api-Secret-Token": hooked_token},
     )
-    httpx.get(
+    HTTP.get(
         f"{api.url}/internal/inbox/dead",
         headers={"Authorization": f"Bearer {SECRETS['SERVICE_TOKEN']}"},
     )
@@ -47,8 +45,13 @@ def test_full_run_at_debug__no_token_in_any_log_line(edge: Edge) -> None:
         60,
         "every reply",
     )
-    time.sleep(1)
-    logs = {p.name + str(p.proc.pid): p.output() for p in [*edge.workers, api, edge.sim]}
+    # Stopped, so every line each process will ever write is in its log, shutdown's too.
+    processes = [*edge.workers, api]
+    for process in processes:
+        process.signal(signal.SIGTERM)
+    for process in processes:
+        assert process.wait(timeout=30) == 0
+    logs = {p.name + str(p.proc.pid): p.output() for p in processes}
     everything = "\n".join(logs.values())
     # DEBUG really was on, and the Bot API traffic was logged.
     assert '"level": "DEBUG"' in everything

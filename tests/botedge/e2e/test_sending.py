@@ -10,6 +10,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import psycopg
+import pytest
 
 from botedge.sender import FULL_READ_EVERY
 from shared.testing import Cluster
@@ -51,6 +52,7 @@ def queue(edge: Edge, bot_id: int, chats: int, per_chat: int) -> None:
     )
 
 
+@pytest.mark.slow
 def test_two_workers__only_the_lease_holder_sends_and_hands_over_on_stop(edge: Edge) -> None:
     bot_id, _, _ = edge.add_bot(9101)
     queue(edge, bot_id, chats=20, per_chat=15)
@@ -228,6 +230,7 @@ def test_429_pause__outlives_a_killed_worker(edge: Edge) -> None:
     assert min(c["started"] for c in after) >= told + retry_after - 0.3, after
 
 
+@pytest.mark.slow
 def test_token_check_at_start__backs_off_on_5xx_and_honours_429(edge: Edge) -> None:
     bot_id, _, _ = edge.add_bot(9111)
     queue(edge, bot_id, chats=1, per_chat=1)

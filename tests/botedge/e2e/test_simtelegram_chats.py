@@ -16,6 +16,7 @@ from botedge.simtelegram.app import create_app
 from botedge.simtelegram.state import Faults
 from shared.testing import serve_in_thread
 from tests.botedge.conftest import new_token
+from tests.conftest import HTTP
 
 CHANNEL = -1001000000001
 
@@ -27,10 +28,10 @@ class Sim:
     bot_id: int
 
     def api(self, method: str, **params: Any) -> dict[str, Any]:
-        return dict(httpx.post(f"{self.url}/bot{self.token}/{method}", json=params).json())
+        return dict(HTTP.post(f"{self.url}/bot{self.token}/{method}", json=params).json())
 
     def control(self, path: str, body: dict[str, Any]) -> httpx.Response:
-        return httpx.post(f"{self.url}/_sim/{path}", json=body)
+        return HTTP.post(f"{self.url}/_sim/{path}", json=body)
 
     def updates(self) -> list[dict[str, Any]]:
         return list(self.api("getUpdates", timeout=0)["result"])
@@ -129,7 +130,7 @@ def test_press__a_callback_query_for_a_button_on_that_message_only(sim: Sim) -> 
 
 
 def test_participant_invalid_fault__answers_as_telegram_does(sim: Sim) -> None:
-    httpx.post(f"{sim.url}/_sim/faults", json={"participant_invalid_users": [9]})
+    HTTP.post(f"{sim.url}/_sim/faults", json={"participant_invalid_users": [9]})
     answer = sim.api("getChatMember", chat_id=CHANNEL, user_id=9)
     assert (answer["error_code"], answer["description"]) == (
         400,
@@ -139,7 +140,7 @@ def test_participant_invalid_fault__answers_as_telegram_does(sim: Sim) -> None:
 
 def test_send_photo__a_multipart_upload_is_kept_and_a_non_image_refused(sim: Sim) -> None:
     png = uploads.qr_png("TQrZ9wBzHt8Yq3CsbBv7F4hDbNUJ4dmXR7")
-    answer = httpx.post(
+    answer = HTTP.post(
         f"{sim.url}/bot{sim.token}/sendPhoto",
         data={"chat_id": "42", "caption": "Pay here", "reply_markup": '{"inline_keyboard": []}'},
         files={"photo": ("photo.png", png, "image/png")},
@@ -148,11 +149,11 @@ def test_send_photo__a_multipart_upload_is_kept_and_a_non_image_refused(sim: Sim
     [size] = answer["result"]["photo"]
     assert (size["width"], size["height"], size["file_size"]) == (370, 370, len(png))
     assert answer["result"]["caption"] == "Pay here"
-    assert httpx.get(f"{sim.url}/_sim/files/{size['file_id']}").content == png
-    [sent] = httpx.get(f"{sim.url}/_sim/sent", params={"chat_id": 42}).json()
+    assert HTTP.get(f"{sim.url}/_sim/files/{size['file_id']}").content == png
+    [sent] = HTTP.get(f"{sim.url}/_sim/sent", params={"chat_id": 42}).json()
     assert (sent["kind"], sent["file_id"], sent["text"]) == ("photo", size["file_id"], "Pay here")
 
-    refused = httpx.post(
+    refused = HTTP.post(
         f"{sim.url}/bot{sim.token}/sendPhoto",
         data={"chat_id": "42"},
         files={"photo": ("photo.png", b"not an image", "image/png")},

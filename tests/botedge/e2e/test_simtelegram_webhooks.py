@@ -23,7 +23,7 @@ from botedge.simtelegram.app import create_app
 from botedge.simtelegram.state import Faults
 from shared.testing import serve_in_thread
 from tests.botedge.conftest import new_token
-from tests.conftest import wait_until
+from tests.conftest import HTTP, wait_until
 
 FAILING_CHAT = 7001
 HOLD_SECONDS = 0.15
@@ -62,7 +62,7 @@ def sim_url() -> Iterator[str]:
 
 
 def call(base: str, token: str, method: str, **params: Any) -> Any:
-    answer = httpx.post(f"{base}/bot{token}/{method}", json=params).json()
+    answer = HTTP.post(f"{base}/bot{token}/{method}", json=params).json()
     assert answer["ok"], answer
     return answer["result"]
 
@@ -78,7 +78,7 @@ def test_webhook__each_chat_in_order_up_to_max_connections_and_a_failing_chat_ho
     token = new_token(5552001)
     chats = [FAILING_CHAT, 7002, 7003, 7004, 7005, 7006]
     updates = [message(chat, f"{chat}-{n}") for n in range(3) for chat in chats]
-    assert httpx.post(f"{sim_url}/_sim/updates", json={"token": token, "updates": updates})
+    assert HTTP.post(f"{sim_url}/_sim/updates", json={"token": token, "updates": updates})
     with serve_in_thread(receiver.app()) as hook_url:
         call(sim_url, token, "setWebhook", url=f"{hook_url}/hook", max_connections=3)
         wait_until(lambda: len(receiver.arrivals) == len(updates), 30, "every update delivered")
@@ -107,7 +107,7 @@ def test_webhook_deleted__undelivered_updates_go_back_to_get_updates_in_order(
     token = new_token(5552002)
     # A webhook nobody answers: everything stays undelivered.
     call(sim_url, token, "setWebhook", url="http://127.0.0.1:9/hook")
-    added = httpx.post(
+    added = HTTP.post(
         f"{sim_url}/_sim/updates",
         json={"token": token, "updates": [message(7100 + n % 3, str(n)) for n in range(6)]},
     ).json()["update_ids"]
@@ -145,5 +145,5 @@ def test_logs__only_the_newest_calls_kept(sim_url: str) -> None:
     token = new_token(5552004)
     for _ in range(60):
         call(sim_url, token, "getMe")
-    calls = httpx.get(f"{sim_url}/_sim/calls", params={"bot_id": 5552004}).json()
+    calls = HTTP.get(f"{sim_url}/_sim/calls", params={"bot_id": 5552004}).json()
     assert len(calls) == 50

@@ -6,10 +6,9 @@ from __future__ import annotations
 import json
 import time
 
-import httpx
-
 from tests.botedge.conftest import message, queue_messages
 from tests.botedge.e2e.conftest import Edge
+from tests.conftest import HTTP
 
 
 def test_notify__wakes_the_claim_loop_and_the_sender(edge: Edge) -> None:
@@ -21,7 +20,7 @@ def test_notify__wakes_the_claim_loop_and_the_sender(edge: Edge) -> None:
     latencies = []
     for n in range(3):
         started = time.monotonic()
-        httpx.post(
+        HTTP.post(
             f"{api.url}/telegram/{bot_id}/webhook",
             content=json.dumps(message(n + 1, 8001, f"n{n}")),
             headers={"X-Telegram-Bot-Api-Secret-Token": secret},
@@ -34,7 +33,7 @@ def test_notify__wakes_the_claim_loop_and_the_sender(edge: Edge) -> None:
     assert max(latencies) < 3, latencies
     # The worker's own replies went to its sender directly; what another process queues
     # wakes the sender with a NOTIFY.
-    worker_metrics = httpx.get(f"{worker.url}/metrics").text
+    worker_metrics = HTTP.get(f"{worker.url}/metrics").text
     assert 'botedge_replies_queued_total{via="hand-over"} 3.0' in worker_metrics
     queue_messages(edge.database_url, bot_id, [(8002, "from elsewhere")])
     started = time.monotonic()
@@ -55,7 +54,7 @@ def test_a_reply_behind_an_older_unread_one_of_its_chat__not_handed_over_ahead(
     worker = edge.start_worker(WORKER_POLL_INTERVAL="10")
 
     def post(update_id: int, text: str) -> None:
-        httpx.post(
+        HTTP.post(
             f"{api.url}/telegram/{bot_id}/webhook",
             content=json.dumps(message(update_id, 8003, text)),
             headers={"X-Telegram-Bot-Api-Secret-Token": secret},
@@ -69,6 +68,8 @@ def test_a_reply_behind_an_older_unread_one_of_its_chat__not_handed_over_ahead(
     edge.wait_until(lambda: len(texts()) == 1, 15, "the first reply")
     # Queued as another worker would, its NOTIFY not yet sent.
     queue_messages(edge.database_url, bot_id, [(8003, "older, from elsewhere")])
+    # The first reply went one way or the other, by whether the sender had started yet.
+    before = queued_via(worker.url)
     started = time.monotonic()
     post(2, "second")
     edge.wait_until(lambda: len(texts()) == 3, 15, "both")
@@ -78,8 +79,22 @@ def test_a_reply_behind_an_older_unread_one_of_its_chat__not_handed_over_ahead(
     ]
     # Not by the 10 s poll: the finish saw the older row and announced its reply instead.
     assert time.monotonic() - started < 3
-    metrics = httpx.get(f"{worker.url}/metrics").text
-    assert 'botedge_replies_queued_total{via="notify"} 1.0' in metrics
+    after = queued_via(worker.url)
+    assert {via: after[via] - before.get(via, 0.0) for via in after} == {
+        "notify": 1.0,
+        "hand-over": 0.0,
+    }
+
+
+def queued_via(worker: str) -> dict[str, float]:
+    """The worker's count of replies queued, by how its sender heard of them."""
+    counted = {"notify": 0.0, "hand-over": 0.0}
+    prefix = 'botedge_replies_queued_total{via="'
+    for line in HTTP.get(f"{worker}/metrics").text.splitlines():
+        if line.startswith(prefix):
+            labels, value = line.rsplit(" ", 1)
+            counted[labels.removeprefix(prefix).removesuffix('"}')] = float(value)
+    return counted
 
 
 def test_listen_connection_killed__reconnects_and_wakes_again(edge: Edge) -> None:
@@ -103,7 +118,7 @@ def test_listen_connection_killed__reconnects_and_wakes_again(edge: Edge) -> Non
         "a new LISTEN connection",
     )
     started = time.monotonic()
-    httpx.post(
+    HTTP.post(
         f"{api.url}/telegram/{bot_id}/webhook",
         content=json.dumps(message(1, 8101, "again")),
         headers={"X-Telegram-Bot-Api-Secret-Token": secret},

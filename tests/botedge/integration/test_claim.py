@@ -17,10 +17,8 @@ from botedge import sqlq
 from botedge.consumer import ConsumerConfig, InboxConsumer
 from botedge.handlers import BotLogic
 from botedge.inbox_store import InboxRow
-from shared.db import create_pool
 from shared.listen import Notifier
-from shared.settings import CommonSettings, Reader
-from tests.botedge.conftest import enqueue, insert_bot
+from tests.botedge.conftest import OpenPool, enqueue, insert_bot
 
 Q = sqlq.Q
 
@@ -211,7 +209,9 @@ def test_lease__one_holder_then_takeover_after_expiry(database_url: str) -> None
         assert take(conn, "a", 30) is None
 
 
-def test_consumer__a_claim_taken_over_before_commit_writes_nothing(database_url: str) -> None:
+def test_consumer__a_claim_taken_over_before_commit_writes_nothing(
+    database_url: str, open_pool: OpenPool
+) -> None:
     """The finish fails inside the database when the claim is gone, so the pipelined COMMIT
     commits nothing: no reply, no person; the new holder's finish then writes both."""
     bot, _, _ = insert_bot(database_url)
@@ -224,16 +224,12 @@ def test_consumer__a_claim_taken_over_before_commit_writes_nothing(database_url:
     lost_before = REGISTRY.get_sample_value(*lost) or 0.0
 
     async def handle(row: dict[str, Any]) -> None:
-        pool = create_pool(CommonSettings.read(Reader({"DATABASE_URL": database_url}), "t", 1))
-        await pool.open(wait=True)
-        try:
+        async with open_pool() as pool:
             consumer = InboxConsumer(
                 pool, BotLogic(), Notifier(pool), asyncio.Event(), ConsumerConfig()
             )
             await consumer.handle(InboxRow.from_row(row))
             await consumer.notifier.close()
-        finally:
-            await pool.close()
 
     def written() -> tuple[Any, ...]:
         with psycopg.connect(database_url) as conn:

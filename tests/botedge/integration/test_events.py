@@ -10,9 +10,9 @@ import psycopg
 
 from botedge.access import ACCESS_EVENTS
 from botedge.events import Event, EventQueue, LostClaim
-from shared.db import connect, create_pool
-from shared.settings import CommonSettings, Reader
+from shared.db import connect
 from tests.billing.e2e import gateways
+from tests.botedge.conftest import OpenPool
 
 
 def membership_with_events(database_url: str, user: int, channel: int, kinds: list[str]) -> None:
@@ -41,15 +41,14 @@ def kinds(events: list[Event]) -> list[tuple[int, str]]:
 
 def test_queue__a_memberships_events_one_at_a_time_in_order_others_in_parallel(
     database_url: str,
+    open_pool: OpenPool,
 ) -> None:
     channel = gateways.add_paid_channel(database_url)
     membership_with_events(database_url, 1, channel, ["grant", "revoke"])
     membership_with_events(database_url, 2, channel, ["reminder"])
 
     async def scenario() -> dict[str, Any]:
-        pool = create_pool(CommonSettings.read(Reader({"DATABASE_URL": database_url}), "t", 1))
-        await pool.open(wait=True)
-        try:
+        async with open_pool() as pool:
             queue = EventQueue(pool, ACCESS_EVENTS, lease_seconds=30, backoff_base=60)
             first = await queue.claim(10)
             # The grant and the other membership's reminder; the revoke waits for the grant.
@@ -63,8 +62,6 @@ def test_queue__a_memberships_events_one_at_a_time_in_order_others_in_parallel(
                 "again": again,
                 "while_waiting": while_waiting,
             }
-        finally:
-            await pool.close()
 
     seen = asyncio.run(scenario())
     with psycopg.connect(database_url) as conn:
@@ -77,14 +74,13 @@ def test_queue__a_memberships_events_one_at_a_time_in_order_others_in_parallel(
 
 def test_queue__the_next_event_once_the_earlier_is_done_and_a_stale_claim_cannot_finish(
     database_url: str,
+    open_pool: OpenPool,
 ) -> None:
     channel = gateways.add_paid_channel(database_url)
     membership_with_events(database_url, 1, channel, ["grant", "revoke"])
 
     async def scenario() -> tuple[list[str], bool]:
-        pool = create_pool(CommonSettings.read(Reader({"DATABASE_URL": database_url}), "t", 1))
-        await pool.open(wait=True)
-        try:
+        async with open_pool() as pool:
             queue = EventQueue(pool, ACCESS_EVENTS, lease_seconds=30)
             [grant] = await queue.claim(10)
             conn = await connect(database_url, autocommit=True)
@@ -108,8 +104,6 @@ def test_queue__the_next_event_once_the_earlier_is_done_and_a_stale_claim_cannot
                 except LostClaim:
                     lost = True
             return [str(grant.row["kind"]), str(taken.row["kind"])], lost
-        finally:
-            await pool.close()
 
     order, lost = asyncio.run(scenario())
     assert order == ["grant", "revoke"]

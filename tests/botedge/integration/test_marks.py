@@ -9,9 +9,7 @@ import psycopg
 
 from botedge import errors
 from botedge.marks import SentMarks
-from shared.db import create_pool
-from shared.settings import CommonSettings, Reader
-from tests.botedge.conftest import insert_bot
+from tests.botedge.conftest import OpenPool, insert_bot
 
 
 def queued(database_url: str, bot: int, count: int) -> list[int]:
@@ -25,18 +23,16 @@ def queued(database_url: str, bot: int, count: int) -> list[int]:
     return [int(r[0]) for r in rows]
 
 
-def test_marks__sixty_at_once_recorded_in_one_statement(database_url: str) -> None:
+def test_marks__sixty_at_once_recorded_in_one_statement(
+    database_url: str, open_pool: OpenPool
+) -> None:
     bot, _, _ = insert_bot(database_url)
     ids = queued(database_url, bot, 60)
 
     async def scenario() -> None:
-        pool = create_pool(CommonSettings.read(Reader({"DATABASE_URL": database_url}), "t", 2))
-        await pool.open(wait=True)
-        try:
+        async with open_pool() as pool:
             marks = SentMarks(pool)
             await asyncio.gather(*(marks.mark(i, 1000 + i) for i in ids))
-        finally:
-            await pool.close()
 
     asyncio.run(scenario())
     with psycopg.connect(database_url) as conn:
@@ -51,14 +47,16 @@ def test_marks__sixty_at_once_recorded_in_one_statement(database_url: str) -> No
     assert len({r[4] for r in rows}) == 1
 
 
-def test_marks__a_failed_statement_reaches_every_waiter(database_url: str) -> None:
+def test_marks__a_failed_statement_reaches_every_waiter(
+    database_url: str, open_pool: OpenPool
+) -> None:
     bot, _, _ = insert_bot(database_url)
     ids = queued(database_url, bot, 5)
 
     async def scenario() -> list[BaseException | None]:
-        pool = create_pool(CommonSettings.read(Reader({"DATABASE_URL": database_url}), "t", 1))
-        await pool.open(wait=True)
-        await pool.close()
+        async with open_pool() as pool:
+            pass
+        # The pool is closed: every statement fails.
         marks = SentMarks(pool)
         return await asyncio.gather(*(marks.mark(i, 1) for i in ids), return_exceptions=True)
 

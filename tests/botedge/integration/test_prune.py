@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import psycopg
+import pytest
 
 from tests.botedge.conftest import enqueue, insert_bot, queue_messages
 from tests.conftest import ROOT, service_env
@@ -22,6 +23,7 @@ def prune(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.process
 def test_prune__only_old_finished_rows(database_url: str) -> None:
     bot, _, _ = insert_bot(database_url)
     enqueue(database_url, bot, [(n, 10 + n % 4, f"m{n}") for n in range(1, 9)])

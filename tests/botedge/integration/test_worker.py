@@ -8,8 +8,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-import httpx
 import psycopg
+import pytest
 
 from botedge.app import create_api_app
 from botedge.consumer import ConsumerConfig, InboxConsumer
@@ -21,7 +21,7 @@ from shared.listen import Notifier
 from shared.settings import CommonSettings, Reader
 from shared.testing import serve_in_thread
 from tests.botedge.conftest import enqueue, insert_bot
-from tests.conftest import ROOT, SECRETS, service_env
+from tests.conftest import HTTP, ROOT, SECRETS, service_env
 
 
 class FailingFor(BotLogic):
@@ -103,6 +103,7 @@ def test_failure__retries_only_that_person_then_dead_releases_them(database_url:
     assert replies == (2,)
 
 
+@pytest.mark.process
 def test_dead_updates__listed_and_replayed_by_command_and_endpoint(database_url: str) -> None:
     bot, _, _ = insert_bot(database_url)
     enqueue(database_url, bot, [(1, 10, "a1"), (2, 11, "b1")])
@@ -133,10 +134,10 @@ def test_dead_updates__listed_and_replayed_by_command_and_endpoint(database_url:
     settings = load(service_env(database_url), "api")
     auth = {"Authorization": f"Bearer {SECRETS['SERVICE_TOKEN']}"}
     with serve_in_thread(create_api_app(settings)) as api:
-        dead = httpx.get(f"{api}/internal/inbox/dead", headers=auth).json()
+        dead = HTTP.get(f"{api}/internal/inbox/dead", headers=auth).json()
         assert [d["update_id"] for d in dead] == [2]
-        assert httpx.get(f"{api}/internal/inbox/dead").status_code == 401
-        assert httpx.post(f"{api}/internal/inbox/{ids[1]}/replay", headers=auth).status_code == 200
-        assert httpx.post(f"{api}/internal/inbox/{ids[1]}/replay", headers=auth).status_code == 404
+        assert HTTP.get(f"{api}/internal/inbox/dead").status_code == 401
+        assert HTTP.post(f"{api}/internal/inbox/{ids[1]}/replay", headers=auth).status_code == 200
+        assert HTTP.post(f"{api}/internal/inbox/{ids[1]}/replay", headers=auth).status_code == 404
     asyncio.run(run_worker(database_url, BotLogic(), settled(database_url, {"done"})))
     assert {s for s, _ in states(database_url).values()} == {"done"}

@@ -7,19 +7,24 @@ import datetime as dt
 import os
 import shutil
 from collections.abc import Iterator
-from typing import Any
 
-import httpx
 import psycopg
 import pytest
 
 from panel_api.app import create_app
 from panel_api.seed import seed, seed_history
-from panel_api.settings import load
 from shared.clock import ManualClock
 from shared.testing import serve_in_thread
 from tests.botedge.conftest import insert_bot, new_token
-from tests.conftest import ROOT, service_env
+from tests.conftest import (
+    HTTP,
+    ROOT,
+    TEST_BCRYPT_ROUNDS,
+    Serve,
+    panel_settings,
+    serve_botedge_api,
+    serve_simtelegram,
+)
 from tests.panel_api.e2e.conftest import SHOP, owner_and_viewer, start_billing
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -39,8 +44,8 @@ from playwright.sync_api import Page, expect, sync_playwright  # noqa: E402
 @pytest.fixture
 def panel(database_url: str) -> Iterator[str]:
     insert_bot(database_url)
-    assert seed(database_url, "owner@example.com", PASSWORD) is True
-    with serve_in_thread(create_app(load(service_env(database_url)))) as url:
+    assert seed(database_url, "owner@example.com", PASSWORD, TEST_BCRYPT_ROUNDS) is True
+    with serve_in_thread(create_app(panel_settings(database_url))) as url:
         yield url
 
 
@@ -110,7 +115,7 @@ def test_page__persian_lays_out_right_to_left_with_persian_digits(
 def test_page__a_refused_sign_in_shows_the_apis_message(page: Page, panel: str) -> None:
     sign_in(page, panel, password="not the password")
     expect(page.locator("#message")).to_be_visible()
-    answer = httpx.post(
+    answer = HTTP.post(
         f"{panel}/v1/auth/login", json={"email": "owner@example.com", "password": "nope"}
     ).json()
     expect(page.locator("#message")).to_have_text(f"{answer['title']}: {answer['detail']}")
@@ -118,15 +123,15 @@ def test_page__a_refused_sign_in_shows_the_apis_message(page: Page, panel: str) 
 
 def test_page__served_for_any_view_never_for_the_api(panel: str) -> None:
     for path in ("/", "/channels", "/ad-orders/12"):
-        answer = httpx.get(f"{panel}{path}")
+        answer = HTTP.get(f"{panel}{path}")
         assert answer.status_code == 200, path
         assert '<script type="module" src="/assets/app.js">' in answer.text
         assert "default-src 'self'" in answer.headers["content-security-policy"]
     for path in ("/v1/nothing", "/internal/x", "/assets/missing.js", "/openapi.json/x"):
-        answer = httpx.get(f"{panel}{path}")
+        answer = HTTP.get(f"{panel}{path}")
         assert answer.status_code == 404, path
-    assert httpx.post(f"{panel}/channels").status_code == 404
-    script = httpx.get(f"{panel}/assets/app.js")
+    assert HTTP.post(f"{panel}/channels").status_code == 404
+    script = HTTP.get(f"{panel}/assets/app.js")
     assert (script.status_code, script.headers["content-type"].split(";")[0]) == (
         200,
         "text/javascript",
@@ -135,7 +140,7 @@ def test_page__served_for_any_view_never_for_the_api(panel: str) -> None:
 
 def test_page__first_run_setup_on_an_empty_database(page: Page, database_url: str) -> None:
     codes: list[str] = []
-    app = create_app(load(service_env(database_url)), announce=codes.append)
+    app = create_app(panel_settings(database_url), announce=codes.append)
     with serve_in_thread(app) as url:
         page.goto(url)
         page.click("#first-start")
@@ -151,14 +156,12 @@ def test_page__first_run_setup_on_an_empty_database(page: Page, database_url: st
 
 
 @pytest.fixture
-def with_botedge(database_url: str, start_service: Any) -> Iterator[str]:
+def with_botedge(database_url: str, serve: Serve) -> Iterator[str]:
     """The panel beside botedge's API and the simulated Telegram, a viewer added."""
-    sim = start_service("botedge.simtelegram", env=service_env(database_url))
-    botedge = start_service(
-        "botedge", "--role", "api", env=service_env(database_url, TELEGRAM_API_BASE=sim.url)
-    )
-    assert seed(database_url, "owner@example.com", PASSWORD) is True
-    settings = load(service_env(database_url, BOTEDGE_URL=botedge.url))
+    sim = serve_simtelegram(serve)
+    botedge = serve_botedge_api(serve, database_url, TELEGRAM_API_BASE=sim.url)
+    assert seed(database_url, "owner@example.com", PASSWORD, TEST_BCRYPT_ROUNDS) is True
+    settings = panel_settings(database_url, BOTEDGE_URL=botedge.url)
     with serve_in_thread(create_app(settings)) as url:
         owner_and_viewer(url)
         yield url
@@ -202,20 +205,20 @@ def test_page__the_owner_sets_the_workspace_and_a_bad_address_is_refused(
     page.click("#workspace button[type=submit]")
     expect(page.locator("#saved")).to_be_visible()
     expect(page.locator("#message")).to_be_hidden()
-    assert httpx.get(f"{panel}/v1/workspace", headers=bearer(panel)).json()["time_zone"] == (
+    assert HTTP.get(f"{panel}/v1/workspace", headers=bearer(panel)).json()["time_zone"] == (
         "Asia/Tehran"
     )
 
 
 def test_page__too_many_tries_say_how_long_to_wait(page: Page, panel: str) -> None:
     for _ in range(10):
-        httpx.post(f"{panel}/v1/auth/login", json={"email": "owner@example.com", "password": "x"})
+        HTTP.post(f"{panel}/v1/auth/login", json={"email": "owner@example.com", "password": "x"})
     sign_in(page, panel, password="still wrong")
     expect(page.locator("#message")).to_contain_text("Try again in")
 
 
 def bearer(url: str) -> dict[str, str]:
-    token = httpx.post(
+    token = HTTP.post(
         f"{url}/v1/auth/login", json={"email": "owner@example.com", "password": PASSWORD}
     ).json()["access_token"]
     return {"Authorization": f"Bearer {token}"}
@@ -260,17 +263,17 @@ def test_page__dashboard_counts_link_to_their_pages_and_revenue_is_charted_per_c
 
 
 @pytest.fixture
-def shop(database_url: str, start_service: Any) -> Iterator[str]:
+def shop(database_url: str, serve: Serve) -> Iterator[str]:
     """The panel beside billing (and the simulated TronGrid behind it), two ad orders waiting."""
-    billing = start_billing(start_service, database_url)
+    billing = start_billing(serve, database_url)
     bot, _, _ = insert_bot(database_url)
-    assert seed(database_url, "owner@example.com", PASSWORD) is True
-    settings = load(service_env(database_url, BILLING_URL=billing))
+    assert seed(database_url, "owner@example.com", PASSWORD, TEST_BCRYPT_ROUNDS) is True
+    settings = panel_settings(database_url, BILLING_URL=billing)
     with serve_in_thread(create_app(settings)) as url:
         owner = owner_and_viewer(url)["owner"]
         headers = {"Authorization": f"Bearer {owner}"}
-        httpx.patch(f"{url}/v1/workspace", json={"tron_address": SHOP}, headers=headers)
-        slot = httpx.post(
+        HTTP.patch(f"{url}/v1/workspace", json={"tron_address": SHOP}, headers=headers)
+        slot = HTTP.post(
             f"{url}/v1/ad-slots",
             json={"bot_id": bot, "kind": "pinned_post", "title": "Pinned", "price": "12.5"},
             headers=headers,
@@ -336,14 +339,14 @@ def test_page__an_expired_access_token_is_renewed_by_the_cookie_on_use_and_on_re
     page: Page, database_url: str
 ) -> None:
     insert_bot(database_url)
-    assert seed(database_url, "owner@example.com", PASSWORD) is True
+    assert seed(database_url, "owner@example.com", PASSWORD, TEST_BCRYPT_ROUNDS) is True
     clock = ManualClock(dt.datetime.now(dt.UTC))
     bots_answers: list[int] = []
     page.on(
         "response",
         lambda r: bots_answers.append(r.status) if "/v1/bots" in r.url else None,
     )
-    with serve_in_thread(create_app(load(service_env(database_url)), clock=clock)) as url:
+    with serve_in_thread(create_app(panel_settings(database_url), clock=clock)) as url:
         sign_in(page, url)
         expect(page.locator("#who")).to_have_text("Signed in as owner@example.com (owner)")
         # Past the access token's 15 minutes: the next call is refused, renewed, then answered.

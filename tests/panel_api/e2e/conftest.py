@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,10 +12,16 @@ from tronpy.keys import to_base58check_address
 
 from panel_api.app import create_app
 from panel_api.seed import seed
-from panel_api.settings import load
 from shared.testing import serve_in_thread
 from tests.botedge.conftest import insert_bot
-from tests.conftest import ServiceProcess, service_env
+from tests.conftest import (
+    HTTP,
+    TEST_BCRYPT_ROUNDS,
+    Serve,
+    panel_settings,
+    serve_billing,
+    serve_simtrongrid,
+)
 
 PASSWORD = "correct horse battery"
 SHOP = str(to_base58check_address(bytes([0x41]) + bytes([0x11]) * 20))
@@ -29,7 +35,7 @@ class Panel:
     database_url: str
 
     def call(self, method: str, path: str, body: Any = None, role: str = "owner") -> httpx.Response:
-        return httpx.request(
+        return HTTP.request(
             method,
             f"{self.url}{path}",
             json=body,
@@ -41,7 +47,7 @@ class Panel:
 def owner_and_viewer(url: str) -> dict[str, str]:
     """Tokens of the seeded owner and of a viewer the owner adds."""
     owner = sign_in(url, "owner@example.com", PASSWORD)
-    added = httpx.post(
+    added = HTTP.post(
         f"{url}/v1/team",
         json={"email": "v@example.com", "role": "viewer", "password": "viewer password"},
         headers={"Authorization": f"Bearer {owner}"},
@@ -51,26 +57,23 @@ def owner_and_viewer(url: str) -> dict[str, str]:
 
 
 def sign_in(url: str, email: str, password: str) -> str:
-    answer = httpx.post(f"{url}/v1/auth/login", json={"email": email, "password": password})
+    answer = HTTP.post(f"{url}/v1/auth/login", json={"email": email, "password": password})
     assert answer.status_code == 200, answer.text
     return str(answer.json()["access_token"])
 
 
-def start_billing(start_service: Callable[..., ServiceProcess], database_url: str) -> str:
+def start_billing(serve: Serve, database_url: str) -> str:
     """billing with the simulated TronGrid (and the TRX price sources) behind it; its URL."""
-    chain = start_service("billing.simtrongrid", env=service_env(database_url))
+    chain = serve_simtrongrid(serve)
     sources = ",".join(f"{n}={chain.url}" for n in ("coingecko", "kraken", "binance"))
-    billing = start_service(
-        "billing", env=service_env(database_url, TRONGRID_URL=chain.url, TRX_RATE_SOURCES=sources)
-    )
-    return billing.url
+    return serve_billing(serve, database_url, TRONGRID_URL=chain.url, TRX_RATE_SOURCES=sources).url
 
 
 @pytest.fixture
-def panel(start_service: Callable[..., ServiceProcess], database_url: str) -> Iterator[Panel]:
-    billing = start_billing(start_service, database_url)
+def panel(serve: Serve, database_url: str) -> Iterator[Panel]:
+    billing = start_billing(serve, database_url)
     bot, _, _ = insert_bot(database_url)
-    assert seed(database_url, "owner@example.com", PASSWORD) is True
-    settings = load(service_env(database_url, BILLING_URL=billing))
+    assert seed(database_url, "owner@example.com", PASSWORD, TEST_BCRYPT_ROUNDS) is True
+    settings = panel_settings(database_url, BILLING_URL=billing)
     with serve_in_thread(create_app(settings)) as url:
         yield Panel(url, owner_and_viewer(url), bot, database_url)

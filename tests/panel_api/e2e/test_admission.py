@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
 import psycopg
 import pytest
 
@@ -16,11 +15,10 @@ from billing.app import create_app as billing_app
 from billing.settings import load as billing_settings
 from panel_api.app import create_app
 from panel_api.seed import seed
-from panel_api.settings import load
 from shared.clock import ManualClock
 from shared.testing import serve_in_thread
 from tests.billing.e2e import gateways
-from tests.conftest import service_env
+from tests.conftest import HTTP, TEST_BCRYPT_ROUNDS, panel_settings, service_env
 from tests.panel_api.e2e.conftest import PASSWORD, Panel, owner_and_viewer
 
 DAY = dt.timedelta(days=1)
@@ -38,7 +36,7 @@ class Rig:
             return conn.execute(sql, args).fetchall()  # type: ignore[arg-type]
 
     def sweep(self) -> dict[str, Any]:
-        answer = httpx.post(
+        answer = HTTP.post(
             f"{self.billing}/v1/sweep", headers=gateways.sweep_request(), timeout=120
         )
         assert answer.status_code == 200, answer.text
@@ -50,10 +48,10 @@ def rig(database_url: str) -> Iterator[Rig]:
     """billing and the panel in threads on one clock that the test moves."""
     clock = ManualClock(dt.datetime.now(dt.UTC).replace(microsecond=0))
     channel = gateways.add_paid_channel(database_url, grace_days=3)
-    assert seed(database_url, "owner@example.com", PASSWORD) is True
+    assert seed(database_url, "owner@example.com", PASSWORD, TEST_BCRYPT_ROUNDS) is True
     billing = billing_app(billing_settings(service_env(database_url)), clock=clock)
     with serve_in_thread(billing) as billing_url:
-        settings = load(service_env(database_url, BILLING_URL=billing_url))
+        settings = panel_settings(database_url, BILLING_URL=billing_url)
         with serve_in_thread(create_app(settings, clock=clock)) as url:
             panel = Panel(url, owner_and_viewer(url), 0, database_url)
             yield Rig(panel, billing_url, clock, channel)
@@ -110,6 +108,7 @@ def test_import__whitelist_lists_the_bad_ids_and_adds_each_once(rig: Rig) -> Non
     assert no_date.status_code == 422
 
 
+@pytest.mark.slow
 def test_import__a_thousand_granted_until_a_date_kept_then_grace_then_removal(rig: Rig) -> None:
     until = rig.clock.now() + 7 * DAY
     ids = [600_000 + n for n in range(1000)]

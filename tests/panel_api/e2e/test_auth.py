@@ -12,34 +12,33 @@ import pytest
 from panel_api.app import create_app
 from panel_api.auth import AUDIENCE, ISSUER
 from panel_api.seed import seed
-from panel_api.settings import load
 from shared.testing import serve_in_thread
-from tests.conftest import SECRETS, service_env
+from tests.conftest import HTTP, SECRETS, TEST_BCRYPT_ROUNDS, panel_settings
 
 PASSWORD = "correct horse battery"
 
 
 @pytest.fixture
 def panel(database_url: str) -> Iterator[str]:
-    assert seed(database_url, "Owner@Example.com", PASSWORD) is True
-    with serve_in_thread(create_app(load(service_env(database_url)))) as url:
+    assert seed(database_url, "Owner@Example.com", PASSWORD, TEST_BCRYPT_ROUNDS) is True
+    with serve_in_thread(create_app(panel_settings(database_url))) as url:
         yield url
 
 
 def login(panel: str, email: str, password: str) -> httpx.Response:
-    return httpx.post(f"{panel}/v1/auth/login", json={"email": email, "password": password})
+    return HTTP.post(f"{panel}/v1/auth/login", json={"email": email, "password": password})
 
 
 def test_seed__only_on_an_empty_database(database_url: str) -> None:
-    assert seed(database_url, "owner@example.com", PASSWORD) is True
-    assert seed(database_url, "other@example.com", "another password") is False
+    assert seed(database_url, "owner@example.com", PASSWORD, TEST_BCRYPT_ROUNDS) is True
+    assert seed(database_url, "other@example.com", "another password", TEST_BCRYPT_ROUNDS) is False
 
 
 def test_login__seeded_owner_gets_a_token_that_opens_me(panel: str) -> None:
     response = login(panel, "owner@example.com", PASSWORD)
     assert response.status_code == 200
     token = response.json()["access_token"]
-    me = httpx.get(f"{panel}/v1/me", headers={"Authorization": f"Bearer {token}"})
+    me = HTTP.get(f"{panel}/v1/me", headers={"Authorization": f"Bearer {token}"})
     assert me.status_code == 200
     assert me.json()["email"] == "owner@example.com"
     assert me.json()["role"] == "owner"
@@ -57,9 +56,9 @@ def test_login__bad_credentials_401_same_answer(panel: str, email: str, password
 
 
 def test_login__malformed_bodies(panel: str) -> None:
-    assert httpx.post(f"{panel}/v1/auth/login", content=b"{").status_code == 400
-    assert httpx.post(f"{panel}/v1/auth/login", json={"email": "x"}).status_code == 422
-    assert httpx.post(f"{panel}/v1/auth/login", json={"email": 1, "password": 2}).status_code == 422
+    assert HTTP.post(f"{panel}/v1/auth/login", content=b"{").status_code == 400
+    assert HTTP.post(f"{panel}/v1/auth/login", json={"email": "x"}).status_code == 422
+    assert HTTP.post(f"{panel}/v1/auth/login", json={"email": 1, "password": 2}).status_code == 422
 
 
 def forge(secret: str, *, drop: tuple[str, ...] = (), **overrides: object) -> str:
@@ -105,13 +104,13 @@ def test_me__forged_expired_or_malformed_tokens_401(
     panel: str, make_token: Callable[[], str], slug: str
 ) -> None:
     token = make_token()
-    response = httpx.get(f"{panel}/v1/me", headers={"Authorization": f"Bearer {token}"})
+    response = HTTP.get(f"{panel}/v1/me", headers={"Authorization": f"Bearer {token}"})
     assert response.status_code == 401
     assert response.json()["type"] == f"/problems/{slug}"
 
 
 def test_me__without_credentials_401(panel: str) -> None:
-    response = httpx.get(f"{panel}/v1/me")
+    response = HTTP.get(f"{panel}/v1/me")
     assert response.status_code == 401
     assert response.headers["www-authenticate"] == "Bearer"
 
@@ -179,12 +178,12 @@ def test_login__success_clears_the_accounts_count(panel: str) -> None:
 
 
 def test_login__behind_a_trusted_proxy_the_forwarded_address_counts(database_url: str) -> None:
-    assert seed(database_url, "owner@example.com", PASSWORD) is True
-    settings = load(service_env(database_url, TRUSTED_PROXIES="127.0.0.1/32"))
+    assert seed(database_url, "owner@example.com", PASSWORD, TEST_BCRYPT_ROUNDS) is True
+    settings = panel_settings(database_url, TRUSTED_PROXIES="127.0.0.1/32")
     with serve_in_thread(create_app(settings)) as url:
 
         def from_address(address: str, email: str, password: str) -> httpx.Response:
-            return httpx.post(
+            return HTTP.post(
                 f"{url}/v1/auth/login",
                 json={"email": email, "password": password},
                 # A client's own claim first, then what the proxy saw.
@@ -199,7 +198,7 @@ def test_login__behind_a_trusted_proxy_the_forwarded_address_counts(database_url
 
 
 def password_checks(panel: str) -> float:
-    text = httpx.get(f"{panel}/metrics").text
+    text = HTTP.get(f"{panel}/metrics").text
     line = next(x for x in text.splitlines() if x.startswith("panel_password_checks_total "))
     return float(line.split()[1])
 

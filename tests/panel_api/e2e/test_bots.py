@@ -13,10 +13,18 @@ import pytest
 
 from panel_api.app import create_app
 from panel_api.seed import seed
-from panel_api.settings import load
 from shared.testing import serve_in_thread
 from tests.botedge.conftest import insert_bot, new_token
-from tests.conftest import ServiceProcess, service_env
+from tests.conftest import (
+    HTTP,
+    TEST_BCRYPT_ROUNDS,
+    Serve,
+    Served,
+    ServiceProcess,
+    panel_settings,
+    serve_simtelegram,
+    service_env,
+)
 
 PASSWORD = "correct horse battery"
 
@@ -26,10 +34,10 @@ class Setup:
     panel: str
     owner: str
     botedge: ServiceProcess
-    sim: ServiceProcess
+    sim: Served
 
     def call(self, method: str, path: str, json_body: object = None) -> httpx.Response:
-        return httpx.request(
+        return HTTP.request(
             method,
             f"{self.panel}{path}",
             json=json_body,
@@ -39,18 +47,20 @@ class Setup:
 
 
 @pytest.fixture
-def setup(start_service: Callable[..., ServiceProcess], database_url: str) -> Iterator[Setup]:
-    sim = start_service("botedge.simtelegram", env=service_env(database_url))
+def setup(
+    start_service: Callable[..., ServiceProcess], serve: Serve, database_url: str
+) -> Iterator[Setup]:
+    sim = serve_simtelegram(serve)
     botedge = start_service(
         "botedge",
         "--role",
         "api",
         env=service_env(database_url, TELEGRAM_API_BASE=sim.url, LOG_LEVEL="DEBUG"),
     )
-    assert seed(database_url, "owner@example.com", PASSWORD) is True
-    settings = load(service_env(database_url, BOTEDGE_URL=botedge.url))
+    assert seed(database_url, "owner@example.com", PASSWORD, TEST_BCRYPT_ROUNDS) is True
+    settings = panel_settings(database_url, BOTEDGE_URL=botedge.url)
     with serve_in_thread(create_app(settings)) as panel:
-        owner = httpx.post(
+        owner = HTTP.post(
             f"{panel}/v1/auth/login", json={"email": "owner@example.com", "password": PASSWORD}
         ).json()["access_token"]
         yield Setup(panel, owner, botedge, sim)
@@ -100,8 +110,8 @@ def test_bots__botedges_refusal_comes_back_unchanged(setup: Setup, kind: str) ->
     token = "123:short"
     if kind == "revoked in Telegram":
         token = new_token(9703)
-        httpx.post(f"{setup.sim.url}/_sim/bots", json={"token": token}).raise_for_status()
-        httpx.post(f"{setup.sim.url}/_sim/bots/9703/revoke").raise_for_status()
+        HTTP.post(f"{setup.sim.url}/_sim/bots", json={"token": token}).raise_for_status()
+        HTTP.post(f"{setup.sim.url}/_sim/bots/9703/revoke").raise_for_status()
     refused = setup.call("POST", "/v1/bots", {"token": token})
     assert refused.status_code == 422
     assert refused.headers["content-type"] == "application/problem+json"

@@ -7,24 +7,22 @@ import datetime as dt
 from collections.abc import Iterator
 from zoneinfo import ZoneInfo
 
-import httpx
 import psycopg
 import pytest
 
 from panel_api.app import create_app
 from panel_api.seed import seed, seed_history
-from panel_api.settings import load
 from shared.testing import serve_in_thread
 from tests.botedge.conftest import insert_bot
-from tests.conftest import service_env
+from tests.conftest import HTTP, TEST_BCRYPT_ROUNDS, panel_settings
 from tests.panel_api.e2e.conftest import PASSWORD, owner_and_viewer
 
 
 @pytest.fixture
 def board(database_url: str) -> Iterator[tuple[str, dict[str, str]]]:
     insert_bot(database_url)
-    assert seed(database_url, "owner@example.com", PASSWORD) is True
-    with serve_in_thread(create_app(load(service_env(database_url)))) as url:
+    assert seed(database_url, "owner@example.com", PASSWORD, TEST_BCRYPT_ROUNDS) is True
+    with serve_in_thread(create_app(panel_settings(database_url))) as url:
         yield url, owner_and_viewer(url)
 
 
@@ -60,7 +58,7 @@ def test_dashboard__revenue_by_day_in_the_workspace_zone_and_counts(
     owner = {"Authorization": f"Bearer {tokens['owner']}"}
     zone = ZoneInfo("Asia/Tehran")
     assert (
-        httpx.patch(
+        HTTP.patch(
             f"{url}/v1/workspace", json={"time_zone": "Asia/Tehran"}, headers=owner
         ).status_code
         == 200
@@ -85,7 +83,7 @@ def test_dashboard__revenue_by_day_in_the_workspace_zone_and_counts(
             "INSERT INTO inbox (bot_id, update_id, chat_key, kind, payload, state, attempt)"
             " SELECT id, 1, 1, 'message', '{}', 'dead', 5 FROM bots"
         )
-    board_answer = httpx.get(
+    board_answer = HTTP.get(
         f"{url}/v1/dashboard", headers={"Authorization": f"Bearer {tokens['viewer']}"}
     )
     assert board_answer.status_code == 200, board_answer.text
@@ -99,7 +97,7 @@ def test_dashboard__revenue_by_day_in_the_workspace_zone_and_counts(
         1,
         0,
     )
-    assert httpx.get(f"{url}/v1/dashboard").status_code == 401
+    assert HTTP.get(f"{url}/v1/dashboard").status_code == 401
 
 
 def test_demo_history__a_month_behind_every_page_written_once(
@@ -109,7 +107,7 @@ def test_demo_history__a_month_behind_every_page_written_once(
     assert seed_history(database_url) is True
     assert seed_history(database_url) is False
     owner = {"Authorization": f"Bearer {tokens['owner']}"}
-    figures = httpx.get(f"{url}/v1/dashboard", headers=owner).json()
+    figures = HTTP.get(f"{url}/v1/dashboard", headers=owner).json()
     assert figures["members_active"] > 0 and figures["members_grace"] > 0
     assert (
         figures["ad_orders_waiting"],
@@ -117,10 +115,10 @@ def test_demo_history__a_month_behind_every_page_written_once(
         figures["dead_updates"],
     ) == (2, 1, 1)
     days = {r["day"] for r in figures["revenue"]}
-    payments = httpx.get(f"{url}/v1/payments?limit=200", headers=owner).json()["items"]
+    payments = HTTP.get(f"{url}/v1/payments?limit=200", headers=owner).json()["items"]
     gateways = {p["gateway"] for p in payments}
     assert len(days) >= 20 and gateways == {"subgate", "wayforpay", "stripe"}
-    orders = httpx.get(f"{url}/v1/ad-orders?limit=50", headers=owner).json()["items"]
+    orders = HTTP.get(f"{url}/v1/ad-orders?limit=50", headers=owner).json()["items"]
     assert {o["status"] for o in orders} == {
         "requested",
         "approved",
@@ -131,10 +129,10 @@ def test_demo_history__a_month_behind_every_page_written_once(
         "expired",
     }
     for path in ("people", "memberships", "invoices", "gateway-events", "access-events"):
-        listed = httpx.get(f"{url}/v1/{path}", headers=owner)
+        listed = HTTP.get(f"{url}/v1/{path}", headers=owner)
         assert listed.status_code == 200 and listed.json()["items"], path
     statuses = {
         m["status"]
-        for m in httpx.get(f"{url}/v1/memberships?limit=200", headers=owner).json()["items"]
+        for m in HTTP.get(f"{url}/v1/memberships?limit=200", headers=owner).json()["items"]
     }
     assert statuses == {"active", "grace", "expired"}

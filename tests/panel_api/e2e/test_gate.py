@@ -3,7 +3,7 @@ rights, paid channels with a manager bot and plan, contents and their links, acc
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,10 +13,16 @@ import pytest
 
 from panel_api.app import create_app
 from panel_api.seed import seed
-from panel_api.settings import load
 from shared.testing import serve_in_thread
 from tests.botedge.conftest import insert_bot
-from tests.conftest import ServiceProcess, service_env
+from tests.conftest import (
+    HTTP,
+    TEST_BCRYPT_ROUNDS,
+    Serve,
+    panel_settings,
+    serve_botedge_api,
+    serve_simtelegram,
+)
 
 PASSWORD = "correct horse battery"
 SPONSOR, HIDDEN = -1001000000501, -1001000000502
@@ -30,7 +36,7 @@ class Panel:
     database_url: str
 
     def call(self, method: str, path: str, body: Any = None) -> httpx.Response:
-        return httpx.request(
+        return HTTP.request(
             method,
             f"{self.url}{path}",
             json=body,
@@ -40,14 +46,12 @@ class Panel:
 
 
 @pytest.fixture
-def panel(start_service: Callable[..., ServiceProcess], database_url: str) -> Iterator[Panel]:
-    sim = start_service("botedge.simtelegram", env=service_env(database_url))
-    botedge = start_service(
-        "botedge", "--role", "api", env=service_env(database_url, TELEGRAM_API_BASE=sim.url)
-    )
+def panel(serve: Serve, database_url: str) -> Iterator[Panel]:
+    sim = serve_simtelegram(serve)
+    botedge = serve_botedge_api(serve, database_url, TELEGRAM_API_BASE=sim.url)
     bot, _, _ = insert_bot(database_url)
     for chat, name, admins in ((SPONSOR, "sponsor_a", [5550001]), (HIDDEN, "hidden_b", [])):
-        httpx.post(
+        HTTP.post(
             f"{sim.url}/_sim/chats",
             json={
                 "id": chat,
@@ -57,10 +61,10 @@ def panel(start_service: Callable[..., ServiceProcess], database_url: str) -> It
                 "admin_bots": admins,
             },
         ).raise_for_status()
-    assert seed(database_url, "owner@example.com", PASSWORD) is True
-    settings = load(service_env(database_url, BOTEDGE_URL=botedge.url))
+    assert seed(database_url, "owner@example.com", PASSWORD, TEST_BCRYPT_ROUNDS) is True
+    settings = panel_settings(database_url, BOTEDGE_URL=botedge.url)
     with serve_in_thread(create_app(settings)) as url:
-        owner = httpx.post(
+        owner = HTTP.post(
             f"{url}/v1/auth/login", json={"email": "owner@example.com", "password": PASSWORD}
         ).json()["access_token"]
         yield Panel(url, owner, bot, database_url)

@@ -3,7 +3,7 @@ their history, deliveries that need the owner, each bot's visitors."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import httpx
@@ -12,11 +12,17 @@ import pytest
 
 from panel_api.app import create_app
 from panel_api.seed import seed
-from panel_api.settings import load
 from shared.testing import serve_in_thread
 from tests.billing.e2e import gateways
 from tests.botedge.conftest import insert_bot
-from tests.conftest import ServiceProcess, service_env
+from tests.conftest import (
+    HTTP,
+    TEST_BCRYPT_ROUNDS,
+    Serve,
+    Served,
+    panel_settings,
+    serve_billing,
+)
 
 PASSWORD = "correct horse battery"
 
@@ -25,24 +31,24 @@ PASSWORD = "correct horse battery"
 class Setup:
     panel: str
     owner: str
-    billing: ServiceProcess
+    billing: Served
 
     def get(self, path: str) -> httpx.Response:
-        return httpx.get(f"{self.panel}{path}", headers={"Authorization": f"Bearer {self.owner}"})
+        return HTTP.get(f"{self.panel}{path}", headers={"Authorization": f"Bearer {self.owner}"})
 
     def post(self, path: str, body: object) -> httpx.Response:
-        return httpx.post(
+        return HTTP.post(
             f"{self.panel}{path}", json=body, headers={"Authorization": f"Bearer {self.owner}"}
         )
 
 
 @pytest.fixture
-def setup(start_service: Callable[..., ServiceProcess], database_url: str) -> Iterator[Setup]:
-    billing = start_service("billing", env=service_env(database_url))
-    assert seed(database_url, "owner@example.com", PASSWORD) is True
-    settings = load(service_env(database_url, BILLING_URL=billing.url))
+def setup(serve: Serve, database_url: str) -> Iterator[Setup]:
+    billing = serve_billing(serve, database_url)
+    assert seed(database_url, "owner@example.com", PASSWORD, TEST_BCRYPT_ROUNDS) is True
+    settings = panel_settings(database_url, BILLING_URL=billing.url)
     with serve_in_thread(create_app(settings)) as panel:
-        owner = httpx.post(
+        owner = HTTP.post(
             f"{panel}/v1/auth/login", json={"email": "owner@example.com", "password": PASSWORD}
         ).json()["access_token"]
         yield Setup(panel, owner, billing)

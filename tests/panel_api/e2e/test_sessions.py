@@ -13,10 +13,9 @@ import pytest
 
 from panel_api.app import create_app
 from panel_api.seed import seed
-from panel_api.settings import load
 from shared.clock import ManualClock
 from shared.testing import serve_in_thread
-from tests.conftest import service_env
+from tests.conftest import HTTP, TEST_BCRYPT_ROUNDS, panel_settings
 
 PASSWORD = "correct horse battery"
 CSRF = {"X-Requested-With": "gatehouse"}
@@ -29,9 +28,9 @@ def clock() -> ManualClock:
 
 @pytest.fixture
 def panel(database_url: str, clock: ManualClock) -> Iterator[str]:
-    assert seed(database_url, "owner@example.com", PASSWORD) is True
+    assert seed(database_url, "owner@example.com", PASSWORD, TEST_BCRYPT_ROUNDS) is True
     # The panel reads time from this clock: the test moves it instead of waiting.
-    with serve_in_thread(create_app(load(service_env(database_url)), clock=clock)) as url:
+    with serve_in_thread(create_app(panel_settings(database_url), clock=clock)) as url:
         yield url
 
 
@@ -43,7 +42,7 @@ def refresh_cookie(response: httpx.Response) -> SimpleCookie:
 
 
 def signed_in(panel: str) -> tuple[str, str]:
-    response = httpx.post(
+    response = HTTP.post(
         f"{panel}/v1/auth/login", json={"email": "owner@example.com", "password": PASSWORD}
     )
     assert response.status_code == 200
@@ -52,13 +51,13 @@ def signed_in(panel: str) -> tuple[str, str]:
 
 def refresh(panel: str, token: str, headers: dict[str, str] = CSRF) -> httpx.Response:
     # The cookie is `Secure`: a client sends it only over HTTPS, so the test sends it itself.
-    return httpx.post(
+    return HTTP.post(
         f"{panel}/v1/auth/refresh", headers={**headers, "Cookie": f"gatehouse_refresh={token}"}
     )
 
 
 def test_login__refresh_cookie_is_httponly_secure_strict_and_scoped(panel: str) -> None:
-    response = httpx.post(
+    response = HTTP.post(
         f"{panel}/v1/auth/login", json={"email": "owner@example.com", "password": PASSWORD}
     )
     morsel = refresh_cookie(response)["gatehouse_refresh"]
@@ -84,7 +83,7 @@ def test_refresh__rotates_and_the_new_pair_works(panel: str) -> None:
     assert answer.status_code == 200
     second = refresh_cookie(answer)["gatehouse_refresh"].value
     assert second != first
-    me = httpx.get(
+    me = HTTP.get(
         f"{panel}/v1/me", headers={"Authorization": f"Bearer {answer.json()['access_token']}"}
     )
     assert me.status_code == 200
@@ -142,7 +141,7 @@ def test_refresh__two_tabs_at_once_get_the_same_new_pair(panel: str, clock: Manu
 def test_logout__revokes_the_family(panel: str) -> None:
     _, first = signed_in(panel)
     second = refresh_cookie(refresh(panel, first))["gatehouse_refresh"].value
-    out = httpx.post(
+    out = HTTP.post(
         f"{panel}/v1/auth/logout", headers={**CSRF, "Cookie": f"gatehouse_refresh={second}"}
     )
     assert out.status_code == 204
@@ -170,7 +169,7 @@ def test_access_token__expires_after_fifteen_minutes_on_the_panels_clock(
     access, _ = signed_in(panel)
     bearer = {"Authorization": f"Bearer {access}"}
     clock.advance(899)
-    assert httpx.get(f"{panel}/v1/me", headers=bearer).status_code == 200
+    assert HTTP.get(f"{panel}/v1/me", headers=bearer).status_code == 200
     clock.advance(1)
-    expired = httpx.get(f"{panel}/v1/me", headers=bearer)
+    expired = HTTP.get(f"{panel}/v1/me", headers=bearer)
     assert (expired.status_code, expired.json()["type"]) == (401, "/problems/token-expired")

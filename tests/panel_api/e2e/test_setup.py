@@ -10,10 +10,16 @@ import pytest
 
 from panel_api.app import create_app
 from panel_api.seed import seed
-from panel_api.settings import load
 from shared.clock import ManualClock
 from shared.testing import serve_in_thread
-from tests.conftest import ServiceProcess, service_env, wait_until
+from tests.conftest import (
+    HTTP,
+    TEST_BCRYPT_ROUNDS,
+    ServiceProcess,
+    panel_settings,
+    service_env,
+    wait_until,
+)
 
 PASSWORD = "a long enough password"
 
@@ -30,7 +36,7 @@ def codes() -> list[str]:
 
 @pytest.fixture
 def panel(database_url: str, clock: ManualClock, codes: list[str]) -> Iterator[str]:
-    app = create_app(load(service_env(database_url)), clock=clock, announce=codes.append)
+    app = create_app(panel_settings(database_url), clock=clock, announce=codes.append)
     with serve_in_thread(app) as url:
         yield url
 
@@ -42,9 +48,7 @@ def offered(codes: list[str]) -> str:
 
 
 def set_up(panel: str, code: str, email: str = "boss@example.com") -> httpx.Response:
-    return httpx.post(
-        f"{panel}/v1/setup", json={"code": code, "email": email, "password": PASSWORD}
-    )
+    return HTTP.post(f"{panel}/v1/setup", json={"code": code, "email": email, "password": PASSWORD})
 
 
 def test_setup__the_code_creates_the_owner_once_then_404(panel: str, codes: list[str]) -> None:
@@ -52,7 +56,7 @@ def test_setup__the_code_creates_the_owner_once_then_404(panel: str, codes: list
     created = set_up(panel, code)
     assert created.status_code == 201, created.text
     assert created.json()["role"] == "owner"
-    login = httpx.post(
+    login = HTTP.post(
         f"{panel}/v1/auth/login", json={"email": "boss@example.com", "password": PASSWORD}
     )
     assert login.status_code == 200
@@ -101,13 +105,13 @@ def test_setup__wrong_codes_are_401_then_throttled(panel: str, codes: list[str])
 )
 def test_setup__bad_bodies_are_422(panel: str, codes: list[str], body: dict[str, str]) -> None:
     offered(codes)
-    response = httpx.post(f"{panel}/v1/setup", json=body)
+    response = HTTP.post(f"{panel}/v1/setup", json=body)
     assert response.status_code == 422, response.text
 
 
 def test_setup__no_code_once_an_owner_exists(database_url: str, codes: list[str]) -> None:
-    assert seed(database_url, "owner@example.com", PASSWORD) is True
-    app = create_app(load(service_env(database_url)), announce=codes.append)
+    assert seed(database_url, "owner@example.com", PASSWORD, TEST_BCRYPT_ROUNDS) is True
+    app = create_app(panel_settings(database_url), announce=codes.append)
     with serve_in_thread(app) as url:
         assert set_up(url, "AAAA-BBBB-CCCC").status_code == 404
     assert codes == []

@@ -17,10 +17,9 @@ import pytest
 
 from panel_api.app import create_app
 from panel_api.seed import seed, seed_history
-from panel_api.settings import load
 from shared.testing import serve_in_thread
 from tests.botedge.conftest import insert_bot
-from tests.conftest import service_env
+from tests.conftest import HTTP, TEST_BCRYPT_ROUNDS, panel_settings
 from tests.panel_api.e2e.conftest import PASSWORD, owner_and_viewer
 
 
@@ -32,10 +31,10 @@ class Lists:
         self.channel = channel
 
     def get(self, path: str, **params: Any) -> httpx.Response:
-        return httpx.get(f"{self.url}{path}", params=params, headers=self.headers, timeout=30)
+        return HTTP.get(f"{self.url}{path}", params=params, headers=self.headers, timeout=30)
 
     def post(self, path: str, body: Any) -> None:
-        answer = httpx.post(f"{self.url}{path}", json=body, headers=self.headers, timeout=30)
+        answer = HTTP.post(f"{self.url}{path}", json=body, headers=self.headers, timeout=30)
         assert answer.status_code in (200, 201), answer.text
 
 
@@ -45,7 +44,7 @@ def lists(database_url: str) -> Iterator[Lists]:
     bot, _, _ = insert_bot(database_url)
     for n in range(3):
         insert_bot(database_url, telegram_bot_id=5550100 + n)
-    assert seed(database_url, "owner@example.com", PASSWORD) is True
+    assert seed(database_url, "owner@example.com", PASSWORD, TEST_BCRYPT_ROUNDS) is True
     assert seed_history(database_url) is True
     with psycopg.connect(database_url) as conn:
         channel = conn.execute("SELECT id FROM channels WHERE is_paid").fetchone()
@@ -71,7 +70,7 @@ def lists(database_url: str) -> Iterator[Lists]:
             " 'failed' FROM generate_series(1, 4) n",
             (bot,),
         )
-    with serve_in_thread(create_app(load(service_env(database_url)))) as url:
+    with serve_in_thread(create_app(panel_settings(database_url))) as url:
         tokens = owner_and_viewer(url)
         rig = Lists(url, tokens["owner"], database_url, channel[0])
         for n in range(3):
@@ -90,7 +89,7 @@ def lists(database_url: str) -> Iterator[Lists]:
 
 
 def _sorted_paths(url: str) -> dict[str, list[str]]:
-    document = httpx.get(f"{url}/openapi.json").json()
+    document = HTTP.get(f"{url}/openapi.json").json()
     found = {}
     for path, operations in document["paths"].items():
         for parameter in operations.get("get", {}).get("parameters", []):

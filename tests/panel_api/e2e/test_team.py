@@ -13,9 +13,8 @@ from panel_api.access import RANK, Role
 from panel_api.app import create_app
 from panel_api.contract import OPERATIONS
 from panel_api.seed import seed
-from panel_api.settings import load
 from shared.testing import serve_in_thread
-from tests.conftest import service_env
+from tests.conftest import HTTP, TEST_BCRYPT_ROUNDS, panel_settings
 
 OWNER_PASSWORD = "correct horse battery"
 PASSWORD = "member password 1"
@@ -30,7 +29,7 @@ class Panel:
     def call(
         self, method: str, path: str, role: Role, json: object = None, **headers: str
     ) -> httpx.Response:
-        return httpx.request(
+        return HTTP.request(
             method,
             f"{self.url}{path}",
             json=json,
@@ -39,19 +38,19 @@ class Panel:
 
 
 def login(url: str, email: str, password: str) -> str:
-    response = httpx.post(f"{url}/v1/auth/login", json={"email": email, "password": password})
+    response = HTTP.post(f"{url}/v1/auth/login", json={"email": email, "password": password})
     assert response.status_code == 200, response.text
     return str(response.json()["access_token"])
 
 
 @pytest.fixture
 def panel(database_url: str) -> Iterator[Panel]:
-    assert seed(database_url, "owner@example.com", OWNER_PASSWORD) is True
-    with serve_in_thread(create_app(load(service_env(database_url)))) as url:
+    assert seed(database_url, "owner@example.com", OWNER_PASSWORD, TEST_BCRYPT_ROUNDS) is True
+    with serve_in_thread(create_app(panel_settings(database_url))) as url:
         owner = login(url, "owner@example.com", OWNER_PASSWORD)
         tokens, ids = {Role.OWNER: owner}, {}
         for role in (Role.ADMIN, Role.EDITOR, Role.VIEWER):
-            created = httpx.post(
+            created = HTTP.post(
                 f"{url}/v1/team",
                 json={"email": f"{role}@example.com", "role": role.value, "password": PASSWORD},
                 headers={"Authorization": f"Bearer {owner}"},
@@ -59,7 +58,7 @@ def panel(database_url: str) -> Iterator[Panel]:
             assert created.status_code == 201, created.text
             ids[role] = created.json()["id"]
             tokens[role] = login(url, f"{role}@example.com", PASSWORD)
-        me = httpx.get(f"{url}/v1/me", headers={"Authorization": f"Bearer {owner}"})
+        me = HTTP.get(f"{url}/v1/me", headers={"Authorization": f"Bearer {owner}"})
         ids[Role.OWNER] = me.json()["id"]
         yield Panel(url, tokens, ids)
 
@@ -95,7 +94,7 @@ def test_roles__every_guarded_route_with_every_role(panel: Panel, method: str, p
 
 @pytest.mark.parametrize(("method", "path"), sorted(LEAST_ROLE))
 def test_roles__every_guarded_route_needs_a_token(panel: Panel, method: str, path: str) -> None:
-    response = httpx.request(method, f"{panel.url}{concrete(path, panel)}", json={})
+    response = HTTP.request(method, f"{panel.url}{concrete(path, panel)}", json={})
     assert response.status_code == 401
     assert response.headers["content-type"] == "application/problem+json"
 
@@ -115,7 +114,7 @@ def test_team__a_disabled_member_is_signed_out(panel: Panel) -> None:
     )
     assert (response.status_code, response.json()["disabled"]) == (200, True)
     assert panel.call("GET", "/v1/me", Role.EDITOR).status_code == 401
-    relogin = httpx.post(
+    relogin = HTTP.post(
         f"{panel.url}/v1/auth/login", json={"email": "editor@example.com", "password": PASSWORD}
     )
     assert relogin.status_code == 401

@@ -11,7 +11,7 @@ from collections.abc import Callable
 import httpx
 
 from shared.settings import DEFAULT_KEEP_ALIVE, CommonSettings, Reader
-from tests.conftest import ServiceProcess, service_env, wait_until
+from tests.conftest import HTTP, ServiceProcess, service_env, wait_until
 
 APP = "tests.shared.e2e.slow_app"
 
@@ -37,7 +37,7 @@ def closed_by_server(sock: socket.socket) -> bool:
 
 
 def metric_lines(service: ServiceProcess, name: str) -> list[str]:
-    text = httpx.get(f"{service.url}/metrics").text
+    text = HTTP.get(f"{service.url}/metrics").text
     return [line for line in text.splitlines() if line.startswith(name + "{")]
 
 

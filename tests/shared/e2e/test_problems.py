@@ -15,6 +15,7 @@ from shared.errors import json_body
 from shared.settings import CommonSettings, Reader
 from shared.testing import serve_in_thread
 from shared.web import create_service_app
+from tests.conftest import HTTP
 
 
 class Greeting(msgspec.Struct, forbid_unknown_fields=True):
@@ -56,15 +57,15 @@ def assert_problem(response: httpx.Response, status: int, slug: str) -> dict[str
 
 
 def test_unknown_route__404(base_url: str) -> None:
-    assert_problem(httpx.get(f"{base_url}/nowhere"), 404, "not-found")
+    assert_problem(HTTP.get(f"{base_url}/nowhere"), 404, "not-found")
 
 
 def test_wrong_method__405(base_url: str) -> None:
-    assert_problem(httpx.delete(f"{base_url}/healthz"), 405, "method-not-allowed")
+    assert_problem(HTTP.delete(f"{base_url}/healthz"), 405, "method-not-allowed")
 
 
 def test_malformed_json__400(base_url: str) -> None:
-    response = httpx.post(f"{base_url}/greet", content=b"{not json")
+    response = HTTP.post(f"{base_url}/greet", content=b"{not json")
     assert_problem(response, 400, "malformed-json")
 
 
@@ -79,48 +80,48 @@ def test_malformed_json__400(base_url: str) -> None:
     ],
 )
 def test_wrong_shape__422_names_the_field(base_url: str, payload: object, names: str) -> None:
-    body = assert_problem(httpx.post(f"{base_url}/greet", json=payload), 422, "invalid-body")
+    body = assert_problem(HTTP.post(f"{base_url}/greet", json=payload), 422, "invalid-body")
     assert names in str(body["detail"])
 
 
 def test_valid_body__200(base_url: str) -> None:
-    response = httpx.post(f"{base_url}/greet", json={"name": "ab", "times": 2})
+    response = HTTP.post(f"{base_url}/greet", json={"name": "ab", "times": 2})
     assert response.json() == {"hello": "abab"}
 
 
 def test_route_body_limit__413(base_url: str) -> None:
-    response = httpx.post(f"{base_url}/greet", json={"name": "x" * 300, "times": 1})
+    response = HTTP.post(f"{base_url}/greet", json={"name": "x" * 300, "times": 1})
     assert_problem(response, 413, "body-too-large")
 
 
 def test_app_body_limit__413_declared_and_streamed(base_url: str) -> None:
-    assert_problem(httpx.post(f"{base_url}/greet", content=b"x" * 5000), 413, "body-too-large")
+    assert_problem(HTTP.post(f"{base_url}/greet", content=b"x" * 5000), 413, "body-too-large")
 
     def chunks() -> Iterator[bytes]:
         for _ in range(10):
             yield b"y" * 1000
 
-    streamed = httpx.post(f"{base_url}/greet", content=chunks())
+    streamed = HTTP.post(f"{base_url}/greet", content=chunks())
     assert_problem(streamed, 413, "body-too-large")
 
 
 def test_unexpected_error__500_without_details(base_url: str) -> None:
-    response = httpx.get(f"{base_url}/fail")
+    response = HTTP.get(f"{base_url}/fail")
     assert_problem(response, 500, "internal-error")
     assert "secret internal detail" not in response.text
     assert "RuntimeError" not in response.text
 
 
 def test_request_id__echoed_or_generated(base_url: str) -> None:
-    given = httpx.get(f"{base_url}/healthz", headers={"X-Request-Id": "abc-123"})
+    given = HTTP.get(f"{base_url}/healthz", headers={"X-Request-Id": "abc-123"})
     assert given.headers["x-request-id"] == "abc-123"
-    made = httpx.get(f"{base_url}/healthz", headers={"X-Request-Id": "bad id\twith space"})
+    made = HTTP.get(f"{base_url}/healthz", headers={"X-Request-Id": "bad id\twith space"})
     assert made.headers["x-request-id"] != "bad id\twith space"
     assert len(made.headers["x-request-id"]) == 32
 
 
 def test_metrics__prometheus_text_with_request_counts(base_url: str) -> None:
-    httpx.get(f"{base_url}/nowhere")
-    text = httpx.get(f"{base_url}/metrics").text
+    HTTP.get(f"{base_url}/nowhere")
+    text = HTTP.get(f"{base_url}/metrics").text
     assert "# TYPE http_requests_total counter" in text
     assert 'http_requests_total{method="GET",route="unmatched",status="404"}' in text

@@ -9,7 +9,7 @@ import httpx
 
 from shared import migrate
 from shared.testing import start_embedded, with_database
-from tests.conftest import ServiceProcess, service_env
+from tests.conftest import HTTP, ServiceProcess, service_env
 
 
 def wait_status(url: str, wanted: int, timeout: float) -> float:
@@ -17,7 +17,7 @@ def wait_status(url: str, wanted: int, timeout: float) -> float:
     last: int | None = None
     while time.monotonic() - started < timeout:
         try:
-            last = httpx.get(url, timeout=5).status_code
+            last = HTTP.get(url, timeout=5).status_code
         except httpx.TransportError:
             last = None
         if last == wanted:
@@ -35,17 +35,17 @@ def test_readyz__turns_503_without_database_and_recovers(
         migrate.apply(url)
         service = start_service("billing", env=service_env(url))
         ready = f"{service.url}/readyz"
-        response = httpx.get(ready, timeout=5)
+        response = HTTP.get(ready, timeout=5)
         assert response.status_code == 200
         assert response.json()["migration"] == migrate.latest_version(migrate.default_dir())
 
         pg.stop()
         wait_status(ready, 503, timeout=20)
-        body = httpx.get(ready, timeout=5)
+        body = HTTP.get(ready, timeout=5)
         assert body.headers["content-type"] == "application/problem+json"
         assert body.json()["type"] == "/problems/not-ready"
         # The process itself stays up.
-        assert httpx.get(f"{service.url}/healthz", timeout=5).status_code == 200
+        assert HTTP.get(f"{service.url}/healthz", timeout=5).status_code == 200
 
         pg.start()
         wait_status(ready, 200, timeout=30)
@@ -58,11 +58,11 @@ def test_readyz__503_when_migrations_are_missing(
     start_service: Callable[..., ServiceProcess], empty_database_url: str
 ) -> None:
     service = start_service("billing", env=service_env(empty_database_url))
-    response = httpx.get(f"{service.url}/readyz", timeout=5)
+    response = HTTP.get(f"{service.url}/readyz", timeout=5)
     assert response.status_code == 503
     assert "migrations" in response.json()["detail"]
     migrate.apply(empty_database_url)
-    assert httpx.get(f"{service.url}/readyz", timeout=5).status_code == 200
+    assert HTTP.get(f"{service.url}/readyz", timeout=5).status_code == 200
 
 
 def test_with_database__replaces_only_the_name() -> None:

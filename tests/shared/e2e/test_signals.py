@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from tests.conftest import ServiceProcess, service_env, wait_until
+from tests.conftest import HTTP, ServiceProcess, service_env, wait_until
 
 
 def wait_for_line(service: ServiceProcess, text: str, timeout: float = 10) -> None:
@@ -71,7 +71,7 @@ def test_service__finishes_in_flight_request_before_exiting(
     assert service.wait(timeout=15) == 0
     # New connections are refused once draining began.
     with pytest.raises(httpx.TransportError):
-        httpx.get(f"{service.url}/healthz", timeout=2)
+        HTTP.get(f"{service.url}/healthz", timeout=2)
 
 
 def test_service__in_flight_request_cut_at_the_shutdown_deadline(
@@ -101,13 +101,13 @@ def test_simulated_telegram__stops_with_a_long_poll_in_flight_and_no_error(
 ) -> None:
     sim = start_service("botedge.simtelegram", env=service_env(database_url))
     token = "5551234:AA" + "x" * 33
-    httpx.post(f"{sim.url}/_sim/bots", json={"token": token}).raise_for_status()
+    HTTP.post(f"{sim.url}/_sim/bots", json={"token": token}).raise_for_status()
     with ThreadPoolExecutor(1) as pool:
         poll = pool.submit(
             httpx.post, f"{sim.url}/bot{token}/getUpdates", json={"timeout": 30}, timeout=40
         )
         wait_until(
-            lambda: httpx.get(f"{sim.url}/_sim/inflight").json().get("getupdates", 0) >= 1,
+            lambda: HTTP.get(f"{sim.url}/_sim/inflight").json().get("getupdates", 0) >= 1,
             10,
             "the long poll",
         )

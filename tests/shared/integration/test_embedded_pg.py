@@ -14,7 +14,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from shared.embedded_pg import POSTGRES_BIN_PATH, EmbeddedPostgres, free_port
+from shared.embedded_pg import POSTGRES_BIN_PATH, EmbeddedPostgres
+from shared.testing import free_port
 
 
 def modes(path: Path) -> dict[Path, int]:
@@ -32,6 +33,7 @@ def private_home() -> Iterator[Path]:
         shutil.rmtree(home, ignore_errors=True)
 
 
+@pytest.mark.process
 def test_embedded_postgres__runs_from_a_private_directory_without_changing_modes(
     private_home: Path,
 ) -> None:
@@ -61,6 +63,7 @@ def test_embedded_postgres__runs_from_a_private_directory_without_changing_modes
         pg.destroy()
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("presented", [None, "wrong-password"])
 def test_embedded_postgres__tcp_refuses_a_missing_or_wrong_password(
     private_home: Path, presented: str | None

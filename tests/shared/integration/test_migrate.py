@@ -74,6 +74,7 @@ def test_apply__two_concurrent_runners_apply_each_file_once(
         assert conn.execute("SELECT count(*) FROM first_table").fetchone() == (1,)
 
 
+@pytest.mark.process
 def test_apply__two_processes_at_once(empty_database_url: str, tmp_path: Path) -> None:
     write_migrations(tmp_path / "m")
     env = {"DATABASE_URL": empty_database_url, "PATH": "/usr/bin:/bin"}
@@ -104,6 +105,7 @@ def test_apply__edited_applied_file_is_refused_by_name(
     assert applied(empty_database_url) == [(1, "first"), (2, "second")]
 
 
+@pytest.mark.process
 def test_cli__edited_file_exits_non_zero_naming_it(empty_database_url: str, tmp_path: Path) -> None:
     write_migrations(tmp_path / "m")
     migrate.apply(empty_database_url, tmp_path / "m")

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from shared.launcher import DEV_SECRETS, dev_secrets
 
 # Runs in a child process with a permissive umask. An audit hook looks at every file in the
@@ -34,6 +36,7 @@ print(json.dumps(seen))
 """
 
 
+@pytest.mark.process
 def test_dev_secrets__never_readable_by_others(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-c", WATCHER, str(tmp_path)],
