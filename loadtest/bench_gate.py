@@ -75,6 +75,15 @@ def setup(url: str, sim: str, env: dict[str, str]) -> None:
         )
 
 
+def wait_polling(sim: str) -> None:
+    """Until the worker, started before the bot was added, has taken it up and long-polls."""
+    deadline = time.monotonic() + 60
+    while httpx.get(f"{sim}/_sim/inflight").json().get("getupdates", 0) < 1:
+        if time.monotonic() > deadline:
+            raise SystemExit("the worker never polled for the bot")
+        time.sleep(0.1)
+
+
 def drive(sim: str, visitors: int, per_second: float) -> list[float]:
     handed: dict[int, float] = {}
     with httpx.Client(timeout=10) as client:
@@ -117,6 +126,7 @@ def main() -> None:
     ) as running:
         sim = running.get("telegram").url
         setup(running.database_url, sim, running.env)
+        wait_polling(sim)
         waits = drive(sim, args.visitors, args.per_second)
     waits.sort()
     # Nearest rank: a value that was measured.
