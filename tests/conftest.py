@@ -196,6 +196,14 @@ def start_service(tmp_path: Path) -> Iterator[object]:
             service.proc.wait()
 
 
+def scans_of(plan: dict[str, Any], table: str) -> list[str]:
+    """The node types that read `table` anywhere in an `EXPLAIN (FORMAT JSON)` plan."""
+    found = [plan["Node Type"]] if plan.get("Relation Name") == table else []
+    for child in plan.get("Plans", []):
+        found.extend(scans_of(child, table))
+    return found
+
+
 async def gather_limited(calls: list[Awaitable[T]], limit: int = 48) -> list[T]:
     """Run awaitables with at most `limit` in flight, results in order.
 
