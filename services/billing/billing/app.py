@@ -124,8 +124,8 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
             raise
         async with store.connection(runtime(request).pool) as conn:
             outcome = await store.record_delivery(conn, delivery, now)
-        DELIVERIES.labels(gateway, outcome.outcome).inc()
-        return JSONResponse(verifier.acknowledge(delivery, outcome.as_json(), now))
+        DELIVERIES.labels(gateway, outcome.recorded.value).inc()
+        return JSONResponse(verifier.acknowledge(delivery, outcome, now))
 
     async def sweep(request: Request) -> Response:
         require_bearer(request, settings.sweep_token)

@@ -9,6 +9,8 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import Any, NewType
 
+from billing.transitions import Status
+
 PersonId = NewType("PersonId", int)
 ChannelId = NewType("ChannelId", int)
 
@@ -95,3 +97,56 @@ class PaymentRecord:
             amount_minor=Decimal(row["amount_minor"]),
             currency=str(row["currency"]),
         )
+
+
+class Recorded(StrEnum):
+    """What came of a delivery, as `gateway_events.outcome` records it."""
+
+    APPLIED = "applied"
+    """A payment stored and its membership extended."""
+    DUPLICATE = "duplicate"
+    """The same payment again: nothing more done."""
+    NOT_SUCCESS = "not_success"
+    """An authentic status that is not a payment."""
+    IGNORED = "ignored"
+    """An authentic event type not acted on."""
+    ORPHAN = "orphan"
+    """A payment for an order reference we never issued."""
+    AMOUNT_MISMATCH = "amount_mismatch"
+    """Money that does not match its invoice: stored, flagged, nothing extended."""
+    GATEWAY_MISMATCH = "gateway_mismatch"
+    """Paid through another gateway than its invoice's: recorded, nothing stored."""
+    CONFLICT = "conflict"
+    """A payment key reused with other business fields: recorded, nothing changed."""
+
+
+@dataclass(frozen=True)
+class Membership:
+    status: Status
+    expires_at: dt.datetime
+    grace_days: int
+    # The channel's reminder times, hours before expiry.
+    reminder_hours: tuple[int, ...] = ()
+
+    def as_json(self) -> dict[str, str]:
+        return {"status": self.status.value, "expires_at": self.expires_at.isoformat()}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What came of one delivery; `recorded` is what gateway_events keeps."""
+
+    recorded: Recorded
+    duplicate: bool
+    applied: bool
+    reason: str | None
+    membership: Membership | None
+    payment_id: int | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "duplicate": self.duplicate,
+            "applied": self.applied,
+            "reason": self.reason,
+            "membership": self.membership.as_json() if self.membership else None,
+        }

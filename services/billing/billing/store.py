@@ -15,7 +15,18 @@ from psycopg import AsyncCursor
 from psycopg.rows import DictRow
 
 from billing import errors, sqlq
-from billing.model import Delivery, InvoiceRecord, Kind, PaymentRecord
+from billing.model import (
+    ChannelId,
+    Delivery,
+    InvoiceRecord,
+    Kind,
+    Membership,
+    MembershipKey,
+    Outcome,
+    PaymentRecord,
+    PersonId,
+    Recorded,
+)
 from billing.payments import Decision, Verdict, decide
 from billing.transitions import (
     Status,
@@ -38,38 +49,6 @@ def connection(pool: Pool) -> AbstractAsyncContextManager[Connection]:
     return translated(pool, unavailable=errors.DatabaseUnavailable, failed=errors.StoreError)
 
 
-@dataclass(frozen=True)
-class Membership:
-    status: Status
-    expires_at: dt.datetime
-    grace_days: int
-    # The channel's reminder times, hours before expiry.
-    reminder_hours: tuple[int, ...] = ()
-
-    def as_json(self) -> dict[str, str]:
-        return {"status": self.status.value, "expires_at": self.expires_at.isoformat()}
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What came of one delivery; `outcome` is what gateway_events records."""
-
-    outcome: str
-    duplicate: bool
-    applied: bool
-    reason: str | None
-    membership: Membership | None
-    payment_id: int | None = None
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "duplicate": self.duplicate,
-            "applied": self.applied,
-            "reason": self.reason,
-            "membership": self.membership.as_json() if self.membership else None,
-        }
-
-
 async def _one(cur: AsyncCursor[DictRow]) -> DictRow:
     """The row a statement must return (RETURNING, or a row read under the lock)."""
     row = await cur.fetchone()
@@ -78,8 +57,8 @@ async def _one(cur: AsyncCursor[DictRow]) -> DictRow:
     return row
 
 
-async def _membership(conn: Connection, person_id: int, channel_id: int) -> Membership | None:
-    cur = await conn.execute(Q["membership"], {"person_id": person_id, "channel_id": channel_id})
+async def _membership(conn: Connection, key: MembershipKey) -> Membership | None:
+    cur = await conn.execute(Q["membership"], key.params())
     row = await cur.fetchone()
     return None if row is None else _membership_of(row)
 
@@ -111,7 +90,7 @@ async def _record(
             "event_type": delivery.event_type,
             "order_reference": delivery.order_reference,
             "external_payment_id": delivery.external_payment_id,
-            "outcome": outcome.outcome,
+            "outcome": outcome.recorded.value,
             "payment_id": outcome.payment_id,
             "detail": detail or outcome.reason,
             "payload": json.dumps(delivery.payload),
@@ -134,7 +113,7 @@ async def record_delivery(conn: Connection, delivery: Delivery, now: dt.datetime
                 if delivery.kind is Kind.NOT_SUCCESS
                 else (f"event type {delivery.event_type} is not acted on")
             )
-            outcome = Outcome(delivery.kind.value, False, False, reason, None)
+            outcome = Outcome(Recorded(delivery.kind.value), False, False, reason, None)
             return await _record(conn, delivery, outcome, now)
         reference = {"order_reference": delivery.order_reference}
         await conn.execute(Q["lock_membership_of_invoice"], reference)
@@ -144,7 +123,7 @@ async def record_delivery(conn: Connection, delivery: Delivery, now: dt.datetime
         cur = await conn.execute(Q["invoice_under_lock"], reference)
         row = await cur.fetchone()
         if row is None:
-            outcome = Outcome("orphan", False, False, "unknown order reference", None)
+            outcome = Outcome(Recorded.ORPHAN, False, False, "unknown order reference", None)
             log.warning(
                 "%s payment for unknown order reference %r",
                 delivery.gateway,
@@ -217,7 +196,12 @@ async def _apply_payment(
     elif decision.verdict is not Verdict.DUPLICATE:
         log.warning("%s delivery not applied: %s", delivery.gateway, decision.reason)
     outcome = Outcome(
-        decision.verdict.value, decision.duplicate, False, decision.reason, before, payment_id
+        Recorded(decision.verdict.value),
+        decision.duplicate,
+        False,
+        decision.reason,
+        before,
+        payment_id,
     )
     return await _record(conn, delivery, outcome, now)
 
@@ -271,18 +255,18 @@ async def _write_applied(
             delivery.order_reference,
             payment_id,
         )
-    return Outcome("applied", False, True, decision.flag, after, payment_id)
+    return Outcome(Recorded.APPLIED, False, True, decision.flag, after, payment_id)
 
 
 async def _write_membership(
-    conn: Connection, keys: dict[str, int], after: Membership, now: dt.datetime
+    conn: Connection, key: MembershipKey, after: Membership, now: dt.datetime
 ) -> None:
     """A paid or granted membership as it stands now; the sweep next looks at its first
     reminder time still ahead (those already passed when the period starts are not sent)."""
     await conn.execute(
         Q["upsert_membership"],
         {
-            **keys,
+            **key.params(),
             "status": after.status.value,
             "expires_at": after.expires_at,
             "grace_days": after.grace_days,
@@ -296,7 +280,7 @@ async def _write_membership(
 
 async def _membership_event(
     conn: Connection,
-    keys: dict[str, int],
+    key: MembershipKey,
     before: Membership | None,
     after: Membership,
     now: dt.datetime,
@@ -311,7 +295,7 @@ async def _membership_event(
     cur = await conn.execute(
         Q["insert_membership_event"],
         {
-            **keys,
+            **key.params(),
             "from_status": before.status.value if before else None,
             "to_status": after.status.value,
             "old_expires_at": before.expires_at if before else None,
@@ -331,7 +315,7 @@ async def _membership_event(
 async def _access_event(
     conn: Connection,
     kind: str,
-    keys: dict[str, int],
+    key: MembershipKey,
     membership_event_id: int,
     expires_at: dt.datetime,
     now: dt.datetime,
@@ -340,7 +324,7 @@ async def _access_event(
         Q["insert_access_event"],
         {
             "kind": kind,
-            **keys,
+            **key.params(),
             "membership_event_id": membership_event_id,
             "expires_at": expires_at,
             "now": now,
@@ -368,20 +352,20 @@ async def grant_access(
         if channel is None:
             return None
         cur = await conn.execute(Q["upsert_person"], {"telegram_user_id": telegram_user_id})
-        keys = {"person_id": int((await _one(cur))["id"]), "channel_id": channel_id}
-        await conn.execute(Q["lock_membership"], keys)
-        before = await _membership(conn, **keys)
+        key = MembershipKey(PersonId(int((await _one(cur))["id"])), ChannelId(channel_id))
+        await conn.execute(Q["lock_membership"], key.params())
+        before = await _membership(conn, key)
         expires_at = grant(before.expires_at if before else None, until)
         status = next_status(Status.ACTIVE, expires_at, now, int(channel["grace_days"]))
         if before is not None and (before.expires_at, before.status) == (expires_at, status):
             return False, before
         reminders = tuple(channel["reminder_hours"] or ())
         after = Membership(status, expires_at, int(channel["grace_days"]), reminders)
-        await _write_membership(conn, keys, after, now)
+        await _write_membership(conn, key, after, now)
         event_id = await _membership_event(
-            conn, keys, before, after, now, cause="grant", until=until, reason=reason
+            conn, key, before, after, now, cause="grant", until=until, reason=reason
         )
-        await _access_event(conn, "grant", keys, event_id, after.expires_at, now)
+        await _access_event(conn, "grant", key, event_id, after.expires_at, now)
         return True, after
 
 

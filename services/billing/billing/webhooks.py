@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from billing import money
 from billing.errors import BadSignature, InvalidBody, Malformed, StaleTimestamp
-from billing.model import Delivery, Kind
+from billing.model import Delivery, Kind, Outcome
 from shared import jsonsafe
 from shared.settings import Secret
 
@@ -35,7 +35,7 @@ class Verifier(Protocol):
 
     def verify(self, headers: Mapping[str, str], body: bytes, now: dt.datetime) -> Delivery: ...
 
-    def acknowledge(self, delivery: Delivery, outcome: dict[str, Any], now: dt.datetime) -> Any:
+    def acknowledge(self, delivery: Delivery, outcome: Outcome, now: dt.datetime) -> Any:
         """The JSON the gateway expects back, given what came of the delivery."""
         ...
 
@@ -147,8 +147,8 @@ class Subgate:
             paid_at=_unix_seconds(timestamp, "timestamp"),
         )
 
-    def acknowledge(self, delivery: Delivery, outcome: dict[str, Any], now: dt.datetime) -> Any:
-        return outcome
+    def acknowledge(self, delivery: Delivery, outcome: Outcome, now: dt.datetime) -> Any:
+        return outcome.as_json()
 
     @staticmethod
     def sign(secret: str, payload: Mapping[str, Any]) -> str:
@@ -227,7 +227,7 @@ class WayForPay:
             paid_at=now,
         )
 
-    def acknowledge(self, delivery: Delivery, outcome: dict[str, Any], now: dt.datetime) -> Any:
+    def acknowledge(self, delivery: Delivery, outcome: Outcome, now: dt.datetime) -> Any:
         order = delivery.order_reference or ""
         stamp = int(now.timestamp())
         return {
@@ -351,8 +351,8 @@ class Stripe:
             paid_at=paid_at,
         )
 
-    def acknowledge(self, delivery: Delivery, outcome: dict[str, Any], now: dt.datetime) -> Any:
-        return outcome
+    def acknowledge(self, delivery: Delivery, outcome: Outcome, now: dt.datetime) -> Any:
+        return outcome.as_json()
 
     @staticmethod
     def header(secret: str, body: bytes, timestamp: int | None = None) -> str:

@@ -10,6 +10,7 @@ import pytest
 
 from billing.app import STATUS
 from billing.errors import BillingError
+from billing.model import Outcome, Recorded
 from billing.webhooks import (
     Kind,
     Stripe,
@@ -154,7 +155,7 @@ def test_wayforpay__tampered_or_foreign_merchant_is_401() -> None:
 
 def test_wayforpay__acknowledgement_is_signed_accept() -> None:
     delivery = WFP.verify({}, wayforpay_raw(), NOW)
-    answer = WFP.acknowledge(delivery, {}, NOW)
+    answer = WFP.acknowledge(delivery, Outcome(Recorded.APPLIED, False, True, None, None), NOW)
     assert answer == {
         "orderReference": "gh_ref",
         "status": "accept",
