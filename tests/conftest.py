@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import inspect
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -194,6 +195,20 @@ def start_service(tmp_path: Path) -> Iterator[object]:
         if service.proc.poll() is None:
             service.proc.kill()
             service.proc.wait()
+
+
+def counted(url: str, metric: str, label: str, **fixed: str) -> dict[str, float]:
+    """A counter's values by one label, among its samples with the `fixed` labels, as the
+    service's /metrics shows them now; for a service in this process, compare two readings."""
+    values = {}
+    for line in HTTP.get(f"{url}/metrics").text.splitlines():
+        if not line.startswith(metric + "{"):
+            continue
+        labels, value = line.rsplit(" ", 1)
+        found = dict(re.findall(r'(\w+)="([^"]*)"', labels))
+        if label in found and all(found.get(k) == v for k, v in fixed.items()):
+            values[found[label]] = float(value)
+    return values
 
 
 def scans_of(plan: dict[str, Any], table: str) -> list[str]:

@@ -13,7 +13,7 @@ import pytest
 
 from tests.billing.e2e import gateways
 from tests.billing.e2e.gateways import Request
-from tests.conftest import HTTP, Served, gather_limited
+from tests.conftest import HTTP, Served, counted, gather_limited
 
 
 def rows(database_url: str, sql: str, *args: Any) -> list[tuple[Any, ...]]:
@@ -41,14 +41,8 @@ def extensions(database_url: str) -> int:
 
 
 def deliveries(billing: Served, gateway: str) -> dict[str, float]:
-    """billing's count of webhook deliveries from this gateway, by outcome."""
-    counted = {}
-    prefix = f'billing_webhook_deliveries_total{{gateway="{gateway}",outcome="'
-    for line in HTTP.get(f"{billing.url}/metrics").text.splitlines():
-        if line.startswith(prefix):
-            labels, value = line.rsplit(" ", 1)
-            counted[labels.removeprefix(prefix).removesuffix('"}')] = float(value)
-    return counted
+    """billing's count of this gateway's webhook deliveries, by outcome."""
+    return counted(billing.url, "billing_webhook_deliveries_total", "outcome", gateway=gateway)
 
 
 @pytest.mark.parametrize("gateway", ["subgate", "wayforpay", "stripe"])

@@ -8,7 +8,7 @@ import time
 
 from tests.botedge.conftest import message, queue_messages
 from tests.botedge.e2e.conftest import Edge
-from tests.conftest import HTTP
+from tests.conftest import HTTP, counted
 
 
 def test_notify__wakes_the_claim_loop_and_the_sender(edge: Edge) -> None:
@@ -88,40 +88,6 @@ def test_a_reply_behind_an_older_unread_one_of_its_chat__not_handed_over_ahead(
 
 def queued_via(worker: str) -> dict[str, float]:
     """The worker's count of replies queued, by how its sender heard of them."""
-    counted = {"notify": 0.0, "hand-over": 0.0}
-    prefix = 'botedge_replies_queued_total{via="'
-    for line in HTTP.get(f"{worker}/metrics").text.splitlines():
-        if line.startswith(prefix):
-            labels, value = line.rsplit(" ", 1)
-            counted[labels.removeprefix(prefix).removesuffix('"}')] = float(value)
-    return counted
-
-
-def test_listen_connection_killed__reconnects_and_wakes_again(edge: Edge) -> None:
-    bot_id, _, secret = edge.add_bot(9502)
-    api = edge.start_api()
-    edge.start_worker(WORKER_POLL_INTERVAL="10")
-    edge.wait_for_sender(bot_id)
-    killed = edge.query(
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-        " WHERE query LIKE 'LISTEN%%' AND datname = current_database()"
+    return {"notify": 0.0, "hand-over": 0.0} | counted(
+        worker, "botedge_replies_queued_total", "via"
     )
-    assert killed, "the worker had a LISTEN connection"
-    edge.wait_until(
-        lambda: bool(
-            edge.query(
-                "SELECT 1 FROM pg_stat_activity WHERE query LIKE 'LISTEN%%'"
-                " AND datname = current_database()"
-            )
-        ),
-        10,
-        "a new LISTEN connection",
-    )
-    started = time.monotonic()
-    HTTP.post(
-        f"{api.url}/telegram/{bot_id}/webhook",
-        content=json.dumps(message(1, 8101, "again")),
-        headers={"X-Telegram-Bot-Api-Secret-Token": secret},
-    )
-    edge.wait_until(lambda: len(edge.sim_get("/_sim/sent", bot_id=9502)) == 1, 8, "the reply")
-    assert time.monotonic() - started < 3
