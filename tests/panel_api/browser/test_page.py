@@ -38,7 +38,7 @@ if CHROMIUM is None:
         "no Chromium: `apt-get install chromium` to run the browser tests", allow_module_level=True
     )
 
-from playwright.sync_api import Page, expect, sync_playwright  # noqa: E402
+from playwright.sync_api import Page, Route, expect, sync_playwright  # noqa: E402
 
 
 @pytest.fixture
@@ -190,6 +190,23 @@ def test_page__an_admin_adds_a_bot_and_a_viewer_finds_no_form(
     # Signed in again on the page they were on: the bots, without the form.
     expect(page.locator("#bots tbody tr")).to_have_count(1)
     expect(page.locator("#add-bot")).to_have_count(0)
+
+
+def test_page__a_view_opened_while_the_dashboard_loads_is_not_painted_over(
+    page: Page, panel: str
+) -> None:
+    held: list[Route] = []
+    page.route("**/v1/dashboard", lambda route: held.append(route))
+    sign_in(page, panel)
+    page.wait_for_function("() => document.querySelector('a[data-view=workspace]') !== null")
+    while not held:
+        # Playwright answers the held request only while it is given the event loop.
+        page.wait_for_timeout(20)
+    page.click("a[data-view=workspace]")
+    held[0].continue_()
+    expect(page.locator("#workspace")).to_be_visible()
+    expect(page.locator("#who")).to_have_count(0)
+    assert page.url.endswith("/workspace")
 
 
 def test_page__the_owner_sets_the_workspace_and_a_bad_address_is_refused(

@@ -169,7 +169,17 @@ const VIEWS = {
   "/workspace": workspaceView,
 };
 
-async function openView(path) {
+// Views open one after another: a view still waiting for its data when the next is asked for
+// would otherwise finish last and paint itself over it.
+let opening = Promise.resolve();
+
+function openView(path) {
+  const opened = opening.then(() => showView(path));
+  opening = opened.catch(() => {});
+  return opened;
+}
+
+async function showView(path) {
   await signedIn();
   const render = VIEWS[path.split("?")[0]] || dashboard;
   for (const link of document.querySelectorAll("#pages a")) {
