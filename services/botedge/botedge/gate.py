@@ -29,6 +29,7 @@ from botedge.handlers import Context, Reply, RetryLater, Routes, Visit
 from botedge.inbox_store import InboxRow
 from botedge.metrics import CONTENT_LOOKUPS
 from botedge.telegram import BadRequest, ServerError, TelegramError, TooManyRequests
+from botedge.text import escape_html
 from shared.clock import SYSTEM_CLOCK, Clock
 from shared.db import Connection, Pool
 
@@ -292,13 +293,6 @@ async def _flag_unknown(conn: Connection, bot_id: int, check: Check) -> None:
             Q["flag_bot_channel"],
             {"bot_id": bot_id, "channel_id": channel.channel_id, "error": why or "unknown"},
         )
-
-
-def escape_html(text: str) -> str:
-    """For text sent with parse_mode=HTML: the four characters Telegram's HTML parser reads."""
-    return (
-        text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
-    )
 
 
 def gate_text(check: Check) -> str:

@@ -16,10 +16,10 @@ from typing import Any
 
 import httpx
 
-from botedge.gate import escape_html
 from botedge.handlers import Context, Reply, RetryLater, Routes, Visit
 from botedge.inbox_store import InboxRow
 from botedge.telegram import KEEPALIVE_SECONDS
+from botedge.text import escape_html
 from shared.db import Connection
 from shared.settings import Secret
 

@@ -13,13 +13,13 @@ from botedge.gate import (
     GateChannel,
     JoinedCache,
     Standing,
-    escape_html,
     is_member,
     standing_of,
 )
 from botedge.handlers import BotLogic, RetryLater, Routes, start_payload
 from botedge.inbox_store import InboxRow
 from botedge.telegram import BadRequest, Forbidden, ServerError, TooManyRequests
+from botedge.text import escape_html
 from shared.clock import ManualClock
 
 
