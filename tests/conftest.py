@@ -49,7 +49,7 @@ SECRETS = {
 }
 
 
-# One client for every plain request a test makes. HTTP.get() and its kin build a client per
+# One client for every plain request a test makes. httpx.get() and its kin build a client per
 # call, and loading the CA bundle for it costs about 40 ms of CPU, twenty times the request on
 # loopback. As with those functions, no cookie is ever kept between requests.
 HTTP = httpx.Client(cookies=CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])))

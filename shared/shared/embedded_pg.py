@@ -323,9 +323,9 @@ class EmbeddedPostgres:
             return self.requested_port
         with contextlib.suppress(FileNotFoundError, ValueError):
             previous = int(self._port_file.read_text())
-            if _port_free(previous):
+            if port_free(previous):
                 return previous
-        if _port_free(DEFAULT_PORT):
+        if port_free(DEFAULT_PORT):
             return DEFAULT_PORT
         return free_port()
 
@@ -336,9 +336,9 @@ def _port_open(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
-def _port_free(port: int) -> bool:
+def port_free(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        # As PostgreSQL binds: connections lingering in TIME_WAIT do not make it busy.
+        # As servers bind (PostgreSQL, uvicorn): connections in TIME_WAIT do not make it busy.
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("127.0.0.1", port))
