@@ -9,7 +9,10 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY shared ./shared
-COPY services ./services
+# The services only: the simulators (services/simulators) stay out of the image.
+COPY services/billing ./services/billing
+COPY services/botedge ./services/botedge
+COPY services/panel-api ./services/panel-api
 COPY migrations ./migrations
 RUN pip install --no-compile -e . \
     && useradd --system --no-create-home gatehouse

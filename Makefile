@@ -3,14 +3,16 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# uv installs the pinned packages in seconds where pip takes most of a minute.
+UV     := $(BIN)/uv pip install --quiet --python $(BIN)/python
 
 .PHONY: run test test-fast check lint typecheck pytest migrate loadtest bench-webhooks bench-claim bench-login bench-gate bench-sweep clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml services/simulators/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is required")'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet uv
+	$(UV) -e '.[dev]' -e services/simulators
 	touch $(STAMP)
 
 run: $(STAMP)
@@ -48,7 +50,7 @@ loadtest: $(VENV)/.loadtest
 	$(BIN)/python -m loadtest $(LOADTEST_ARGS)
 
 $(VENV)/.loadtest: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[dev,loadtest]'
+	$(UV) -e '.[dev,loadtest]' -e services/simulators
 	touch $@
 
 # Benchmarks print figures; they are not part of `make test`.

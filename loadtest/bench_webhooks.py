@@ -40,9 +40,9 @@ sys.path.insert(0, str(ROOT / "loadtest"))
 
 from benchdb import bench_database  # noqa: E402
 
-from billing.webhooks import Subgate  # noqa: E402
 from shared import lifecycle  # noqa: E402
 from shared.embedded_pg import POSTGRES_BIN_PATH, free_port  # noqa: E402
+from simulators.checkout.callbacks import subgate_signature  # noqa: E402
 
 SECRET = "bench-subgate-secret-000000000000"  # noqa: S105 - a throwaway benchmark key
 CLIENTS = 32
@@ -118,7 +118,7 @@ def delivery(order: str, n: int) -> bytes:
         "currency": "USD",
         "timestamp": int(time.time()),
     }
-    payload["signature"] = Subgate.sign(SECRET, payload)
+    payload["signature"] = subgate_signature(SECRET, payload)
     return json.dumps(payload).encode()
 
 

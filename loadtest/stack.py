@@ -162,7 +162,7 @@ def stack(
         }
         running = Stack(url, env, postmaster)
         exits.callback(running.stop)
-        sim = running.start("telegram", "botedge.simtelegram", **(sim_env or {}))
+        sim = running.start("telegram", "simulators.telegram", **(sim_env or {}))
         running.env["TELEGRAM_API_BASE"] = sim.url
         api_port = free_port()
         # Where Telegram delivers the bots' updates: the api itself.

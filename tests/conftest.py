@@ -24,14 +24,14 @@ from cryptography.fernet import Fernet
 
 from billing.app import create_app as billing_app
 from billing.settings import load as load_billing_settings
-from billing.simtrongrid.app import create_app as simtrongrid_app
 from botedge.app import create_api_app as botedge_api_app
 from botedge.settings import load as load_botedge_settings
-from botedge.simtelegram.app import create_app as simtelegram_app
-from botedge.simtelegram.state import Faults
 from panel_api.settings import PanelSettings
 from panel_api.settings import load as load_panel_settings
 from shared.testing import free_port, serve_in_thread
+from simulators.telegram.app import create_app as simtelegram_app
+from simulators.telegram.state import Faults
+from simulators.trongrid.app import create_app as simtrongrid_app
 
 ROOT = Path(__file__).resolve().parents[1]
 T = TypeVar("T")

@@ -55,14 +55,14 @@ class Child:
 CHILDREN = (
     Child(
         "simtelegram",
-        "botedge.simtelegram",
+        "simulators.telegram",
         (),
         "SIMTELEGRAM_PORT",
         8081,
         "simulated Telegram Bot API",
     ),
-    Child("simtrongrid", "billing.simtrongrid", (), "SIMTRONGRID_PORT", 8082, "simulated TronGrid"),
-    Child("simcheckout", "billing.simcheckout", (), "SIMCHECKOUT_PORT", 8083, "simulated checkout"),
+    Child("simtrongrid", "simulators.trongrid", (), "SIMTRONGRID_PORT", 8082, "simulated TronGrid"),
+    Child("simcheckout", "simulators.checkout", (), "SIMCHECKOUT_PORT", 8083, "simulated checkout"),
     Child("billing", "billing", (), "BILLING_PORT", 8001, "billing (webhooks, sweep)"),
     Child("botedge-api", "botedge", ("--role", "api"), "BOTEDGE_PORT", 8002, "bot edge webhooks"),
     Child(

@@ -5,10 +5,12 @@ from __future__ import annotations
 import importlib.util
 import re
 import time
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
+import setuptools
 import yaml
 
 from billing import sweeper
@@ -102,8 +104,29 @@ def test_dockerfile__installs_the_project_and_runs_unprivileged() -> None:
     dockerfile = (ROOT / "Dockerfile").read_text()
     assert "pip install" in dockerfile
     assert re.search(r"^USER \w+", dockerfile, re.MULTILINE)
-    for folder in ("shared", "services", "migrations"):
-        assert f"COPY {folder}" in dockerfile
+
+
+def image_packages() -> set[str]:
+    """The top-level packages the image installs: what setuptools finds, by the root
+    pyproject's `where` list, in the folders the Dockerfile copies."""
+    copied = re.findall(r"^COPY (\S+) ", (ROOT / "Dockerfile").read_text(), re.MULTILINE)
+    where = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"][
+        "find"
+    ]["where"]
+    found = set()
+    for folder in where:
+        if any(folder == source or folder.startswith(source + "/") for source in copied):
+            found |= {name.split(".")[0] for name in setuptools.find_packages(ROOT / folder)}
+    return found
+
+
+def test_dockerfile__the_image_holds_the_services_and_no_simulator() -> None:
+    copied = re.findall(r"^COPY (\S+) ", (ROOT / "Dockerfile").read_text(), re.MULTILINE)
+    assert not [source for source in copied if "services/simulators".startswith(source)]
+    assert "migrations" in copied
+    assert image_packages() == {"shared", "billing", "botedge", "panel_api"}
+    # The simulators are a distribution of their own, installed by `make` beside the services.
+    assert importlib.util.find_spec("simulators.telegram") is not None
 
 
 def docker_client() -> Any:

@@ -11,7 +11,6 @@ import datetime as dt
 import hashlib
 import hmac
 import re
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
@@ -113,8 +112,6 @@ class Subgate:
     secret: Secret
     name: str = "subgate"
 
-    FIELDS = ("orderReference", "externalPaymentId", "amount", "currency", "timestamp")
-
     def verify(self, headers: Mapping[str, str], body: bytes, now: dt.datetime) -> Delivery:
         payload = _json_object(body)
         signature = _signature(payload, "signature")
@@ -149,11 +146,6 @@ class Subgate:
 
     def acknowledge(self, delivery: Delivery, outcome: Outcome, now: dt.datetime) -> Any:
         return outcome.as_json()
-
-    @staticmethod
-    def sign(secret: str, payload: Mapping[str, Any]) -> str:
-        message = ";".join(str(payload[key]) for key in Subgate.FIELDS)
-        return hmac.new(secret.encode(), message.encode(), "sha256").hexdigest()
 
 
 # -- WayForPay ------------------------------------------------------------------------------
@@ -353,8 +345,3 @@ class Stripe:
 
     def acknowledge(self, delivery: Delivery, outcome: Outcome, now: dt.datetime) -> Any:
         return outcome.as_json()
-
-    @staticmethod
-    def header(secret: str, body: bytes, timestamp: int | None = None) -> str:
-        stamp = int(time.time()) if timestamp is None else timestamp
-        return f"t={stamp},v1={stripe_signature(secret, stamp, body)}"

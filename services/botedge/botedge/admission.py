@@ -26,8 +26,9 @@ from typing import Any
 
 from botedge import sqlq
 from botedge.db import connection
-from botedge.handlers import Context, Reply, RetryLater, Routes, Visit
+from botedge.handlers import Context, RetryLater, Routes, Visit
 from botedge.inbox_store import InboxRow
+from botedge.outbox_store import Reply
 from botedge.telegram import BadRequest, ServerError, TooManyRequests
 from shared.clock import SYSTEM_CLOCK, Clock
 from shared.db import Connection, Pool

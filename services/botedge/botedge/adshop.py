@@ -29,8 +29,9 @@ from psycopg.types.json import Jsonb
 from botedge import outbox_store, sqlq, uploads
 from botedge.db import connection
 from botedge.events import Event, EventQueue, EventTable
-from botedge.handlers import Context, Reply, Routes, Visit, default_reply
+from botedge.handlers import Context, Routes, Visit, default_reply
 from botedge.inbox_store import InboxRow
+from botedge.outbox_store import Reply
 from botedge.text import escape_html
 from shared.db import Connection, Pool
 from shared.units import decimal_text, sun_for

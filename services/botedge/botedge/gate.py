@@ -25,9 +25,10 @@ from typing import Any
 
 from botedge import admission, bot_store, sqlq
 from botedge.db import connection
-from botedge.handlers import Context, Reply, RetryLater, Routes, Visit
+from botedge.handlers import Context, RetryLater, Routes, Visit
 from botedge.inbox_store import InboxRow
 from botedge.metrics import CONTENT_LOOKUPS
+from botedge.outbox_store import Reply
 from botedge.telegram import BadRequest, ServerError, TelegramError, TooManyRequests
 from botedge.text import escape_html
 from shared.clock import SYSTEM_CLOCK, Clock

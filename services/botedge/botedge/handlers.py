@@ -17,18 +17,12 @@ from typing import Any, Protocol
 
 from botedge import bot_store, channels, outbox_store
 from botedge.inbox_store import InboxRow
+from botedge.outbox_store import Reply
 from botedge.telegram import BotApi
 from shared.clock import SYSTEM_CLOCK, Clock
 from shared.db import Connection
 
 WELCOME = "Welcome! Open a content link to get started."
-
-
-@dataclass(frozen=True)
-class Reply:
-    chat_id: int
-    method: str
-    payload: dict[str, Any]
 
 
 class Handler(Protocol):

@@ -7,19 +7,16 @@ import datetime as dt
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import psycopg
 from psycopg import AsyncCursor
 from psycopg.types.json import Jsonb
 
 from botedge import sqlq
-from botedge.outbox_store import OutboxRow
+from botedge.outbox_store import OutboxRow, Reply
 from botedge.updates import Incoming
 from shared.db import Connection
-
-if TYPE_CHECKING:
-    from botedge.handlers import Reply
 
 Q = sqlq.Q
 

@@ -16,6 +16,15 @@ Q = sqlq.Q
 
 
 @dataclass(frozen=True)
+class Reply:
+    """A Bot API call an update's handling decided on; queued in that update's transaction."""
+
+    chat_id: int
+    method: str
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class OutboxRow:
     id: int
     chat_id: int

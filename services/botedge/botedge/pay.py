@@ -16,8 +16,9 @@ from typing import Any
 
 import httpx
 
-from botedge.handlers import Context, Reply, RetryLater, Routes, Visit
+from botedge.handlers import Context, RetryLater, Routes, Visit
 from botedge.inbox_store import InboxRow
+from botedge.outbox_store import Reply
 from botedge.telegram import KEEPALIVE_SECONDS
 from botedge.text import escape_html
 from shared.db import Connection

@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import psycopg
 
-from billing.simcheckout import callbacks
+from simulators.checkout import callbacks
 from tests.conftest import SECRETS
 
 Request = callbacks.Callback

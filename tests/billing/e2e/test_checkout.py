@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from billing.simcheckout.app import create_app
 from shared.testing import serve_in_thread
+from simulators.checkout.app import create_app
 from tests.billing.e2e import gateways
 from tests.conftest import HTTP, SECRETS, Served, service_env
 

@@ -13,10 +13,10 @@ import httpx
 import pytest
 from tronpy.keys import to_base58check_address
 
-from billing.simtrongrid.app import create_app
 from billing.tron_judge import Claim, Credit, Order, Reject, Wait, judge
 from billing.trongrid import Lookup, TronGrid, TronGridUnavailable
 from shared.testing import serve_in_thread
+from simulators.trongrid.app import create_app
 from tests.conftest import HTTP
 
 SHOP = str(to_base58check_address(bytes([0x41]) + bytes([0x11]) * 20))

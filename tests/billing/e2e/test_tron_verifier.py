@@ -194,7 +194,7 @@ def test_not_found__refused_after_15_minutes_of_not_found_on_the_injected_clock(
 ) -> None:
     order = approved_order(database_url)
     claim(database_url, order, "cd" * 32)
-    from billing.simtrongrid.app import create_app
+    from simulators.trongrid.app import create_app
 
     async def rounds(chain: str) -> list[str]:
         clock = ManualClock(dt.datetime.now(dt.UTC))

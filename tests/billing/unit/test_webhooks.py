@@ -21,6 +21,7 @@ from billing.webhooks import (
 )
 from shared.errors import problem_for
 from shared.settings import Secret
+from simulators.checkout.callbacks import stripe_header, subgate_signature
 
 NOW = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.UTC)
 TS = int(NOW.timestamp())
@@ -58,7 +59,7 @@ def subgate_body(**overrides: object) -> dict[str, object]:
         "timestamp": TS,
     }
     payload.update(overrides)
-    payload.setdefault("signature", Subgate.sign("subgate-test-secret-0001", payload))
+    payload.setdefault("signature", subgate_signature("subgate-test-secret-0001", payload))
     return payload
 
 
@@ -196,7 +197,7 @@ def stripe_event(kind: str = "payment_intent.succeeded") -> bytes:
 @pytest.mark.parametrize("kind", ["payment_intent.succeeded", "checkout.session.completed"])
 def test_stripe__both_events_of_one_payment_share_the_intent_id(kind: str) -> None:
     body = stripe_event(kind)
-    delivery = STRIPE.verify({"stripe-signature": Stripe.header(SECRET, body, TS)}, body, NOW)
+    delivery = STRIPE.verify({"stripe-signature": stripe_header(SECRET, body, TS)}, body, NOW)
     assert delivery.kind is Kind.PAYMENT
     assert delivery.external_payment_id == "pi_123"
     assert (delivery.amount_minor, delivery.currency) == (1250, "USD")
@@ -228,7 +229,7 @@ def test_stripe__bad_headers(header: str | None, slug: str) -> None:
 @pytest.mark.parametrize("offset", [-301, 301])
 def test_stripe__tolerance_both_directions(offset: int) -> None:
     body = stripe_event()
-    header = Stripe.header(SECRET, body, TS + offset)
+    header = stripe_header(SECRET, body, TS + offset)
     with pytest.raises(BillingError, match="from now"):
         STRIPE.verify({"stripe-signature": header}, body, NOW)
 
@@ -237,5 +238,5 @@ def test_stripe__other_event_types_are_ignored() -> None:
     body = json.dumps(
         {"id": "evt_2", "type": "customer.created", "created": TS, "data": {"object": {}}}
     ).encode()
-    delivery = STRIPE.verify({"stripe-signature": Stripe.header(SECRET, body, TS)}, body, NOW)
+    delivery = STRIPE.verify({"stripe-signature": stripe_header(SECRET, body, TS)}, body, NOW)
     assert delivery.kind is Kind.IGNORED

@@ -84,7 +84,7 @@ def store(edge: Edge, start_service: Callable[..., ServiceProcess], database_url
     billing_port = free_port()
     billing_url = f"http://127.0.0.1:{billing_port}"
     checkout = start_service(
-        "billing.simcheckout", env=service_env(database_url, BILLING_URL=billing_url)
+        "simulators.checkout", env=service_env(database_url, BILLING_URL=billing_url)
     )
     billing = start_service(
         "billing",

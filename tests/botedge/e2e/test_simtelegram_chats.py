@@ -12,9 +12,9 @@ import httpx
 import pytest
 
 from botedge import uploads
-from botedge.simtelegram.app import create_app
-from botedge.simtelegram.state import Faults
 from shared.testing import serve_in_thread
+from simulators.telegram.app import create_app
+from simulators.telegram.state import Faults
 from tests.botedge.conftest import new_token
 from tests.conftest import HTTP
 

@@ -19,9 +19,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from botedge.simtelegram.app import create_app
-from botedge.simtelegram.state import Faults
 from shared.testing import serve_in_thread
+from simulators.telegram.app import create_app
+from simulators.telegram.state import Faults
 from tests.botedge.conftest import new_token
 from tests.conftest import HTTP, wait_until
 

@@ -13,8 +13,9 @@ import pytest
 
 from botedge.app import create_api_app
 from botedge.consumer import ConsumerConfig, InboxConsumer
-from botedge.handlers import BotLogic, Reply
+from botedge.handlers import BotLogic
 from botedge.inbox_store import InboxRow
+from botedge.outbox_store import Reply
 from botedge.settings import load
 from shared.db import Connection, create_pool
 from shared.listen import Notifier

@@ -16,7 +16,7 @@ from tronpy.keys import to_base58check_address
 
 from botedge import uploads
 from botedge.adshop import ALREADY_SUBMITTED, event_message, hash_problem, parse_hash
-from botedge.simtelegram.app import _check_html
+from simulators.telegram.botapi import _check_html
 from tests.botedge.bot_api_server import ok, run
 
 SHOP = str(to_base58check_address(bytes([0x41]) + bytes([0x11]) * 20))

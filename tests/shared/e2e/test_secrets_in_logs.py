@@ -10,10 +10,10 @@ import pytest
 
 from billing.app import create_app as create_billing
 from billing.settings import load as load_billing
-from botedge.simtelegram.app import create_app as create_simtelegram
 from shared import logging as jsonlog
 from shared.logging import REDACTED
 from shared.testing import serve_in_thread
+from simulators.telegram.app import create_app as create_simtelegram
 from tests.conftest import SECRETS, service_env
 
 BOT_TOKEN = "7012345678:AAFq3nW9xYzT0kLm4sPqRvUe8cHdJb2gA1Q"

@@ -24,8 +24,8 @@ def wait_for_line(service: ServiceProcess, text: str, timeout: float = 10) -> No
         ("botedge", ("--role", "api")),
         ("botedge", ("--role", "worker")),
         ("panel_api", ()),
-        ("botedge.simtelegram", ()),
-        ("billing.simtrongrid", ()),
+        ("simulators.telegram", ()),
+        ("simulators.trongrid", ()),
     ],
 )
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
@@ -99,7 +99,7 @@ def test_service__in_flight_request_cut_at_the_shutdown_deadline(
 def test_simulated_telegram__stops_with_a_long_poll_in_flight_and_no_error(
     start_service: Callable[..., ServiceProcess], database_url: str
 ) -> None:
-    sim = start_service("botedge.simtelegram", env=service_env(database_url))
+    sim = start_service("simulators.telegram", env=service_env(database_url))
     token = "5551234:AA" + "x" * 33
     HTTP.post(f"{sim.url}/_sim/bots", json={"token": token}).raise_for_status()
     with ThreadPoolExecutor(1) as pool:

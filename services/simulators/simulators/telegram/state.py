@@ -7,11 +7,10 @@ import math
 import random
 import time
 from collections import Counter, deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from botedge.buckets import Bucket
 from shared.settings import DEFAULT_KEEP_ALIVE
 
 
@@ -23,6 +22,27 @@ class ApiError(Exception):
         self.code = code
         self.description = description
         self.retry_after = retry_after
+
+
+class Allowance:
+    """Telegram's send limits as a token bucket: `burst` sends at once, `per_second` more each
+    second; `retry_after` is what a refused send is told."""
+
+    def __init__(self, burst: float, per_second: float) -> None:
+        self.burst = burst
+        self.per_second = per_second
+        self.left = burst
+        self.checked = time.monotonic()
+
+    def retry_after(self) -> float:
+        """0 when a send may go now, else the seconds until one may."""
+        now = time.monotonic()
+        self.left = min(self.burst, self.left + (now - self.checked) * self.per_second)
+        self.checked = now
+        return 0.0 if self.left >= 1 - 1e-9 else (1 - self.left) / self.per_second
+
+    def spend(self) -> None:
+        self.left -= 1
 
 
 @dataclass
@@ -163,8 +183,8 @@ class Bot:
     next_update_id: int = 100_000
     new_updates: asyncio.Event = field(default_factory=asyncio.Event)
     poll_generation: int = 0
-    global_bucket: Bucket = field(default_factory=lambda: Bucket(30, 30))
-    chat_buckets: dict[int, Bucket] = field(default_factory=dict)
+    sends: Allowance = field(default_factory=lambda: Allowance(30, 30))
+    chat_sends: dict[int, Allowance] = field(default_factory=dict)
     delivering: asyncio.Task[None] | None = None
     # Webhook delivery as Telegram does it: a queue per chat (per user for callbacks), each in
     # order with one update in flight, up to `max_connections` queues at once.
@@ -192,13 +212,13 @@ class Bot:
             "username": self.username,
         }
 
-    def bucket_for(self, chat_id: int) -> Bucket:
-        bucket = self.chat_buckets.get(chat_id)
-        if bucket is None:
+    def chat_allowance(self, chat_id: int) -> Allowance:
+        allowance = self.chat_sends.get(chat_id)
+        if allowance is None:
             # Private chats: about one message a second with short bursts; groups: 20 a minute.
-            bucket = Bucket(3, 1.0) if chat_id > 0 else Bucket(20, 20 / 60)
-            self.chat_buckets[chat_id] = bucket
-        return bucket
+            allowance = Allowance(3, 1.0) if chat_id > 0 else Allowance(20, 20 / 60)
+            self.chat_sends[chat_id] = allowance
+        return allowance
 
 
 def queue_key(update: dict[str, Any]) -> tuple[str, int]:
@@ -269,6 +289,9 @@ class World:
         self.connections: dict[tuple[str, int], float] = {}
         # Set when the server starts draining: long polls answer at once, deliveries stop.
         self.closing = asyncio.Event()
+        # Called with a bot that has a webhook when an update is added for it: the app starts
+        # its delivery.
+        self.on_update: Callable[[Bot], None] = lambda bot: None
 
     def new_connection(self, client: tuple[str, int] | None) -> bool:
         now = time.monotonic()
@@ -307,12 +330,12 @@ class World:
     def rate_limit(self, bot: Bot, chat_id: int) -> None:
         if not self.faults.enforce_limits:
             return
-        chat = bot.bucket_for(chat_id)
-        wait = max(bot.global_bucket.wait_time(), chat.wait_time())
+        chat = bot.chat_allowance(chat_id)
+        wait = max(bot.sends.retry_after(), chat.retry_after())
         if wait > 0:
             raise ApiError(429, "", retry_after=max(1, math.ceil(wait)))
-        bot.global_bucket.take()
-        chat.take()
+        bot.sends.spend()
+        chat.spend()
 
     def add_update(self, bot: Bot, update: dict[str, Any]) -> dict[str, Any]:
         if "update_id" not in update:
@@ -322,6 +345,8 @@ class World:
             bot.next_update_id = max(bot.next_update_id, int(update["update_id"]))
         bot.updates.append(update)
         bot.new_updates.set()
+        if bot.webhook_url:
+            self.on_update(bot)
         return update
 
     def message_update(

@@ -1,9 +1,9 @@
-"""`python -m billing.simtrongrid`: the simulated TronGrid on PORT (default 8082)."""
+"""`python -m simulators.trongrid`: the simulated TronGrid on PORT (default 8082)."""
 
 from __future__ import annotations
 
-from billing.simtrongrid.app import create_app
 from shared.lifecycle import run_without_database
+from simulators.trongrid.app import create_app
 
 if __name__ == "__main__":
     run_without_database("simtrongrid", create_app, 8082)

@@ -26,12 +26,15 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from billing import money
-from billing.simcheckout import callbacks
 from shared.web import create_plain_app
+from simulators.checkout import callbacks
 
 GATEWAYS = ("subgate", "wayforpay", "stripe")
 _REFERENCE = re.compile(r"[A-Za-z0-9_-]{1,64}", re.ASCII)
+# What the simulated gateways take: the hryvnia, the common card currencies, and the yen for a
+# currency without minor units.
+CURRENCIES = frozenset("UAH USD EUR GBP PLN KZT TRY CAD AUD CHF INR BRL JPY".split())
+_AMOUNT = re.compile(r"[0-9]{1,12}(\.[0-9]{1,4})?", re.ASCII)
 
 PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{title}</title>
@@ -93,11 +96,7 @@ def _invoice(request: Request, values: Mapping[str, Any]) -> tuple[str, str, str
     currency = str(values.get("currency", "")).upper()
     if gateway not in GATEWAYS or not _REFERENCE.fullmatch(order):
         return None
-    if not money.is_currency(currency):
-        return None
-    try:
-        money.to_minor(money.parse_major(amount), currency)
-    except money.AmountError:
+    if currency not in CURRENCIES or not _AMOUNT.fullmatch(amount):
         return None
     return gateway, order, amount, currency
 

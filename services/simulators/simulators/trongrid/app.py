@@ -131,94 +131,107 @@ def make_transaction(chain: Chain, body: dict[str, Any]) -> str:
     return tx_hash
 
 
+async def misbehave(chain: Chain) -> Response | None:
+    faults = chain.faults
+    if faults.down:
+        return Response("<html>503 Service Temporarily Unavailable</html>", 503)
+    roll = chain.random.random()
+    if roll < faults.rate_429:
+        return JSONResponse({"Error": "too many requests"}, status_code=429)
+    if roll < faults.rate_429 + faults.rate_5xx:
+        return Response("<html>502 Bad Gateway</html>", 502)
+    if roll < faults.rate_429 + faults.rate_5xx + faults.rate_timeout:
+        await asyncio.sleep(30)
+        return Response("<html>504 Gateway Time-out</html>", 504)
+    return None
+
+
+async def lookup(request: Request) -> Response:
+    chain: Chain = request.app.state.chain
+    chain.requests.append(
+        {"path": request.url.path, "with_key": "tron-pro-api-key" in request.headers}
+    )
+    refused = await misbehave(chain)
+    if refused is not None:
+        return refused
+    if request.method == "POST":
+        body = await request.json()
+        value = str(body.get("value", "")) if isinstance(body, dict) else ""
+    else:
+        value = request.query_params.get("value", "")
+    found = chain.txs.get(value.lower())
+    if found is None:
+        return JSONResponse({})
+    tx, info, solid_at = found
+    if request.url.path.startswith("/walletsolidity/") and time.time() < solid_at:
+        return JSONResponse({})
+    return JSONResponse(info if "info" in request.url.path else tx)
+
+
+async def now_block(request: Request) -> Response:
+    chain: Chain = request.app.state.chain
+    refused = await misbehave(chain)
+    if refused is not None:
+        return refused
+    header = {"number": chain.block, "timestamp": int(time.time() * 1000)}
+    return JSONResponse({"blockID": "00" * 32, "block_header": {"raw_data": header}})
+
+
+async def add_transaction(request: Request) -> Response:
+    chain: Chain = request.app.state.chain
+    body = await request.json()
+    try:
+        tx_hash = make_transaction(chain, body)
+    except (KeyError, ValueError, TypeError) as error:
+        return JSONResponse({"error": f"{type(error).__name__}: {error}"}, status_code=400)
+    return JSONResponse({"tx_hash": tx_hash})
+
+
+async def seen(request: Request) -> Response:
+    chain: Chain = request.app.state.chain
+    return JSONResponse(chain.requests)
+
+
+async def set_faults(request: Request) -> Response:
+    chain: Chain = request.app.state.chain
+    body = await request.json()
+    for key, value in body.items():
+        if not hasattr(chain.faults, key):
+            return JSONResponse({"error": f"unknown fault {key!r}"}, status_code=400)
+        setattr(chain.faults, key, type(getattr(chain.faults, key))(value))
+    return JSONResponse(chain.faults.__dict__)
+
+
+async def set_price(request: Request) -> Response:
+    chain: Chain = request.app.state.chain
+    body = await request.json()
+    if "usdt_per_trx" in body:
+        chain.usdt_per_trx = Decimal(str(body["usdt_per_trx"]))
+    if "down" in body:
+        chain.sources_down = {str(name) for name in body["down"]}
+    return JSONResponse(
+        {"usdt_per_trx": str(chain.usdt_per_trx), "down": sorted(chain.sources_down)}
+    )
+
+
+def price(source: str, shape: Any) -> Any:
+    async def answer(request: Request) -> Response:
+        chain: Chain = request.app.state.chain
+        if source in chain.sources_down:
+            return Response("<html>503</html>", 503)
+        return JSONResponse(shape(str(chain.usdt_per_trx)))
+
+    return answer
+
+
 def create_app(chain: Chain | None = None) -> Starlette:
-    state = chain or Chain(os.environ.get("TRON_USDT_CONTRACT") or USDT_MAINNET)
-
-    async def misbehave() -> Response | None:
-        faults = state.faults
-        if faults.down:
-            return Response("<html>503 Service Temporarily Unavailable</html>", 503)
-        roll = state.random.random()
-        if roll < faults.rate_429:
-            return JSONResponse({"Error": "too many requests"}, status_code=429)
-        if roll < faults.rate_429 + faults.rate_5xx:
-            return Response("<html>502 Bad Gateway</html>", 502)
-        if roll < faults.rate_429 + faults.rate_5xx + faults.rate_timeout:
-            await asyncio.sleep(30)
-            return Response("<html>504 Gateway Time-out</html>", 504)
-        return None
-
-    async def lookup(request: Request) -> Response:
-        state.requests.append(
-            {"path": request.url.path, "with_key": "tron-pro-api-key" in request.headers}
-        )
-        refused = await misbehave()
-        if refused is not None:
-            return refused
-        if request.method == "POST":
-            body = await request.json()
-            value = str(body.get("value", "")) if isinstance(body, dict) else ""
-        else:
-            value = request.query_params.get("value", "")
-        found = state.txs.get(value.lower())
-        if found is None:
-            return JSONResponse({})
-        tx, info, solid_at = found
-        if request.url.path.startswith("/walletsolidity/") and time.time() < solid_at:
-            return JSONResponse({})
-        return JSONResponse(info if "info" in request.url.path else tx)
-
-    async def now_block(request: Request) -> Response:
-        refused = await misbehave()
-        if refused is not None:
-            return refused
-        header = {"number": state.block, "timestamp": int(time.time() * 1000)}
-        return JSONResponse({"blockID": "00" * 32, "block_header": {"raw_data": header}})
-
-    async def add_transaction(request: Request) -> Response:
-        body = await request.json()
-        try:
-            tx_hash = make_transaction(state, body)
-        except (KeyError, ValueError, TypeError) as error:
-            return JSONResponse({"error": f"{type(error).__name__}: {error}"}, status_code=400)
-        return JSONResponse({"tx_hash": tx_hash})
-
-    async def seen(request: Request) -> Response:
-        return JSONResponse(state.requests)
-
-    async def set_faults(request: Request) -> Response:
-        body = await request.json()
-        for key, value in body.items():
-            if not hasattr(state.faults, key):
-                return JSONResponse({"error": f"unknown fault {key!r}"}, status_code=400)
-            setattr(state.faults, key, type(getattr(state.faults, key))(value))
-        return JSONResponse(state.faults.__dict__)
-
-    async def set_price(request: Request) -> Response:
-        body = await request.json()
-        if "usdt_per_trx" in body:
-            state.usdt_per_trx = Decimal(str(body["usdt_per_trx"]))
-        if "down" in body:
-            state.sources_down = {str(name) for name in body["down"]}
-        return JSONResponse(
-            {"usdt_per_trx": str(state.usdt_per_trx), "down": sorted(state.sources_down)}
-        )
-
-    def price(source: str, shape: Any) -> Any:
-        async def answer(request: Request) -> Response:
-            if source in state.sources_down:
-                return Response("<html>503</html>", 503)
-            return JSONResponse(shape(str(state.usdt_per_trx)))
-
-        return answer
-
     paths = (
         "/wallet/gettransactionbyid",
         "/walletsolidity/gettransactionbyid",
         "/wallet/gettransactioninfobyid",
         "/walletsolidity/gettransactioninfobyid",
     )
-    return create_plain_app(
+    app = create_plain_app(
         [
             *(Route(path, lookup, methods=["GET", "POST"]) for path in paths),
             Route("/wallet/getnowblock", now_block, methods=["GET", "POST"]),
@@ -248,3 +261,5 @@ def create_app(chain: Chain | None = None) -> Starlette:
             ),
         ]
     )
+    app.state.chain = chain or Chain(os.environ.get("TRON_USDT_CONTRACT") or USDT_MAINNET)
+    return app

@@ -1,0 +1,164 @@
+"""The simulated Bot API: `/bot<token>/<method>` in Telegram's shapes, plus `/_sim/...` control.
+
+Real error bodies (`{"ok": false, "error_code", "description", "parameters"}`), real limits
+(about 1 message a second per private chat with short bursts, 20 a minute per group, 30 a
+second per bot) answered with 429 and `retry_after`, and injected faults from `Faults`. The
+methods are in `botapi`, the control endpoints in `control`, webhook delivery in `webhooks`
+and what the server remembers in `state`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+from urllib.parse import parse_qsl
+
+from starlette.applications import Starlette
+from starlette.datastructures import UploadFile
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Route
+
+from shared.web import create_plain_app
+from simulators.telegram import control
+from simulators.telegram.botapi import METHODS, Params, WithDescription, error_response, ok
+from simulators.telegram.state import ApiError, Bot, Call, Faults, Upload, World
+from simulators.telegram.webhooks import Deliveries
+
+
+def _field(value: str) -> Any:
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+async def _params(request: Request) -> Params:
+    params: Params = dict(request.query_params)
+    if request.headers.get("content-type", "").startswith("multipart/form-data"):
+        # An upload: files as parts, every other parameter a string (JSON for objects).
+        async with request.form(max_part_size=10 * 1024 * 1024) as form:
+            for key, value in form.multi_items():
+                if isinstance(value, UploadFile):
+                    params[key] = Upload(
+                        value.filename or "", value.content_type or "", await value.read()
+                    )
+                else:
+                    params[key] = _field(value)
+        return params
+    body = await request.body()
+    if not body:
+        return params
+    content_type = request.headers.get("content-type", "")
+    if "json" in content_type:
+        try:
+            loaded = json.loads(body)
+        except ValueError:
+            raise ApiError(400, "Bad Request: can't parse JSON object") from None
+        if isinstance(loaded, dict):
+            params.update(loaded)
+    else:
+        for key, value in parse_qsl(body.decode(errors="replace")):
+            params[key] = _field(value)
+    return params
+
+
+async def _injected(world: World, name: str, request: Request) -> Response | None:
+    """The faults this call meets before it is answered: delays, and at random a 429, a 502 or
+    a 504 after a long wait (never for getUpdates)."""
+    faults = world.faults
+    client = request.scope.get("client")
+    if faults.connect_delay_ms and world.new_connection(
+        (str(client[0]), int(client[1])) if client else None
+    ):
+        await asyncio.sleep(faults.connect_delay_ms / 1000)
+    if faults.delay_ms:
+        await asyncio.sleep(faults.delay_ms / 1000)
+    if name == "getupdates":
+        return None
+    roll = world.random.random()
+    if roll < faults.rate_429:
+        raise ApiError(429, "", retry_after=faults.retry_after)
+    if roll < faults.rate_429 + faults.rate_5xx:
+        return HTMLResponse("<html><body><h1>502 Bad Gateway</h1></body></html>", 502)
+    if roll < faults.rate_429 + faults.rate_5xx + faults.rate_timeout:
+        await asyncio.sleep(faults.timeout_seconds)
+        return HTMLResponse("<html><body>504 Gateway Time-out</body></html>", 504)
+    return None
+
+
+def _call(
+    bot_id: int, name: str, started: float, status: int, request: Request, params: Params
+) -> Call:
+    chat = params.get("chat_id")
+    text = params.get("text")
+    return Call(
+        bot_id=bot_id,
+        method=name,
+        started=started,
+        at=time.time(),
+        status=status,
+        user_agent=request.headers.get("user-agent", ""),
+        chat_id=int(chat)
+        if isinstance(chat, int | str) and str(chat).lstrip("-").isdigit()
+        else None,
+        text=text if isinstance(text, str) else None,
+    )
+
+
+async def bot_method(request: Request) -> Response:
+    world: World = request.app.state.world
+    name = request.path_params["method"].lower()
+    started = time.time()
+    status = 200
+    bot: Bot | None = None
+    params: Params = {}
+    world.in_flight[name] += 1
+    try:
+        bot = world.bot(request.path_params["token"])
+        params = await _params(request)
+        method = METHODS.get(name)
+        if method is None:
+            raise ApiError(404, "Not Found: method not found")
+        refused = await _injected(world, name, request)
+        if refused is not None:
+            status = refused.status_code
+            return refused
+        result = await method(world, bot, params)
+        if name == "setwebhook":
+            world.on_update(bot)
+        if isinstance(result, WithDescription):
+            return ok(result.result, result.description)
+        return ok(result)
+    except ApiError as error:
+        status = error.code
+        return error_response(error)
+    finally:
+        world.in_flight[name] -= 1
+        world.calls.append(_call(bot.id if bot else 0, name, started, status, request, params))
+
+
+def create_app(faults: Faults | None = None, seed: int | None = None) -> Starlette:
+    world = World(faults or Faults.from_env(os.environ), seed)
+    deliveries = Deliveries(world)
+    world.on_update = deliveries.start
+    app = create_plain_app(
+        [Route("/bot{token}/{method}", bot_method, methods=["GET", "POST"]), *control.ROUTES],
+        body_limit=50 * 1024 * 1024,
+    )
+    app.state.world = world
+    # Called by the server on a stop signal, before it waits for requests in flight.
+    app.state.drain_hooks = [world.closing.set]
+
+    @asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        yield
+        await deliveries.close()
+
+    app.router.lifespan_context = lifespan
+    return app

@@ -1,0 +1,551 @@
+"""The Bot API methods the simulator answers, in Telegram's shapes and with its error texts.
+
+Each method takes the world, the calling bot and the call's parameters, and returns the
+`result` of an `{"ok": true}` answer or raises `ApiError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from starlette.responses import JSONResponse, Response
+
+from simulators.telegram.state import ApiError, Bot, Chat, InviteLink, Upload, World
+
+Params = dict[str, Any]
+Method = Callable[[World, Bot, Params], Awaitable[Any]]
+
+NOT_MODIFIED = (
+    "Bad Request: message is not modified: specified new message content and reply markup are "
+    "exactly the same as a current content and reply markup of the message"
+)
+MEMBER_STATUSES = ("creator", "administrator", "member", "restricted", "left", "kicked")
+
+
+def ok(result: Any, description: str | None = None) -> Response:
+    body: dict[str, Any] = {"ok": True, "result": result}
+    if description:
+        body["description"] = description
+    return JSONResponse(body)
+
+
+def error_response(error: ApiError) -> Response:
+    if error.code == 429:
+        body: dict[str, Any] = {
+            "ok": False,
+            "error_code": 429,
+            "description": f"Too Many Requests: retry after {error.retry_after}",
+            "parameters": {"retry_after": error.retry_after},
+        }
+        return JSONResponse(body, status_code=429, headers={"Retry-After": str(error.retry_after)})
+    body = {"ok": False, "error_code": error.code, "description": error.description}
+    return JSONResponse(body, status_code=error.code)
+
+
+@dataclass(frozen=True)
+class WithDescription:
+    """A result answered with a `description` beside it, as setWebhook's are."""
+
+    result: Any
+    description: str
+
+
+def _int(params: Params, key: str) -> int:
+    if key not in params:
+        raise ApiError(400, f'Bad Request: parameter "{key}" is required')
+    try:
+        return int(params[key])
+    except (TypeError, ValueError):
+        raise ApiError(400, f"Bad Request: invalid {key} specified") from None
+
+
+def _chat_id(world: World, params: Params) -> int:
+    value = params.get("chat_id")
+    if isinstance(value, str) and value.startswith("@"):
+        for chat in world.chats.values():
+            if chat.username and f"@{chat.username}" == value:
+                return chat.id
+        raise ApiError(400, "Bad Request: chat not found")
+    return _int(params, "chat_id")
+
+
+_HTML_TAG = re.compile(
+    r"</?(?:b|strong|i|em|u|ins|s|strike|del|code|pre|tg-spoiler|blockquote)>"
+    r"|<a href=\"[^\"<>]*\">|</a>"
+)
+_HTML_ENTITY = re.compile(r"&(?:lt|gt|amp|quot|#\d{1,7});")
+
+
+def _check_html(params: Params) -> None:
+    """What Telegram refuses in parse_mode=HTML: a `<` that opens no supported tag, a `&` that
+    starts no entity."""
+    text = params.get("text") if params.get("text") is not None else params.get("caption")
+    if params.get("parse_mode") != "HTML" or not isinstance(text, str):
+        return
+    bare = _HTML_ENTITY.sub("", _HTML_TAG.sub("", text))
+    for char in ("<", "&"):
+        if char in bare:
+            offset = text.find(char)
+            raise ApiError(
+                400,
+                f"Bad Request: can't parse entities: unsupported start tag or unescaped {char!r}"
+                f" at byte offset {offset}",
+            )
+
+
+async def _send(world: World, bot: Bot, params: Params, kind: str) -> Any:
+    _check_html(params)
+    chat_id = _chat_id(world, params)
+    if chat_id in world.faults.blocked_users:
+        raise ApiError(403, "Forbidden: bot was blocked by the user")
+    chat = world.chat(chat_id)
+    world.rate_limit(bot, chat_id)
+    message_id = chat.next_message_id
+    chat.next_message_id += 1
+    message: dict[str, Any] = {
+        "message_id": message_id,
+        "from": bot.user(),
+        "chat": chat.as_json(),
+        "date": int(time.time()),
+    }
+    if kind == "text":
+        text = params.get("text")
+        if not isinstance(text, str) or not text.strip():
+            raise ApiError(400, "Bad Request: message text is empty")
+        message["text"] = text
+    else:
+        message[kind] = _media_answer(world, params.get(kind), kind, message_id)
+        caption = params.get("caption")
+        if isinstance(caption, str) and caption:
+            if len(caption) > CAPTION_LIMIT:
+                raise ApiError(400, "Bad Request: message caption is too long")
+            message["caption"] = caption
+    if params.get("reply_markup"):
+        message["reply_markup"] = params["reply_markup"]
+    chat.messages[message_id] = message
+    world.sent.append(
+        {
+            "bot_id": bot.id,
+            "chat_id": chat_id,
+            "message_id": message_id,
+            "kind": kind,
+            "text": message.get("text", message.get("caption")),
+            "file_id": _file_id(message.get(kind)) if kind != "text" else None,
+            "at": time.time(),
+        }
+    )
+    return message
+
+
+CAPTION_LIMIT = 1024
+
+
+def _media_answer(world: World, value: Any, kind: str, message_id: int) -> Any:
+    """A sent file as Telegram describes it; an uploaded one is kept for `/_sim/files/<id>`.
+    Photos come back as a list of sizes."""
+    file_id = str(value or "")
+    size: dict[str, Any] = {}
+    if isinstance(value, Upload):
+        dimensions = value.png_size()
+        if kind == "photo" and dimensions is None and not value.data.startswith(b"\xff\xd8"):
+            raise ApiError(400, "Bad Request: IMAGE_PROCESS_FAILED")
+        file_id = f"sim-file-{len(world.files) + 1}"
+        world.files[file_id] = value
+        size = {"file_size": len(value.data)}
+        if dimensions:
+            size |= {"width": dimensions[0], "height": dimensions[1]}
+    elif not file_id:
+        raise ApiError(400, f'Bad Request: parameter "{kind}" is required')
+    described = {"file_id": file_id, "file_unique_id": f"u{message_id}", **size}
+    return [described] if kind == "photo" else described
+
+
+def _file_id(answer: Any) -> str | None:
+    if isinstance(answer, list):
+        answer = answer[-1] if answer else None
+    return str(answer["file_id"]) if isinstance(answer, dict) else None
+
+
+async def send_message(world: World, bot: Bot, params: Params) -> Any:
+    return await _send(world, bot, params, "text")
+
+
+def _media(kind: str) -> Method:
+    async def send(world: World, bot: Bot, params: Params) -> Any:
+        return await _send(world, bot, params, kind)
+
+    return send
+
+
+async def copy_message(world: World, bot: Bot, params: Params) -> Any:
+    source = world.chat(_int(params, "from_chat_id"), create_private=False)
+    original = source.messages.get(_int(params, "message_id"))
+    if original is None:
+        raise ApiError(400, "Bad Request: message to copy not found")
+    copied = await _send(world, bot, {**params, "text": original.get("text") or "[media]"}, "text")
+    return {"message_id": copied["message_id"]}
+
+
+def _message(world: World, params: Params, what: str) -> tuple[Chat, dict[str, Any]]:
+    chat = world.chat(_chat_id(world, params))
+    message = chat.messages.get(_int(params, "message_id"))
+    if message is None:
+        raise ApiError(400, f"Bad Request: message to {what} not found")
+    return chat, message
+
+
+async def edit_message_text(world: World, bot: Bot, params: Params) -> Any:
+    _check_html(params)
+    _, message = _message(world, params, "edit")
+    text = params.get("text")
+    if text == message.get("text") and params.get("reply_markup") == message.get("reply_markup"):
+        raise ApiError(400, NOT_MODIFIED)
+    message["text"] = text
+    message["reply_markup"] = params.get("reply_markup")
+    return message
+
+
+async def edit_message_reply_markup(world: World, bot: Bot, params: Params) -> Any:
+    _, message = _message(world, params, "edit")
+    if params.get("reply_markup") == message.get("reply_markup"):
+        raise ApiError(400, NOT_MODIFIED)
+    message["reply_markup"] = params.get("reply_markup")
+    return message
+
+
+async def delete_message(world: World, bot: Bot, params: Params) -> Any:
+    chat, message = _message(world, params, "delete")
+    del chat.messages[message["message_id"]]
+    return True
+
+
+async def answer_callback_query(world: World, bot: Bot, params: Params) -> Any:
+    if not params.get("callback_query_id"):
+        raise ApiError(
+            400, "Bad Request: query is too old and response timeout expired or query ID is invalid"
+        )
+    return True
+
+
+async def answer_pre_checkout_query(world: World, bot: Bot, params: Params) -> Any:
+    if not params.get("pre_checkout_query_id"):
+        raise ApiError(400, "Bad Request: QUERY_ID_INVALID")
+    return True
+
+
+async def get_me(world: World, bot: Bot, params: Params) -> Any:
+    return {
+        **bot.user(),
+        "can_join_groups": True,
+        "can_read_all_group_messages": False,
+        "supports_inline_queries": False,
+    }
+
+
+async def get_chat(world: World, bot: Bot, params: Params) -> Any:
+    return world.chat(_chat_id(world, params), create_private=False).as_json()
+
+
+def _require_admin(world: World, bot: Bot, chat: Chat, error: str) -> None:
+    if chat.id in world.faults.non_admin_chats or bot.id not in world.admins.get(chat.id, set()):
+        raise ApiError(400, error)
+
+
+def member(user_id: int, status: str) -> dict[str, Any]:
+    member: dict[str, Any] = {
+        "user": {"id": user_id, "is_bot": False, "first_name": f"User {user_id}"},
+        "status": status,
+    }
+    if status == "kicked":
+        member["until_date"] = 0
+    if status == "creator":
+        member["is_anonymous"] = False
+    return member
+
+
+# What the simulated bot may do where it is an admin.
+BOT_RIGHTS = {
+    "can_be_edited": False,
+    "can_manage_chat": True,
+    "can_change_info": False,
+    "can_delete_messages": True,
+    "can_invite_users": True,
+    "can_restrict_members": True,
+    "can_promote_members": False,
+    "is_anonymous": False,
+}
+
+
+async def get_chat_member(world: World, bot: Bot, params: Params) -> Any:
+    chat = world.chat(_chat_id(world, params), create_private=False)
+    user_id = _int(params, "user_id")
+    if user_id == bot.id:
+        return _bot_member(world, bot, chat)
+    _require_admin(world, bot, chat, "Bad Request: member list is inaccessible")
+    if user_id in world.faults.unknown_users:
+        raise ApiError(400, "Bad Request: user not found")
+    if user_id in world.faults.participant_invalid_users:
+        raise ApiError(400, "Bad Request: PARTICIPANT_ID_INVALID")
+    return member(user_id, chat.members.get(user_id, "left"))
+
+
+def _bot_member(world: World, bot: Bot, chat: Chat) -> dict[str, Any]:
+    """The bot asking about itself: an admin with its rights, a plain member where it was not
+    made admin, and refused where it is not at all."""
+    if chat.id in world.faults.non_admin_chats:
+        return {"user": bot.user(), "status": "member"}
+    if bot.id not in world.admins.get(chat.id, set()):
+        raise ApiError(403, f"Forbidden: bot is not a member of the {chat.type} chat")
+    return {"user": bot.user(), "status": "administrator", **BOT_RIGHTS}
+
+
+async def get_chat_administrators(world: World, bot: Bot, params: Params) -> Any:
+    chat = world.chat(_chat_id(world, params), create_private=False)
+    admins = [
+        member(uid, s) for uid, s in chat.members.items() if s in ("creator", "administrator")
+    ]
+    if bot.id in world.admins.get(chat.id, set()):
+        admins.append(
+            {
+                "user": bot.user(),
+                "status": "administrator",
+                "can_invite_users": True,
+                "can_restrict_members": True,
+            }
+        )
+    return admins
+
+
+async def create_chat_invite_link(world: World, bot: Bot, params: Params) -> Any:
+    chat = world.chat(_chat_id(world, params), create_private=False)
+    _require_admin(world, bot, chat, "Bad Request: not enough rights to manage chat invite link")
+    member_limit = params.get("member_limit")
+    expire_date = params.get("expire_date")
+    if params.get("creates_join_request") and member_limit is not None:
+        raise ApiError(
+            400, "Bad Request: member limit can't be specified for links requiring approval"
+        )
+    chat.invite_links += 1
+    link = InviteLink(
+        chat_id=chat.id,
+        url=f"https://t.me/+sim{abs(chat.id)}x{chat.invite_links}",
+        creator=bot.user(),
+        member_limit=None if member_limit is None else int(member_limit),
+        expire_date=None if expire_date is None else int(expire_date),
+        creates_join_request=bool(params.get("creates_join_request", False)),
+    )
+    world.links[link.url] = link
+    answer = link.as_json()
+    if params.get("name") is not None:
+        answer["name"] = params["name"]
+    return answer
+
+
+async def revoke_chat_invite_link(world: World, bot: Bot, params: Params) -> Any:
+    chat = world.chat(_chat_id(world, params), create_private=False)
+    _require_admin(world, bot, chat, "Bad Request: not enough rights to manage chat invite link")
+    link = world.links.get(str(params.get("invite_link", "")))
+    if link is None or link.chat_id != chat.id:
+        raise ApiError(400, "Bad Request: INVITE_HASH_EXPIRED")
+    link.revoked = True
+    return link.as_json()
+
+
+def _set_status(status: str) -> Method:
+    async def change(world: World, bot: Bot, params: Params) -> Any:
+        chat = world.chat(_chat_id(world, params), create_private=False)
+        _require_admin(
+            world, bot, chat, "Bad Request: not enough rights to restrict/unrestrict chat member"
+        )
+        user_id = _int(params, "user_id")
+        if (
+            status == "left"
+            and params.get("only_if_banned")
+            and chat.members.get(user_id) != ("kicked")
+        ):
+            return True
+        chat.members[user_id] = status
+        return True
+
+    return change
+
+
+async def get_updates(world: World, bot: Bot, params: Params) -> Any:
+    if bot.webhook_url:
+        raise ApiError(
+            409,
+            "Conflict: can't use getUpdates method while webhook is active; "
+            "use deleteWebhook to delete the webhook first",
+        )
+    if "allowed_updates" in params:
+        bot.allowed_updates = list(params.get("allowed_updates") or [])
+    offset = int(params.get("offset") or 0)
+    limit = max(1, min(100, int(params.get("limit") or 100)))
+    timeout = max(0.0, min(50.0, float(params.get("timeout") or 0)))
+    while bot.updates and offset and bot.updates[0]["update_id"] < offset:
+        bot.updates.popleft()
+    bot.poll_generation += 1
+    generation = bot.poll_generation
+    deadline = time.monotonic() + timeout
+    while not bot.updates and time.monotonic() < deadline and not world.closing.is_set():
+        bot.new_updates.clear()
+        woken = [
+            asyncio.ensure_future(bot.new_updates.wait()),
+            asyncio.ensure_future(world.closing.wait()),
+        ]
+        try:
+            await asyncio.wait(
+                woken, timeout=deadline - time.monotonic(), return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            for waiter in woken:
+                waiter.cancel()
+        if bot.poll_generation != generation:
+            raise ApiError(
+                409,
+                "Conflict: terminated by other getUpdates request; make sure "
+                "that only one bot instance is running",
+            )
+    return list(bot.updates)[:limit]
+
+
+async def set_webhook(world: World, bot: Bot, params: Params) -> Any:
+    url = str(params.get("url") or "")
+    secret = str(params.get("secret_token") or "")
+    if secret and not all(c.isalnum() or c in "_-" for c in secret):
+        raise ApiError(400, "Bad Request: secret token contains unallowed characters")
+    if len(secret) > 256:
+        raise ApiError(400, "Bad Request: secret token is too long")
+    host = urlsplit(url).hostname or ""
+    if url and (host == "invalid" or host.endswith(".invalid")):
+        # RFC 2606's never-resolving domain: how a test asks for a refused webhook.
+        raise ApiError(
+            400, "Bad Request: bad webhook: Failed to resolve host: Name or service not known"
+        )
+    already = bot.webhook_url == url and bool(url)
+    bot.webhook_url = url
+    bot.webhook_secret = secret
+    bot.allowed_updates = list(params.get("allowed_updates") or [])
+    if params.get("drop_pending_updates"):
+        bot.drop_pending()
+    if "max_connections" in params:
+        try:
+            connections = int(str(params["max_connections"]))
+        except ValueError:
+            raise ApiError(400, "Bad Request: bad max_connections") from None
+        bot.max_connections = min(100, max(1, connections))
+    bot.new_updates.set()
+    if not url:
+        return WithDescription(True, "Webhook was deleted")
+    return WithDescription(True, "Webhook is already set" if already else "Webhook was set")
+
+
+async def delete_webhook(world: World, bot: Bot, params: Params) -> Any:
+    was = bool(bot.webhook_url)
+    bot.webhook_url = ""
+    bot.new_updates.set()
+    if params.get("drop_pending_updates"):
+        bot.drop_pending()
+    return WithDescription(True, "Webhook was deleted" if was else "Webhook is already deleted")
+
+
+async def get_webhook_info(world: World, bot: Bot, params: Params) -> Any:
+    info: dict[str, Any] = {
+        "url": bot.webhook_url,
+        "has_custom_certificate": False,
+        "pending_update_count": bot.pending(),
+        "max_connections": bot.max_connections,
+    }
+    if bot.allowed_updates:
+        info["allowed_updates"] = bot.allowed_updates
+    return info
+
+
+def move(world: World, chat: Chat, user_id: int, status: str, link: InviteLink | None) -> list[int]:
+    """Change a member's status; each admin bot that asked for `chat_member` is told.
+    Returns the ids of the updates sent."""
+    old = chat.members.get(user_id, "left")
+    chat.members[user_id] = status
+    change: dict[str, Any] = {
+        "chat": chat.as_json(),
+        "from": member(user_id, status)["user"],
+        "date": int(time.time()),
+        "old_chat_member": member(user_id, old),
+        "new_chat_member": member(user_id, status),
+    }
+    if link is not None:
+        change["invite_link"] = link.as_json()
+    return _tell_admin_bots(world, chat, "chat_member", change)
+
+
+def request_join(world: World, chat: Chat, user_id: int, link: InviteLink) -> list[int]:
+    """A join through a link that needs approval: a pending request, and `chat_join_request`
+    to each admin bot that asked for it."""
+    chat.join_requests[user_id] = link
+    request = {
+        "chat": chat.as_json(),
+        "from": member(user_id, "member")["user"],
+        "user_chat_id": user_id,
+        "date": int(time.time()),
+        "invite_link": link.as_json(),
+    }
+    return _tell_admin_bots(world, chat, "chat_join_request", request)
+
+
+def _tell_admin_bots(world: World, chat: Chat, kind: str, event: dict[str, Any]) -> list[int]:
+    told = []
+    for bot_id in sorted(world.admins.get(chat.id, set())):
+        bot = world.bots.get(bot_id)
+        if bot is not None and kind in bot.allowed_updates:
+            told.append(world.add_update(bot, {kind: event})["update_id"])
+    return told
+
+
+def _answer_request(approve: bool) -> Method:
+    async def answer(world: World, bot: Bot, params: Params) -> Any:
+        chat = world.chat(_chat_id(world, params), create_private=False)
+        _require_admin(world, bot, chat, "Bad Request: CHAT_ADMIN_REQUIRED")
+        user_id = _int(params, "user_id")
+        link = chat.join_requests.pop(user_id, None)
+        if link is None:
+            raise ApiError(400, "Bad Request: HIDE_REQUESTER_MISSING")
+        if approve:
+            link.uses += 1
+            move(world, chat, user_id, "member", link)
+        return True
+
+    return answer
+
+
+METHODS: dict[str, Method] = {
+    "getme": get_me,
+    "getupdates": get_updates,
+    "setwebhook": set_webhook,
+    "deletewebhook": delete_webhook,
+    "getwebhookinfo": get_webhook_info,
+    "sendmessage": send_message,
+    "sendphoto": _media("photo"),
+    "senddocument": _media("document"),
+    "sendvideo": _media("video"),
+    "copymessage": copy_message,
+    "editmessagetext": edit_message_text,
+    "editmessagereplymarkup": edit_message_reply_markup,
+    "deletemessage": delete_message,
+    "answercallbackquery": answer_callback_query,
+    "answerprecheckoutquery": answer_pre_checkout_query,
+    "getchat": get_chat,
+    "getchatmember": get_chat_member,
+    "getchatadministrators": get_chat_administrators,
+    "createchatinvitelink": create_chat_invite_link,
+    "banchatmember": _set_status("kicked"),
+    "unbanchatmember": _set_status("left"),
+    "revokechatinvitelink": revoke_chat_invite_link,
+    "approvechatjoinrequest": _answer_request(True),
+    "declinechatjoinrequest": _answer_request(False),
+}

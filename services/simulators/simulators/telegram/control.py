@@ -1,0 +1,245 @@
+"""The simulator's own endpoints under `/_sim/`: what a test or the demo does as Telegram's
+people would (write to a bot, press a button, join or leave a chat) and what it reads back
+(messages sent, calls made), plus faults to inject and a reset."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from simulators.telegram.botapi import MEMBER_STATUSES, error_response, member, move, request_join
+from simulators.telegram.state import ApiError, Bot, Chat, Faults, World
+
+
+async def control_bot(request: Request) -> Response:
+    world: World = request.app.state.world
+    body = await request.json()
+    bot = world.bot(str(body["token"]))
+    if body.get("username"):
+        bot.username = str(body["username"])
+    return JSONResponse(bot.user())
+
+
+async def control_revoke(request: Request) -> Response:
+    world: World = request.app.state.world
+    bot = world.bots.get(int(request.path_params["bot_id"]))
+    if bot is None:
+        return JSONResponse({"error": "no such bot"}, status_code=404)
+    bot.revoked = True
+    return JSONResponse({"revoked": bot.id})
+
+
+def control_target(world: World, body: dict[str, Any]) -> Bot:
+    """The bot a control call is about: by token, or by id once it has called us."""
+    if "bot_id" in body:
+        bot = world.bots.get(int(body["bot_id"]))
+        if bot is None:
+            raise ApiError(404, "Not Found: no bot with that id has called the simulator")
+        return bot
+    return world.bot(str(body["token"]))
+
+
+async def control_updates(request: Request) -> Response:
+    world: World = request.app.state.world
+    body = await request.json()
+    try:
+        bot = control_target(world, body)
+    except ApiError as error:
+        return error_response(error)
+    updates = body.get("updates") or [body["update"]]
+    added = [world.add_update(bot, update) for update in updates]
+    return JSONResponse({"update_ids": [u["update_id"] for u in added]})
+
+
+async def control_messages(request: Request) -> Response:
+    """One message (`{bot_id | token, user_id, text}`), answered with its update; or
+    `{"messages": [...]}`, a batch, answered with `{"update_ids": [...]}` (the load
+    generator's form: one request per tick, not per update)."""
+    world: World = request.app.state.world
+    body = await request.json()
+    batch = body["messages"] if "messages" in body else [body]
+    try:
+        bots = [control_target(world, message) for message in batch]
+    except ApiError as error:
+        return error_response(error)
+    added = [
+        world.message_update(
+            bot,
+            int(message["user_id"]),
+            str(message["text"]),
+            str(message.get("first_name", "")),
+            message.get("forward_from_chat"),
+        )
+        for bot, message in zip(bots, batch, strict=True)
+    ]
+    if "messages" in body:
+        return JSONResponse({"update_ids": [update["update_id"] for update in added]})
+    return JSONResponse(added[0])
+
+
+async def control_sent(request: Request) -> Response:
+    world: World = request.app.state.world
+    query = request.query_params
+    rows = [
+        row
+        for row in world.sent
+        if ("bot_id" not in query or row["bot_id"] == int(query["bot_id"]))
+        and ("chat_id" not in query or row["chat_id"] == int(query["chat_id"]))
+    ]
+    return JSONResponse(rows)
+
+
+async def control_chat_messages(request: Request) -> Response:
+    """A chat's messages as they stand now (edits applied, deletions gone), oldest first."""
+    world: World = request.app.state.world
+    chat = world.chats.get(int(request.path_params["chat_id"]))
+    messages = [chat.messages[key] for key in sorted(chat.messages)] if chat else []
+    return JSONResponse(messages)
+
+
+async def control_file(request: Request) -> Response:
+    world: World = request.app.state.world
+    upload = world.files.get(request.path_params["file_id"])
+    if upload is None:
+        return JSONResponse({"error": "no such file"}, status_code=404)
+    return Response(upload.data, media_type=upload.content_type or "application/octet-stream")
+
+
+async def control_in_flight(request: Request) -> Response:
+    world: World = request.app.state.world
+    return JSONResponse({method: n for method, n in world.in_flight.items() if n})
+
+
+async def control_calls(request: Request) -> Response:
+    world: World = request.app.state.world
+    query = request.query_params
+    rows = [
+        call.__dict__
+        for call in world.calls
+        if ("bot_id" not in query or call.bot_id == int(query["bot_id"]))
+        and ("method" not in query or call.method == query["method"].lower())
+    ]
+    return JSONResponse(rows)
+
+
+async def control_faults(request: Request) -> Response:
+    world: World = request.app.state.world
+    if request.method == "POST":
+        try:
+            world.faults.update(await request.json())
+        except ApiError as error:
+            return error_response(error)
+    return JSONResponse(world.faults.as_json())
+
+
+async def control_chat(request: Request) -> Response:
+    world: World = request.app.state.world
+    body = await request.json()
+    chat_id = int(body["id"])
+    chat = world.chats.get(chat_id) or Chat(chat_id, str(body.get("type", "channel")))
+    chat.title = str(body.get("title", chat.title))
+    chat.username = body.get("username", chat.username)
+    world.chats[chat_id] = chat
+    for user_id, status in (body.get("members") or {}).items():
+        if status not in MEMBER_STATUSES:
+            return JSONResponse({"error": f"bad status {status}"}, status_code=400)
+        chat.members[int(user_id)] = status
+    for bot_id in body.get("admin_bots") or []:
+        world.admins.setdefault(chat_id, set()).add(int(bot_id))
+    return JSONResponse(chat.as_json())
+
+
+async def control_join(request: Request) -> Response:
+    world: World = request.app.state.world
+    body = await request.json()
+    chat = world.chats.get(int(body["chat_id"]))
+    if chat is None or chat.type == "private":
+        return JSONResponse({"error": "no such group or channel"}, status_code=404)
+    user_id = int(body["user_id"])
+    link = None
+    if body.get("invite_link"):
+        link = world.links.get(str(body["invite_link"]))
+        if link is None or link.chat_id != chat.id:
+            return JSONResponse({"error": "not a link of this chat"}, status_code=400)
+        refusal = link.refusal(time.time())
+        if refusal is not None:
+            return JSONResponse({"error": refusal}, status_code=400)
+    if chat.members.get(user_id) == "kicked":
+        return JSONResponse({"error": "the user is banned there"}, status_code=400)
+    if link is not None and link.creates_join_request:
+        return JSONResponse(
+            {"update_ids": request_join(world, chat, user_id, link), "requested": True}
+        )
+    if link is not None:
+        link.uses += 1
+    return JSONResponse({"update_ids": move(world, chat, user_id, "member", link)})
+
+
+async def control_leave(request: Request) -> Response:
+    world: World = request.app.state.world
+    body = await request.json()
+    chat = world.chats.get(int(body["chat_id"]))
+    if chat is None or chat.type == "private":
+        return JSONResponse({"error": "no such group or channel"}, status_code=404)
+    return JSONResponse({"update_ids": move(world, chat, int(body["user_id"]), "left", None)})
+
+
+async def control_press(request: Request) -> Response:
+    world: World = request.app.state.world
+    body = await request.json()
+    try:
+        bot = control_target(world, body)
+    except ApiError as error:
+        return error_response(error)
+    user_id, data = int(body["user_id"]), str(body["data"])
+    chat = world.chats.get(user_id)
+    message = chat.messages.get(int(body["message_id"])) if chat else None
+    if message is None or message.get("from", {}).get("id") != bot.id:
+        return JSONResponse({"error": "no such message from that bot"}, status_code=400)
+    rows = (message.get("reply_markup") or {}).get("inline_keyboard") or []
+    if not any(button.get("callback_data") == data for row in rows for button in row):
+        return JSONResponse({"error": "no such button on that message"}, status_code=400)
+    query = {
+        "id": str(world.random.getrandbits(63)),
+        "from": member(user_id, "member")["user"],
+        "message": message,
+        "chat_instance": str(user_id),
+        "data": data,
+    }
+    return JSONResponse(world.add_update(bot, {"callback_query": query}))
+
+
+async def control_reset(request: Request) -> Response:
+    world: World = request.app.state.world
+    world.bots.clear()
+    world.chats.clear()
+    world.calls.clear()
+    world.sent.clear()
+    world.files.clear()
+    world.admins.clear()
+    world.links.clear()
+    world.faults = Faults()
+    return JSONResponse({"reset": True})
+
+
+ROUTES = [
+    Route("/_sim/bots", control_bot, methods=["POST"]),
+    Route("/_sim/bots/{bot_id:int}/revoke", control_revoke, methods=["POST"]),
+    Route("/_sim/updates", control_updates, methods=["POST"]),
+    Route("/_sim/messages", control_messages, methods=["POST"]),
+    Route("/_sim/sent", control_sent, methods=["GET"]),
+    Route("/_sim/calls", control_calls, methods=["GET"]),
+    Route("/_sim/files/{file_id}", control_file, methods=["GET"]),
+    Route("/_sim/chats/{chat_id:int}/messages", control_chat_messages, methods=["GET"]),
+    Route("/_sim/inflight", control_in_flight, methods=["GET"]),
+    Route("/_sim/faults", control_faults, methods=["GET", "POST"]),
+    Route("/_sim/chats", control_chat, methods=["POST"]),
+    Route("/_sim/join", control_join, methods=["POST"]),
+    Route("/_sim/leave", control_leave, methods=["POST"]),
+    Route("/_sim/press", control_press, methods=["POST"]),
+    Route("/_sim/reset", control_reset, methods=["POST"]),
+]
