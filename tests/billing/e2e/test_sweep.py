@@ -7,6 +7,7 @@ import datetime as dt
 import time
 from typing import Any
 
+import aiohttp
 import httpx
 import psycopg
 import pytest
@@ -202,12 +203,20 @@ def test_sweep__expires_open_invoices_after_24_hours(billing: Served, database_u
     assert query(database_url, "SELECT status FROM invoices ORDER BY id") == [("paid",), ("open",)]
 
 
-async def race(base: str, requests: list[Request], sweeps: int) -> list[httpx.Response]:
-    async with httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=64)) as client:
-        calls = [r.send_async(client, base) for r in requests]
-        calls += [
-            client.post(f"{base}/v1/sweep", headers=gateways.sweep_request()) for _ in range(sweeps)
-        ]
+async def race(base: str, requests: list[Request], sweeps: int) -> list[tuple[int, str]]:
+    """The deliveries and the sweep calls all at once; each answer's status and body. On
+    aiohttp: httpx's async client spent 30 of the 4,000-delivery test's 64 s in the client."""
+    connector = aiohttp.TCPConnector(limit=64)
+    async with aiohttp.ClientSession(
+        connector=connector, timeout=aiohttp.ClientTimeout(total=60)
+    ) as client:
+
+        async def post(path: str, content: bytes, headers: dict[str, str]) -> tuple[int, str]:
+            async with client.post(base + path, data=content, headers=headers) as response:
+                return response.status, await response.text()
+
+        calls = [post(r.path, r.content, r.headers) for r in requests]
+        calls += [post("/v1/sweep", b"", gateways.sweep_request()) for _ in range(sweeps)]
         return await gather_limited(calls)
 
 
@@ -244,7 +253,7 @@ def test_five_payments_race_five_sweeps__always_active_and_replayable(
                 for i, o in enumerate(orders)
             ]
             responses = asyncio.run(race(billing.url, requests, sweeps=5))
-            assert all(r.status_code == 200 for r in responses), [r.text for r in responses]
+            assert all(status == 200 for status, _ in responses), responses
             status, expires = query(
                 database_url,
                 "SELECT status, expires_at FROM memberships WHERE person_id = %s",
@@ -283,7 +292,7 @@ def test_two_hundred_memberships_twenty_deliveries_each_three_sweeps(
             requests.append(gateways.subgate(order["order_reference"], f"bulk-{n}", "12.50"))
     deliveries = [r for r in requests for _ in range(20)]
     responses = asyncio.run(race(billing.url, deliveries, sweeps=3))
-    assert all(r.status_code == 200 for r in responses)
+    assert all(status == 200 for status, _ in responses)
     assert query(database_url, "SELECT count(*) FROM payments") == [(200,)]
     per_membership = query(
         database_url,

@@ -211,7 +211,7 @@ def test_launcher__sigterm_stops_every_child_and_postgres(
 
 
 @pytest.mark.slow
-def test_launcher__killed_launcher_leaves_postgres_the_next_one_reuses(
+def test_launcher__killed_launcher_leaves_postgres_the_next_one_reuses_and_ctrl_c_stops_all(
     tmp_path: Path, ports: dict[str, int]
 ) -> None:
     data_dir = tmp_path / "data"
@@ -238,24 +238,6 @@ def test_launcher__killed_launcher_leaves_postgres_the_next_one_reuses(
         assert (data_dir / "dev-secrets.json").read_text() == secrets_before
         assert "database already has data; not seeding" in log.read_text()
 
-        second.send_signal(signal.SIGINT)
-        assert second.wait(timeout=20) == 0
-        assert gone([pg_pid], timeout=2) == []
-    finally:
-        for proc in (first, second):
-            if proc is not None and proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-
-
-@pytest.mark.slow
-def test_launcher__ctrl_c_stops_everything_without_an_error_line(
-    tmp_path: Path, ports: dict[str, int]
-) -> None:
-    data_dir = tmp_path / "data"
-    log = tmp_path / "launcher.log"
-    proc = start_launcher(launcher_env(data_dir, ports), log)
-    try:
-        wait_all_ready(ports, proc, log)
         sim = f"http://127.0.0.1:{ports['simtelegram']}"
         # The demo bot's long poll is in flight, as it is whenever make run idles.
         wait_until(
@@ -265,12 +247,14 @@ def test_launcher__ctrl_c_stops_everything_without_an_error_line(
         )
         before = len(log.read_text())
         # What a terminal's Ctrl-C does: SIGINT to the whole foreground process group.
-        os.killpg(proc.pid, signal.SIGINT)
-        assert proc.wait(timeout=20) == 0
+        os.killpg(second.pid, signal.SIGINT)
+        assert second.wait(timeout=20) == 0
+        assert gone([pg_pid], timeout=2) == []
         stopping = log.read_text()[before:]
         assert '"level": "ERROR"' not in stopping, stopping
         assert "Traceback" not in stopping
         assert "CancelledError" not in stopping
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+        for proc in (first, second):
+            if proc is not None and proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
