@@ -18,6 +18,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from billing import ad_orders, errors, money, store
+from billing.gateways import BY_NAME
 from billing.rates import Rates, RateUnavailable
 from billing.settings import BillingSettings
 from billing.transitions import Status
@@ -52,13 +53,13 @@ SWEEP_DURATION = Histogram("billing_sweep_duration_seconds", "Time one sweep cal
 def build_verifiers(settings: BillingSettings) -> dict[str, Verifier]:
     verifiers: dict[str, Verifier] = {}
     if settings.subgate_webhook_secret is not None:
-        verifiers["subgate"] = Subgate(settings.subgate_webhook_secret)
+        verifiers[Subgate.name] = Subgate(settings.subgate_webhook_secret)
     if settings.wayforpay_secret_key is not None and settings.wayforpay_merchant_account:
-        verifiers["wayforpay"] = WayForPay(
+        verifiers[WayForPay.name] = WayForPay(
             settings.wayforpay_merchant_account, settings.wayforpay_secret_key
         )
     if settings.stripe_webhook_secrets:
-        verifiers["stripe"] = Stripe(settings.stripe_webhook_secrets)
+        verifiers[Stripe.name] = Stripe(settings.stripe_webhook_secrets)
     return verifiers
 
 
@@ -209,7 +210,10 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
             wanted = msgspec.convert(dict(request.query_params), GatewaysQuery, strict=False)
         except msgspec.ValidationError as error:
             raise errors.InvalidBody(str(error)) from None
-        answer: dict[str, object] = {"gateways": sorted(verifiers)}
+        answer: dict[str, object] = {
+            "gateways": sorted(verifiers),
+            "titles": {name: BY_NAME[name].title for name in sorted(verifiers)},
+        }
         if wanted.channel_id is not None:
             async with store.connection(runtime(request).pool) as conn:
                 offer = await store.channel_offer(conn, wanted.channel_id)

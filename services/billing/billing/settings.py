@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from billing.gateways import GATEWAYS
 from billing.rates import Source, parse_sources
 from shared.settings import CommonSettings, Reader, Secret, SettingsError
 
@@ -17,13 +18,6 @@ def _stripe_secrets(value: str) -> str | None:
         if not part.strip().startswith("whsec_"):
             return "each comma-separated secret must start with whsec_"
     return None
-
-
-PAY_URL_DEFAULTS = {
-    "subgate": "https://pay.subgate.example/checkout/{order_reference}",
-    "wayforpay": "https://secure.wayforpay.com/pay?orderReference={order_reference}",
-    "stripe": "https://checkout.stripe.com/c/pay/{order_reference}",
-}
 
 
 def _pay_url_problem(value: str) -> str | None:
@@ -89,8 +83,8 @@ def read(r: Reader) -> BillingSettings:
             Secret(part.strip()) for part in (stripe.reveal().split(",") if stripe else [])
         ),
         pay_urls={
-            gateway: _checked(r, f"{gateway.upper()}_PAY_URL", default)
-            for gateway, default in PAY_URL_DEFAULTS.items()
+            gateway.name: _checked(r, f"{gateway.name.upper()}_PAY_URL", gateway.pay_url)
+            for gateway in GATEWAYS
         },
         sweep_batch=r.integer("SWEEP_BATCH", 500, minimum=1, maximum=100_000),
         tron_usdt_contract=_tron_address(r, "TRON_USDT_CONTRACT", USDT_MAINNET),

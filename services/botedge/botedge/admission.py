@@ -27,6 +27,7 @@ from typing import Any
 from botedge import sqlq
 from botedge.db import connection
 from botedge.handlers import Context, RetryLater, Routes, Visit
+from botedge.ids import ChatId
 from botedge.inbox_store import InboxRow
 from botedge.outbox_store import Reply
 from botedge.telegram import BadRequest, ServerError, TooManyRequests
@@ -37,7 +38,7 @@ Q = sqlq.Q
 
 
 @dataclass(frozen=True)
-class Standing:
+class ChannelStanding:
     channel_id: int
     title: str
     is_paid: bool
@@ -51,7 +52,9 @@ class Standing:
         return {"inline_keyboard": [[{"text": "Pay to join", "url": url}]]}
 
 
-async def standing(conn: Connection, bot_id: int, chat_id: int, user_id: int) -> Standing | None:
+async def standing(
+    conn: Connection, bot_id: int, chat_id: int, user_id: int
+) -> ChannelStanding | None:
     """The person's standing in a channel we know, as seen from this bot; None otherwise."""
     cur = await conn.execute(
         Q["admission_of"], {"bot_id": bot_id, "chat_id": chat_id, "user_id": user_id}
@@ -59,7 +62,7 @@ async def standing(conn: Connection, bot_id: int, chat_id: int, user_id: int) ->
     row = await cur.fetchone()
     if row is None:
         return None
-    return Standing(
+    return ChannelStanding(
         int(row["channel_id"]),
         str(row["title"]) or "the channel",
         bool(row["is_paid"]),
@@ -70,9 +73,9 @@ async def standing(conn: Connection, bot_id: int, chat_id: int, user_id: int) ->
     )
 
 
-def _pay_message(user_id: int, found: Standing, text: str) -> Reply:
+def _pay_message(user_id: int, found: ChannelStanding, text: str) -> Reply:
     return Reply(
-        user_id,
+        ChatId(user_id),
         "sendMessage",
         {
             "chat_id": user_id,
@@ -118,7 +121,7 @@ class ResendLinks:
         self.feature = feature
 
     async def prepare(self, ctx: Context, update: InboxRow, arg: str) -> list[Resent]:
-        user = int((update.body.get("from") or {}).get("id") or update.chat_key)
+        user = update.sender_id
         async with connection(self.feature.pool) as conn:
             cur = await conn.execute(
                 Q["links_to_resend"], {"bot_id": update.bot_id, "user_id": user}
@@ -213,19 +216,19 @@ class JoinRequest:
             return []
         target = {"chat_id": chat, "user_id": user}
         if found.entitled:
-            return [Reply(user, "approveChatJoinRequest", target)]
+            return [Reply(ChatId(user), "approveChatJoinRequest", target)]
         write_to = body.get("user_chat_id")
         replies = []
         if isinstance(write_to, int):
             title = html.escape(found.title, quote=False)
             text = f"<b>{title}</b> is for paying members. Pay to join:"
             replies.append(_pay_message(write_to, found, text))
-        replies.append(Reply(user, "declineChatJoinRequest", target))
+        replies.append(Reply(ChatId(user), "declineChatJoinRequest", target))
         return replies
 
 
 def intruder_replies(
-    visit: Visit, found: Standing | None, chat_id: int, user_id: int, status: str
+    visit: Visit, found: ChannelStanding | None, chat_id: int, user_id: int, status: str
 ) -> list[Reply]:
     """A join to a paid channel by someone who may not be there: removed, and told how to
     pay when the bot may write to them. Only the channel's manager bot acts."""
@@ -239,8 +242,8 @@ def intruder_replies(
         return []
     target = {"chat_id": chat_id, "user_id": user_id}
     replies = [
-        Reply(user_id, "banChatMember", target),
-        Reply(user_id, "unbanChatMember", {**target, "only_if_banned": True}),
+        Reply(ChatId(user_id), "banChatMember", target),
+        Reply(ChatId(user_id), "unbanChatMember", {**target, "only_if_banned": True}),
     ]
     if found.may_write:
         title = html.escape(found.title, quote=False)

@@ -30,6 +30,7 @@ from botedge import outbox_store, sqlq, uploads
 from botedge.db import connection
 from botedge.events import Event, EventQueue, EventTable
 from botedge.handlers import Context, Routes, Visit, default_reply
+from botedge.ids import ChatId
 from botedge.inbox_store import InboxRow
 from botedge.outbox_store import Reply
 from botedge.text import escape_html
@@ -181,7 +182,7 @@ def preview(slot: dict[str, Any], ad: dict[str, Any]) -> str:
     )
 
 
-def _text(chat_id: int, text: str, markup: dict[str, Any] | None = None) -> Reply:
+def _text(chat_id: ChatId, text: str, markup: dict[str, Any] | None = None) -> Reply:
     payload: dict[str, Any] = {"chat_id": chat_id, "text": text, "parse_mode": "HTML"}
     if markup:
         payload["reply_markup"] = markup

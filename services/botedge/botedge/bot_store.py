@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from botedge import errors, sqlq
+from botedge.ids import PersonId
 from shared.db import Connection
 from shared.secretbox import SecretBox
 
@@ -133,7 +134,7 @@ async def release_lease(conn: Connection, name: str, holder: str) -> None:
 
 async def record_person(
     conn: Connection, bot_id: int, user: Any, *, met: bool = True
-) -> int | None:
+) -> PersonId | None:
     """Upsert the person behind a `from` and, with `met`, note that this bot met them (a
     channel member seen in `chat_member` is not a visitor of the bot); their id."""
     if not isinstance(user, dict) or user.get("is_bot") or not isinstance(user.get("id"), int):
@@ -153,7 +154,7 @@ async def record_person(
             "met": met,
         },
     )
-    return None if row is None else int(row["id"])
+    return None if row is None else PersonId(int(row["id"]))
 
 
 async def set_blocked(conn: Connection, bot_id: int, user_id: int, blocked: bool) -> None:

@@ -26,6 +26,7 @@ from typing import Any
 from botedge import admission, bot_store, sqlq
 from botedge.db import connection
 from botedge.handlers import Context, RetryLater, Routes, Visit
+from botedge.ids import ChatId
 from botedge.inbox_store import InboxRow
 from botedge.metrics import CONTENT_LOOKUPS
 from botedge.outbox_store import Reply
@@ -55,13 +56,16 @@ def is_member(chat_member: Any) -> bool:
     return status in MEMBER or (status == "restricted" and chat_member.get("is_member") is True)
 
 
-class Standing(enum.Enum):
+class JoinState(enum.Enum):
+    """Whether the visitor has joined a sponsor channel, as getChatMember (or its refusal)
+    says."""
+
     JOINED = "joined"
     MISSING = "missing"
     UNKNOWN = "unknown"
 
 
-def standing_of(error: TelegramError) -> Standing | None:
+def join_state_of(error: TelegramError) -> JoinState | None:
     """What a refused getChatMember says about the visitor; None: ask once more."""
     text = error.description.lower()
     if isinstance(error, ServerError | TooManyRequests):
@@ -69,12 +73,12 @@ def standing_of(error: TelegramError) -> Standing | None:
     if isinstance(error, BadRequest):
         if "user not found" in text:
             # Telegram has never seen the person there: not a member.
-            return Standing.MISSING
+            return JoinState.MISSING
         if "participant_id_invalid" in text:
             return None
     # Not an admin there ("member list is inaccessible", CHAT_ADMIN_REQUIRED), "chat not
     # found", 403 "bot is not a member", and whatever else: it cannot tell.
-    return Standing.UNKNOWN
+    return JoinState.UNKNOWN
 
 
 class JoinedCache:
@@ -228,28 +232,28 @@ class Gate:
         pairs = list(zip(channels, standings, strict=True))
         return Check(
             content,
-            missing=tuple(ch for ch, (s, _) in pairs if s is Standing.MISSING),
-            unknown=tuple((ch, why) for ch, (s, why) in pairs if s is Standing.UNKNOWN),
+            missing=tuple(ch for ch, (s, _) in pairs if s is JoinState.MISSING),
+            unknown=tuple((ch, why) for ch, (s, why) in pairs if s is JoinState.UNKNOWN),
         )
 
-    async def _ask(self, ctx: Context, channel: GateChannel, user: int) -> tuple[Standing, str]:
+    async def _ask(self, ctx: Context, channel: GateChannel, user: int) -> tuple[JoinState, str]:
         if self.cache.joined(channel.chat_id, user):
-            return Standing.JOINED, ""
+            return JoinState.JOINED, ""
         for _ in range(2):
             try:
                 member = await ctx.api.call(
                     ctx.token, "getChatMember", {"chat_id": channel.chat_id, "user_id": user}
                 )
             except TelegramError as error:
-                standing = standing_of(error)
+                standing = join_state_of(error)
                 if standing is None:
                     continue
                 return standing, error.description[:300]
             if is_member(member):
                 self.cache.remember(channel.chat_id, user)
-                return Standing.JOINED, ""
-            return Standing.MISSING, ""
-        return Standing.UNKNOWN, "PARTICIPANT_ID_INVALID twice"
+                return JoinState.JOINED, ""
+            return JoinState.MISSING, ""
+        return JoinState.UNKNOWN, "PARTICIPANT_ID_INVALID twice"
 
     async def content(self, bot_id: int, *, code: str = "", content_id: int = 0) -> Found | None:
         """A bot's content by its code or its id, with its gate channels."""
@@ -312,7 +316,7 @@ def gate_markup(content: Content, check: Check) -> dict[str, Any]:
     return {"inline_keyboard": rows}
 
 
-def content_reply(chat_id: int, content: Content) -> Reply:
+def content_reply(chat_id: ChatId, content: Content) -> Reply:
     if content.kind == "post":
         return Reply(
             chat_id,
@@ -342,18 +346,13 @@ async def _deliver_once(conn: Connection, visit: Visit, content: Content) -> boo
     return await cur.fetchone() is not None
 
 
-def _user(update: InboxRow) -> int:
-    sender = update.body.get("from") or {}
-    return int(sender.get("id") or update.chat_key)
-
-
 class _Start:
     def __init__(self, gate: Gate) -> None:
         self.gate = gate
 
     async def prepare(self, ctx: Context, update: InboxRow, arg: str) -> Check:
         found = await self.gate.content(update.bot_id, code=arg[:64])
-        return await self.gate.check(ctx, found, _user(update))
+        return await self.gate.check(ctx, found, update.sender_id)
 
     async def apply(self, conn: Connection, visit: Visit, check: Check) -> list[Reply]:
         chat_id = visit.update.chat_key
@@ -380,7 +379,7 @@ class _Press:
     async def prepare(self, ctx: Context, update: InboxRow, arg: str) -> Check:
         content_id = int(arg) if arg.isascii() and arg.isdigit() and len(arg) < 10 else 0
         found = await self.gate.content(update.bot_id, content_id=content_id)
-        return await self.gate.check(ctx, found, _user(update))
+        return await self.gate.check(ctx, found, update.sender_id)
 
     async def apply(self, conn: Connection, visit: Visit, check: Check) -> list[Reply]:
         body = visit.update.body

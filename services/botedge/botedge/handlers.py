@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from botedge import bot_store, channels, outbox_store
+from botedge.ids import ChatId, PersonId
 from botedge.inbox_store import InboxRow
 from botedge.outbox_store import Reply
 from botedge.telegram import BotApi
@@ -54,7 +55,7 @@ class Visit:
 
     update: InboxRow
     arg: str
-    person_id: int | None
+    person_id: PersonId | None
     now: dt.datetime
 
 
@@ -237,7 +238,7 @@ def default_reply(message: dict[str, Any]) -> list[Reply]:
     chat = message.get("chat") or {}
     if chat.get("type") not in (None, "private"):
         return []
-    chat_id = int(chat["id"])
+    chat_id = ChatId(int(chat["id"]))
     text = message.get("text")
     if not isinstance(text, str):
         return []

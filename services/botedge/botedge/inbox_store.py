@@ -14,6 +14,7 @@ from psycopg import AsyncCursor
 from psycopg.types.json import Jsonb
 
 from botedge import sqlq
+from botedge.ids import BotId, ChatId, UserId
 from botedge.outbox_store import OutboxRow, Reply
 from botedge.updates import Incoming
 from shared.db import Connection
@@ -26,9 +27,10 @@ class InboxRow:
     """A claimed inbox row: one Telegram update in hand."""
 
     id: int
-    bot_id: int
+    bot_id: BotId
     update_id: int
-    chat_key: int
+    # The chat the update belongs to: the order key of the person's updates.
+    chat_key: ChatId
     kind: str
     payload: dict[str, Any]
     attempt: int
@@ -39,9 +41,9 @@ class InboxRow:
     def from_row(cls, row: dict[str, Any]) -> InboxRow:
         return cls(
             id=int(row["id"]),
-            bot_id=int(row["bot_id"]),
+            bot_id=BotId(int(row["bot_id"])),
             update_id=int(row["update_id"]),
-            chat_key=int(row["chat_key"]),
+            chat_key=ChatId(int(row["chat_key"])),
             kind=str(row["kind"]),
             payload=dict(row["payload"]),
             attempt=int(row["attempt"]),
@@ -58,6 +60,13 @@ class InboxRow:
     def body(self) -> dict[str, Any]:
         value = self.payload.get(self.kind)
         return value if isinstance(value, dict) else {}
+
+    @property
+    def sender_id(self) -> UserId:
+        """The Telegram user the update is from; in a private chat, the chat's id when the
+        update names no sender."""
+        sender = self.body.get("from") or {}
+        return UserId(int(sender.get("id") or self.chat_key))
 
 
 # -- intake -------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from botedge import sqlq
+from botedge.ids import ChatId
 from shared.clock import SYSTEM_CLOCK, Clock
 from shared.db import Connection
 
@@ -19,7 +20,7 @@ Q = sqlq.Q
 class Reply:
     """A Bot API call an update's handling decided on; queued in that update's transaction."""
 
-    chat_id: int
+    chat_id: ChatId
     method: str
     payload: dict[str, Any]
 

@@ -11,7 +11,7 @@ Access itself comes from billing once the gateway's callback is in (`access.py`)
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -26,7 +26,6 @@ from shared.settings import Secret
 
 log = logging.getLogger("botedge.pay")
 
-GATEWAY_NAMES = {"subgate": "Subgate", "wayforpay": "WayForPay", "stripe": "Stripe"}
 NOT_PAID = "This link does not lead to a paid channel (any more)."
 NO_GATEWAYS = "Payments are not open here right now. Please try again later."
 GATEWAY_OFF = "That way to pay is not available any more."
@@ -40,6 +39,11 @@ class Offer:
     currency: str
     period_days: int
     gateways: tuple[str, ...]
+    # Each gateway's name as people read it, as billing's registry gives it.
+    titles: dict[str, str] = field(default_factory=dict)
+
+    def gateway_title(self, gateway: str) -> str:
+        return self.titles.get(gateway, gateway)
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,7 @@ class BillingClient:
             str(offer["currency"]),
             int(offer["period_days"]),
             tuple(str(g) for g in body.get("gateways") or ()),
+            {str(k): str(v) for k, v in (body.get("titles") or {}).items()},
         )
 
     async def invoice(self, telegram_user_id: int, channel_id: int, gateway: str) -> Invoice | str:
@@ -119,10 +124,6 @@ class BillingClient:
         return Invoice(str(body["pay_url"]), str(body["amount"]), str(body["currency"]), gateway)
 
 
-def gateway_name(gateway: str) -> str:
-    return GATEWAY_NAMES.get(gateway, gateway)
-
-
 def offer_message(offer: Offer | None) -> tuple[str, dict[str, Any] | None]:
     """The offer's text and its buttons (none when there is nothing to press)."""
     if offer is None:
@@ -135,7 +136,12 @@ def offer_message(offer: Offer | None) -> tuple[str, dict[str, Any] | None]:
         f"{escape_html(offer.currency)} for {days}.\nChoose how to pay:"
     )
     rows = [
-        [{"text": f"Pay with {gateway_name(g)}", "callback_data": f"pay:{offer.channel_id}:{g}"}]
+        [
+            {
+                "text": f"Pay with {offer.gateway_title(g)}",
+                "callback_data": f"pay:{offer.channel_id}:{g}",
+            }
+        ]
         for g in offer.gateways
     ]
     return text, {"inline_keyboard": rows}
@@ -145,7 +151,7 @@ def invoice_message(offer: Offer, invoice: Invoice) -> tuple[str, dict[str, Any]
     price = f"{escape_html(invoice.amount)} {escape_html(invoice.currency)}"
     text = (
         f"Pay <b>{price}</b> for <b>{escape_html(offer.title)}</b> with "
-        f"{gateway_name(invoice.gateway)}. The link is valid for 24 hours; once the payment "
+        f"{offer.gateway_title(invoice.gateway)}. The link is valid for 24 hours; once the payment "
         "arrives, your invite link comes here."
     )
     button = {"text": f"Pay {invoice.amount} {invoice.currency}", "url": invoice.pay_url}
@@ -154,10 +160,6 @@ def invoice_message(offer: Offer, invoice: Invoice) -> tuple[str, dict[str, Any]
 
 def _channel_id(text: str) -> int:
     return int(text) if text.isascii() and text.isdigit() and len(text) < 10 else 0
-
-
-def _user(update: InboxRow) -> int:
-    return int((update.body.get("from") or {}).get("id") or update.chat_key)
 
 
 class Pay:
@@ -204,7 +206,7 @@ class _Press:
             return Pressed(None, "not_paid")
         if gateway not in offer.gateways:
             return Pressed(offer, "gateway_off")
-        outcome = await self.billing.invoice(_user(update), channel_id, gateway)
+        outcome = await self.billing.invoice(update.sender_id, channel_id, gateway)
         return Pressed(offer, outcome)
 
     async def apply(self, conn: Connection, visit: Visit, pressed: Pressed) -> list[Reply]:

@@ -12,9 +12,9 @@ from botedge.gate import (
     ContentCache,
     GateChannel,
     JoinedCache,
-    Standing,
+    JoinState,
     is_member,
-    standing_of,
+    join_state_of,
 )
 from botedge.handlers import BotLogic, RetryLater, Routes, start_payload
 from botedge.inbox_store import InboxRow
@@ -44,23 +44,23 @@ def test_is_member__telegrams_rule(member: object, expected: bool) -> None:
 @pytest.mark.parametrize(
     ("error", "expected"),
     [
-        (BadRequest(400, "Bad Request: user not found"), Standing.MISSING),
-        (BadRequest(400, "Bad Request: member list is inaccessible"), Standing.UNKNOWN),
-        (BadRequest(400, "Bad Request: CHAT_ADMIN_REQUIRED"), Standing.UNKNOWN),
-        (BadRequest(400, "Bad Request: chat not found"), Standing.UNKNOWN),
-        (Forbidden(403, "Forbidden: bot is not a member of the channel chat"), Standing.UNKNOWN),
+        (BadRequest(400, "Bad Request: user not found"), JoinState.MISSING),
+        (BadRequest(400, "Bad Request: member list is inaccessible"), JoinState.UNKNOWN),
+        (BadRequest(400, "Bad Request: CHAT_ADMIN_REQUIRED"), JoinState.UNKNOWN),
+        (BadRequest(400, "Bad Request: chat not found"), JoinState.UNKNOWN),
+        (Forbidden(403, "Forbidden: bot is not a member of the channel chat"), JoinState.UNKNOWN),
         (BadRequest(400, "Bad Request: PARTICIPANT_ID_INVALID"), None),
     ],
 )
-def test_standing_of__what_a_refusal_says(error: BadRequest, expected: Standing | None) -> None:
-    assert standing_of(error) is expected
+def test_standing_of__what_a_refusal_says(error: BadRequest, expected: JoinState | None) -> None:
+    assert join_state_of(error) is expected
 
 
 def test_standing_of__telegram_unreachable_retries_with_its_retry_after() -> None:
     with pytest.raises(RetryLater):
-        standing_of(ServerError(0, "getChatMember: timed out"))
+        join_state_of(ServerError(0, "getChatMember: timed out"))
     with pytest.raises(RetryLater) as raised:
-        standing_of(TooManyRequests(429, "Too Many Requests", retry_after=7))
+        join_state_of(TooManyRequests(429, "Too Many Requests", retry_after=7))
     assert raised.value.retry_after == 7
 
 

@@ -45,7 +45,15 @@ def test_invoice__not_paid_and_gateway_off_are_answers_not_retries() -> None:
 
 
 def test_offer_message__escaped_title_and_a_button_per_gateway() -> None:
-    offer = Offer(3, "A <b> & C", "12.50", "UAH", 1, ("stripe", "subgate"))
+    offer = Offer(
+        3,
+        "A <b> & C",
+        "12.50",
+        "UAH",
+        1,
+        ("stripe", "subgate"),
+        {"stripe": "Stripe", "subgate": "Subgate"},
+    )
     text, markup = offer_message(offer)
     assert text == "<b>A &lt;b&gt; &amp; C</b>: 12.50 UAH for 1 day.\nChoose how to pay:"
     assert markup == {

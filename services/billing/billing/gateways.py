@@ -1,0 +1,28 @@
+"""The payment gateways billing knows: the one list of their names, the name a person reads,
+and where each one's checkout is by default. Settings, the verifiers and
+`GET /internal/gateways` (which the bot reads) all come from here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Gateway:
+    name: str
+    title: str
+    # The checkout URL template when `<NAME>_PAY_URL` is not set.
+    pay_url: str
+
+
+GATEWAYS = (
+    Gateway("subgate", "Subgate", "https://pay.subgate.example/checkout/{order_reference}"),
+    Gateway(
+        "wayforpay",
+        "WayForPay",
+        "https://secure.wayforpay.com/pay?orderReference={order_reference}",
+    ),
+    Gateway("stripe", "Stripe", "https://checkout.stripe.com/c/pay/{order_reference}"),
+)
+
+BY_NAME = {gateway.name: gateway for gateway in GATEWAYS}
