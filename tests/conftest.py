@@ -32,6 +32,7 @@ from shared.testing import free_port, serve_in_thread
 from simulators.telegram.app import create_app as simtelegram_app
 from simulators.telegram.state import Faults
 from simulators.trongrid.app import create_app as simtrongrid_app
+from tests.forkserver import Forked
 
 ROOT = Path(__file__).resolve().parents[1]
 T = TypeVar("T")
@@ -90,7 +91,7 @@ def panel_settings(database_url: str, **overrides: str) -> PanelSettings:
 @dataclass
 class ServiceProcess:
     name: str
-    proc: subprocess.Popen[bytes]
+    proc: subprocess.Popen[bytes] | Forked
     url: str
     log_path: Path
 
@@ -114,7 +115,7 @@ def wait_until(check: Callable[[], object], timeout: float, what: str) -> None:
         time.sleep(0.05)
 
 
-def wait_healthy(url: str, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+def wait_healthy(url: str, proc: subprocess.Popen[bytes] | Forked, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -166,9 +167,29 @@ def serve_simtrongrid(serve: Serve) -> Served:
     return serve(simtrongrid_app())
 
 
+@pytest.fixture(scope="session")
+def fork_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """This test worker's fork server (see tests/forkserver.py); its socket's path."""
+    path = str(tmp_path_factory.mktemp("forkserver") / "socket")
+    log = Path(path).with_name("forkserver.log").open("wb")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "tests.forkserver", path], cwd=ROOT, stdout=log, stderr=log
+    )
+    try:
+        wait_until(lambda: server.poll() is not None or Path(path).exists(), 60, "the fork server")
+        if server.poll() is not None:
+            raise RuntimeError(f"the fork server exited: {Path(log.name).read_text()}")
+        yield path
+    finally:
+        server.kill()
+        server.wait()
+        log.close()
+
+
 @pytest.fixture
-def start_service(tmp_path: Path) -> Iterator[object]:
-    """Start `python -m <module>` as a real process on a free port; stopped after the test."""
+def start_service(tmp_path: Path, fork_server: str) -> Iterator[object]:
+    """Start `python -m <module>` as a real process on a free port; stopped after the test.
+    It is forked from the fork server, which has the services imported already."""
     started: list[ServiceProcess] = []
 
     def start(
@@ -176,14 +197,7 @@ def start_service(tmp_path: Path) -> Iterator[object]:
     ) -> ServiceProcess:
         port = port or free_port()
         log_path = tmp_path / f"{module.replace('.', '_')}-{port}.log"
-        with log_path.open("wb") as log:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", module, *args],
-                env={**env, "PORT": str(port)},
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=ROOT,
-            )
+        proc = Forked(fork_server, module, list(args), {**env, "PORT": str(port)}, log_path)
         service = ServiceProcess(module, proc, f"http://127.0.0.1:{port}", log_path)
         started.append(service)
         if wait:
