@@ -3,8 +3,10 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-# uv installs the pinned packages in seconds where pip takes most of a minute.
-UV     := $(BIN)/uv pip install --quiet --python $(BIN)/python
+# uv installs the pinned packages in seconds where pip takes most of a minute. Compiled to
+# bytecode at install: with PYTHONDONTWRITEBYTECODE set, as on CI, each process would otherwise
+# compile what it imports (2.1 s instead of 1.3 s to import botedge).
+UV     := $(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python
 
 .PHONY: run test test-fast check lint typecheck pytest migrate loadtest bench-webhooks bench-claim bench-login bench-gate bench-sweep clean
 

@@ -281,20 +281,26 @@ class AdShop:
             }
         return answer(msgspec.convert(detail, OrderDetail))
 
-    def step(self, what: str) -> Any:
-        async def run(request: Request, caller: Caller) -> Response:
-            order_id = int(request.path_params["order_id"])
-            if order_id >= 2**31:
-                raise Problem(404, "not-found", "no ad order by that id")
-            done = await self.billing.ask("POST", f"/internal/ad-orders/{order_id}/{what}")
-            if done.status_code == 200:
-                async with store.connection(runtime(request).pool) as conn:
-                    await self._audit(
-                        conn, caller, f"ad_orders.{what}", f"ad_order:{order_id}", None, done.json()
-                    )
-            return relayed(done)
+    async def approve(self, request: Request, caller: Caller) -> Response:
+        return await self._step(request, caller, "approve")
 
-        return run
+    async def reject(self, request: Request, caller: Caller) -> Response:
+        return await self._step(request, caller, "reject")
+
+    async def cancel(self, request: Request, caller: Caller) -> Response:
+        return await self._step(request, caller, "cancel")
+
+    async def _step(self, request: Request, caller: Caller, what: str) -> Response:
+        order_id = int(request.path_params["order_id"])
+        if order_id >= 2**31:
+            raise Problem(404, "not-found", "no ad order by that id")
+        done = await self.billing.ask("POST", f"/internal/ad-orders/{order_id}/{what}")
+        if done.status_code == 200:
+            async with store.connection(runtime(request).pool) as conn:
+                await self._audit(
+                    conn, caller, f"ad_orders.{what}", f"ad_order:{order_id}", None, done.json()
+                )
+        return relayed(done)
 
     async def _audit(
         self, conn: Connection, caller: Caller, action: str, target: str, before: Any, after: Any

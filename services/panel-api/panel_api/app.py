@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib.metadata
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 
 import msgspec
@@ -15,7 +15,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from panel_api import auth, errors, first_run, page
-from panel_api.access import Access, Handler
+from panel_api.access import Access
 from panel_api.admission import Admission
 from panel_api.adshop import AdShop
 from panel_api.bots import Bots
@@ -37,26 +37,26 @@ STATUS: dict[type[errors.PanelError], int] = {
     errors.InvalidValue: 422,
 }
 
-Key = tuple[str, str]
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 
-def build_routes(
-    access: Access, guarded: dict[Key, Handler], public: dict[Key, Endpoint]
-) -> list[Route]:
-    """The routes of `OPERATIONS`, each guarded by its least role; a handler missing from the
-    table, or a table entry with no handler, stops the app from being built."""
-    keys = {key for key, op in OPERATIONS.items() if op.least is not None}
-    if guarded.keys() != keys or public.keys() != OPERATIONS.keys() - keys:
-        raise RuntimeError("every route needs its entry in contract.OPERATIONS, and only those")
+def build_routes(access: Access, features: Sequence[object]) -> list[Route]:
+    """The routes of `OPERATIONS`, each answered by its handler on the feature of that class and
+    guarded by its least role; an operation whose feature is not given stops the app."""
+    by_class = {type(feature).__name__: feature for feature in features}
     routes = []
     for (method, path), op in OPERATIONS.items():
-        endpoint = (
-            public[(method, path)]
-            if op.least is None
-            else access.guard(op.least, guarded[(method, path)])
+        owner = op.handler.__qualname__.split(".")[0] if op.handler is not None else None
+        if owner not in by_class:
+            raise RuntimeError(f"{method} {path}: no feature serves its contract.OPERATIONS entry")
+        endpoint = op.handler.__get__(by_class[owner])
+        routes.append(
+            Route(
+                path,
+                endpoint if op.least is None else access.guard(op.least, endpoint),
+                methods=[method],
+            )
         )
-        routes.append(Route(path, endpoint, methods=[method]))
     return routes
 
 
@@ -95,63 +95,13 @@ def create_app(
     gate = Gate(clock, botedge)
     admission = Admission(clock, billing)
     shop = AdShop(clock, billing)
-    public: dict[Key, Endpoint] = {
-        ("POST", "/v1/auth/login"): sign_in.login,
-        ("POST", "/v1/auth/refresh"): sign_in.refresh,
-        ("POST", "/v1/auth/logout"): sign_in.logout,
-        ("POST", "/v1/setup"): first_start.create_owner,
-    }
-    guarded: dict[Key, Handler] = {
-        ("GET", "/v1/me"): team.me,
-        ("GET", "/v1/workspace"): team.workspace,
-        ("PATCH", "/v1/workspace"): team.change_workspace,
-        ("GET", "/v1/team"): team.list_members,
-        ("POST", "/v1/team"): team.add,
-        ("PATCH", "/v1/team/{member_id:int}"): team.change,
-        ("GET", "/v1/audit"): team.audit_log,
-        ("GET", "/v1/bots"): bots.list_bots,
-        ("POST", "/v1/bots"): bots.add_bot,
-        ("GET", "/v1/dead-updates"): bots.list_dead,
-        ("POST", "/v1/dead-updates/{inbox_id:int}/replay"): bots.replay,
-        ("GET", "/v1/dashboard"): ledger.dashboard,
-        ("GET", "/v1/people"): ledger.people,
-        ("GET", "/v1/memberships"): ledger.memberships,
-        ("GET", "/v1/memberships/{person_id:int}/{channel_id:int}/events"): ledger.history,
-        ("GET", "/v1/invoices"): ledger.invoices,
-        ("POST", "/v1/invoices"): ledger.create_invoice,
-        ("GET", "/v1/payments"): ledger.payments,
-        ("GET", "/v1/gateway-events"): ledger.gateway_events,
-        ("GET", "/v1/access-events"): ledger.access_events,
-        ("POST", "/v1/access-events/{event_id:int}/retry"): ledger.retry_access_event,
-        ("GET", "/v1/channels"): gate.channels,
-        ("POST", "/v1/channels"): gate.add_channel,
-        ("PATCH", "/v1/channels/{channel_id:int}"): gate.change_channel,
-        ("PUT", "/v1/bots/{bot_id:int}/default-gate"): gate.set_default_gate,
-        ("GET", "/v1/channels/{channel_id:int}/whitelist"): admission.whitelist,
-        ("POST", "/v1/channels/{channel_id:int}/whitelist"): admission.add_to_whitelist,
-        (
-            "DELETE",
-            "/v1/channels/{channel_id:int}/whitelist/{telegram_user_id:int}",
-        ): admission.remove_from_whitelist,
-        ("POST", "/v1/channels/{channel_id:int}/import"): admission.import_members,
-        ("POST", "/v1/grants"): admission.grant,
-        ("GET", "/v1/contents"): gate.contents,
-        ("POST", "/v1/contents"): gate.add_content,
-        ("PATCH", "/v1/contents/{content_id:int}"): gate.change_content,
-        ("DELETE", "/v1/contents/{content_id:int}"): gate.delete_content,
-        ("GET", "/v1/ad-slots"): shop.slots,
-        ("POST", "/v1/ad-slots"): shop.add_slot,
-        ("PATCH", "/v1/ad-slots/{slot_id:int}"): shop.change_slot,
-        ("GET", "/v1/ad-orders"): shop.orders,
-        ("GET", "/v1/ad-orders/{order_id:int}"): shop.order,
-        ("POST", "/v1/ad-orders/{order_id:int}/approve"): shop.step("approve"),
-        ("POST", "/v1/ad-orders/{order_id:int}/reject"): shop.step("reject"),
-        ("POST", "/v1/ad-orders/{order_id:int}/cancel"): shop.step("cancel"),
-    }
     return create_service_app(
         settings.common,
         routes=[
-            *build_routes(Access(settings.jwt_secret, clock), guarded, public),
+            *build_routes(
+                Access(settings.jwt_secret, clock),
+                [sign_in, first_start, team, ledger, bots, gate, admission, shop],
+            ),
             Route("/openapi.json", _document(), methods=["GET"]),
             # Last: every other GET is the page.
             *page.routes(),

@@ -16,6 +16,7 @@ import msgspec
 
 from panel_api.access import Me, Page, Role
 from panel_api.admission import (
+    Admission,
     GrantAnswer,
     ImportBody,
     Imported,
@@ -25,6 +26,7 @@ from panel_api.admission import (
     WhitelistQuery,
 )
 from panel_api.adshop import (
+    AdShop,
     NewSlot,
     OrderDetail,
     OrderQuery,
@@ -34,9 +36,9 @@ from panel_api.adshop import (
     SlotQuery,
 )
 from panel_api.adshop import Order as AdOrder
-from panel_api.auth import LoginBody, Tokens
-from panel_api.bots import Bot, BotAdded, BotQuery, DeadQuery, DeadUpdate, NewBot, Replayed
-from panel_api.first_run import SetupBody
+from panel_api.auth import LoginBody, SignIn, Tokens
+from panel_api.bots import Bot, BotAdded, BotQuery, Bots, DeadQuery, DeadUpdate, NewBot, Replayed
+from panel_api.first_run import Setup, SetupBody
 from panel_api.gate import (
     Channel as Channel,
 )
@@ -48,6 +50,7 @@ from panel_api.gate import (
     ContentBody,
     ContentQuery,
     DefaultGate,
+    Gate,
     NewChannel,
 )
 from panel_api.ledger import (
@@ -61,6 +64,7 @@ from panel_api.ledger import (
     Invoice,
     InvoiceMade,
     InvoiceQuery,
+    Ledger,
     Membership,
     MembershipQuery,
     NewInvoice,
@@ -75,6 +79,7 @@ from panel_api.team import (
     AuditQuery,
     MemberChange,
     NewMember,
+    Team,
     TeamMember,
     TeamQuery,
     Workspace,
@@ -100,6 +105,8 @@ class Operation:
     csrf: bool = False
     """Takes the refresh cookie and needs the anti-forgery header."""
     media_type: str = "application/json"
+    handler: Any = None
+    """The method that answers it, unbound: `Team.me` is served by the app's `Team`."""
 
 
 class ProblemBody(msgspec.Struct):
@@ -127,12 +134,22 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         Tokens,
         body=LoginBody,
         problems=(401, 429),
+        handler=SignIn.login,
     ),
     ("POST", "/v1/auth/refresh"): Operation(
-        "A new access token and a rotated refresh cookie", None, Tokens, problems=(401,), csrf=True
+        "A new access token and a rotated refresh cookie",
+        None,
+        Tokens,
+        problems=(401,),
+        csrf=True,
+        handler=SignIn.refresh,
     ),
     ("POST", "/v1/auth/logout"): Operation(
-        "Sign out: the refresh token's whole family revoked", None, status=204, csrf=True
+        "Sign out: the refresh token's whole family revoked",
+        None,
+        status=204,
+        csrf=True,
+        handler=SignIn.logout,
     ),
     ("POST", "/v1/setup"): Operation(
         "Create the owner with the one-time setup code printed at first start",
@@ -141,10 +158,11 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         status=201,
         body=SetupBody,
         problems=(401, 404, 429),
+        handler=Setup.create_owner,
     ),
-    ("GET", "/v1/me"): Operation("The member the token names", Role.VIEWER, Me),
+    ("GET", "/v1/me"): Operation("The member the token names", Role.VIEWER, Me, handler=Team.me),
     ("GET", "/v1/workspace"): Operation(
-        "Workspace settings", Role.VIEWER, Workspace, problems=(404,)
+        "Workspace settings", Role.VIEWER, Workspace, problems=(404,), handler=Team.workspace
     ),
     ("PATCH", "/v1/workspace"): Operation(
         "Change the time zone or language",
@@ -152,10 +170,19 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         Workspace,
         body=WorkspaceChange,
         problems=(404,),
+        handler=Team.change_workspace,
     ),
-    ("GET", "/v1/team"): Operation("The team", Role.OWNER, Page[TeamMember], query=TeamQuery),
+    ("GET", "/v1/team"): Operation(
+        "The team", Role.OWNER, Page[TeamMember], query=TeamQuery, handler=Team.list_members
+    ),
     ("POST", "/v1/team"): Operation(
-        "Add a member", Role.OWNER, TeamMember, status=201, body=NewMember, problems=(409,)
+        "Add a member",
+        Role.OWNER,
+        TeamMember,
+        status=201,
+        body=NewMember,
+        problems=(409,),
+        handler=Team.add,
     ),
     ("PATCH", "/v1/team/{member_id:int}"): Operation(
         "Change a member's role, name or disabled flag",
@@ -163,9 +190,14 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         TeamMember,
         body=MemberChange,
         problems=(409,),
+        handler=Team.change,
     ),
-    ("GET", "/v1/audit"): Operation("Every write", Role.OWNER, Page[AuditEntry], query=AuditQuery),
-    ("GET", "/v1/bots"): Operation("The bots", Role.VIEWER, Page[Bot], query=BotQuery),
+    ("GET", "/v1/audit"): Operation(
+        "Every write", Role.OWNER, Page[AuditEntry], query=AuditQuery, handler=Team.audit_log
+    ),
+    ("GET", "/v1/bots"): Operation(
+        "The bots", Role.VIEWER, Page[Bot], query=BotQuery, handler=Bots.list_bots
+    ),
     ("POST", "/v1/bots"): Operation(
         "Add a bot by its token (botedge checks it with Telegram)",
         Role.ADMIN,
@@ -173,52 +205,77 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         status=201,
         body=NewBot,
         problems=(502,),
+        handler=Bots.add_bot,
     ),
     ("GET", "/v1/dead-updates"): Operation(
-        "Updates that failed every attempt", Role.ADMIN, Page[DeadUpdate], query=DeadQuery
+        "Updates that failed every attempt",
+        Role.ADMIN,
+        Page[DeadUpdate],
+        query=DeadQuery,
+        handler=Bots.list_dead,
     ),
     ("POST", "/v1/dead-updates/{inbox_id:int}/replay"): Operation(
-        "Queue a dead update again", Role.ADMIN, Replayed
+        "Queue a dead update again", Role.ADMIN, Replayed, handler=Bots.replay
     ),
     ("GET", "/v1/dashboard"): Operation(
         "Counts that need attention and 30 days of revenue by day and currency",
         Role.VIEWER,
         Dashboard,
+        handler=Ledger.dashboard,
     ),
     ("GET", "/v1/people"): Operation(
-        "Each bot's visitors", Role.VIEWER, Page[Visitor], query=PeopleQuery
+        "Each bot's visitors", Role.VIEWER, Page[Visitor], query=PeopleQuery, handler=Ledger.people
     ),
     ("GET", "/v1/memberships"): Operation(
-        "Memberships of paid channels", Role.VIEWER, Page[Membership], query=MembershipQuery
+        "Memberships of paid channels",
+        Role.VIEWER,
+        Page[Membership],
+        query=MembershipQuery,
+        handler=Ledger.memberships,
     ),
     ("GET", "/v1/memberships/{person_id:int}/{channel_id:int}/events"): Operation(
-        "A membership's history, oldest first", Role.VIEWER, History
+        "A membership's history, oldest first", Role.VIEWER, History, handler=Ledger.history
     ),
-    ("GET", "/v1/invoices"): Operation("Invoices", Role.VIEWER, Page[Invoice], query=InvoiceQuery),
+    ("GET", "/v1/invoices"): Operation(
+        "Invoices", Role.VIEWER, Page[Invoice], query=InvoiceQuery, handler=Ledger.invoices
+    ),
     ("POST", "/v1/invoices"): Operation(
-        "Create an invoice (billing makes it)", Role.ADMIN, InvoiceMade, status=201, body=NewInvoice
+        "Create an invoice (billing makes it)",
+        Role.ADMIN,
+        InvoiceMade,
+        status=201,
+        body=NewInvoice,
+        handler=Ledger.create_invoice,
     ),
-    ("GET", "/v1/payments"): Operation("Payments", Role.VIEWER, Page[Payment], query=PaymentQuery),
+    ("GET", "/v1/payments"): Operation(
+        "Payments", Role.VIEWER, Page[Payment], query=PaymentQuery, handler=Ledger.payments
+    ),
     ("GET", "/v1/gateway-events"): Operation(
         "Gateway deliveries that need the owner",
         Role.VIEWER,
         Page[GatewayEvent],
         query=GatewayEventQuery,
+        handler=Ledger.gateway_events,
     ),
     ("GET", "/v1/access-events"): Operation(
         "Channel access from billing as botedge does it: state, attempts, last error",
         Role.VIEWER,
         Page[AccessEvent],
         query=AccessEventQuery,
+        handler=Ledger.access_events,
     ),
     ("POST", "/v1/access-events/{event_id:int}/retry"): Operation(
-        "Put a failed access event back in line", Role.ADMIN, AccessRetried
+        "Put a failed access event back in line",
+        Role.ADMIN,
+        AccessRetried,
+        handler=Ledger.retry_access_event,
     ),
     ("GET", "/v1/channels"): Operation(
         "Channels, their plans and each bot's rights there (flagged where it cannot act)",
         Role.VIEWER,
         Page[Channel],
         query=ChannelQuery,
+        handler=Gate.channels,
     ),
     ("POST", "/v1/channels"): Operation(
         "Find a channel by @username, link, post link or id (botedge asks Telegram)",
@@ -226,12 +283,14 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         ChannelFound,
         body=NewChannel,
         problems=(404, 502),
+        handler=Gate.add_channel,
     ),
     ("PATCH", "/v1/channels/{channel_id:int}"): Operation(
         "Set a channel paid, its manager bot, its default plan, reminders and admission",
         Role.ADMIN,
         Channel,
         body=ChannelChange,
+        handler=Gate.change_channel,
     ),
     ("GET", "/v1/channels/{channel_id:int}/whitelist"): Operation(
         "Who may be in a paid channel without paying",
@@ -239,6 +298,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         Page[WhitelistEntry],
         query=WhitelistQuery,
         problems=(404,),
+        handler=Admission.whitelist,
     ),
     ("POST", "/v1/channels/{channel_id:int}/whitelist"): Operation(
         "Let someone into a paid channel without paying (kept from intruder removal)",
@@ -247,9 +307,14 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         status=201,
         body=NewWhitelistEntry,
         problems=(404,),
+        handler=Admission.add_to_whitelist,
     ),
     ("DELETE", "/v1/channels/{channel_id:int}/whitelist/{telegram_user_id:int}"): Operation(
-        "Take someone off a channel's whitelist", Role.ADMIN, status=204, problems=(404,)
+        "Take someone off a channel's whitelist",
+        Role.ADMIN,
+        status=204,
+        problems=(404,),
+        handler=Admission.remove_from_whitelist,
     ),
     ("POST", "/v1/channels/{channel_id:int}/import"): Operation(
         "Import members by Telegram id (up to 10,000): whitelist them, or grant access until"
@@ -258,6 +323,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         Imported,
         body=ImportBody,
         problems=(404, 503),
+        handler=Admission.import_members,
     ),
     ("POST", "/v1/grants"): Operation(
         "Grant access to a paid channel until a date, without a payment (billing)",
@@ -265,24 +331,38 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         GrantAnswer,
         body=NewGrant,
         problems=(404, 503),
+        handler=Admission.grant,
     ),
     ("PUT", "/v1/bots/{bot_id:int}/default-gate"): Operation(
-        "A bot's default gate channels", Role.EDITOR, DefaultGate, body=DefaultGate
+        "A bot's default gate channels",
+        Role.EDITOR,
+        DefaultGate,
+        body=DefaultGate,
+        handler=Gate.set_default_gate,
     ),
     ("GET", "/v1/contents"): Operation(
-        "Contents with their gate and link", Role.VIEWER, Page[Content], query=ContentQuery
+        "Contents with their gate and link",
+        Role.VIEWER,
+        Page[Content],
+        query=ContentQuery,
+        handler=Gate.contents,
     ),
     ("POST", "/v1/contents"): Operation(
-        "Add a content behind the gate", Role.EDITOR, Content, status=201, body=ContentBody
+        "Add a content behind the gate",
+        Role.EDITOR,
+        Content,
+        status=201,
+        body=ContentBody,
+        handler=Gate.add_content,
     ),
     ("PATCH", "/v1/contents/{content_id:int}"): Operation(
-        "Replace a content", Role.EDITOR, Content, body=ContentBody
+        "Replace a content", Role.EDITOR, Content, body=ContentBody, handler=Gate.change_content
     ),
     ("DELETE", "/v1/contents/{content_id:int}"): Operation(
-        "Delete a content", Role.EDITOR, status=204
+        "Delete a content", Role.EDITOR, status=204, handler=Gate.delete_content
     ),
     ("GET", "/v1/ad-slots"): Operation(
-        "What the bots sell", Role.VIEWER, Page[Slot], query=SlotQuery
+        "What the bots sell", Role.VIEWER, Page[Slot], query=SlotQuery, handler=AdShop.slots
     ),
     ("POST", "/v1/ad-slots"): Operation(
         "Add an ad slot; price in USDT, at most 6 decimals",
@@ -290,13 +370,23 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         Slot,
         status=201,
         body=NewSlot,
+        handler=AdShop.add_slot,
     ),
     ("PATCH", "/v1/ad-slots/{slot_id:int}"): Operation(
-        "Change or deactivate an ad slot", Role.ADMIN, Slot, body=SlotChange
+        "Change or deactivate an ad slot",
+        Role.ADMIN,
+        Slot,
+        body=SlotChange,
+        handler=AdShop.change_slot,
     ),
-    ("GET", "/v1/ad-orders"): Operation("Ad orders", Role.VIEWER, Page[AdOrder], query=OrderQuery),
+    ("GET", "/v1/ad-orders"): Operation(
+        "Ad orders", Role.VIEWER, Page[AdOrder], query=OrderQuery, handler=AdShop.orders
+    ),
     ("GET", "/v1/ad-orders/{order_id:int}"): Operation(
-        "An ad order with its claims, credits and events", Role.VIEWER, OrderDetail
+        "An ad order with its claims, credits and events",
+        Role.VIEWER,
+        OrderDetail,
+        handler=AdShop.order,
     ),
     **{
         ("POST", f"/v1/ad-orders/{{order_id:int}}/{step}"): Operation(
@@ -304,6 +394,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
             Role.ADMIN,
             OrderStep,
             problems=(409, 422),
+            handler=getattr(AdShop, step),
         )
         for step in ("approve", "reject", "cancel")
     },

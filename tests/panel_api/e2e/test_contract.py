@@ -24,11 +24,13 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from panel_api import page
+from panel_api import auth, first_run, page
 from panel_api.access import RANK, Access, Role
 from panel_api.app import build_routes, create_app
 from panel_api.contract import OPERATIONS, SERVICE_ROUTES
+from panel_api.passwords import Passwords
 from panel_api.seed import seed
+from panel_api.team import Team
 from shared.clock import SYSTEM_CLOCK
 from shared.settings import Secret
 from shared.testing import serve_in_thread
@@ -279,16 +281,18 @@ def test_openapi__documents_every_route_the_app_serves(database_url: str) -> Non
                 assert "application/problem+json" in response["content"]
 
 
-def test_routes__a_handler_without_its_table_entry_stops_the_app() -> None:
-    async def stray(request: Any, caller: Any) -> Any:
-        raise AssertionError("never called")
-
-    access = Access(Secret("x" * 32), SYSTEM_CLOCK)
-    guarded = {key: stray for key, op in OPERATIONS.items() if op.least is not None}
-    public = {key: stray for key, op in OPERATIONS.items() if op.least is None}
-    assert len(build_routes(access, guarded, public)) == len(OPERATIONS)  # type: ignore[arg-type]
-    with pytest.raises(RuntimeError, match=r"contract\.OPERATIONS"):
-        build_routes(access, {**guarded, ("GET", "/v1/stray"): stray}, public)  # type: ignore[arg-type]
-    del guarded[("GET", "/v1/me")]
-    with pytest.raises(RuntimeError, match=r"contract\.OPERATIONS"):
-        build_routes(access, guarded, public)  # type: ignore[arg-type]
+def test_routes__every_operation_is_served_by_its_handler_and_a_missing_feature_stops_the_app(
+    database_url: str,
+) -> None:
+    assert all(op.handler is not None for op in OPERATIONS.values())
+    settings = panel_settings(database_url)
+    clock = SYSTEM_CLOCK
+    passwords = Passwords(settings.bcrypt_rounds)
+    features = [
+        auth.SignIn(settings.jwt_secret, clock, settings.trusted_proxies, passwords),
+        first_run.Setup(clock, settings.trusted_proxies, passwords),
+        Team(clock, passwords),
+    ]
+    access = Access(Secret("x" * 32), clock)
+    with pytest.raises(RuntimeError, match=r"no feature serves its contract.OPERATIONS entry"):
+        build_routes(access, features)
