@@ -2,38 +2,32 @@
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 from typing import Annotated
 
-import httpx
 import msgspec
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from billing import ad_orders, errors, money, store
+from billing import sweep as sweeping
+from billing.background import Background
 from billing.gateways import BY_NAME
-from billing.rates import Rates, RateUnavailable
+from billing.rates import RateUnavailable
 from billing.settings import BillingSettings
-from billing.transitions import Status
-from billing.tron_verifier import TronVerifier
-from billing.trongrid import TronGrid
 from billing.webhooks import Stripe, Subgate, Verifier, WayForPay
 from shared.clock import SYSTEM_CLOCK, Clock
 from shared.errors import Problem, json_body, read_body, service_error_handler
-from shared.web import Runtime, create_service_app, require_bearer, runtime
+from shared.web import create_service_app, require_bearer, runtime
 
 log = logging.getLogger("billing.app")
 
 WEBHOOK_BODY_LIMIT = 64 * 1024
-SWEEP_TIME_BUDGET = 20.0
-SWEEP_CHUNK = 500
 
 DELIVERIES = Counter(
     "billing_webhook_deliveries_total",
@@ -43,11 +37,6 @@ DELIVERIES = Counter(
 REJECTED = Counter(
     "billing_webhook_rejected_total", "Deliveries refused with a 4xx", ["gateway", "reason"]
 )
-SWEEP_TRANSITIONS = Counter(
-    "billing_sweep_transitions_total", "Membership moves made by the sweep", ["to"]
-)
-SWEEP_RUNS = Counter("billing_sweep_runs_total", "Sweep calls", ["more"])
-SWEEP_DURATION = Histogram("billing_sweep_duration_seconds", "Time one sweep call took")
 
 
 def build_verifiers(settings: BillingSettings) -> dict[str, Verifier]:
@@ -130,51 +119,9 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
 
     async def sweep(request: Request) -> Response:
         require_bearer(request, settings.sweep_token)
-        started = clock.monotonic()
-        now = clock.now()
-        total = store.SweepChunk()
-        more = False
         async with store.connection(runtime(request).pool) as conn:
-            # Chunks of SWEEP_CHUNK, each one transaction: a payment waits at most one chunk
-            # for a membership the sweep holds.
-            while total.examined < settings.sweep_batch:
-                if clock.monotonic() - started > SWEEP_TIME_BUDGET:
-                    more = True
-                    break
-                limit = min(SWEEP_CHUNK, settings.sweep_batch - total.examined)
-                chunk = await store.sweep_chunk(conn, now, limit)
-                total.examined += chunk.examined
-                total.skipped += chunk.skipped
-                total.reminded += chunk.reminded
-                for status, n in chunk.moved.items():
-                    total.moved[status] += n
-                    SWEEP_TRANSITIONS.labels(status.value).inc(n)
-                SWEEP_TRANSITIONS.labels("expiry_notice").inc(chunk.reminded)
-                if chunk.skipped:
-                    # A payment holds some now: they would head the next chunk again, so the
-                    # next call takes them.
-                    more = True
-                    break
-                if chunk.examined < limit:
-                    break
-            else:
-                more = True
-            invoices = await store.expire_open_invoices(conn, now, settings.sweep_batch)
-            orders = await store.ad_order_deadlines(conn, now, settings.sweep_batch)
-        SWEEP_RUNS.labels(str(more).lower()).inc()
-        SWEEP_DURATION.observe(clock.monotonic() - started)
-        return JSONResponse(
-            {
-                "examined": total.examined,
-                "to_grace": total.moved[Status.GRACE],
-                "to_expired": total.moved[Status.EXPIRED],
-                "reminded": total.reminded,
-                "skipped": total.skipped,
-                "invoices_expired": invoices,
-                "orders_expired": orders,
-                "more": more,
-            }
-        )
+            answer = await sweeping.sweep(conn, clock.now(), settings.sweep_batch, clock)
+        return JSONResponse(answer)
 
     async def create_invoice(request: Request) -> Response:
         require_bearer(request, settings.service_token)
@@ -246,8 +193,7 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
         changed, membership = done
         return JSONResponse({"applied": changed, "membership": membership.as_json()})
 
-    rate_client = httpx.AsyncClient()
-    rates = Rates(rate_client, settings.trx_rate_sources, clock)
+    background = Background(settings, clock)
 
     async def approve(request: Request) -> Response:
         require_bearer(request, settings.service_token)
@@ -258,7 +204,7 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
         rate = None
         if order["accepts_trx"]:
             try:
-                rate = await rates.rate()
+                rate = await background.rates.rate()
             except RateUnavailable:
                 raise errors.RateUnavailable("no TRX rate source answered; retry") from None
         async with store.connection(runtime(request).pool) as conn, conn.transaction():
@@ -277,31 +223,9 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
 
         return end
 
-    @asynccontextmanager
-    async def lifespan(state: Runtime) -> AsyncIterator[None]:
-        # Billing's background work: the TRON verifier, in every billing process.
-        stopping = asyncio.Event()
-        async with httpx.AsyncClient() as http, rate_client:
-            tron = TronVerifier(
-                state.pool,
-                TronGrid(http, settings.trongrid_url, settings.trongrid_api_key),
-                clock=clock,
-                usdt_contract=settings.tron_usdt_contract,
-                interval=settings.tron_check_interval,
-            )
-            task = asyncio.get_running_loop().create_task(tron.run(stopping))
-            try:
-                yield None
-            finally:
-                stopping.set()
-                try:
-                    await asyncio.wait_for(task, settings.common.shutdown_timeout)
-                except TimeoutError:
-                    log.warning("the TRON verifier did not stop in time")
-
     return create_service_app(
         settings.common,
-        service_lifespan=lifespan,
+        service_lifespan=background.lifespan,
         routes=[
             Route("/v1/webhooks/payments/{gateway}", payment_webhook, methods=["POST"]),
             Route("/v1/sweep", sweep, methods=["POST"]),
