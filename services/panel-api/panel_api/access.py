@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from enum import StrEnum
-from typing import Annotated, Any, Generic, LiteralString, Protocol, TypeVar
+from typing import Annotated, Any, Generic, Literal, LiteralString, Protocol, TypeVar
 
 import msgspec
 from psycopg import sql
@@ -185,6 +185,14 @@ class Listing:
     query: str
     key: tuple[Column, ...]
     sorts: tuple[Column, ...]
+
+    @property
+    def sort_values(self) -> Any:
+        """The type of a list query's `sort`: each sort's name, and with `-` before it for
+        descending. A list's query struct names it as its field's type (mypy cannot see it,
+        hence the `type: ignore`), so the values, their check and the OpenAPI enum come from
+        the listing."""
+        return Literal[tuple(v for c in self.sorts for v in (c.name, f"-{c.name}"))]
 
     async def page(
         self, request: Request, where: Sorted, params: dict[str, Any]

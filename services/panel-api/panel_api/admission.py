@@ -45,14 +45,12 @@ Reason = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=r"^[^
 Until = Annotated[dt.datetime, msgspec.Meta(tz=True)]
 
 
-class WhitelistQuery(Paged, kw_only=True):
-    sort: Literal["telegram_user_id", "-telegram_user_id", "created_at", "-created_at"] = (
-        "telegram_user_id"
-    )
-
-
 USER = Column("telegram_user_id", int)
 WHITELIST = Listing("whitelist_list", key=(USER,), sorts=(USER, CREATED))
+
+
+class WhitelistQuery(Paged, kw_only=True):
+    sort: WHITELIST.sort_values = "telegram_user_id"  # type: ignore[name-defined]
 
 
 class WhitelistEntry(msgspec.Struct):

@@ -83,41 +83,13 @@ class Slot(msgspec.Struct):
     created_at: dt.datetime
 
 
-class SlotQuery(Paged, kw_only=True):
-    bot: Id | None = None
-    sort: Literal[
-        "id",
-        "-id",
-        "title",
-        "-title",
-        "price_micros",
-        "-price_micros",
-        "created_at",
-        "-created_at",
-    ] = "id"
-
-
 PRICE = Column("price_micros", int)
 SLOTS = Listing("ad_slots_list", key=(ID,), sorts=(ID, Column("title", str), PRICE, CREATED))
 
 
-class OrderQuery(Paged, kw_only=True):
-    status: OrderStatus | None = None
+class SlotQuery(Paged, kw_only=True):
     bot: Id | None = None
-    since: Annotated[dt.datetime, msgspec.Meta(tz=True)] | None = None
-    until: Annotated[dt.datetime, msgspec.Meta(tz=True)] | None = None
-    sort: Literal[
-        "id",
-        "-id",
-        "created_at",
-        "-created_at",
-        "price_micros",
-        "-price_micros",
-        "paid_micros",
-        "-paid_micros",
-        "status",
-        "-status",
-    ] = "-id"
+    sort: SLOTS.sort_values = "id"  # type: ignore[name-defined]
 
 
 ORDERS = Listing(
@@ -125,6 +97,14 @@ ORDERS = Listing(
     key=(ID,),
     sorts=(ID, CREATED, PRICE, Column("paid_micros", int), Column("status", str)),
 )
+
+
+class OrderQuery(Paged, kw_only=True):
+    status: OrderStatus | None = None
+    bot: Id | None = None
+    since: Annotated[dt.datetime, msgspec.Meta(tz=True)] | None = None
+    until: Annotated[dt.datetime, msgspec.Meta(tz=True)] | None = None
+    sort: ORDERS.sort_values = "-id"  # type: ignore[name-defined]
 
 
 class Order(msgspec.Struct):

@@ -81,21 +81,13 @@ class Replayed(msgspec.Struct):
     replayed: int
 
 
-class BotQuery(Paged, kw_only=True):
-    sort: Literal[
-        "id", "-id", "username", "-username", "status", "-status", "created_at", "-created_at"
-    ] = "id"
-
-
 BOTS = Listing(
     "bots_list", key=(ID,), sorts=(ID, Column("username", str), Column("status", str), CREATED)
 )
 
 
-class DeadQuery(Paged, kw_only=True):
-    sort: Literal[
-        "id", "-id", "bot_id", "-bot_id", "attempt", "-attempt", "received_at", "-received_at"
-    ] = "id"
+class BotQuery(Paged, kw_only=True):
+    sort: BOTS.sort_values = "id"  # type: ignore[name-defined]
 
 
 DEAD = Listing(
@@ -103,6 +95,10 @@ DEAD = Listing(
     key=(ID,),
     sorts=(ID, Column("bot_id", int), Column("attempt", int), Column("received_at", dt.datetime)),
 )
+
+
+class DeadQuery(Paged, kw_only=True):
+    sort: DEAD.sort_values = "id"  # type: ignore[name-defined]
 
 
 class Bots:

@@ -155,10 +155,6 @@ class Content(msgspec.Struct):
     updated_at: dt.datetime
 
 
-class ChannelQuery(Paged, kw_only=True):
-    sort: Literal["id", "-id", "title", "-title", "telegram_chat_id", "-telegram_chat_id"] = "id"
-
-
 CHANNELS = Listing(
     "channels_list",
     key=(ID,),
@@ -166,20 +162,8 @@ CHANNELS = Listing(
 )
 
 
-class ContentQuery(Paged, kw_only=True):
-    bot: Id | None = None
-    sort: Literal[
-        "id",
-        "-id",
-        "code",
-        "-code",
-        "bot_id",
-        "-bot_id",
-        "created_at",
-        "-created_at",
-        "updated_at",
-        "-updated_at",
-    ] = "id"
+class ChannelQuery(Paged, kw_only=True):
+    sort: CHANNELS.sort_values = "id"  # type: ignore[name-defined]
 
 
 CONTENTS = Listing(
@@ -193,6 +177,11 @@ CONTENTS = Listing(
         Column("updated_at", dt.datetime),
     ),
 )
+
+
+class ContentQuery(Paged, kw_only=True):
+    bot: Id | None = None
+    sort: CONTENTS.sort_values = "id"  # type: ignore[name-defined]
 
 
 class Gate:

@@ -57,20 +57,6 @@ class InvoiceMade(msgspec.Struct):
     pay_url: str
 
 
-class PeopleQuery(Paged, kw_only=True):
-    bot: Id | None = None
-    sort: Literal[
-        "bot_id",
-        "-bot_id",
-        "first_seen_at",
-        "-first_seen_at",
-        "last_seen_at",
-        "-last_seen_at",
-        "telegram_user_id",
-        "-telegram_user_id",
-    ] = "bot_id"
-
-
 BOT = Column("bot_id", int)
 PEOPLE = Listing(
     "people_list",
@@ -82,6 +68,11 @@ PEOPLE = Listing(
         Column("telegram_user_id", int),
     ),
 )
+
+
+class PeopleQuery(Paged, kw_only=True):
+    bot: Id | None = None
+    sort: PEOPLE.sort_values = "bot_id"  # type: ignore[name-defined]
 
 
 class Visitor(msgspec.Struct):
@@ -96,21 +87,6 @@ class Visitor(msgspec.Struct):
     blocked: bool
 
 
-class MembershipQuery(Paged, kw_only=True):
-    status: MembershipStatus | None = None
-    channel: Id | None = None
-    sort: Literal[
-        "person_id",
-        "-person_id",
-        "status",
-        "-status",
-        "expires_at",
-        "-expires_at",
-        "updated_at",
-        "-updated_at",
-    ] = "person_id"
-
-
 PERSON = Column("person_id", int)
 MEMBERSHIPS = Listing(
     "memberships_list",
@@ -122,6 +98,12 @@ MEMBERSHIPS = Listing(
         Column("updated_at", dt.datetime),
     ),
 )
+
+
+class MembershipQuery(Paged, kw_only=True):
+    status: MembershipStatus | None = None
+    channel: Id | None = None
+    sort: MEMBERSHIPS.sort_values = "person_id"  # type: ignore[name-defined]
 
 
 class Membership(msgspec.Struct):
@@ -155,27 +137,16 @@ class History(msgspec.Struct):
 AMOUNT = Column("amount_minor", Decimal, "numeric")
 
 
-class InvoiceQuery(Paged, kw_only=True):
-    status: Literal["open", "paid", "expired", "cancelled"] | None = None
-    sort: Literal[
-        "id",
-        "-id",
-        "created_at",
-        "-created_at",
-        "expires_at",
-        "-expires_at",
-        "amount_minor",
-        "-amount_minor",
-        "status",
-        "-status",
-    ] = "-id"
-
-
 INVOICES = Listing(
     "invoices_list",
     key=(ID,),
     sorts=(ID, CREATED, Column("expires_at", dt.datetime), AMOUNT, Column("status", str)),
 )
+
+
+class InvoiceQuery(Paged, kw_only=True):
+    status: Literal["open", "paid", "expired", "cancelled"] | None = None
+    sort: INVOICES.sort_values = "-id"  # type: ignore[name-defined]
 
 
 class Invoice(msgspec.Struct):
@@ -192,29 +163,18 @@ class Invoice(msgspec.Struct):
     paid_at: dt.datetime | None
 
 
-class PaymentQuery(Paged, kw_only=True):
-    gateway: Word | None = None
-    applied: bool | None = None
-    flag: Word | None = None
-    sort: Literal[
-        "id",
-        "-id",
-        "paid_at",
-        "-paid_at",
-        "amount_minor",
-        "-amount_minor",
-        "gateway",
-        "-gateway",
-        "created_at",
-        "-created_at",
-    ] = "-id"
-
-
 PAYMENTS = Listing(
     "payments_list",
     key=(ID,),
     sorts=(ID, Column("paid_at", dt.datetime), AMOUNT, Column("gateway", str), CREATED),
 )
+
+
+class PaymentQuery(Paged, kw_only=True):
+    gateway: Word | None = None
+    applied: bool | None = None
+    flag: Word | None = None
+    sort: PAYMENTS.sort_values = "-id"  # type: ignore[name-defined]
 
 
 class Payment(msgspec.Struct):
@@ -232,13 +192,6 @@ class Payment(msgspec.Struct):
     created_at: dt.datetime
 
 
-class GatewayEventQuery(Paged, kw_only=True):
-    outcome: Attention | None = None
-    sort: Literal[
-        "id", "-id", "received_at", "-received_at", "gateway", "-gateway", "outcome", "-outcome"
-    ] = "-id"
-
-
 GATEWAY_EVENTS = Listing(
     "gateway_events_list",
     key=(ID,),
@@ -249,6 +202,11 @@ GATEWAY_EVENTS = Listing(
         Column("outcome", str),
     ),
 )
+
+
+class GatewayEventQuery(Paged, kw_only=True):
+    outcome: Attention | None = None
+    sort: GATEWAY_EVENTS.sort_values = "-id"  # type: ignore[name-defined]
 
 
 class GatewayEvent(msgspec.Struct):
@@ -266,24 +224,6 @@ class GatewayEvent(msgspec.Struct):
 AccessState = Literal["pending", "processing", "done", "failed"]
 
 
-class AccessEventQuery(Paged, kw_only=True):
-    state: AccessState | None = None
-    sort: Literal[
-        "id",
-        "-id",
-        "created_at",
-        "-created_at",
-        "available_at",
-        "-available_at",
-        "attempts",
-        "-attempts",
-        "state",
-        "-state",
-        "kind",
-        "-kind",
-    ] = "-id"
-
-
 ACCESS_EVENTS = Listing(
     "access_events_list",
     key=(ID,),
@@ -296,6 +236,11 @@ ACCESS_EVENTS = Listing(
         Column("kind", str),
     ),
 )
+
+
+class AccessEventQuery(Paged, kw_only=True):
+    state: AccessState | None = None
+    sort: ACCESS_EVENTS.sort_values = "-id"  # type: ignore[name-defined]
 
 
 class AccessEvent(msgspec.Struct):

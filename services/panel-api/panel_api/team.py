@@ -62,24 +62,13 @@ class TeamMember(msgspec.Struct):
     created_at: dt.datetime
 
 
-class TeamQuery(Paged, kw_only=True):
-    sort: Literal["id", "-id", "email", "-email", "role", "-role", "created_at", "-created_at"] = (
-        "id"
-    )
-
-
 TEAM = Listing(
     "team_list", key=(ID,), sorts=(ID, Column("email", str), Column("role", str), CREATED)
 )
 
 
-class AuditQuery(Paged, kw_only=True):
-    sort: Literal["id", "-id", "at", "-at", "action", "-action"] = "-id"
-    member: Annotated[int, msgspec.Meta(ge=1, le=2**63 - 1)] | None = None
-    action: Word | None = None
-    target: Word | None = None
-    since: Annotated[dt.datetime, msgspec.Meta(tz=True)] | None = None
-    until: Annotated[dt.datetime, msgspec.Meta(tz=True)] | None = None
+class TeamQuery(Paged, kw_only=True):
+    sort: TEAM.sort_values = "id"  # type: ignore[name-defined]
 
 
 class AuditEntry(msgspec.Struct):
@@ -96,6 +85,15 @@ class AuditEntry(msgspec.Struct):
 AUDIT = Listing(
     "audit_list", key=(ID,), sorts=(ID, Column("at", dt.datetime), Column("action", str))
 )
+
+
+class AuditQuery(Paged, kw_only=True):
+    sort: AUDIT.sort_values = "-id"  # type: ignore[name-defined]
+    member: Annotated[int, msgspec.Meta(ge=1, le=2**63 - 1)] | None = None
+    action: Word | None = None
+    target: Word | None = None
+    since: Annotated[dt.datetime, msgspec.Meta(tz=True)] | None = None
+    until: Annotated[dt.datetime, msgspec.Meta(tz=True)] | None = None
 
 
 class Workspace(msgspec.Struct):
