@@ -71,9 +71,11 @@ class ServiceError(Exception):
 
     slug = "error"
 
-    def __init__(self, detail: str) -> None:
+    def __init__(self, detail: str, *, retry_after: int | None = None) -> None:
         super().__init__(detail)
         self.detail = detail
+        # Seconds a client should wait before trying again (`Retry-After`), when it is known.
+        self.retry_after = retry_after
 
 
 E = TypeVar("E", bound=ServiceError)
@@ -86,7 +88,8 @@ def problem_for(error: Exception, statuses: Mapping[type[E], int]) -> Problem | 
     status = next((code for kind, code in statuses.items() if isinstance(error, kind)), None)
     if status is None:
         return None
-    headers = {"Retry-After": "5"} if status == 503 else None
+    wait = error.retry_after if error.retry_after is not None else 5 if status == 503 else None
+    headers = None if wait is None else {"Retry-After": str(wait)}
     return Problem(status, error.slug, error.detail, headers=headers)
 
 

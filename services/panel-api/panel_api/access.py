@@ -23,11 +23,10 @@ from psycopg import sql
 from starlette.requests import Request
 from starlette.responses import Response
 
-from panel_api import store
+from panel_api import errors, store
 from panel_api.auth import verify_token
 from shared.clock import Clock
 from shared.db import Connection
-from shared.errors import Problem
 from shared.logging import request_id
 from shared.settings import Secret
 from shared.web import bearer_token, runtime
@@ -99,14 +98,14 @@ class Access:
         async with store.connection(runtime(request).pool) as conn:
             row = await store.member_by_id(conn, int(claims["sub"]))
         if row is None or row.disabled:
-            raise Problem(401, "invalid-token", "the member no longer exists or is disabled")
+            raise errors.InvalidToken("the member no longer exists or is disabled")
         return Caller(row.id, row.email, Role(row.role))
 
     def guard(self, least: Role, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
             caller = await self.caller(request)
             if RANK[caller.role] < RANK[least]:
-                raise Problem(403, "forbidden", f"this needs the {least.value} role or higher")
+                raise errors.Forbidden(f"this needs the {least.value} role or higher")
             return await handler(request, caller)
 
         return endpoint
@@ -154,11 +153,11 @@ def query(request: Request, kind: type[Q]) -> Q:
     params = request.query_params
     repeated = sorted({name for name, _ in params.multi_items() if len(params.getlist(name)) > 1})
     if repeated:
-        raise Problem(422, "invalid-values", f"{', '.join(repeated)} given more than once")
+        raise errors.InvalidValue(f"{', '.join(repeated)} given more than once")
     try:
         return msgspec.convert(dict(params), kind, strict=False)
     except msgspec.ValidationError as error:
-        raise Problem(422, "invalid-values", str(error).replace("$.", "")) from None
+        raise errors.InvalidValue(str(error).replace("$.", "")) from None
 
 
 @dataclass(frozen=True)
@@ -249,14 +248,14 @@ def _cursor(sort: str, values: list[Any]) -> str:
 def _position(cursor: str, sort: str, order: tuple[Column, ...]) -> tuple[Any, ...]:
     """The values a cursor holds, each of its column's type; 422 for one this API did not give
     out for this sort."""
-    foreign = Problem(422, "invalid-values", "cursor is not one this API gave out")
+    foreign = errors.InvalidValue("cursor is not one this API gave out")
     try:
         value = json.loads(base64.urlsafe_b64decode(cursor.encode("ascii")))
         given, values = value["s"], value["v"]
     except (ValueError, binascii.Error, KeyError, TypeError, UnicodeEncodeError):
         raise foreign from None
     if given != sort:
-        raise Problem(422, "invalid-values", f"cursor belongs to sort {given!r}, not {sort!r}")
+        raise errors.InvalidValue(f"cursor belongs to sort {given!r}, not {sort!r}")
     if not isinstance(values, list) or len(values) != len(order):
         raise foreign
     try:

@@ -17,7 +17,7 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
-from panel_api import store
+from panel_api import errors, store
 from panel_api.access import (
     CREATED,
     Caller,
@@ -33,7 +33,7 @@ from panel_api.internal import Internal, relayed
 from panel_api.ledger import Id
 from panel_api.sqlq import Q
 from shared.clock import Clock
-from shared.errors import Problem, json_body
+from shared.errors import json_body
 from shared.web import runtime
 
 MAX_IMPORT = 10_000
@@ -127,7 +127,7 @@ def checked_ids(values: list[int | str]) -> tuple[dict[int, int], list[Rejected]
 def _channel_id(request: Request) -> int:
     value = int(request.path_params["channel_id"])
     if value >= 2**31:
-        raise Problem(404, "not-found", "no channel by that id")
+        raise errors.NotFound("no channel by that id")
     return value
 
 
@@ -140,9 +140,9 @@ class Admission:
         cur = await conn.execute(Q["channel_for_update"], {"id": channel_id})
         row = await cur.fetchone()
         if row is None:
-            raise Problem(404, "not-found", "no channel by that id")
+            raise errors.NotFound("no channel by that id")
         if not row["is_paid"]:
-            raise Problem(422, "invalid-values", "the channel is not paid")
+            raise errors.InvalidValue("the channel is not paid")
 
     async def whitelist(self, request: Request, caller: Caller) -> Response:
         channel_id = _channel_id(request)
@@ -180,7 +180,7 @@ class Admission:
             )
             gone = await cur.fetchone()
             if gone is None:
-                raise Problem(404, "not-found", "not on that channel's whitelist")
+                raise errors.NotFound("not on that channel's whitelist")
             await audit(
                 conn,
                 caller,
@@ -196,9 +196,9 @@ class Admission:
         channel_id = _channel_id(request)
         body = await json_body(request, ImportBody, limit=512 * 1024)
         if body.action == "grant" and body.until is None:
-            raise Problem(422, "invalid-values", "a grant needs `until`")
+            raise errors.InvalidValue("a grant needs `until`")
         if body.until is not None and body.until <= self.clock.now():
-            raise Problem(422, "invalid-values", "until must be in the future")
+            raise errors.InvalidValue("until must be in the future")
         ids, rejected = checked_ids(body.ids)
         async with store.connection(runtime(request).pool) as conn:
             async with conn.transaction():

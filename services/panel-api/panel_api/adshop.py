@@ -14,7 +14,7 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
-from panel_api import store
+from panel_api import errors, store
 from panel_api.access import (
     CREATED,
     ID,
@@ -32,7 +32,7 @@ from panel_api.internal import Internal, relayed
 from panel_api.ledger import Id
 from shared.clock import Clock
 from shared.db import Connection
-from shared.errors import Problem, json_body
+from shared.errors import json_body
 from shared.units import decimal_text
 from shared.web import runtime
 
@@ -49,7 +49,7 @@ Title = Annotated[str, msgspec.Meta(min_length=1, max_length=120, pattern=r"^[^\
 def micros(price: str) -> int:
     value = int(Decimal(price) * 1_000_000)
     if value <= 0:
-        raise Problem(422, "invalid-values", "price must be above zero")
+        raise errors.InvalidValue("price must be above zero")
     return value
 
 
@@ -194,11 +194,11 @@ class AdShop:
     async def add_slot(self, request: Request, caller: Caller) -> Response:
         body = await json_body(request, NewSlot, limit=4096)
         if not (body.accepts_usdt or body.accepts_trx):
-            raise Problem(422, "invalid-values", "a slot takes USDT, TRX or both")
+            raise errors.InvalidValue("a slot takes USDT, TRX or both")
         params = {**msgspec.to_builtins(body), "price_micros": micros(body.price)}
         async with store.connection(runtime(request).pool) as conn, conn.transaction():
             if await (await conn.execute(Q["bot_exists"], {"id": body.bot_id})).fetchone() is None:
-                raise Problem(422, "invalid-values", f"no bot {body.bot_id}")
+                raise errors.InvalidValue(f"no bot {body.bot_id}")
             row = await (await conn.execute(Q["insert_ad_slot"], params)).fetchone()
             slot = _slot(dict(row or {}))
             await self._audit(conn, caller, "ad_slots.add", f"ad_slot:{slot.id}", None, slot)
@@ -211,7 +211,7 @@ class AdShop:
             cur = await conn.execute(Q["ad_slot_for_update"], {"id": min(slot_id, 2**31 - 1)})
             before = await cur.fetchone()
             if before is None:
-                raise Problem(404, "not-found", "no ad slot by that id")
+                raise errors.NotFound("no ad slot by that id")
             changed = {
                 key: getattr(body, key)
                 for key in ("title", "accepts_usdt", "accepts_trx", "active")
@@ -221,7 +221,7 @@ class AdShop:
                 changed["price_micros"] = micros(body.price)
             after = {**dict(before), **changed}
             if not (after["accepts_usdt"] or after["accepts_trx"]):
-                raise Problem(422, "invalid-values", "a slot takes USDT, TRX or both")
+                raise errors.InvalidValue("a slot takes USDT, TRX or both")
             row = await (await conn.execute(Q["update_ad_slot"], after)).fetchone()
             slot = _slot(dict(row or {}))
             await self._audit(
@@ -244,7 +244,7 @@ class AdShop:
     async def order(self, request: Request, caller: Caller) -> Response:
         order_id = int(request.path_params["order_id"])
         if order_id >= 2**31:
-            raise Problem(404, "not-found", "no ad order by that id")
+            raise errors.NotFound("no ad order by that id")
         async with store.connection(runtime(request).pool) as conn:
             found = await store.rows(
                 conn,
@@ -252,7 +252,7 @@ class AdShop:
                 {"id": order_id, "status": None, "bot_id": None, "since": None, "until": None},
             )
             if not found:
-                raise Problem(404, "not-found", "no ad order by that id")
+                raise errors.NotFound("no ad order by that id")
             detail = {
                 "order": found[0],
                 "claims": await store.rows(conn, "ad_order_claims", {"id": order_id}),
@@ -273,7 +273,7 @@ class AdShop:
     async def _step(self, request: Request, caller: Caller, what: str) -> Response:
         order_id = int(request.path_params["order_id"])
         if order_id >= 2**31:
-            raise Problem(404, "not-found", "no ad order by that id")
+            raise errors.NotFound("no ad order by that id")
         done = await self.billing.ask("POST", f"/internal/ad-orders/{order_id}/{what}")
         if done.status_code == 200:
             async with store.connection(runtime(request).pool) as conn:

@@ -34,7 +34,18 @@ from shared.web import Runtime, create_service_app
 # The one place the panel's errors meet HTTP.
 STATUS: dict[type[errors.PanelError], int] = {
     errors.DatabaseUnavailable: 503,
+    errors.BadCredentials: 401,
+    errors.BadSetupCode: 401,
+    errors.InvalidToken: 401,
+    errors.MissingCredentials: 401,
+    errors.SetupCodeExpired: 401,
+    errors.TokenExpired: 401,
+    errors.Forbidden: 403,
+    errors.NotDead: 404,
+    errors.NotFound: 404,
+    errors.Conflict: 409,
     errors.InvalidValue: 422,
+    errors.TooManyRequests: 429,
 }
 
 Endpoint = Callable[[Request], Awaitable[Response]]

@@ -14,7 +14,7 @@ from prometheus_client import Counter
 from starlette.requests import Request
 from starlette.responses import Response
 
-from panel_api import sessions, store
+from panel_api import errors, sessions, store
 from panel_api.passwords import Passwords
 from shared.clock import Clock
 from shared.db import Connection
@@ -96,15 +96,15 @@ def verify_token(secret: Secret, token: str, now: dt.datetime) -> dict[str, Any]
             },
         )
     except jwt.InvalidTokenError:
-        raise Problem(401, "invalid-token", "the access token is not valid") from None
+        raise errors.InvalidToken("the access token is not valid") from None
     exp = claims["exp"]
     if isinstance(exp, bool) or not isinstance(exp, int | float):
-        raise Problem(401, "invalid-token", "the access token is not valid")
+        raise errors.InvalidToken("the access token is not valid")
     if now.timestamp() >= exp:
-        raise Problem(401, "token-expired", "the access token has expired")
+        raise errors.TokenExpired("the access token has expired")
     sub = claims["sub"]
     if not (isinstance(sub, str) and sub.isascii() and sub.isdigit() and len(sub) <= 18):
-        raise Problem(401, "invalid-token", "the access token names no member")
+        raise errors.InvalidToken("the access token names no member")
     return claims
 
 
@@ -115,12 +115,7 @@ async def refuse_if_throttled(
     until = await store.throttled_until(conn, key, address, now, FAILURE_WINDOW, FAILURE_LIMIT)
     if until is not None:
         wait = max(1, math.ceil((until - now).total_seconds()))
-        raise Problem(
-            429,
-            "too-many-requests",
-            f"too many {what}; try again in {wait} s",
-            headers={"Retry-After": str(wait)},
-        )
+        raise errors.TooManyRequests(f"too many {what}; try again in {wait} s", retry_after=wait)
 
 
 class SignIn:
@@ -152,7 +147,7 @@ class SignIn:
         if row is None or not password_ok or row.disabled:
             async with store.connection(pool) as conn:
                 await store.record_failure(conn, email, address, now, FAILURE_WINDOW)
-            raise Problem(401, "bad-credentials", "email or password is wrong")
+            raise errors.BadCredentials("email or password is wrong")
         member = Member(id=row.id, email=row.email, role=row.role)
         refresh = sessions.new_token()
         async with store.connection(pool) as conn, conn.transaction():
@@ -171,12 +166,12 @@ class SignIn:
         self._require_csrf_header(request)
         presented = request.cookies.get(sessions.COOKIE)
         if not presented:
-            raise Problem(401, "missing-credentials", "no refresh token")
+            raise errors.MissingCredentials("no refresh token")
         now = self.clock.now()
         async with store.connection(runtime(request).pool) as conn, conn.transaction():
             row = await store.refresh_token_for_update(conn, sessions.token_hash(presented))
             if row is None or row.revoked or row.expires_at <= now:
-                raise Problem(401, "invalid-token", "the refresh token is not valid")
+                raise errors.InvalidToken("the refresh token is not valid")
             if row.member.disabled:
                 await store.revoke_family(conn, row.family, now)
                 # Answered, not raised: raising would roll the revocation back.
@@ -218,7 +213,7 @@ class SignIn:
     @staticmethod
     def _require_csrf_header(request: Request) -> None:
         if request.headers.get(sessions.CSRF_HEADER) != sessions.CSRF_VALUE:
-            raise Problem(403, "forbidden", f"send {sessions.CSRF_HEADER}: {sessions.CSRF_VALUE}")
+            raise errors.Forbidden(f"send {sessions.CSRF_HEADER}: {sessions.CSRF_VALUE}")
 
     @staticmethod
     def _answer(pair: sessions.Pair) -> Response:

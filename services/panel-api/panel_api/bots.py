@@ -14,7 +14,7 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
-from panel_api import store
+from panel_api import errors, store
 from panel_api.access import (
     CREATED,
     ID,
@@ -30,7 +30,7 @@ from panel_api.access import (
 )
 from panel_api.internal import Internal, relayed
 from shared.clock import Clock
-from shared.errors import Problem, json_body
+from shared.errors import json_body
 from shared.secretbox import SecretBox, SecretBoxError
 from shared.web import runtime
 
@@ -147,7 +147,7 @@ class Bots:
     async def replay(self, request: Request, caller: Caller) -> Response:
         inbox_id = int(request.path_params["inbox_id"])
         if inbox_id >= 2**63:
-            raise Problem(404, "not-dead", "no dead update with that id")
+            raise errors.NotDead("no dead update with that id")
         answer = await self.botedge.ask("POST", f"/internal/inbox/{inbox_id}/replay")
         if answer.status_code == 200:
             await self._audit(request, caller, "inbox.replay", f"inbox:{inbox_id}", None)

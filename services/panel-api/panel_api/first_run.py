@@ -29,7 +29,7 @@ from panel_api.passwords import MAX_BYTES, Passwords
 from shared.backoff import backoff_delay
 from shared.clock import Clock
 from shared.db import Pool
-from shared.errors import Problem, json_body
+from shared.errors import json_body
 from shared.settings import Networks
 from shared.web import client_address, runtime
 
@@ -102,24 +102,22 @@ class Setup:
     async def create_owner(self, request: Request) -> Response:
         body = await json_body(request, SetupBody, limit=4096)
         if len(body.password.encode()) > MAX_BYTES:
-            raise Problem(422, "invalid-values", f"password is over {MAX_BYTES} bytes")
+            raise errors.InvalidValue(f"password is over {MAX_BYTES} bytes")
         address = client_address(request, self.trusted_proxies)
         now = self.clock.now()
         pool = runtime(request).pool
         async with store.connection(pool) as conn:
             if await store.owner_exists(conn):
-                raise Problem(404, "not-found", "the owner exists; setup is over")
+                raise errors.NotFound("the owner exists; setup is over")
             await refuse_if_throttled(conn, THROTTLE_KEY, address, now, "wrong setup codes")
             saved = await store.setup_code(conn)
         matches = saved is not None and hmac.compare_digest(saved.code_hash, code_hash(body.code))
         if not matches or saved is None:
             async with store.connection(pool) as conn:
                 await store.record_failure(conn, THROTTLE_KEY, address, now, FAILURE_WINDOW)
-            raise Problem(401, "bad-setup-code", "the setup code is wrong")
+            raise errors.BadSetupCode("the setup code is wrong")
         if saved.expires_at <= now:
-            raise Problem(
-                401, "setup-code-expired", "the setup code has expired; restart to get another"
-            )
+            raise errors.SetupCodeExpired("the setup code has expired; restart to get another")
         password_hash = await self.passwords.hash_off_loop(body.password)
         async with store.connection(pool) as conn, conn.transaction():
             member = await store.create_owner(
@@ -127,6 +125,6 @@ class Setup:
             )
         if member is None:
             # Another request used the code first.
-            raise Problem(404, "not-found", "the owner exists; setup is over")
+            raise errors.NotFound("the owner exists; setup is over")
         log.info("owner %d created with the setup code", member.id)
         return answer(Me(member.id, member.email, Role(member.role)), status=201)

@@ -16,7 +16,7 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
-from panel_api import store
+from panel_api import errors, store
 from panel_api.access import (
     CREATED,
     ID,
@@ -34,7 +34,7 @@ from panel_api.internal import Internal, relayed
 from panel_api.ledger import Id
 from shared.clock import Clock
 from shared.db import Connection
-from shared.errors import Problem, json_body
+from shared.errors import json_body
 from shared.web import runtime
 
 Q = store.Q
@@ -220,12 +220,12 @@ class Gate:
             cur = await conn.execute(Q["channel_for_update"], {"id": _int4(channel_id)})
             before = await cur.fetchone()
             if before is None:
-                raise Problem(404, "not-found", "no channel by that id")
+                raise errors.NotFound("no channel by that id")
             manager = before["manager_bot_id"]
             if not isinstance(body.manager_bot_id, msgspec.UnsetType):
                 manager = body.manager_bot_id
                 if manager is not None and not await _bot_username(conn, manager):
-                    raise Problem(422, "invalid-values", f"no bot {manager}")
+                    raise errors.InvalidValue(f"no bot {manager}")
             is_paid = (
                 before["is_paid"] if isinstance(body.is_paid, msgspec.UnsetType) else body.is_paid
             )
@@ -270,7 +270,7 @@ class Gate:
             cur = await conn.execute(Q["channels_list"], {"id": channel_id})
             row = await cur.fetchone()
         if row is None:
-            raise Problem(404, "not-found", "no channel by that id")
+            raise errors.NotFound("no channel by that id")
         return answer(_channel(dict(row)))
 
     async def set_default_gate(self, request: Request, caller: Caller) -> Response:
@@ -278,10 +278,10 @@ class Gate:
         body = await json_body(request, DefaultGate, limit=16384)
         ids = [choice.channel_id for choice in body.channels]
         if len(set(ids)) != len(ids):
-            raise Problem(422, "invalid-values", "a channel is listed twice")
+            raise errors.InvalidValue("a channel is listed twice")
         async with store.connection(runtime(request).pool) as conn, conn.transaction():
             if not await _bot_username(conn, bot_id):
-                raise Problem(404, "not-found", "no bot by that id")
+                raise errors.NotFound("no bot by that id")
             await _require_channels(conn, ids)
             await conn.execute(Q["clear_default_gate"], {"bot_id": bot_id})
             for choice in body.channels:
@@ -311,12 +311,12 @@ class Gate:
         body = _checked(await json_body(request, ContentBody, limit=16384))
         async with store.connection(runtime(request).pool) as conn, conn.transaction():
             if not await _bot_username(conn, body.bot_id):
-                raise Problem(422, "invalid-values", f"no bot {body.bot_id}")
+                raise errors.InvalidValue(f"no bot {body.bot_id}")
             await _require_channels(conn, body.gate_channel_ids or [])
             cur = await conn.execute(Q["insert_content"], _content_params(body))
             row = await cur.fetchone()
             if row is None:
-                raise Problem(422, "invalid-values", f"the bot already has a content {body.code!r}")
+                raise errors.InvalidValue(f"the bot already has a content {body.code!r}")
             content_id = int(row["id"])
             await _set_gate(conn, content_id, body)
             content = await _content(conn, content_id)
@@ -337,14 +337,14 @@ class Gate:
             cur = await conn.execute(Q["content_for_update"], {"id": content_id})
             before = await cur.fetchone()
             if before is None:
-                raise Problem(404, "not-found", "no content by that id")
+                raise errors.NotFound("no content by that id")
             if before["bot_id"] != body.bot_id:
-                raise Problem(422, "invalid-values", "a content stays with its bot")
+                raise errors.InvalidValue("a content stays with its bot")
             taken = await conn.execute(
                 Q["code_taken"], {"bot_id": body.bot_id, "code": body.code, "id": content_id}
             )
             if await taken.fetchone():
-                raise Problem(422, "invalid-values", f"the bot already has a content {body.code!r}")
+                raise errors.InvalidValue(f"the bot already has a content {body.code!r}")
             await _require_channels(conn, body.gate_channel_ids or [])
             await conn.execute(Q["update_content"], {"id": content_id, **_content_params(body)})
             await _set_gate(conn, content_id, body)
@@ -365,7 +365,7 @@ class Gate:
             cur = await conn.execute(Q["content_for_update"], {"id": content_id})
             before = await cur.fetchone()
             if before is None:
-                raise Problem(404, "not-found", "no content by that id")
+                raise errors.NotFound("no content by that id")
             await conn.execute(Q["delete_content"], {"id": content_id})
             await self._audit(
                 conn, caller, "contents.delete", f"content:{content_id}", dict(before), None
@@ -380,7 +380,7 @@ class Gate:
 
 def _int4(value: int) -> int:
     if value >= 2**31:
-        raise Problem(404, "not-found", "no such id")
+        raise errors.NotFound("no such id")
     return value
 
 
@@ -393,19 +393,19 @@ def _channel(row: dict[str, Any]) -> Channel:
 
 def _checked(body: ContentBody) -> ContentBody:
     if not CODE.fullmatch(body.code):
-        raise Problem(422, "invalid-values", "code is 1-64 of A-Z, a-z, 0-9, _ and -")
+        raise errors.InvalidValue("code is 1-64 of A-Z, a-z, 0-9, _ and -")
     if RESERVED.fullmatch(body.code):
-        raise Problem(422, "invalid-values", f"{body.code!r} is reserved for the bot's own use")
+        raise errors.InvalidValue(f"{body.code!r} is reserved for the bot's own use")
     if body.kind == "text" and not body.body.strip():
-        raise Problem(422, "invalid-values", "a text content needs a body")
+        raise errors.InvalidValue("a text content needs a body")
     if body.kind == "file" and (body.file_kind is None or body.file_id is None):
-        raise Problem(422, "invalid-values", "a file content needs file_kind and file_id")
+        raise errors.InvalidValue("a file content needs file_kind and file_id")
     if body.kind == "post" and (body.from_chat_id is None or body.message_id is None):
-        raise Problem(422, "invalid-values", "a post content needs from_chat_id and message_id")
+        raise errors.InvalidValue("a post content needs from_chat_id and message_id")
     if body.gate_channel_ids is not None and len(set(body.gate_channel_ids)) != len(
         body.gate_channel_ids
     ):
-        raise Problem(422, "invalid-values", "a gate channel is listed twice")
+        raise errors.InvalidValue("a gate channel is listed twice")
     return body
 
 
@@ -439,7 +439,7 @@ async def _require_channels(conn: Connection, ids: list[int]) -> None:
     cur = await conn.execute(Q["channels_exist"], {"ids": ids})
     row = await cur.fetchone()
     if row is None or row["n"] != len(ids):
-        raise Problem(422, "invalid-values", "a gate channel does not exist")
+        raise errors.InvalidValue("a gate channel does not exist")
 
 
 async def _bot_username(conn: Connection, bot_id: int) -> str | None:

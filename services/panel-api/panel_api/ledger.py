@@ -12,7 +12,7 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
-from panel_api import store
+from panel_api import errors, store
 from panel_api.access import (
     CREATED,
     ID,
@@ -29,7 +29,7 @@ from panel_api.access import (
 )
 from panel_api.internal import Internal, relayed
 from shared.clock import Clock
-from shared.errors import Problem, json_body
+from shared.errors import json_body
 from shared.web import runtime
 
 _LOW = 2**31
@@ -321,11 +321,11 @@ class Ledger:
             "channel_id": int(request.path_params["channel_id"]),
         }
         if any(value >= _LOW for value in keys.values()):
-            raise Problem(404, "not-found", "no such membership")
+            raise errors.NotFound("no such membership")
         async with store.connection(runtime(request).pool) as conn:
             events = await store.rows(conn, "membership_history", keys)
         if not events:
-            raise Problem(404, "not-found", "no such membership")
+            raise errors.NotFound("no such membership")
         return answer(History(msgspec.convert(events, list[MembershipEvent])))
 
     async def invoices(self, request: Request, caller: Caller) -> Response:
@@ -350,12 +350,12 @@ class Ledger:
     async def retry_access_event(self, request: Request, caller: Caller) -> Response:
         event_id = int(request.path_params["event_id"])
         if event_id >= 2**63:
-            raise Problem(404, "not-found", "no failed access event by that id")
+            raise errors.NotFound("no failed access event by that id")
         async with store.connection(runtime(request).pool) as conn, conn.transaction():
             cur = await conn.execute(store.Q["retry_access_event"], {"id": event_id})
             row = await cur.fetchone()
             if row is None:
-                raise Problem(404, "not-found", "no failed access event by that id")
+                raise errors.NotFound("no failed access event by that id")
             await audit(
                 conn,
                 caller,

@@ -11,7 +11,7 @@ from starlette.responses import FileResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from shared.errors import Problem
+from panel_api import errors
 
 STATIC = Path(__file__).parent / "static"
 # Paths that are the API's, or the service's own: never the page.
@@ -35,7 +35,7 @@ async def index(request: Request) -> Response:
     # Any method reaches here, so that a path no route takes stays a 404, not a 405.
     reserved = any(path == prefix or path.startswith(prefix + "/") for prefix in RESERVED)
     if reserved or request.method not in ("GET", "HEAD"):
-        raise Problem(404, "not-found", f"nothing at {path[:200]}")
+        raise errors.NotFound(f"nothing at {path[:200]}")
     return FileResponse(STATIC / "index.html", media_type="text/html", headers=HEADERS)
 
 

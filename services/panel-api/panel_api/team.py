@@ -10,7 +10,7 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
-from panel_api import store
+from panel_api import errors, store
 from panel_api.access import (
     CREATED,
     ID,
@@ -30,7 +30,7 @@ from panel_api.auth import Email
 from panel_api.passwords import MAX_BYTES, Passwords
 from shared.clock import Clock
 from shared.db import Connection
-from shared.errors import Problem, json_body
+from shared.errors import json_body
 from shared.logging import request_id
 from shared.web import runtime
 
@@ -130,7 +130,7 @@ class Team:
     async def add(self, request: Request, caller: Caller) -> Response:
         body = await json_body(request, NewMember, limit=4096)
         if len(body.password.encode()) > MAX_BYTES:
-            raise Problem(422, "invalid-values", f"password is over {MAX_BYTES} bytes")
+            raise errors.InvalidValue(f"password is over {MAX_BYTES} bytes")
         password_hash = await self.passwords.hash_off_loop(body.password)
         now = self.clock.now()
         async with store.connection(runtime(request).pool) as conn, conn.transaction():
@@ -138,7 +138,7 @@ class Team:
                 conn, body.email.strip().lower(), body.display_name, password_hash, body.role
             )
             if member is None:
-                raise Problem(409, "conflict", "a member with that email exists")
+                raise errors.Conflict("a member with that email exists")
             await _audit(conn, caller, "team.add", member, None, member.as_json(), now)
         return answer(_member(member), status=201)
 
@@ -149,7 +149,7 @@ class Team:
         async with store.connection(runtime(request).pool) as conn, conn.transaction():
             before = await store.member_for_update(conn, member_id) if member_id < 2**63 else None
             if before is None:
-                raise Problem(404, "not-found", "no team member by that id")
+                raise errors.NotFound("no team member by that id")
             role = before.role if isinstance(body.role, msgspec.UnsetType) else body.role
             disabled = (
                 before.disabled if isinstance(body.disabled, msgspec.UnsetType) else body.disabled
@@ -160,7 +160,7 @@ class Team:
                 else body.display_name
             )
             if before.role == Role.OWNER and (role != Role.OWNER or disabled):
-                raise Problem(409, "conflict", "the owner cannot be demoted or disabled")
+                raise errors.Conflict("the owner cannot be demoted or disabled")
             after = await store.update_member(
                 conn, member_id, role, name, now if disabled else None
             )
@@ -185,7 +185,7 @@ class Team:
         async with store.connection(runtime(request).pool) as conn:
             row = await store.workspace(conn)
         if row is None:
-            raise Problem(404, "not-found", "the workspace is not set up yet")
+            raise errors.NotFound("the workspace is not set up yet")
         return answer(msgspec.convert(row, Workspace))
 
     async def change_workspace(self, request: Request, caller: Caller) -> Response:
@@ -198,7 +198,7 @@ class Team:
         async with store.connection(runtime(request).pool) as conn, conn.transaction():
             before = await store.workspace(conn, for_update=True)
             if before is None:
-                raise Problem(404, "not-found", "the workspace is not set up yet")
+                raise errors.NotFound("the workspace is not set up yet")
             after = await store.update_workspace(
                 conn,
                 before["time_zone"]
@@ -264,11 +264,11 @@ def _check_tron_address(address: str) -> None:
     except ValueError:
         valid = False
     if not valid:
-        raise Problem(422, "invalid-values", f"{address!r} is not a TRON address (checksum)")
+        raise errors.InvalidValue(f"{address!r} is not a TRON address (checksum)")
 
 
 def _check_time_zone(name: str) -> None:
     try:
         zoneinfo.ZoneInfo(name)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        raise Problem(422, "invalid-values", f"{name!r} is not an IANA time zone") from None
+        raise errors.InvalidValue(f"{name!r} is not an IANA time zone") from None
