@@ -152,6 +152,8 @@ def create_app(faults: Faults | None = None, seed: int | None = None) -> Starlet
         body_limit=50 * 1024 * 1024,
     )
     app.state.world = world
+    # A control call about a bot the simulator refuses is answered as the Bot API would.
+    app.add_exception_handler(ApiError, lambda _, error: error_response(error))
     # Called by the server on a stop signal, before it waits for requests in flight.
     app.state.drain_hooks = [world.closing.set]
 

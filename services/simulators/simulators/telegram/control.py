@@ -11,7 +11,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from simulators.telegram.botapi import MEMBER_STATUSES, error_response, member, move, request_join
+from simulators.telegram.botapi import MEMBER_STATUSES, member, move, request_join
 from simulators.telegram.state import ApiError, Bot, Chat, Faults, World
 
 
@@ -46,10 +46,7 @@ def control_target(world: World, body: dict[str, Any]) -> Bot:
 async def control_updates(request: Request) -> Response:
     world: World = request.app.state.world
     body = await request.json()
-    try:
-        bot = control_target(world, body)
-    except ApiError as error:
-        return error_response(error)
+    bot = control_target(world, body)
     updates = body.get("updates") or [body["update"]]
     added = [world.add_update(bot, update) for update in updates]
     return JSONResponse({"update_ids": [u["update_id"] for u in added]})
@@ -62,10 +59,7 @@ async def control_messages(request: Request) -> Response:
     world: World = request.app.state.world
     body = await request.json()
     batch = body["messages"] if "messages" in body else [body]
-    try:
-        bots = [control_target(world, message) for message in batch]
-    except ApiError as error:
-        return error_response(error)
+    bots = [control_target(world, message) for message in batch]
     added = [
         world.message_update(
             bot,
@@ -129,10 +123,7 @@ async def control_calls(request: Request) -> Response:
 async def control_faults(request: Request) -> Response:
     world: World = request.app.state.world
     if request.method == "POST":
-        try:
-            world.faults.update(await request.json())
-        except ApiError as error:
-            return error_response(error)
+        world.faults.update(await request.json())
     return JSONResponse(world.faults.as_json())
 
 
@@ -191,10 +182,7 @@ async def control_leave(request: Request) -> Response:
 async def control_press(request: Request) -> Response:
     world: World = request.app.state.world
     body = await request.json()
-    try:
-        bot = control_target(world, body)
-    except ApiError as error:
-        return error_response(error)
+    bot = control_target(world, body)
     user_id, data = int(body["user_id"]), str(body["data"])
     chat = world.chats.get(user_id)
     message = chat.messages.get(int(body["message_id"])) if chat else None
