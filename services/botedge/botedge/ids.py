@@ -1,4 +1,4 @@
-"""The ids botedge handles, as types: all are ints, and mixing them up type-checks otherwise.
+"""The ids botedge handles, as types: as plain ints, one passed for another would type-check.
 
 `BotId` is our `bots.id`, `PersonId` our `people.id`; `ChatId` and `UserId` are Telegram's
 (a private chat's id is its user's id, so a `UserId` becomes a `ChatId` by name only)."""
