@@ -216,6 +216,15 @@ def test_429_pause__outlives_a_killed_worker(edge: Edge) -> None:
         20,
         "a 429",
     )
+    # Killed once the pause is on the bot's row: what outlives the worker is what it recorded
+    # (a kill between Telegram's answer and that write loses it, as any crash would).
+    edge.wait_until(
+        lambda: (
+            edge.query("SELECT paused_until > now() FROM bots WHERE id = %s", bot_id) == [(True,)]
+        ),
+        20,
+        "the pause recorded on the bot's row",
+    )
     first.proc.kill()
     first.proc.wait()
     edge.sim_post("/_sim/faults", {"rate_429": 0.0})
