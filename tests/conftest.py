@@ -197,7 +197,7 @@ def start_service(tmp_path: Path, fork_server: str) -> Iterator[object]:
     ) -> ServiceProcess:
         port = port or free_port()
         log_path = tmp_path / f"{module.replace('.', '_')}-{port}.log"
-        proc = Forked(fork_server, module, list(args), {**env, "PORT": str(port)}, log_path)
+        proc = Forked(fork_server, module, list(args), {**env, "PORT": str(port)}, log_path, ROOT)
         service = ServiceProcess(module, proc, f"http://127.0.0.1:{port}", log_path)
         started.append(service)
         if wait:

@@ -129,11 +129,13 @@ def serve(path: str) -> None:
 class Forked:
     """A forked service process, as much of `subprocess.Popen` as the tests use."""
 
-    def __init__(self, server: str, module: str, args: list[str], env: dict[str, str], log: Path):
+    def __init__(
+        self, server: str, module: str, args: list[str], env: dict[str, str], log: Path, cwd: Path
+    ):
         self.returncode: int | None = None
         self.conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.conn.connect(server)
-        request = {"module": module, "args": args, "env": env, "log": str(log), "cwd": os.getcwd()}
+        request = {"module": module, "args": args, "env": env, "log": str(log), "cwd": str(cwd)}
         self.conn.sendall(json.dumps(request).encode() + b"\n")
         self.buffer = b""
         while b"\n" not in self.buffer:
