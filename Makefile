@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml services/simulators/pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/python -m shared.launcher
+	$(BIN)/python -m simulators.launcher
 
 # The checks run beside the tests: the suite leaves a core idle about a quarter of the time,
 # and mypy's first run fits in it. Each one's output is printed whole when it ends.

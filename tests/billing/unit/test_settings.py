@@ -8,6 +8,7 @@ from billing.app import build_verifiers
 from billing.gateways import BY_NAME, GATEWAYS
 from billing.settings import BillingSettings, read
 from shared.settings import Reader
+from simulators.checkout.app import PRESS
 from tests.conftest import SECRETS
 
 
@@ -32,3 +33,7 @@ def test_registry__a_pay_url_setting_overrides_the_registrys_default() -> None:
 def test_registry__a_gateway_without_its_secret_is_off() -> None:
     settings = dataclasses.replace(settings_with(), stripe_webhook_secrets=())
     assert set(build_verifiers(settings)) == set(BY_NAME) - {"stripe"}
+
+
+def test_registry__the_simulated_checkout_presses_pay_for_every_gateway() -> None:
+    assert set(PRESS) == set(BY_NAME)

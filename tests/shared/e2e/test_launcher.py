@@ -15,8 +15,8 @@ import httpx
 import psutil
 import pytest
 
-from shared.launcher import CHILDREN
 from shared.testing import free_port
+from simulators.launcher import CHILDREN
 from tests.conftest import HTTP, ROOT, wait_until
 
 
@@ -37,7 +37,7 @@ def launcher_env(data_dir: Path, ports: dict[str, int]) -> dict[str, str]:
 def start_launcher(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     with log.open("ab") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "shared.launcher"],
+            [sys.executable, "-m", "simulators.launcher"],
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,

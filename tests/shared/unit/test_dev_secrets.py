@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.launcher import DEV_SECRETS, dev_secrets
+from simulators.launcher import DEV_SECRETS, dev_secrets
 
 # Runs in a child process with a permissive umask. An audit hook looks at every file in the
 # data directory each time the code opens, renames or chmods anything there, so a file that
@@ -29,7 +29,7 @@ def look(event, args):
                 seen.append((child.name, oct(mode), event))
 sys.addaudithook(look)
 os.umask(0o022)
-from shared.launcher import dev_secrets
+from simulators.launcher import dev_secrets
 dev_secrets(data)
 dev_secrets(data)
 print(json.dumps(seen))

@@ -17,7 +17,7 @@ import html
 import os
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import httpx
@@ -29,7 +29,6 @@ from starlette.routing import Route
 from shared.web import create_plain_app
 from simulators.checkout import callbacks
 
-GATEWAYS = ("subgate", "wayforpay", "stripe")
 _REFERENCE = re.compile(r"[A-Za-z0-9_-]{1,64}", re.ASCII)
 # What the simulated gateways take: the hryvnia, the common card currencies, and the yen for a
 # currency without minor units.
@@ -57,35 +56,47 @@ class Checkout:
     def callback(
         self, gateway: str, order: str, amount: str, currency: str, paid: bool
     ) -> callbacks.Callback | None:
-        env = self.env
-        if gateway == "subgate":
-            if not paid:
-                return None
-            return callbacks.subgate(
-                env["SUBGATE_WEBHOOK_SECRET"],
-                order,
-                "sim_" + secrets.token_urlsafe(9),
-                amount,
-                currency,
-            )
-        if gateway == "wayforpay":
-            return callbacks.wayforpay(
-                env["WAYFORPAY_MERCHANT_ACCOUNT"],
-                env["WAYFORPAY_SECRET_KEY"],
-                order,
-                amount,
-                currency,
-                "Approved" if paid else "Declined",
-            )
-        return callbacks.stripe(
-            env["STRIPE_WEBHOOK_SECRET"].split(",")[0].strip(),
-            order,
-            "pi_sim_" + secrets.token_urlsafe(9),
-            callbacks.minor(amount, currency),
-            currency.lower(),
-            kind="checkout.session.completed",
-            payment_status="paid" if paid else "unpaid",
-        )
+        return PRESS[gateway](self.env, order, amount, currency, paid)
+
+
+def _subgate(
+    env: Mapping[str, str], order: str, amount: str, currency: str, paid: bool
+) -> callbacks.Callback | None:
+    if not paid:
+        return None
+    payment = "sim_" + secrets.token_urlsafe(9)
+    return callbacks.subgate(env["SUBGATE_WEBHOOK_SECRET"], order, payment, amount, currency)
+
+
+def _wayforpay(
+    env: Mapping[str, str], order: str, amount: str, currency: str, paid: bool
+) -> callbacks.Callback:
+    merchant, key = env["WAYFORPAY_MERCHANT_ACCOUNT"], env["WAYFORPAY_SECRET_KEY"]
+    status = "Approved" if paid else "Declined"
+    return callbacks.wayforpay(merchant, key, order, amount, currency, status)
+
+
+def _stripe(
+    env: Mapping[str, str], order: str, amount: str, currency: str, paid: bool
+) -> callbacks.Callback:
+    return callbacks.stripe(
+        env["STRIPE_WEBHOOK_SECRET"].split(",")[0].strip(),
+        order,
+        "pi_sim_" + secrets.token_urlsafe(9),
+        callbacks.minor(amount, currency),
+        currency.lower(),
+        kind="checkout.session.completed",
+        payment_status="paid" if paid else "unpaid",
+    )
+
+
+# What pressing Pay or Decline sends, per gateway. Its keys are billing's gateway names (a test
+# holds them to billing's registry); the code behind each is the simulator's own.
+PRESS: dict[str, Callable[[Mapping[str, str], str, str, str, bool], callbacks.Callback | None]] = {
+    "subgate": _subgate,
+    "wayforpay": _wayforpay,
+    "stripe": _stripe,
+}
 
 
 def _invoice(request: Request, values: Mapping[str, Any]) -> tuple[str, str, str, str] | None:
@@ -94,7 +105,7 @@ def _invoice(request: Request, values: Mapping[str, Any]) -> tuple[str, str, str
     order = request.path_params["order_reference"]
     amount = str(values.get("amount", ""))
     currency = str(values.get("currency", "")).upper()
-    if gateway not in GATEWAYS or not _REFERENCE.fullmatch(order):
+    if gateway not in PRESS or not _REFERENCE.fullmatch(order):
         return None
     if currency not in CURRENCIES or not _AMOUNT.fullmatch(amount):
         return None

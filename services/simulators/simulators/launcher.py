@@ -3,6 +3,7 @@
 Starts (or reuses) the embedded PostgreSQL unless DATABASE_URL is set, applies migrations, seeds
 demo data into an empty database, starts every service and simulated server as its own process,
 prints where to look, and on Ctrl-C or SIGTERM stops them all and the database, exiting 0.
+It lives beside the simulators because it is for a development machine, never the image.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from types import FrameType
 from typing import IO, Any
 from urllib.parse import urlsplit, urlunsplit
 
+from billing.gateways import GATEWAYS
 from shared import logging as jsonlog
 from shared import migrate
 from shared.embedded_pg import EmbeddedPostgres, EmbeddedPostgresError
@@ -230,10 +232,11 @@ class Launcher:
         child_env.setdefault("BILLING_URL", f"http://127.0.0.1:{ports['billing']}")
         # Every gateway's payment page is the simulated checkout, which signs its callbacks.
         checkout = f"http://127.0.0.1:{ports['simcheckout']}/checkout"
-        for gateway in ("subgate", "wayforpay", "stripe"):
+        for gateway in GATEWAYS:
             child_env.setdefault(
-                f"{gateway.upper()}_PAY_URL",
-                f"{checkout}/{gateway}/{{order_reference}}?amount={{amount}}&currency={{currency}}",
+                f"{gateway.name.upper()}_PAY_URL",
+                f"{checkout}/{gateway.name}/{{order_reference}}"
+                "?amount={amount}&currency={currency}",
             )
         child_env.setdefault("BOTEDGE_URL", f"http://127.0.0.1:{ports['botedge-api']}")
         for child in CHILDREN:
