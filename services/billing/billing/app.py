@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from billing import ad_orders, errors, money, store
+from billing import ad_orders, errors, invoices, money, store
 from billing import sweep as sweeping
 from billing.background import Background
 from billing.gateways import BY_NAME
@@ -129,7 +129,7 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
         if body.gateway not in verifiers:
             raise Problem(422, "unknown-gateway", f"gateway {body.gateway!r} is not enabled")
         async with store.connection(runtime(request).pool) as conn:
-            invoice = await store.create_invoice(
+            invoice = await invoices.create_invoice(
                 conn, body.telegram_user_id, body.channel_id, body.gateway, clock.now()
             )
         if invoice is None:
@@ -163,7 +163,7 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
         }
         if wanted.channel_id is not None:
             async with store.connection(runtime(request).pool) as conn:
-                offer = await store.channel_offer(conn, wanted.channel_id)
+                offer = await invoices.channel_offer(conn, wanted.channel_id)
             answer["offer"] = (
                 None
                 if offer is None

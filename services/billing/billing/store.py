@@ -1,15 +1,14 @@
-"""Billing's database work: async functions taking a connection from `connection(pool)`, one
-transaction each. Every statement of the service runs here, from `queries.sql`."""
+"""Billing's writes to memberships: a gateway's payment and an owner's grant, each one
+transaction under the membership's advisory lock. The sweep's transactions are in `sweep`, the
+invoices' in `invoices`; all of them take a connection from `connection(pool)` and run
+statements from `queries.sql`."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
 import logging
-import secrets
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field
-from typing import Any
 
 from psycopg import AsyncCursor
 from psycopg.rows import DictRow
@@ -30,12 +29,10 @@ from billing.model import (
 from billing.payments import Decision, Verdict, decide
 from billing.transitions import (
     Status,
-    decide_due,
     extend,
     grant,
     next_check_at,
     next_status,
-    notice_key,
 )
 from shared.db import Connection, Pool, translated
 
@@ -49,7 +46,7 @@ def connection(pool: Pool) -> AbstractAsyncContextManager[Connection]:
     return translated(pool, unavailable=errors.DatabaseUnavailable, failed=errors.StoreError)
 
 
-async def _one(cur: AsyncCursor[DictRow]) -> DictRow:
+async def one_row(cur: AsyncCursor[DictRow]) -> DictRow:
     """The row a statement must return (RETURNING, or a row read under the lock)."""
     row = await cur.fetchone()
     if row is None:
@@ -183,7 +180,7 @@ async def _apply_payment(
             Q["payment_by_key"],
             {"gateway": delivery.gateway, "external_payment_id": delivery.external_payment_id},
         )
-        existing = PaymentRecord.from_row(await _one(cur))
+        existing = PaymentRecord.from_row(await one_row(cur))
         decision = decide(invoice, delivery, existing)
         payment_id = existing.id
     if decision.verdict is Verdict.CONFLICT:
@@ -309,7 +306,7 @@ async def _membership_event(
             "now": now,
         },
     )
-    return int((await _one(cur))["id"])
+    return int((await one_row(cur))["id"])
 
 
 async def _access_event(
@@ -352,7 +349,7 @@ async def grant_access(
         if channel is None:
             return None
         cur = await conn.execute(Q["upsert_person"], {"telegram_user_id": telegram_user_id})
-        key = MembershipKey(PersonId(int((await _one(cur))["id"])), ChannelId(channel_id))
+        key = MembershipKey(PersonId(int((await one_row(cur))["id"])), ChannelId(channel_id))
         await conn.execute(Q["lock_membership"], key.params())
         before = await _membership(conn, key)
         expires_at = grant(before.expires_at if before else None, until)
@@ -367,157 +364,3 @@ async def grant_access(
         )
         await _access_event(conn, "grant", key, event_id, after.expires_at, now)
         return True, after
-
-
-# -- the sweep ------------------------------------------------------------------------------
-
-
-@dataclass
-class SweepChunk:
-    """What one chunk of the sweep did."""
-
-    examined: int = 0
-    """Due memberships taken (locked or not)."""
-    skipped: int = 0
-    """Held by a payment right now: left for the next call."""
-    moved: dict[Status, int] = field(default_factory=lambda: {Status.GRACE: 0, Status.EXPIRED: 0})
-    reminded: int = 0
-
-
-async def sweep_chunk(conn: Connection, now: dt.datetime, limit: int) -> SweepChunk:
-    """Decide up to `limit` due memberships in one transaction, each under its lock: the pure
-    `decide_due` per membership, then one statement per kind of write."""
-    done = SweepChunk()
-    async with conn.transaction():
-        cur = await conn.execute(Q["due_memberships"], {"now": now, "limit": limit})
-        due = await cur.fetchall()
-        done.examined = len(due)
-        locked = [row for row in due if row["locked"]]
-        done.skipped = done.examined - len(locked)
-        if not locked:
-            return done
-        cur = await conn.execute(
-            Q["locked_memberships"],
-            {
-                "people": [row["person_id"] for row in locked],
-                "channels": [row["channel_id"] for row in locked],
-            },
-        )
-        moves: dict[str, list[Any]] = _columns(
-            "people", "channels", "from_status", "to_status", "expires_at", "next_check_at"
-        )
-        notices = _columns("people", "channels", "keys", "hours", "expires_at")
-        stays = _columns("people", "channels", "status", "expires_at", "next_check_at")
-        for row in await cur.fetchall():
-            before = Status(row["status"])
-            expires_at = row["expires_at"]
-            decision = decide_due(
-                before, expires_at, row["grace_days"], row["reminder_hours"] or (), now
-            )
-            keys = (row["person_id"], row["channel_id"])
-            if decision.status is not before:
-                _add(
-                    moves,
-                    *keys,
-                    before.value,
-                    decision.status.value,
-                    expires_at,
-                    decision.next_check_at,
-                )
-                continue
-            if decision.notice_hours is not None:
-                key = notice_key(*keys, expires_at, decision.notice_hours)
-                _add(notices, *keys, key, decision.notice_hours, expires_at)
-            _add(stays, *keys, before.value, expires_at, decision.next_check_at)
-        if moves["people"]:
-            cur = await conn.execute(Q["move_memberships"], {**moves, "now": now})
-            moved = _columns("people", "channels", "from_status", "to_status", "expires_at")
-            for row in await cur.fetchall():
-                _add(
-                    moved,
-                    row["person_id"],
-                    row["channel_id"],
-                    row["from_status"],
-                    row["to_status"],
-                    row["expires_at"],
-                )
-                done.moved[Status(row["to_status"])] += 1
-            await conn.execute(Q["insert_sweep_events"], {**moved, "now": now})
-        if notices["people"]:
-            cur = await conn.execute(Q["insert_expiry_notices"], {**notices, "now": now})
-            done.reminded = len(await cur.fetchall())
-        if stays["people"]:
-            await conn.execute(Q["set_next_checks"], {**stays, "now": now})
-    return done
-
-
-def _columns(*names: str) -> dict[str, list[Any]]:
-    return {name: [] for name in names}
-
-
-def _add(columns: dict[str, list[Any]], *values: Any) -> None:
-    for column, value in zip(columns.values(), values, strict=True):
-        column.append(value)
-
-
-async def expire_open_invoices(conn: Connection, now: dt.datetime, limit: int) -> int:
-    async with conn.transaction():
-        cur = await conn.execute(Q["expire_open_invoices"], {"now": now, "limit": limit})
-        return cur.rowcount
-
-
-async def ad_order_deadlines(conn: Connection, now: dt.datetime, limit: int) -> int:
-    """Expire ad orders past their deadline and remind part-paid ones; how many expired."""
-    async with conn.transaction():
-        cur = await conn.execute(Q["expire_ad_orders"], {"now": now, "limit": limit})
-        expired = len(await cur.fetchall())
-        await conn.execute(Q["remind_part_paid"], {"now": now})
-    return expired
-
-
-# -- invoices -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Invoice:
-    order_reference: str
-    amount_minor: int
-    currency: str
-
-
-async def channel_offer(conn: Connection, channel_id: int) -> dict[str, Any] | None:
-    """What paying for the channel costs: its title and default plan; None when not paid."""
-    cur = await conn.execute(Q["channel_offer"], {"channel_id": channel_id})
-    row = await cur.fetchone()
-    return dict(row) if row else None
-
-
-async def create_invoice(
-    conn: Connection, telegram_user_id: int, channel_id: int, gateway: str, now: dt.datetime
-) -> Invoice | None:
-    """None when the channel is not a paid channel with a default plan."""
-    async with conn.transaction():
-        cur = await conn.execute(Q["default_plan"], {"channel_id": channel_id})
-        plan = await cur.fetchone()
-        if plan is None:
-            return None
-        cur = await conn.execute(Q["upsert_person"], {"telegram_user_id": telegram_user_id})
-        person = await _one(cur)
-        # Unguessable, so an order reference cannot be used to probe other people's invoices.
-        reference = "gh_" + secrets.token_urlsafe(18)
-        await conn.execute(
-            Q["insert_invoice"],
-            {
-                "order_reference": reference,
-                "person_id": person["id"],
-                "channel_id": channel_id,
-                "plan_id": plan["id"],
-                "amount_minor": plan["price_minor"],
-                "currency": plan["currency"],
-                "period_days": plan["period_days"],
-                "grace_days": plan["grace_days"],
-                "gateway": gateway,
-                "now": now,
-            },
-        )
-        return Invoice(reference, int(plan["price_minor"]), str(plan["currency"]))

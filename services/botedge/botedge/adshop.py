@@ -1,5 +1,5 @@
-"""The ad shop in the bot: booking an ad, paying for it with a TRON transaction hash, and the
-advertiser's messages about the order.
+"""The ad shop in the bot: booking an ad and paying for it with a TRON transaction hash. What
+the advertiser is told as the order moves on is `ad_messages`.
 
 - `/start ads` or `/ads` lists the bot's slots. Booking is three steps: a slot (button), the
   ad (a text or a forwarded post), confirm (button), which writes the `ad_orders` row
@@ -9,7 +9,6 @@ advertiser's messages about the order.
   `tron_claims` row for the person's order awaiting payment; billing checks it on chain. With
   several such orders the person picks one (the hash waits in the conversation: a button's
   data is too short for it). A hash's unique key makes it pay one order once.
-- `ad_order_events` from billing, one message each to the advertiser (`AdEvents`).
 
 Everything here runs inside the update's (or the event's) transaction: no network call.
 Texts go out with parse_mode=HTML; what people or owners wrote is escaped.
@@ -21,25 +20,21 @@ import datetime as dt
 import re
 import uuid
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from botedge import outbox_store, sqlq, uploads
-from botedge.db import connection
-from botedge.events import Event, EventQueue, EventTable
+from botedge import sqlq
+from botedge.ad_messages import short_hash, usdt
 from botedge.handlers import Context, Routes, Visit, default_reply
 from botedge.ids import ChatId
 from botedge.inbox_store import InboxRow
 from botedge.outbox_store import Reply
 from botedge.text import escape_html
-from shared.db import Connection, Pool
-from shared.units import decimal_text, sun_for
+from shared.db import Connection
 
 Q = sqlq.Q
 
-AD_ORDER_EVENTS = EventTable("ad_order_events", ("order_id",))
 STEP_TTL = dt.timedelta(hours=48)
 PREVIEW_CHARS = 3000
 
@@ -85,22 +80,6 @@ def hash_problem(text: Any) -> str | None:
             "Copy it whole and send it again."
         )
     return None
-
-
-def short_hash(tx_hash: str) -> str:
-    return f"{tx_hash[:8]}…{tx_hash[-6:]}"
-
-
-def when(moment: dt.datetime | str | None) -> str:
-    if moment is None:
-        return "the deadline"
-    if isinstance(moment, str):
-        moment = dt.datetime.fromisoformat(moment)
-    return moment.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-
-
-def usdt(micros: int) -> str:
-    return f"{decimal_text(micros)} USDT"
 
 
 @dataclass(frozen=True)
@@ -433,156 +412,3 @@ class _Message(_Quiet):
         )
         text = f"Which order does <code>{short_hash(tx_hash)}</code> pay for?"
         return [_text(chat_id, text, _buttons(*rows))]
-
-
-# -- the advertiser's messages about an order --------------------------------------------------
-
-
-REASONS = {
-    "not_found": "TRON has not known this transaction for 15 minutes. Check that you sent the "
-    "right hash; if the payment is real, write to the owner with it.",
-    "failed": "The transaction failed on chain, so nothing was paid.",
-    "before_approval": "The transaction was made before the order was approved, so it cannot "
-    "pay for it.",
-    "bad_body": "The transaction could not be read as a payment.",
-    "not_approved": "The order is not waiting for payment, so the transaction was not counted.",
-}
-
-
-def _coin_amount(detail: dict[str, Any]) -> str:
-    amount = int(Decimal(str(detail.get("amount", "0"))))
-    if detail.get("coin") == "trx":
-        return f"{decimal_text(amount)} TRX (worth {usdt(int(detail.get('micros', 0)))})"
-    return usdt(amount)
-
-
-def _left(order: dict[str, Any], left_micros: int) -> str:
-    text = f"<b>{usdt(left_micros)}</b>"
-    if order["accepts_trx"] and order["trx_rate"]:
-        text += f" or <b>{decimal_text(sun_for(left_micros, Decimal(order['trx_rate'])))} TRX</b>"
-    return text
-
-
-def event_message(
-    kind: str, detail: dict[str, Any], order: dict[str, Any]
-) -> dict[str, Any] | None:
-    """The message about one event (without `chat_id`): a `sendMessage` or a `sendPhoto`
-    payload with its method under "method"; None when another event of the same cause says it
-    (a credit that also made the order part paid or paid)."""
-    number = f"#{order['id']}"
-    title = escape_html(str(order["title"]))
-    price = int(order["price_micros"])
-    if kind == "approved":
-        lines = [f"Order {number} (<b>{title}</b>) is approved.", "", "Pay"]
-        amounts = []
-        if order["accepts_usdt"]:
-            amounts.append(f"<b>{usdt(price)}</b> (TRC-20)")
-        if order["accepts_trx"] and order["trx_rate"]:
-            sun = sun_for(price, Decimal(order["trx_rate"]))
-            amounts.append(f"<b>{decimal_text(sun)} TRX</b>")
-        lines[-1] += " " + " or ".join(amounts) + " to"
-        lines += [
-            f"<code>{escape_html(str(order['pay_to']))}</code>",
-            f"by {when(detail.get('due_at') or order['due_at'])}.",
-            "",
-            "Then send me the transaction hash here. You may pay in parts: send each hash.",
-        ]
-        return {
-            "method": "sendPhoto",
-            "caption": "\n".join(lines),
-            "parse_mode": "HTML",
-            **uploads.qr_photo(str(order["pay_to"])),
-        }
-    if kind == "credited":
-        if order["told_with_status"]:
-            return None
-        text = (
-            f"{_coin_amount(detail)} arrived for order {number}, which is no longer waiting for "
-            "payment. The owner sees it and will settle it with you."
-        )
-    elif kind == "part_paid":
-        paid = int(detail.get("paid_micros", order["paid_micros"]))
-        text = (
-            f"{_coin_amount(detail)} arrived for order {number}: {usdt(paid)} of {usdt(price)} "
-            f"paid. {_left(order, max(0, price - paid))} left to pay by "
-            f"{when(order['due_at'])}. Send the hash of the next payment here."
-        )
-    elif kind == "paid":
-        paid = int(detail.get("paid_micros", order["paid_micros"]))
-        text = (
-            f"{_coin_amount(detail)} arrived: order {number} (<b>{title}</b>) is paid in full, "
-            f"{usdt(paid)} of {usdt(price)}. Thank you! The owner will publish your ad."
-        )
-    elif kind == "claim_rejected":
-        tx_hash = str(detail.get("tx_hash") or "")
-        reason = str(detail.get("reason") or "")
-        if reason == "wrong_recipient":
-            went_to = escape_html(str(detail.get("detail") or "another address"))
-            why = (
-                f"The coins went to <code>{went_to}</code>, not to the shop's address "
-                f"<code>{escape_html(str(order['pay_to']))}</code>."
-            )
-        elif reason == "wrong_token":
-            coins = " or ".join(
-                c
-                for c, on in (
-                    ("USDT (TRC-20)", order["accepts_usdt"]),
-                    ("TRX", order["accepts_trx"]),
-                )
-                if on
-            )
-            why = f"It moved a coin this order does not take: it takes {coins}."
-        else:
-            why = REASONS.get(reason, "It could not be counted as a payment.")
-        shown = f" <code>{short_hash(tx_hash)}</code>" if tx_hash else ""
-        text = f"Transaction{shown} was not accepted for order {number}. {why}"
-    elif kind == "reminder":
-        left = int(detail.get("left_micros", price - int(order["paid_micros"])))
-        text = (
-            f"Reminder: order {number} still needs {_left(order, left)} by "
-            f"{when(detail.get('due_at') or order['due_at'])}. Send the hash here once you pay."
-        )
-    elif kind == "expired":
-        paid = int(detail.get("paid_micros", order["paid_micros"]))
-        text = f"Order {number} has expired: it was not paid in full by the deadline."
-        if paid:
-            text += f" {usdt(paid)} arrived; the owner will settle it with you."
-        text += " Send /ads to book again."
-    else:
-        return None
-    return {"method": "sendMessage", "text": text, "parse_mode": "HTML"}
-
-
-class AdEvents:
-    """`ad_order_events` -> one message each to the advertiser, through the order's bot. The
-    message is queued under the event's key in the transaction that finishes the event: a
-    consumer killed on the way leaves neither, and the next one queues it once."""
-
-    def __init__(self, pool: Pool, queue: EventQueue) -> None:
-        self.pool = pool
-        self.queue = queue
-
-    async def handle(self, event: Event) -> None:
-        row = event.row
-        async with connection(self.pool) as conn, conn.transaction():
-            cur = await conn.execute(
-                Q["ad_order_context"], {"order_id": row["order_id"], "cause": row["cause"]}
-            )
-            order = await cur.fetchone()
-            message = (
-                event_message(str(row["kind"]), dict(row["detail"] or {}), dict(order))
-                if order is not None
-                else None
-            )
-            if message is not None and order is not None:
-                user = int(order["telegram_user_id"])
-                method = message.pop("method")
-                await outbox_store.queue_reply(
-                    conn,
-                    int(order["bot_id"]),
-                    user,
-                    method,
-                    {"chat_id": user, **message},
-                    key=f"ad_event:{event.id}",
-                )
-            await self.queue.finish(conn, event)

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 import httpx
 
 from botedge import (
+    ad_messages,
     admission,
     adshop,
     bot_store,
@@ -124,11 +125,11 @@ class WorkerSupervisor:
             invite_hours=settings.invite_link_hours,
             clock=clock,
         )
-        self.ad_events = adshop.AdEvents(
+        self.ad_events = ad_messages.AdEvents(
             pool,
             EventQueue(
                 pool,
-                adshop.AD_ORDER_EVENTS,
+                ad_messages.AD_ORDER_EVENTS,
                 lease_seconds=settings.lock_seconds,
                 max_attempts=settings.access_max_attempts,
                 backoff_base=settings.access_retry_base,

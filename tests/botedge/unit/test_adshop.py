@@ -15,7 +15,8 @@ from PIL import Image
 from tronpy.keys import to_base58check_address
 
 from botedge import uploads
-from botedge.adshop import ALREADY_SUBMITTED, event_message, hash_problem, parse_hash
+from botedge.ad_messages import event_message
+from botedge.adshop import ALREADY_SUBMITTED, hash_problem, parse_hash
 from simulators.telegram.botapi import _check_html
 from tests.botedge.bot_api_server import ok, run
 
