@@ -297,44 +297,27 @@ class Launcher:
         token = env.get("DEMO_BOT_TOKEN", "")
         if not env.get("TELEGRAM_API_BASE", "").startswith("http://127.0.0.1"):
             return None
-        added = subprocess.run(
-            [sys.executable, "-m", "botedge", "add-bot", "--mode", "polling"],
-            env={**env, "BOT_TOKEN": token},
-            capture_output=True,
-            text=True,
-            check=False,
+        added = _demo_step(
+            "add the demo bot",
+            {**env, "BOT_TOKEN": token},
+            "botedge",
+            "add-bot",
+            "--mode",
+            "polling",
         )
-        if added.returncode != 0:
-            log.warning("could not add the demo bot: %s", added.stderr.strip()[-300:])
-            return None
-        return token.split(":", 1)[0]
+        return None if added is None else token.split(":", 1)[0]
 
     def _demo_gate(self, env: dict[str, str]) -> dict[str, Any] | None:
         """The demo channels and content in the simulated Telegram; what to show of them."""
-        made = subprocess.run(
-            [sys.executable, "-m", "botedge.demo"],
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if made.returncode != 0:
-            log.warning("could not set up the demo gate: %s", made.stderr.strip()[-300:])
+        made = _demo_step("set up the demo gate", env, "botedge.demo")
+        if made is None:
             return None
-        shown: dict[str, Any] = json.loads(made.stdout)
+        shown: dict[str, Any] = json.loads(made)
         return shown
 
     def _demo_history(self, env: dict[str, str]) -> None:
         """A month of made-up business for the panel's pages, into a database without any."""
-        made = subprocess.run(
-            [sys.executable, "-m", "panel_api", "history"],
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if made.returncode != 0:
-            log.warning("could not write the demo history: %s", made.stderr.strip()[-300:])
+        _demo_step("write the demo history", env, "panel_api", "history")
 
     def _banner(
         self,
@@ -449,6 +432,18 @@ def _terminate_with_parent() -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     pr_set_pdeathsig = 1
     libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
+def _demo_step(what: str, env: dict[str, str], module: str, *args: str) -> str | None:
+    """Run one demo-data command; its output, or None (logged) when it failed: the system is
+    still worth bringing up without that part of the demo."""
+    done = subprocess.run(  # noqa: S603 - our own module
+        [sys.executable, "-m", module, *args], env=env, capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        log.warning("could not %s: %s", what, done.stderr.strip()[-300:])
+        return None
+    return done.stdout
 
 
 def _healthy(port: int) -> bool:

@@ -46,6 +46,13 @@ def stripe(
     )
 
 
+def new_id(conn: psycopg.Connection[Any], insert: str, *params: object) -> int:
+    """The id an INSERT ... RETURNING id gave its row."""
+    row = conn.execute(insert, params).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
 def add_paid_channel(
     database_url: str,
     *,
@@ -56,18 +63,18 @@ def add_paid_channel(
     chat_id: int = -1001000000001,
 ) -> int:
     with psycopg.connect(database_url) as conn:
-        row = conn.execute(
+        channel = new_id(
+            conn,
             "INSERT INTO channels (telegram_chat_id, title, is_paid) VALUES (%s, 'Paid', true)"
             " RETURNING id",
-            (chat_id,),
-        ).fetchone()
-        assert row is not None
+            chat_id,
+        )
         conn.execute(
             "INSERT INTO plans (channel_id, price_minor, currency, period_days, grace_days,"
             " is_default) VALUES (%s, %s, %s, %s, %s, true)",
-            (row[0], price_minor, currency, period_days, grace_days),
+            (channel, price_minor, currency, period_days, grace_days),
         )
-        return int(row[0])
+        return channel
 
 
 def create_invoice(
@@ -84,13 +91,12 @@ def create_invoice(
 
 def add_person(database_url: str, telegram_user_id: int) -> int:
     with psycopg.connect(database_url) as conn:
-        row = conn.execute(
+        return new_id(
+            conn,
             "INSERT INTO people (telegram_user_id) VALUES (%s) ON CONFLICT (telegram_user_id)"
             " DO UPDATE SET updated_at = now() RETURNING id",
-            (telegram_user_id,),
-        ).fetchone()
-        assert row is not None
-        return int(row[0])
+            telegram_user_id,
+        )
 
 
 def set_membership(

@@ -27,6 +27,15 @@ PASSWORD = "correct horse battery"
 SHOP = str(to_base58check_address(bytes([0x41]) + bytes([0x11]) * 20))
 
 
+def call_as(
+    token: str, method: str, url: str, body: object = None, **headers: str
+) -> httpx.Response:
+    """One panel API call as the person whose access token this is."""
+    return HTTP.request(
+        method, url, json=body, headers={"Authorization": f"Bearer {token}", **headers}, timeout=30
+    )
+
+
 @dataclass
 class Panel:
     url: str
@@ -35,13 +44,7 @@ class Panel:
     database_url: str
 
     def call(self, method: str, path: str, body: Any = None, role: str = "owner") -> httpx.Response:
-        return HTTP.request(
-            method,
-            f"{self.url}{path}",
-            json=body,
-            headers={"Authorization": f"Bearer {self.tokens[role]}"},
-            timeout=30,
-        )
+        return call_as(self.tokens[role], method, f"{self.url}{path}", body)
 
 
 def owner_and_viewer(url: str) -> dict[str, str]:

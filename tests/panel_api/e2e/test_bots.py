@@ -25,6 +25,7 @@ from tests.conftest import (
     serve_simtelegram,
     service_env,
 )
+from tests.panel_api.e2e.conftest import call_as
 
 PASSWORD = "correct horse battery"
 
@@ -37,13 +38,7 @@ class Setup:
     sim: Served
 
     def call(self, method: str, path: str, json_body: object = None) -> httpx.Response:
-        return HTTP.request(
-            method,
-            f"{self.panel}{path}",
-            json=json_body,
-            headers={"Authorization": f"Bearer {self.owner}"},
-            timeout=30,
-        )
+        return call_as(self.owner, method, f"{self.panel}{path}", json_body)
 
 
 @pytest.fixture

@@ -23,6 +23,7 @@ from tests.conftest import (
     serve_botedge_api,
     serve_simtelegram,
 )
+from tests.panel_api.e2e.conftest import call_as
 
 PASSWORD = "correct horse battery"
 SPONSOR, HIDDEN = -1001000000501, -1001000000502
@@ -36,13 +37,7 @@ class Panel:
     database_url: str
 
     def call(self, method: str, path: str, body: Any = None) -> httpx.Response:
-        return HTTP.request(
-            method,
-            f"{self.url}{path}",
-            json=body,
-            headers={"Authorization": f"Bearer {self.owner}"},
-            timeout=30,
-        )
+        return call_as(self.owner, method, f"{self.url}{path}", body)
 
 
 @pytest.fixture

@@ -23,6 +23,7 @@ from tests.conftest import (
     panel_settings,
     serve_billing,
 )
+from tests.panel_api.e2e.conftest import call_as
 
 PASSWORD = "correct horse battery"
 
@@ -34,12 +35,10 @@ class Setup:
     billing: Served
 
     def get(self, path: str) -> httpx.Response:
-        return HTTP.get(f"{self.panel}{path}", headers={"Authorization": f"Bearer {self.owner}"})
+        return call_as(self.owner, "GET", f"{self.panel}{path}")
 
     def post(self, path: str, body: object) -> httpx.Response:
-        return HTTP.post(
-            f"{self.panel}{path}", json=body, headers={"Authorization": f"Bearer {self.owner}"}
-        )
+        return call_as(self.owner, "POST", f"{self.panel}{path}", body)
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ from panel_api.contract import OPERATIONS
 from panel_api.seed import seed
 from shared.testing import serve_in_thread
 from tests.conftest import HTTP, TEST_BCRYPT_ROUNDS, panel_settings
+from tests.panel_api.e2e.conftest import call_as
 
 OWNER_PASSWORD = "correct horse battery"
 PASSWORD = "member password 1"
@@ -29,12 +30,7 @@ class Panel:
     def call(
         self, method: str, path: str, role: Role, json: object = None, **headers: str
     ) -> httpx.Response:
-        return HTTP.request(
-            method,
-            f"{self.url}{path}",
-            json=json,
-            headers={"Authorization": f"Bearer {self.tokens[role]}", **headers},
-        )
+        return call_as(self.tokens[role], method, f"{self.url}{path}", json, **headers)
 
 
 def login(url: str, email: str, password: str) -> str:
