@@ -8,9 +8,10 @@ traceback. Slugs are listed in docs/errors.md.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from http import HTTPStatus
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, get_args
 
 import msgspec
 import psycopg
@@ -65,17 +66,93 @@ class Problem(Exception):
         self.extra = extra or {}
 
 
+# What can be wrong with one field of a request, as the 422 answer's `errors` say it. A page
+# words each code in its own language; docs/errors.md lists them.
+FieldCode = Literal[
+    "required",
+    "unknown",
+    "wrong-type",
+    "not-a-number",
+    "too-short",
+    "too-long",
+    "out-of-range",
+    "bad-format",
+    "not-one-of",
+    "duplicate",
+    "taken",
+    "not-found",
+    "reserved",
+    "invalid",
+]
+FIELD_CODES: tuple[FieldCode, ...] = get_args(FieldCode)
+
+
+class FieldError(msgspec.Struct, frozen=True):
+    """One refused field: its path in the body (`plan.price`, `ids[3]`) and what is wrong."""
+
+    field: str
+    code: FieldCode
+
+
+_PATH = re.compile(r" - at `\$((?:\.[A-Za-z_][A-Za-z0-9_]*|\[[0-9]+\])*)`$")
+_NAMED = re.compile(r"^Object (missing required|contains unknown) field `([^`]+)`")
+
+
+def field_error(message: str) -> FieldError:
+    """A msgspec validation message as a field and a code. msgspec says which field in words
+    only (`Expected `int` >= 1 - at `$.days``), so this reads those words."""
+    path = ""
+    located = _PATH.search(message)
+    if located:
+        path = located.group(1).lstrip(".")
+        message = message[: located.start()]
+    named = _NAMED.match(message)
+    if named:
+        path = f"{path}.{named.group(2)}" if path else named.group(2)
+        return FieldError(path, "required" if named.group(1) == "missing required" else "unknown")
+    return FieldError(path, _code_of(message))
+
+
+def _code_of(message: str) -> FieldCode:
+    if "matching regex" in message or (message.startswith("Invalid") and "enum" not in message):
+        return "bad-format"
+    if message.startswith("Invalid enum value"):
+        return "not-one-of"
+    if "of length <=" in message:
+        return "too-long"
+    if "of length >=" in message:
+        return "too-short"
+    if "out of range" in message or re.search(r"` (>=|>|<=|<) ", message):
+        return "out-of-range"
+    if message.startswith("Expected "):
+        if message.endswith("got `null`"):
+            return "required"
+        if message.startswith(("Expected `int`", "Expected `float`", "Expected `decimal`")):
+            return "not-a-number"
+        return "wrong-type"
+    return "invalid"
+
+
 class ServiceError(Exception):
     """What each service's own error base derives from: a slug (docs/errors.md) and a detail
-    for a person. No HTTP here: each app maps its kinds to statuses in one table."""
+    for a person. No HTTP here: each app maps its kinds to statuses in one table. `field` and
+    `code` name the refused field, when one is to blame (a 422's `errors`)."""
 
     slug = "error"
 
-    def __init__(self, detail: str, *, retry_after: int | None = None) -> None:
+    def __init__(
+        self,
+        detail: str,
+        *,
+        retry_after: int | None = None,
+        field: str | None = None,
+        code: FieldCode = "invalid",
+    ) -> None:
         super().__init__(detail)
         self.detail = detail
         # Seconds a client should wait before trying again (`Retry-After`), when it is known.
         self.retry_after = retry_after
+        self.errors = () if field is None else (FieldError(field, code),)
 
 
 E = TypeVar("E", bound=ServiceError)
@@ -90,7 +167,8 @@ def problem_for(error: Exception, statuses: Mapping[type[E], int]) -> Problem | 
         return None
     wait = error.retry_after if error.retry_after is not None else 5 if status == 503 else None
     headers = None if wait is None else {"Retry-After": str(wait)}
-    return Problem(status, error.slug, error.detail, headers=headers)
+    extra = {"errors": list(error.errors)} if error.errors else None
+    return Problem(status, error.slug, error.detail, headers=headers, extra=extra)
 
 
 def service_error_handler(
@@ -237,7 +315,9 @@ def decode_json(raw: bytes, kind: type[T]) -> T:
     try:
         return msgspec.json.decode(raw, type=kind, strict=True)
     except msgspec.ValidationError as error:
-        raise Problem(422, "invalid-body", str(error)) from None
+        raise Problem(
+            422, "invalid-body", str(error), extra={"errors": [field_error(str(error))]}
+        ) from None
     except msgspec.DecodeError as error:
         raise Problem(400, "malformed-json", f"body is not valid JSON: {error}") from None
 

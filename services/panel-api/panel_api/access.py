@@ -27,6 +27,7 @@ from panel_api import errors, store
 from panel_api.auth import verify_token
 from shared.clock import Clock
 from shared.db import Connection
+from shared.errors import field_error
 from shared.logging import request_id
 from shared.settings import Secret
 from shared.web import bearer_token, runtime
@@ -153,11 +154,16 @@ def query(request: Request, kind: type[Q]) -> Q:
     params = request.query_params
     repeated = sorted({name for name, _ in params.multi_items() if len(params.getlist(name)) > 1})
     if repeated:
-        raise errors.InvalidValue(f"{', '.join(repeated)} given more than once")
+        raise errors.InvalidValue(
+            f"{', '.join(repeated)} given more than once", field=repeated[0], code="duplicate"
+        )
     try:
         return msgspec.convert(dict(params), kind, strict=False)
     except msgspec.ValidationError as error:
-        raise errors.InvalidValue(str(error).replace("$.", "")) from None
+        wrong = field_error(str(error))
+        raise errors.InvalidValue(
+            str(error).replace("$.", ""), field=wrong.field, code=wrong.code
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -248,14 +254,18 @@ def _cursor(sort: str, values: list[Any]) -> str:
 def _position(cursor: str, sort: str, order: tuple[Column, ...]) -> tuple[Any, ...]:
     """The values a cursor holds, each of its column's type; 422 for one this API did not give
     out for this sort."""
-    foreign = errors.InvalidValue("cursor is not one this API gave out")
+    foreign = errors.InvalidValue(
+        "cursor is not one this API gave out", field="cursor", code="bad-format"
+    )
     try:
         value = json.loads(base64.urlsafe_b64decode(cursor.encode("ascii")))
         given, values = value["s"], value["v"]
     except (ValueError, binascii.Error, KeyError, TypeError, UnicodeEncodeError):
         raise foreign from None
     if given != sort:
-        raise errors.InvalidValue(f"cursor belongs to sort {given!r}, not {sort!r}")
+        raise errors.InvalidValue(
+            f"cursor belongs to sort {given!r}, not {sort!r}", field="cursor", code="bad-format"
+        )
     if not isinstance(values, list) or len(values) != len(order):
         raise foreign
     try:

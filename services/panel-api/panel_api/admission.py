@@ -142,7 +142,9 @@ class Admission:
         if row is None:
             raise errors.NotFound("no channel by that id")
         if not row["is_paid"]:
-            raise errors.InvalidValue("the channel is not paid")
+            raise errors.InvalidValue(
+                "the channel is not paid", field="channel_id", code="not-one-of"
+            )
 
     async def whitelist(self, request: Request, caller: Caller) -> Response:
         channel_id = _channel_id(request)
@@ -196,9 +198,11 @@ class Admission:
         channel_id = _channel_id(request)
         body = await json_body(request, ImportBody, limit=512 * 1024)
         if body.action == "grant" and body.until is None:
-            raise errors.InvalidValue("a grant needs `until`")
+            raise errors.InvalidValue("a grant needs `until`", field="until", code="required")
         if body.until is not None and body.until <= self.clock.now():
-            raise errors.InvalidValue("until must be in the future")
+            raise errors.InvalidValue(
+                "until must be in the future", field="until", code="out-of-range"
+            )
         ids, rejected = checked_ids(body.ids)
         async with store.connection(runtime(request).pool) as conn:
             async with conn.transaction():

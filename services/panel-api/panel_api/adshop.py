@@ -49,7 +49,7 @@ Title = Annotated[str, msgspec.Meta(min_length=1, max_length=120, pattern=r"^[^\
 def micros(price: str) -> int:
     value = int(Decimal(price) * 1_000_000)
     if value <= 0:
-        raise errors.InvalidValue("price must be above zero")
+        raise errors.InvalidValue("price must be above zero", field="price", code="out-of-range")
     return value
 
 
@@ -194,11 +194,13 @@ class AdShop:
     async def add_slot(self, request: Request, caller: Caller) -> Response:
         body = await json_body(request, NewSlot, limit=4096)
         if not (body.accepts_usdt or body.accepts_trx):
-            raise errors.InvalidValue("a slot takes USDT, TRX or both")
+            raise errors.InvalidValue(
+                "a slot takes USDT, TRX or both", field="accepts_usdt", code="required"
+            )
         params = {**msgspec.to_builtins(body), "price_micros": micros(body.price)}
         async with store.connection(runtime(request).pool) as conn, conn.transaction():
             if await (await conn.execute(Q["bot_exists"], {"id": body.bot_id})).fetchone() is None:
-                raise errors.InvalidValue(f"no bot {body.bot_id}")
+                raise errors.InvalidValue(f"no bot {body.bot_id}", field="bot_id", code="not-found")
             row = await (await conn.execute(Q["insert_ad_slot"], params)).fetchone()
             slot = _slot(dict(row or {}))
             await self._audit(conn, caller, "ad_slots.add", f"ad_slot:{slot.id}", None, slot)
@@ -221,7 +223,9 @@ class AdShop:
                 changed["price_micros"] = micros(body.price)
             after = {**dict(before), **changed}
             if not (after["accepts_usdt"] or after["accepts_trx"]):
-                raise errors.InvalidValue("a slot takes USDT, TRX or both")
+                raise errors.InvalidValue(
+                    "a slot takes USDT, TRX or both", field="accepts_usdt", code="required"
+                )
             row = await (await conn.execute(Q["update_ad_slot"], after)).fetchone()
             slot = _slot(dict(row or {}))
             await self._audit(

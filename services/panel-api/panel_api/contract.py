@@ -85,7 +85,7 @@ from panel_api.team import (
     Workspace,
     WorkspaceChange,
 )
-from shared.errors import PROBLEM_JSON
+from shared.errors import PROBLEM_JSON, FieldError
 
 TITLE = "Gatehouse panel API"
 
@@ -116,6 +116,8 @@ class ProblemBody(msgspec.Struct):
     title: str
     status: int
     detail: str
+    errors: list[FieldError] | msgspec.UnsetType = msgspec.UNSET
+    """On a 422: each refused field and what is wrong with it, by a code of docs/errors.md."""
 
 
 class Health(msgspec.Struct):

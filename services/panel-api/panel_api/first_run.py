@@ -102,7 +102,9 @@ class Setup:
     async def create_owner(self, request: Request) -> Response:
         body = await json_body(request, SetupBody, limit=4096)
         if len(body.password.encode()) > MAX_BYTES:
-            raise errors.InvalidValue(f"password is over {MAX_BYTES} bytes")
+            raise errors.InvalidValue(
+                f"password is over {MAX_BYTES} bytes", field="password", code="too-long"
+            )
         address = client_address(request, self.trusted_proxies)
         now = self.clock.now()
         pool = runtime(request).pool

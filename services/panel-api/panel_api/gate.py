@@ -225,7 +225,9 @@ class Gate:
             if not isinstance(body.manager_bot_id, msgspec.UnsetType):
                 manager = body.manager_bot_id
                 if manager is not None and not await _bot_username(conn, manager):
-                    raise errors.InvalidValue(f"no bot {manager}")
+                    raise errors.InvalidValue(
+                        f"no bot {manager}", field="manager_bot_id", code="not-found"
+                    )
             is_paid = (
                 before["is_paid"] if isinstance(body.is_paid, msgspec.UnsetType) else body.is_paid
             )
@@ -278,7 +280,9 @@ class Gate:
         body = await json_body(request, DefaultGate, limit=16384)
         ids = [choice.channel_id for choice in body.channels]
         if len(set(ids)) != len(ids):
-            raise errors.InvalidValue("a channel is listed twice")
+            raise errors.InvalidValue(
+                "a channel is listed twice", field="channels", code="duplicate"
+            )
         async with store.connection(runtime(request).pool) as conn, conn.transaction():
             if not await _bot_username(conn, bot_id):
                 raise errors.NotFound("no bot by that id")
@@ -311,12 +315,14 @@ class Gate:
         body = _checked(await json_body(request, ContentBody, limit=16384))
         async with store.connection(runtime(request).pool) as conn, conn.transaction():
             if not await _bot_username(conn, body.bot_id):
-                raise errors.InvalidValue(f"no bot {body.bot_id}")
+                raise errors.InvalidValue(f"no bot {body.bot_id}", field="bot_id", code="not-found")
             await _require_channels(conn, body.gate_channel_ids or [])
             cur = await conn.execute(Q["insert_content"], _content_params(body))
             row = await cur.fetchone()
             if row is None:
-                raise errors.InvalidValue(f"the bot already has a content {body.code!r}")
+                raise errors.InvalidValue(
+                    f"the bot already has a content {body.code!r}", field="code", code="taken"
+                )
             content_id = int(row["id"])
             await _set_gate(conn, content_id, body)
             content = await _content(conn, content_id)
@@ -339,12 +345,16 @@ class Gate:
             if before is None:
                 raise errors.NotFound("no content by that id")
             if before["bot_id"] != body.bot_id:
-                raise errors.InvalidValue("a content stays with its bot")
+                raise errors.InvalidValue(
+                    "a content stays with its bot", field="bot_id", code="invalid"
+                )
             taken = await conn.execute(
                 Q["code_taken"], {"bot_id": body.bot_id, "code": body.code, "id": content_id}
             )
             if await taken.fetchone():
-                raise errors.InvalidValue(f"the bot already has a content {body.code!r}")
+                raise errors.InvalidValue(
+                    f"the bot already has a content {body.code!r}", field="code", code="taken"
+                )
             await _require_channels(conn, body.gate_channel_ids or [])
             await conn.execute(Q["update_content"], {"id": content_id, **_content_params(body)})
             await _set_gate(conn, content_id, body)
@@ -393,19 +403,29 @@ def _channel(row: dict[str, Any]) -> Channel:
 
 def _checked(body: ContentBody) -> ContentBody:
     if not CODE.fullmatch(body.code):
-        raise errors.InvalidValue("code is 1-64 of A-Z, a-z, 0-9, _ and -")
+        raise errors.InvalidValue(
+            "code is 1-64 of A-Z, a-z, 0-9, _ and -", field="code", code="bad-format"
+        )
     if RESERVED.fullmatch(body.code):
-        raise errors.InvalidValue(f"{body.code!r} is reserved for the bot's own use")
+        raise errors.InvalidValue(
+            f"{body.code!r} is reserved for the bot's own use", field="code", code="reserved"
+        )
     if body.kind == "text" and not body.body.strip():
-        raise errors.InvalidValue("a text content needs a body")
+        raise errors.InvalidValue("a text content needs a body", field="body", code="required")
     if body.kind == "file" and (body.file_kind is None or body.file_id is None):
-        raise errors.InvalidValue("a file content needs file_kind and file_id")
+        raise errors.InvalidValue(
+            "a file content needs file_kind and file_id", field="file_id", code="required"
+        )
     if body.kind == "post" and (body.from_chat_id is None or body.message_id is None):
-        raise errors.InvalidValue("a post content needs from_chat_id and message_id")
+        raise errors.InvalidValue(
+            "a post content needs from_chat_id and message_id", field="message_id", code="required"
+        )
     if body.gate_channel_ids is not None and len(set(body.gate_channel_ids)) != len(
         body.gate_channel_ids
     ):
-        raise errors.InvalidValue("a gate channel is listed twice")
+        raise errors.InvalidValue(
+            "a gate channel is listed twice", field="gate_channel_ids", code="duplicate"
+        )
     return body
 
 
@@ -439,7 +459,9 @@ async def _require_channels(conn: Connection, ids: list[int]) -> None:
     cur = await conn.execute(Q["channels_exist"], {"ids": ids})
     row = await cur.fetchone()
     if row is None or row["n"] != len(ids):
-        raise errors.InvalidValue("a gate channel does not exist")
+        raise errors.InvalidValue(
+            "a gate channel does not exist", field="gate_channel_ids", code="not-found"
+        )
 
 
 async def _bot_username(conn: Connection, bot_id: int) -> str | None:

@@ -30,7 +30,9 @@ async def _checked(what: str) -> AsyncIterator[None]:
     try:
         yield
     except psycopg.errors.CheckViolation:
-        raise errors.InvalidValue(f"{what} is not one the database accepts") from None
+        raise errors.InvalidValue(
+            f"{what} is not one the database accepts", field=what, code="bad-format"
+        ) from None
 
 
 @dataclass(frozen=True)

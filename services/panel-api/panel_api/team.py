@@ -130,7 +130,9 @@ class Team:
     async def add(self, request: Request, caller: Caller) -> Response:
         body = await json_body(request, NewMember, limit=4096)
         if len(body.password.encode()) > MAX_BYTES:
-            raise errors.InvalidValue(f"password is over {MAX_BYTES} bytes")
+            raise errors.InvalidValue(
+                f"password is over {MAX_BYTES} bytes", field="password", code="too-long"
+            )
         password_hash = await self.passwords.hash_off_loop(body.password)
         now = self.clock.now()
         async with store.connection(runtime(request).pool) as conn, conn.transaction():
@@ -264,11 +266,15 @@ def _check_tron_address(address: str) -> None:
     except ValueError:
         valid = False
     if not valid:
-        raise errors.InvalidValue(f"{address!r} is not a TRON address (checksum)")
+        raise errors.InvalidValue(
+            f"{address!r} is not a TRON address (checksum)", field="tron_address", code="bad-format"
+        )
 
 
 def _check_time_zone(name: str) -> None:
     try:
         zoneinfo.ZoneInfo(name)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        raise errors.InvalidValue(f"{name!r} is not an IANA time zone") from None
+        raise errors.InvalidValue(
+            f"{name!r} is not an IANA time zone", field="time_zone", code="not-one-of"
+        ) from None
