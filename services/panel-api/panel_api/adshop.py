@@ -124,6 +124,13 @@ class Order(msgspec.Struct):
     paid_micros: int
     due_at: dt.datetime | None
     created_at: dt.datetime
+    # The two amounts in USDT as text ("12.5"), for people; the micros for arithmetic.
+    price: str = ""
+    paid: str = ""
+
+    def __post_init__(self) -> None:
+        self.price = decimal_text(self.price_micros)
+        self.paid = decimal_text(self.paid_micros)
 
 
 class ClaimRow(msgspec.Struct):

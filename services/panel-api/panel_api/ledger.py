@@ -29,6 +29,7 @@ from panel_api.access import (
 )
 from panel_api.internal import Internal, relayed
 from shared.clock import Clock
+from shared.currencies import major_text
 from shared.errors import json_body
 from shared.web import runtime
 
@@ -161,6 +162,11 @@ class Invoice(msgspec.Struct):
     created_at: dt.datetime
     expires_at: dt.datetime
     paid_at: dt.datetime | None
+    # In major units with the currency's own digits ("12.50", "500" yen, "1.250" dinars).
+    amount: str = ""
+
+    def __post_init__(self) -> None:
+        self.amount = major_text(self.amount_minor, self.currency)
 
 
 PAYMENTS = Listing(
@@ -190,6 +196,10 @@ class Payment(msgspec.Struct):
     applied: bool
     flag: str | None
     created_at: dt.datetime
+    amount: str = ""
+
+    def __post_init__(self) -> None:
+        self.amount = major_text(self.amount_minor, self.currency)
 
 
 GATEWAY_EVENTS = Listing(
@@ -268,6 +278,10 @@ class DayRevenue(msgspec.Struct):
     day: dt.date
     currency: str
     amount_minor: Minor
+    amount: str = ""
+
+    def __post_init__(self) -> None:
+        self.amount = major_text(self.amount_minor, self.currency)
 
 
 class Dashboard(msgspec.Struct):

@@ -89,8 +89,18 @@ def test_dashboard__revenue_by_day_in_the_workspace_zone_and_counts(
     assert board_answer.status_code == 200, board_answer.text
     figures = board_answer.json()
     assert figures["revenue"] == [
-        {"day": str(today - dt.timedelta(days=3)), "currency": "UAH", "amount_minor": "9900"},
-        {"day": str(today - dt.timedelta(days=2)), "currency": "USD", "amount_minor": "750"},
+        {
+            "day": str(today - dt.timedelta(days=3)),
+            "currency": "UAH",
+            "amount_minor": "9900",
+            "amount": "99.00",
+        },
+        {
+            "day": str(today - dt.timedelta(days=2)),
+            "currency": "USD",
+            "amount_minor": "750",
+            "amount": "7.50",
+        },
     ]
     assert (figures["time_zone"], figures["dead_updates"], figures["ad_orders_waiting"]) == (
         "Asia/Tehran",

@@ -84,6 +84,26 @@ def test_ledger__an_invoice_paid_shows_everywhere(setup: Setup, database_url: st
     assert (event["outcome"], event["order_reference"]) == ("orphan", "gh_unknown")
 
 
+@pytest.mark.parametrize(
+    ("currency", "price_minor", "amount"),
+    [("JPY", 500, "500"), ("KWD", 1250, "1.250"), ("USD", 1250, "12.50"), ("XTR", 250, "250")],
+)
+def test_ledger__amounts_in_the_currencys_own_digits(
+    setup: Setup, database_url: str, currency: str, price_minor: int, amount: str
+) -> None:
+    channel = gateways.add_paid_channel(database_url, price_minor=price_minor, currency=currency)
+    made = setup.post(
+        "/v1/invoices", {"telegram_user_id": 77, "channel_id": channel, "gateway": "subgate"}
+    )
+    assert made.status_code == 201, made.text
+    [invoice] = setup.get("/v1/invoices").json()["items"]
+    assert (invoice["amount_minor"], invoice["currency"], invoice["amount"]) == (
+        str(price_minor),
+        currency,
+        amount,
+    )
+
+
 def test_ledger__billings_refusal_comes_back_unchanged(setup: Setup) -> None:
     refused = setup.post(
         "/v1/invoices", {"telegram_user_id": 1, "channel_id": 999, "gateway": "subgate"}
