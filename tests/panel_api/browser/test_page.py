@@ -119,13 +119,17 @@ def test_page__persian_lays_out_right_to_left_with_persian_digits(
     expect(page.locator("html")).to_have_attribute("dir", "rtl")
 
 
-def test_page__a_refused_sign_in_shows_the_apis_message(page: Page, panel: str) -> None:
+def test_page__a_refused_sign_in_says_so_in_the_pages_language(page: Page, panel: str) -> None:
     sign_in(page, panel, password="not the password")
-    expect(page.locator("#message")).to_be_visible()
-    answer = HTTP.post(
-        f"{panel}/v1/auth/login", json={"email": "owner@example.com", "password": "nope"}
-    ).json()
-    expect(page.locator("#message")).to_have_text(f"{answer['title']}: {answer['detail']}")
+    expect(page.locator("#message")).to_have_text("The email or password is wrong.")
+    page.select_option("#language", "fa")
+    page.fill("input[name=password]", "still not it")
+    page.click("#sign-in button[type=submit]")
+    expect(page.locator("#message")).to_have_text("ایمیل یا گذرواژه درست نیست.")
+    # Signed out, the page is the sign-in form and nothing else.
+    expect(page.locator("#pages")).to_be_hidden()
+    expect(page.locator("#pages a").first).to_be_hidden()
+    expect(page.locator("#sign-out")).to_be_hidden()
 
 
 def test_page__served_for_any_view_never_for_the_api(panel: str) -> None:
@@ -223,11 +227,18 @@ def test_page__the_owner_sets_the_workspace_and_a_bad_address_is_refused(
     page.click("a[data-view=workspace]")
     page.fill("#workspace input[name=tron_address]", "T123")
     page.click("#workspace button[type=submit]")
-    expect(page.locator("#message")).to_contain_text("Unprocessable")
+    # Refused at the field, in words, with the focus on it; not in a banner.
+    address = page.locator("#workspace input[name=tron_address]")
+    expect(page.locator("#workspace [data-problem=tron_address]")).to_have_text(
+        "Not in the expected form."
+    )
+    expect(address).to_have_attribute("aria-invalid", "true")
+    expect(address).to_be_focused()
+    expect(page.locator("#message")).to_be_hidden()
     page.fill("#workspace input[name=tron_address]", "")
     page.fill("#workspace input[name=time_zone]", "Asia/Tehran")
     page.click("#workspace button[type=submit]")
-    expect(page.locator("#saved")).to_be_visible()
+    expect(page.locator("#workspace-done")).to_have_text("Saved.")
     expect(page.locator("#message")).to_be_hidden()
     assert HTTP.get(f"{panel}/v1/workspace", headers=bearer(panel)).json()["time_zone"] == (
         "Asia/Tehran"
@@ -401,6 +412,11 @@ def test_page__admission_whitelist_import_and_mode_then_an_ad_slot(page: Page, s
     expect(page.locator("#admission-mode")).to_contain_text("a join request the bot approves")
     partner = page.locator("#whitelist tbody tr", has_text="5001")
     partner.locator("button[data-action=remove]").click()
+    # Removing asks first: "No" keeps the row, "Yes" removes it.
+    partner.get_by_role("button", name="No, keep it").click()
+    expect(page.locator("#whitelist tbody tr")).to_have_count(3)
+    partner.locator("button[data-action=remove]").click()
+    partner.locator("button[data-confirm=remove]").click()
     expect(page.locator("#whitelist tbody tr")).to_have_count(2)
 
     page.click("#pages a[data-view=slots]")
@@ -409,7 +425,8 @@ def test_page__admission_whitelist_import_and_mode_then_an_ad_slot(page: Page, s
     page.select_option("#add-slot select[name=kind]", "button")
     page.fill("#add-slot input[name=price]", "1.1234567")
     page.click("#add-slot button[type=submit]")
-    expect(page.locator("#message")).to_contain_text("Unprocessable")
+    expect(page.locator("#add-slot [data-problem=price]")).to_have_text("Not in the expected form.")
+    expect(page.locator("#add-slot input[name=price]")).to_be_focused()
     page.fill("#add-slot input[name=price]", "40")
     page.click("#add-slot button[type=submit]")
     made = page.locator("#slots tbody tr", has_text="Button for a week")

@@ -1,5 +1,10 @@
-// The page's words in English and Persian; numbers and dates through Intl for the language.
-const WORDS = {
+// @ts-check
+// The page's words in English and Persian; numbers, money and dates through format.js for the
+// language. A node test holds the two languages to the same keys.
+import { formatDateTime, formatDay, formatMoney, formatNumber } from "./format.js";
+
+/** @type {Record<string, Record<string, string>>} */
+export const WORDS = {
   en: {
     brand: "Gatehouse", language: "Language", signIn: "Sign in", signOut: "Sign out",
     email: "Email", password: "Password", signedInAs: "Signed in as {email} ({role})",
@@ -13,7 +18,7 @@ const WORDS = {
     channels: "Channels", contents: "Content", people: "People", memberships: "Memberships",
     invoices: "Invoices", payments: "Payments", accessEvents: "Access", orders: "Ad orders",
     deadUpdates: "Dead updates", team: "Team", audit: "Audit log", all: "All", more: "More",
-    nothing: "Nothing here yet.", title: "Title", paid: "Paid", rights: "Bot's rights",
+    nothing: "Nothing here yet.", title: "Title", paid: "paid", rights: "Bot's rights",
     yes: "yes", no: "no", notAdmin: "the bot is not an admin there", code: "Code", kind: "Kind",
     link: "Link", copy: "Copy", copied: "Copied", telegramUser: "Telegram user",
     firstSeen: "First seen", lastSeen: "Last seen", channel: "Channel", expires: "Expires",
@@ -44,6 +49,33 @@ const WORDS = {
     imported: "{added} added of {accepted} accepted; {rejected} refused.", addSlot: "Add a slot",
     pinned_post: "pinned post", broadcast: "broadcast", button: "button", priceUsdt: "Price in USDT",
     acceptsTrx: "Also takes TRX", coins: "Coins", deactivate: "Deactivate", activate: "Activate",
+    paidChannel: "Paid", polling: "polling", webhook: "webhook",
+    creator: "owner", administrator: "admin", member: "member", restricted: "restricted",
+    left: "left", kicked: "banned", unknown: "unknown", expiry_notice: "expiry notice",
+    orphan: "no matching invoice", amount_mismatch: "amount differs", conflict: "conflicting",
+    gateway_mismatch: "other gateway", sure: "Sure?", confirmYes: "Yes, do it", keep: "No, keep it",
+    en: "English", fa: "فارسی",
+    notFound: "This page does not exist.", toDashboard: "Go to the dashboard",
+    loading: "Loading…", menu: "Menu", skip: "Skip to content", pagesNav: "Pages",
+    loadFailed: "The page could not be loaded; this is the page you were on.",
+    "e.required": "This is needed.", "e.unknown": "This form does not take it.",
+    "e.wrong-type": "This kind of value is not accepted.", "e.not-a-number": "Enter a number.",
+    "e.too-short": "Too short.", "e.too-long": "Too long.",
+    "e.out-of-range": "Outside what is allowed.", "e.bad-format": "Not in the expected form.",
+    "e.not-one-of": "Not one of the choices.", "e.duplicate": "Listed twice.",
+    "e.taken": "Already in use.", "e.not-found": "Does not exist.",
+    "e.reserved": "Kept for the system; choose another.", "e.invalid": "Not accepted.",
+    "hint.price": "An amount such as 12.50.", "hint.tron_address": "A TRON address: T and 33 more letters and digits.",
+    "hint.time_zone": "An IANA zone such as Asia/Tehran or Europe/Berlin.",
+    "hint.code": "Letters A-Z, digits, _ and -.", "hint.telegram_user_id": "A Telegram user id: digits only.",
+    badCredentials: "The email or password is wrong.",
+    sessionEnded: "Your session has ended. Sign in again.",
+    notAllowed: "Your role may not do this.", gone: "It is no longer there; the page shows what is.",
+    changed: "This changed meanwhile; the page shows it as it is now.",
+    tooLarge: "That is too much to send at once.", checkFields: "Some values were refused: see the marked fields.",
+    refusedDetail: "Refused: {detail}", telegramRefused: "Telegram refused: {detail}",
+    serviceDown: "A service this needs is not answering. Try again in a minute.",
+    serverFailed: "Something failed on the server. Try again; if it repeats, give the operator this request id: {id}.",
   },
   fa: {
     brand: "گیت‌هاوس", language: "زبان", signIn: "ورود", signOut: "خروج",
@@ -58,7 +90,7 @@ const WORDS = {
     channels: "کانال‌ها", contents: "محتوا", people: "افراد", memberships: "عضویت‌ها",
     invoices: "صورت‌حساب‌ها", payments: "پرداخت‌ها", accessEvents: "دسترسی", orders: "سفارش‌های تبلیغ",
     deadUpdates: "به‌روزرسانی‌های ازکارافتاده", team: "تیم", audit: "گزارش تغییرات", all: "همه",
-    more: "بیشتر", nothing: "هنوز چیزی نیست.", title: "عنوان", paid: "پولی", rights: "دسترسی ربات",
+    more: "بیشتر", nothing: "هنوز چیزی نیست.", title: "عنوان", paid: "پرداخت‌شده", rights: "دسترسی ربات",
     yes: "بله", no: "نه", notAdmin: "ربات آنجا مدیر نیست", code: "کد", kind: "نوع", link: "پیوند",
     copy: "رونوشت", copied: "رونوشت شد", telegramUser: "کاربر تلگرام", firstSeen: "اولین بازدید",
     lastSeen: "آخرین بازدید", channel: "کانال", expires: "پایان", history: "تاریخچه",
@@ -88,6 +120,33 @@ const WORDS = {
     addSlot: "افزودن جایگاه", pinned_post: "پست سنجاق‌شده", broadcast: "پیام همگانی", button: "دکمه",
     priceUsdt: "قیمت به USDT", acceptsTrx: "TRX هم پذیرفته شود", coins: "ارزها",
     deactivate: "غیرفعال‌سازی", activate: "فعال‌سازی",
+    paidChannel: "پولی", polling: "دریافت دوره‌ای", webhook: "وب‌هوک",
+    creator: "سازنده", administrator: "مدیر", member: "عضو", restricted: "محدود",
+    left: "خارج‌شده", kicked: "مسدود", unknown: "نامعلوم", expiry_notice: "اعلان پایان",
+    orphan: "بدون صورت‌حساب", amount_mismatch: "مبلغ متفاوت", conflict: "ناسازگار",
+    gateway_mismatch: "درگاه دیگر", sure: "مطمئنید؟", confirmYes: "بله، انجام شود", keep: "نه، بماند",
+    en: "English", fa: "فارسی",
+    notFound: "این صفحه وجود ندارد.", toDashboard: "رفتن به پیشخوان",
+    loading: "در حال بارگذاری…", menu: "فهرست", skip: "رفتن به محتوا", pagesNav: "صفحه‌ها",
+    loadFailed: "صفحه بارگذاری نشد؛ این همان صفحه‌ای است که در آن بودید.",
+    "e.required": "این را پر کنید.", "e.unknown": "این فرم آن را نمی‌پذیرد.",
+    "e.wrong-type": "این نوع مقدار پذیرفته نیست.", "e.not-a-number": "یک عدد وارد کنید.",
+    "e.too-short": "خیلی کوتاه است.", "e.too-long": "خیلی بلند است.",
+    "e.out-of-range": "بیرون از بازهٔ مجاز است.", "e.bad-format": "قالب آن درست نیست.",
+    "e.not-one-of": "از گزینه‌های مجاز نیست.", "e.duplicate": "دو بار آمده است.",
+    "e.taken": "پیش‌تر به کار رفته است.", "e.not-found": "وجود ندارد.",
+    "e.reserved": "برای سامانه نگه داشته شده؛ دیگری برگزینید.", "e.invalid": "پذیرفته نیست.",
+    "hint.price": "مبلغی مانند 12.50.", "hint.tron_address": "آدرس ترون: T و ۳۳ حرف و رقم دیگر.",
+    "hint.time_zone": "منطقه‌ای از IANA مانند Asia/Tehran یا Europe/Berlin.",
+    "hint.code": "حرف‌های A-Z، رقم، _ و -.", "hint.telegram_user_id": "شناسهٔ کاربر تلگرام: فقط رقم.",
+    badCredentials: "ایمیل یا گذرواژه درست نیست.",
+    sessionEnded: "نشست شما پایان یافته است. دوباره وارد شوید.",
+    notAllowed: "نقش شما اجازهٔ این کار را ندارد.", gone: "دیگر وجود ندارد؛ صفحه وضعیت کنونی را نشان می‌دهد.",
+    changed: "این در این میان تغییر کرده است؛ صفحه وضعیت کنونی را نشان می‌دهد.",
+    tooLarge: "برای یک‌بار فرستادن زیاد است.", checkFields: "برخی مقدارها پذیرفته نشد: فیلدهای نشان‌دار را ببینید.",
+    refusedDetail: "پذیرفته نشد: {detail}", telegramRefused: "تلگرام نپذیرفت: {detail}",
+    serviceDown: "سرویسی که لازم است پاسخ نمی‌دهد. یک دقیقهٔ دیگر دوباره تلاش کنید.",
+    serverFailed: "در سرور خطایی رخ داد. دوباره تلاش کنید؛ اگر تکرار شد، این شناسهٔ درخواست را به گرداننده بدهید: {id}.",
   },
 };
 const KEY = "gatehouse.language";
@@ -95,46 +154,51 @@ let current = "en";
 
 export function language() { return current; }
 
+/** The language this browser chose before, else the workspace's. @param {string} fallback */
 export function chosenLanguage(fallback) {
-  const kept = localStorage.getItem(KEY);
+  const kept = localStorage.getItem(KEY) ?? "";
   return WORDS[kept] ? kept : (WORDS[fallback] ? fallback : "en");
 }
 
+/** @param {string} lang @param {boolean} [remember] */
 export function setLanguage(lang, remember = false) {
   current = WORDS[lang] ? lang : "en";
   if (remember) localStorage.setItem(KEY, current);
   document.documentElement.lang = current;
   document.documentElement.dir = current === "fa" ? "rtl" : "ltr";
   for (const node of document.querySelectorAll("[data-text]")) {
-    node.textContent = t(node.dataset.text);
+    if (node instanceof HTMLElement) node.textContent = t(node.dataset.text ?? "");
   }
 }
 
+/** @param {string} key @param {Record<string, unknown>} [values] */
 export function t(key, values = {}) {
   const text = WORDS[current][key] ?? WORDS.en[key] ?? key;
   return text.replace(/\{(\w+)\}/g, (_, name) => String(values[name] ?? ""));
 }
 
+/** Whether the page has words for `key` (a field hint, say). @param {string} key */
+export function has(key) {
+  return key in WORDS.en;
+}
+
+/** @param {number | string} value */
 export function number(value) {
-  return new Intl.NumberFormat(current).format(value);
+  return formatNumber(current, value);
 }
 
-// USDT is no ISO currency: the amount with its name after it.
+/** An amount as decimal text in major units, with its currency (see format.js).
+ * @param {string} amount @param {string} currency */
 export function money(amount, currency) {
-  const code = String(currency).toUpperCase();
-  try {
-    if (code.length === 3 && code !== "TRX") {
-      return new Intl.NumberFormat(current, { style: "currency", currency: code }).format(amount);
-    }
-  } catch { /* not a currency Intl knows */ }
-  return `${new Intl.NumberFormat(current, { maximumFractionDigits: 6 }).format(amount)} ${code}`;
+  return formatMoney(current, amount, currency);
 }
 
+/** @param {string | Date} value @param {string} timeZone */
 export function dateTime(value, timeZone) {
-  const options = { dateStyle: "medium", timeStyle: "short", timeZone };
-  try {
-    return new Intl.DateTimeFormat(current, options).format(new Date(value));
-  } catch {
-    return new Intl.DateTimeFormat(current, { ...options, timeZone: "UTC" }).format(new Date(value));
-  }
+  return formatDateTime(current, value, timeZone);
+}
+
+/** @param {string} value YYYY-MM-DD */
+export function day(value) {
+  return formatDay(current, value);
 }

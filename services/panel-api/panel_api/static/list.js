@@ -1,0 +1,97 @@
+// @ts-check
+// A page over one of the API's lists: a filter or a sort is a query parameter kept in the
+// address, and "More" follows the answer's cursor, so a long list is never loaded whole.
+import { call } from "./api.js";
+import { element, show } from "./dom.js";
+import { t } from "./i18n.js";
+import { navigate } from "./router.js";
+
+/**
+ * @typedef {object} Column
+ * @property {string} label the key of its heading
+ * @property {string} [sort] the API's sort value, when the list sorts by it
+ * @property {(item: any) => Node | string | null | undefined} value
+ */
+
+/**
+ * @typedef {object} Filter
+ * @property {string} name the query parameter
+ * @property {string} label
+ * @property {string[]} values each a key of words
+ */
+
+/**
+ * @typedef {object} List
+ * @property {string} id
+ * @property {string} path the API's list, without a query
+ * @property {Column[]} columns
+ * @property {Filter[]} [filters]
+ * @property {((item: any) => Node[]) | null} [actions]
+ * @property {Node[]} [before]
+ * @property {Node[]} [after]
+ */
+
+/** @param {Node | string | null | undefined} content @param {string} label */
+function cell(content, label) {
+  if (content instanceof Node) return element("td", { "data-label": label }, content);
+  return element("td", { "data-label": label, text: content ?? t("none") });
+}
+
+// A sortable column's heading is a button: the first press sorts by it ascending, the next
+// descending. The API sorts, so "More" goes on in the same order.
+/** @param {Column} column @param {string | null} sort */
+function heading(column, sort) {
+  const label = element("span", { "data-text": column.label, text: t(column.label) });
+  if (!column.sort) return element("th", { scope: "col" }, label);
+  const state = sort === column.sort ? "ascending" : sort === "-" + column.sort ? "descending" : null;
+  const arrow = element("span", { class: "arrow", "aria-hidden": "true", text: state === "ascending" ? "▲" : state === "descending" ? "▼" : "" });
+  const button = element("button", { type: "button", class: "sort", "data-sort": column.sort }, label, arrow);
+  const next = state === "ascending" ? "-" + column.sort : column.sort;
+  button.addEventListener("click", () => navigate({ sort: next }));
+  return element("th", { scope: "col", ...(state ? { "aria-sort": state } : {}) }, button);
+}
+
+/** @param {URL} url @param {List} list @returns {Promise<Node[]>} */
+export async function listView(url, { id, path, columns, filters = [], actions = null, before = [], after = [] }) {
+  const wanted = url.searchParams;
+  const query = new URLSearchParams({ limit: "50" });
+  const sort = wanted.get("sort");
+  if (sort) query.set("sort", sort);
+  const controls = [];
+  for (const filter of filters) {
+    const select = /** @type {HTMLSelectElement} */ (element("select", { name: filter.name, "data-filter": filter.name },
+      element("option", { value: "", text: t("all") }),
+      ...filter.values.map((value) => element("option", { value, text: t(value) }))));
+    select.value = wanted.get(filter.name) || "";
+    if (select.value) query.set(filter.name, select.value);
+    select.addEventListener("change", () => navigate({ [filter.name]: select.value }));
+    controls.push(element("label", {}, element("span", { "data-text": filter.label, text: t(filter.label) }), select));
+  }
+  const body = element("tbody");
+  const head = columns.map((column) => heading(column, sort));
+  if (actions) head.push(element("th", { scope: "col" }, element("span", { class: "hidden-label", text: t("action") })));
+  const table = element("table", { id, class: "stacked" }, element("thead", {}, element("tr", {}, ...head)), body);
+  const more = element("button", { type: "button", id: `${id}-more`, "data-text": "more", text: t("more"), hidden: "" });
+  /** @type {string | null} */
+  let cursor = null;
+  const load = async () => {
+    if (cursor) query.set("cursor", cursor);
+    const page = await call("GET", `${path}?${query}`);
+    for (const item of page.items) {
+      const row = element("tr", { "data-id": String(item.id ?? "") },
+        ...columns.map((column) => cell(column.value(item), t(column.label))));
+      if (actions) row.append(element("td", { class: "actions", "data-label": t("action") }, ...actions(item)));
+      body.append(row);
+    }
+    cursor = page.next_cursor;
+    more.hidden = !cursor;
+  };
+  more.addEventListener("click", async () => {
+    try { await load(); } catch (error) { show(error); }
+  });
+  await load();
+  const empty = body.children.length ? [] : [element("p", { class: "empty", "data-text": "nothing", text: t("nothing") })];
+  return [...before,
+    ...(controls.length ? [element("div", { class: "filters" }, ...controls)] : []),
+    element("div", { class: "table-box" }, table), ...empty, more, ...after];
+}

@@ -1,0 +1,104 @@
+// @ts-check
+// Views by address. A view is drawn off the page and shown whole once its data is in: only then
+// do the address and the highlighted link change. While it loads an indicator shows; when it
+// fails the page that was there stays, with the reason above it.
+import { SessionEnded } from "./api.js";
+import { byId, element, show, words } from "./dom.js";
+import { t } from "./i18n.js";
+
+/**
+ * @typedef {object} View
+ * @property {string} title the key of its heading and of its link
+ * @property {(url: URL) => Promise<Node[]>} render
+ */
+
+/** @type {Map<string, View>} */
+const views = new Map();
+
+/** @type {(url: URL) => Promise<void>} */
+let before = async () => {};
+
+/** @param {string} path @param {View} view */
+export function route(path, view) {
+  views.set(path, view);
+}
+
+/** What runs before any view is drawn (loading who is signed in). @param {(url: URL) => Promise<void>} run */
+export function beforeEach(run) {
+  before = run;
+}
+
+const NOT_FOUND = {
+  title: "notFound",
+  render: async () => [
+    element("p", { id: "not-found" }, element("a", { href: "/", "data-text": "toDashboard", text: t("toDashboard") })),
+  ],
+};
+
+// Views open one after another: a view still waiting for its data when the next is asked for
+// would otherwise finish last and paint itself over it.
+let opening = Promise.resolve();
+
+/**
+ * Draw the view at `href`; `push` adds it to the history once drawn, `focus` moves the focus
+ * to its heading (after a click or a sign-in, not on the first load).
+ * @param {string} href
+ * @param {{ push?: boolean, focus?: boolean }} [options]
+ */
+export function open(href, options = {}) {
+  const opened = opening.then(() => draw(href, options));
+  opening = opened.catch(() => {});
+  return opened;
+}
+
+/** The current view drawn again (after a write). */
+export function reload() {
+  return open(location.pathname + location.search);
+}
+
+/**
+ * The current address with `changes` to its query (an empty value removes one), opened.
+ * @param {Record<string, string | null>} changes
+ */
+export function navigate(changes) {
+  const next = new URLSearchParams(location.search);
+  for (const [name, value] of Object.entries(changes)) {
+    if (value) next.set(name, value); else next.delete(name);
+  }
+  next.delete("cursor");
+  const query = next.toString();
+  return open(`${location.pathname}${query ? "?" + query : ""}`, { push: true });
+}
+
+/** @param {string} href @param {{ push?: boolean, focus?: boolean }} options */
+async function draw(href, { push = false, focus = push } = {}) {
+  const url = new URL(href, location.origin);
+  const main = byId("view");
+  const loading = byId("loading");
+  loading.hidden = false;
+  main.setAttribute("aria-busy", "true");
+  try {
+    await before(url);
+    const view = views.get(url.pathname) ?? NOT_FOUND;
+    const nodes = await view.render(url);
+    if (push && url.pathname + url.search !== location.pathname + location.search) {
+      history.pushState(null, "", url.pathname + url.search);
+    }
+    const heading = words("h1", view.title, { tabindex: "-1" });
+    main.replaceChildren(heading, ...nodes);
+    document.title = `${t(view.title)} · ${t("brand")}`;
+    for (const link of document.querySelectorAll("#pages a")) {
+      if (link.getAttribute("href") === url.pathname) link.setAttribute("aria-current", "page");
+      else link.removeAttribute("aria-current");
+    }
+    byId("pages").classList.remove("open");
+    byId("menu").setAttribute("aria-expanded", "false");
+    show(null);
+    if (focus) heading.focus();
+  } catch (error) {
+    if (!(error instanceof SessionEnded)) show(error);
+  } finally {
+    loading.hidden = true;
+    main.removeAttribute("aria-busy");
+  }
+}

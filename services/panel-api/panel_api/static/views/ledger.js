@@ -1,0 +1,111 @@
+// @ts-check
+// People and what they paid: people, memberships (with each one's history), invoices, payments
+// (with the gateway events that need the owner) and access events.
+import { call, may, session } from "../api.js";
+import { element, show } from "../dom.js";
+import { actionButton } from "../forms.js";
+import { dateTime, money, number, t } from "../i18n.js";
+import { listView } from "../list.js";
+
+/** @param {string | null | undefined} value */
+export function when(value) {
+  return value ? dateTime(value, session.zone) : null;
+}
+
+/** @param {URL} url */
+export function people(url) {
+  return listView(url, {
+    id: "people", path: "/v1/people",
+    columns: [
+      { label: "telegramUser", sort: "telegram_user_id", value: (p) => String(p.telegram_user_id) },
+      { label: "username", value: (p) => p.username ? "@" + p.username : null },
+      { label: "firstSeen", sort: "first_seen_at", value: (p) => when(p.first_seen_at) },
+      { label: "lastSeen", sort: "last_seen_at", value: (p) => when(p.last_seen_at) },
+    ],
+  });
+}
+
+/** @param {URL} url */
+export function memberships(url) {
+  return listView(url, {
+    id: "memberships", path: "/v1/memberships",
+    filters: [{ name: "status", label: "status", values: ["active", "grace", "expired"] }],
+    columns: [
+      { label: "telegramUser", value: (m) => String(m.telegram_user_id) },
+      { label: "channel", value: (m) => m.channel_title },
+      { label: "status", sort: "status", value: (m) => t(m.status) },
+      { label: "expires", sort: "expires_at", value: (m) => when(m.expires_at) },
+    ],
+    actions: (m) => [historyButton(m)],
+  });
+}
+
+/** @param {{ person_id: number, channel_id: number }} membership */
+function historyButton(membership) {
+  const button = element("button", { type: "button", "data-action": "history", "data-text": "history", text: t("history") });
+  button.addEventListener("click", async () => {
+    try {
+      const events = await call("GET", `/v1/memberships/${membership.person_id}/${membership.channel_id}/events?limit=50`);
+      const list = element("ul", { class: "history" }, ...events.items.map((/** @type {any} */ e) => element("li", {
+        text: `${when(e.at)}: ${e.from_status ? t(e.from_status) + " → " : ""}${t(e.to_status)} (${t(e.cause)})`,
+      })));
+      button.replaceWith(list);
+    } catch (error) {
+      show(error);
+    }
+  });
+  return button;
+}
+
+/** @param {URL} url */
+export function invoices(url) {
+  return listView(url, {
+    id: "invoices", path: "/v1/invoices",
+    filters: [{ name: "status", label: "status", values: ["open", "paid", "expired", "cancelled"] }],
+    columns: [
+      { label: "reference", value: (i) => element("code", { dir: "ltr", text: i.order_reference }) },
+      { label: "telegramUser", value: (i) => String(i.telegram_user_id) },
+      { label: "amount", sort: "amount_minor", value: (i) => money(i.amount, i.currency) },
+      { label: "status", sort: "status", value: (i) => t(i.status) },
+      { label: "created", sort: "created_at", value: (i) => when(i.created_at) },
+    ],
+  });
+}
+
+/** @param {URL} url */
+export async function payments(url) {
+  // Gateway events that need the owner: authentic callbacks that could not be applied.
+  const events = await call("GET", "/v1/gateway-events?limit=20");
+  const notes = events.items.map((/** @type {any} */ e) => element("li", {
+    text: `${when(e.received_at)}: ${e.gateway} ${e.event_type}, ${t(e.outcome)}${e.detail ? " (" + e.detail + ")" : ""}`,
+  }));
+  return listView(url, {
+    id: "payments", path: "/v1/payments",
+    before: notes.length ? [element("h2", { "data-text": "needsOwner", text: t("needsOwner") }), element("ul", { id: "gateway-events" }, ...notes)] : [],
+    columns: [
+      { label: "gateway", sort: "gateway", value: (p) => p.gateway },
+      { label: "reference", value: (p) => element("code", { dir: "ltr", text: p.order_reference }) },
+      { label: "amount", sort: "amount_minor", value: (p) => money(p.amount, p.currency) },
+      { label: "applied", value: (p) => t(p.applied ? "yes" : "no") + (p.flag ? ` (${t(p.flag)})` : "") },
+      { label: "paidAt", sort: "paid_at", value: (p) => when(p.paid_at) },
+    ],
+  });
+}
+
+/** @param {URL} url */
+export function accessEvents(url) {
+  return listView(url, {
+    id: "access-events", path: "/v1/access-events",
+    filters: [{ name: "state", label: "state", values: ["pending", "processing", "done", "failed"] }],
+    columns: [
+      { label: "kind", sort: "kind", value: (e) => t(e.kind) },
+      { label: "telegramUser", value: (e) => String(e.telegram_user_id) },
+      { label: "channel", value: (e) => e.channel_title },
+      { label: "state", sort: "state", value: (e) => t(e.state) },
+      { label: "attempts", sort: "attempts", value: (e) => number(e.attempts) },
+      { label: "lastError", value: (e) => e.last_error },
+    ],
+    actions: (e) => e.state === "failed" && may("admin")
+      ? [actionButton("retry", () => call("POST", `/v1/access-events/${e.id}/retry`))] : [],
+  });
+}

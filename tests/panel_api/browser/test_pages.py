@@ -1,0 +1,186 @@
+"""Every page of the panel as a person meets it: at 1280 and 390 px in English and Persian (a
+screenshot of each in tests/artifacts/pages/), a page that does not exist, a view that is still
+loading or fails to load, a session ended elsewhere, and amounts in each currency's digits."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from playwright.sync_api import Page, Route, expect
+
+from panel_api.app import create_app
+from panel_api.seed import seed, seed_history
+from shared.clock import ManualClock
+from shared.testing import serve_in_thread
+from tests.botedge.conftest import insert_bot
+from tests.conftest import TEST_BCRYPT_ROUNDS, panel_settings
+from tests.panel_api.browser.test_page import (  # noqa: F401 - fixtures
+    ARTIFACTS,
+    PASSWORD,
+    browser,
+    page,
+    panel,
+    sign_in,
+)
+
+VIEWS = (
+    "dashboard",
+    "bots",
+    "channels",
+    "contents",
+    "people",
+    "memberships",
+    "invoices",
+    "payments",
+    "access-events",
+    "orders",
+    "slots",
+    "admission",
+    "dead-updates",
+    "team",
+    "audit",
+    "workspace",
+)
+
+
+@pytest.fixture
+def business(panel: str, database_url: str) -> str:  # noqa: F811 - the fixture above
+    """The panel over a month of made-up business."""
+    assert seed_history(database_url) is True
+    return panel
+
+
+@pytest.mark.parametrize("language", ["en", "fa"])
+def test_pages__every_page_at_1280_and_390_px_without_sideways_scroll(
+    page: Page,  # noqa: F811
+    business: str,
+    language: str,
+) -> None:
+    shots = ARTIFACTS / "pages"
+    shots.mkdir(parents=True, exist_ok=True)
+    sign_in(page, business)
+    expect(page.locator("#who")).to_be_visible()
+    page.select_option("#language", language)
+    expect(page.locator("html")).to_have_attribute("lang", language)
+    for width in (1280, 390):
+        page.set_viewport_size({"width": width, "height": 900})
+        menu = page.locator("#menu")
+        for view in VIEWS:
+            if width == 390:
+                # The links fold into the menu on a phone.
+                expect(page.locator("#pages a[data-view=dashboard]")).to_be_hidden()
+                menu.click()
+                expect(menu).to_have_attribute("aria-expanded", "true")
+            else:
+                expect(menu).to_be_hidden()
+            page.click(f"#pages a[data-view={view}]")
+            expect(page.locator(f"#pages a[data-view={view}]")).to_have_attribute(
+                "aria-current", "page"
+            )
+            expect(page.locator("main h1")).to_be_focused()
+            expect(page.locator("#loading")).to_be_hidden()
+            overflow = page.evaluate(
+                "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+            )
+            assert overflow <= 0, f"{view} at {width} px in {language} scrolls sideways"
+            page.screenshot(path=str(shots / f"{view}-{language}-{width}.png"), full_page=True)
+
+
+def test_pages__an_unknown_address_is_a_page_that_says_so(page: Page, panel: str) -> None:  # noqa: F811
+    sign_in(page, panel)
+    expect(page.locator("#who")).to_be_visible()
+    page.goto(f"{panel}/no-such-page")
+    expect(page.locator("main h1")).to_have_text("This page does not exist.")
+    expect(page.locator("#who")).to_have_count(0)
+    expect(page.locator("#pages a[aria-current]")).to_have_count(0)
+    page.click("#not-found a")
+    expect(page.locator("#who")).to_be_visible()
+    assert page.url == f"{panel}/"
+
+
+def test_pages__while_a_view_loads_the_old_one_stays_and_a_failed_one_says_why(
+    page: Page,  # noqa: F811
+    panel: str,  # noqa: F811
+) -> None:
+    held: list[Route] = []
+    sign_in(page, panel)
+    expect(page.locator("#who")).to_be_visible()
+    page.route("**/v1/people?*", lambda route: held.append(route))
+    page.click("#pages a[data-view=people]")
+    expect(page.locator("#loading")).to_be_visible()
+    # Nothing moved yet: the address, the highlighted link and the page are the dashboard's.
+    while not held:
+        page.wait_for_timeout(20)
+    assert page.url == f"{panel}/"
+    expect(page.locator("#pages a[data-view=dashboard]")).to_have_attribute("aria-current", "page")
+    expect(page.locator("#who")).to_be_visible()
+    held[0].continue_()
+    expect(page.locator("main h1")).to_have_text("People")
+    expect(page.locator("#loading")).to_be_hidden()
+    assert page.url == f"{panel}/people"
+
+    page.route("**/v1/invoices?*", lambda route: route.abort())
+    page.click("#pages a[data-view=invoices]")
+    expect(page.locator("#message")).to_have_text("The panel API could not be reached.")
+    expect(page.locator("main h1")).to_have_text("People")
+    assert page.url == f"{panel}/people"
+
+
+@pytest.fixture
+def clocked(database_url: str) -> Iterator[tuple[str, ManualClock]]:
+    insert_bot(database_url)
+    assert seed(database_url, "owner@example.com", PASSWORD, TEST_BCRYPT_ROUNDS) is True
+    clock = ManualClock(dt.datetime.now(dt.UTC))
+    with serve_in_thread(create_app(panel_settings(database_url), clock=clock)) as url:
+        yield url, clock
+
+
+def test_pages__a_session_ended_in_another_tab_shows_the_sign_in_form_on_the_next_step(
+    page: Page,  # noqa: F811
+    clocked: tuple[str, ManualClock],
+) -> None:
+    url, clock = clocked
+    sign_in(page, url)
+    expect(page.locator("#who")).to_be_visible()
+    other = page.context.new_page()
+    other.goto(url)
+    expect(other.locator("#who")).to_be_visible()
+    other.click("#sign-out")
+    expect(other.locator("#sign-in")).to_be_visible()
+    # The first tab's access token runs out; its cookie was ended with the session.
+    clock.advance(16 * 60)
+    page.click("#pages a[data-view=bots]")
+    expect(page.locator("#sign-in")).to_be_visible()
+    expect(page.locator("#message")).to_have_text("Your session has ended. Sign in again.")
+    expect(page.locator("#bots")).to_have_count(0)
+    expect(page.locator("#pages")).to_be_hidden()
+
+
+def test_pages__yen_dinars_and_stars_in_their_own_digits(
+    page: Page,  # noqa: F811
+    panel: str,  # noqa: F811
+    database_url: str,
+) -> None:
+    with psycopg.connect(database_url) as conn:
+        conn.execute(
+            "WITH person AS (INSERT INTO people (telegram_user_id) VALUES (31) RETURNING id),"
+            " plan AS (SELECT id, channel_id FROM plans WHERE is_default LIMIT 1)"
+            " INSERT INTO invoices (order_reference, person_id, channel_id, plan_id,"
+            "  amount_minor, currency, period_days, grace_days, gateway, expires_at)"
+            " SELECT r, person.id, plan.channel_id, plan.id, a, c, 30, 3, 'subgate',"
+            "  now() + interval '1 hour'"
+            " FROM person, plan, (VALUES ('ref-jpy', 500, 'JPY'), ('ref-kwd', 1250, 'KWD'),"
+            "  ('ref-xtr', 250, 'XTR')) AS v (r, a, c)"
+        )
+    sign_in(page, panel)
+    expect(page.locator("#who")).to_be_visible()
+    page.click("#pages a[data-view=invoices]")
+    expect(page.locator("#invoices tbody tr", has_text="ref-jpy")).to_contain_text("¥500")
+    expect(page.locator("#invoices tbody tr", has_text="ref-kwd")).to_contain_text("KWD\u00a01.250")
+    expect(page.locator("#invoices tbody tr", has_text="ref-xtr")).to_contain_text("XTR\u00a0250")
+    page.select_option("#language", "fa")
+    dinars = page.locator("#invoices tbody tr", has_text="ref-kwd")
+    expect(dinars).to_contain_text("\u06f1\u066b\u06f2\u06f5\u06f0")  # 1.250 in Persian

@@ -1,0 +1,54 @@
+// The page's pure formatting, under node's own test runner (`make test` runs it).
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { axisTicks, formatDay, formatMoney, formatNumber, lastDays } from "../../../services/panel-api/panel_api/static/format.js";
+
+test("money keeps the digits the API wrote: yen whole, dinars to three places", () => {
+  assert.equal(formatMoney("en", "500", "JPY"), "¥500");
+  assert.equal(formatMoney("en", "1.250", "KWD"), "KWD\u00a01.250");
+  assert.equal(formatMoney("en", "12.50", "USD"), "$12.50");
+  assert.equal(formatMoney("en", "250", "XTR"), "XTR\u00a0250");
+});
+
+test("money in USDT and TRX: the coin after the amount, up to six decimals, never a float", () => {
+  assert.equal(formatMoney("en", "12.5", "USDT"), "12.5 USDT");
+  assert.equal(formatMoney("en", "0.000001", "TRX"), "0.000001 TRX");
+  // 2^53 + 1 as text: a float would lose the last digit.
+  assert.equal(formatMoney("en", "9007199254740993", "USDT"), "9,007,199,254,740,993 USDT");
+});
+
+test("Persian: Persian digits and separators", () => {
+  assert.equal(formatMoney("fa", "12.5", "USDT"), "۱۲٫۵ USDT");
+  assert.equal(formatNumber("fa", 1234), "۱٬۲۳۴");
+  assert.match(formatMoney("fa", "500", "JPY"), /۵۰۰/);
+});
+
+test("a day in the Persian calendar in Persian, the Gregorian in English", () => {
+  assert.equal(formatDay("en", "2026-03-21"), "Mar 21");
+  // 1 Farvardin 1405: the Persian new year.
+  assert.equal(formatDay("fa", "2026-03-21"), "۱ فروردین");
+});
+
+test("the last 30 days end today in the workspace's zone", () => {
+  // 22:30 UTC on 1 December is already 2 December in Tehran (UTC+3:30).
+  const now = new Date("2026-12-01T22:30:00Z");
+  const tehran = lastDays("Asia/Tehran", now);
+  assert.equal(tehran.length, 30);
+  assert.equal(tehran[29], "2026-12-02");
+  assert.equal(tehran[0], "2026-11-03");
+  assert.equal(lastDays("UTC", now)[29], "2026-12-01");
+  assert.equal(lastDays("Not/AZone", now)[29], "2026-12-01");
+});
+
+test("the y axis has round steps up to at least the highest value", () => {
+  assert.deepEqual(axisTicks(12), [0, 5, 10, 15]);
+  assert.deepEqual(axisTicks(120), [0, 50, 100, 150]);
+  assert.deepEqual(axisTicks(0.3), [0, 0.1, 0.2, 0.3]);
+  assert.deepEqual(axisTicks(0), [0, 1]);
+  for (const top of [1, 7, 99, 1234, 98765]) {
+    const ticks = axisTicks(top);
+    assert.ok(ticks[ticks.length - 1] >= top, `${top}: ${ticks}`);
+    assert.ok(ticks.length <= 6, `${top}: ${ticks}`);
+  }
+});
