@@ -114,10 +114,10 @@ def field_error(message: str) -> FieldError:
 
 
 def _code_of(message: str) -> FieldCode:
-    if "matching regex" in message or (message.startswith("Invalid") and "enum" not in message):
-        return "bad-format"
     if message.startswith("Invalid enum value"):
         return "not-one-of"
+    if "matching regex" in message or message.startswith("Invalid"):
+        return "bad-format"
     if "of length <=" in message:
         return "too-long"
     if "of length >=" in message:

@@ -52,5 +52,5 @@ def to_minor(amount: Decimal, currency: str) -> Decimal:
 
 def minor_to_text(amount_minor: int, currency: str) -> str:
     """Minor units back to major-unit text with the currency's digits (`1250, USD -> "12.50"`)."""
-    exponent(currency)
+    exponent(currency)  # refuses a code the table does not know, which major_text would show
     return major_text(amount_minor, currency)

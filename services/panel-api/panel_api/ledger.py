@@ -145,28 +145,33 @@ INVOICES = Listing(
 )
 
 
+class Priced(msgspec.Struct, kw_only=True):
+    """An amount in minor units with its currency, and the same amount as text in major units
+    with the currency's own digits ("12.50", "500" yen, "1.250" dinars) for people."""
+
+    amount_minor: Minor
+    currency: str
+    amount: str = ""
+
+    def __post_init__(self) -> None:
+        self.amount = major_text(self.amount_minor, self.currency)
+
+
 class InvoiceQuery(Paged, kw_only=True):
     status: Literal["open", "paid", "expired", "cancelled"] | None = None
     sort: INVOICES.sort_values = "-id"  # type: ignore[name-defined]
 
 
-class Invoice(msgspec.Struct):
+class Invoice(Priced):
     id: int
     order_reference: str
     telegram_user_id: int
     channel_id: int
-    amount_minor: Minor
-    currency: str
     gateway: str
     status: Literal["open", "paid", "expired", "cancelled"]
     created_at: dt.datetime
     expires_at: dt.datetime
     paid_at: dt.datetime | None
-    # In major units with the currency's own digits ("12.50", "500" yen, "1.250" dinars).
-    amount: str = ""
-
-    def __post_init__(self) -> None:
-        self.amount = major_text(self.amount_minor, self.currency)
 
 
 PAYMENTS = Listing(
@@ -183,23 +188,17 @@ class PaymentQuery(Paged, kw_only=True):
     sort: PAYMENTS.sort_values = "-id"  # type: ignore[name-defined]
 
 
-class Payment(msgspec.Struct):
+class Payment(Priced):
     id: int
     gateway: str
     external_payment_id: str
     order_reference: str
     telegram_user_id: int
     channel_id: int
-    amount_minor: Minor
-    currency: str
     paid_at: dt.datetime
     applied: bool
     flag: str | None
     created_at: dt.datetime
-    amount: str = ""
-
-    def __post_init__(self) -> None:
-        self.amount = major_text(self.amount_minor, self.currency)
 
 
 GATEWAY_EVENTS = Listing(
@@ -274,14 +273,8 @@ class AccessRetried(msgspec.Struct):
     state: AccessState
 
 
-class DayRevenue(msgspec.Struct):
+class DayRevenue(Priced):
     day: dt.date
-    currency: str
-    amount_minor: Minor
-    amount: str = ""
-
-    def __post_init__(self) -> None:
-        self.amount = major_text(self.amount_minor, self.currency)
 
 
 class Dashboard(msgspec.Struct):

@@ -1,8 +1,9 @@
 // @ts-check
 // The owner's panel: signing in and out, the views by address, the header's menu and language.
 import { call, may, renew, session, signIn, signOut } from "./api.js";
-import { byId, element, show } from "./dom.js";
+import { byId, show, words } from "./dom.js";
 import { chosenLanguage, setLanguage, t } from "./i18n.js";
+import { formOf } from "./forms.js";
 import { beforeEach, open, reload, route } from "./router.js";
 import { orders, slots } from "./views/adshop.js";
 import { audit, bots, deadUpdates, team, workspace } from "./views/admin.js";
@@ -24,7 +25,7 @@ const languagePicker = /** @type {HTMLSelectElement} */ (byId("language"));
 function only(role, render) {
   return async (/** @type {URL} */ url) => may(role)
     ? render(url)
-    : [element("p", { class: "empty", "data-text": "ownersOnly", text: t("ownersOnly") })];
+    : [words("p", "ownersOnly", { class: "empty" })];
 }
 
 route("/", { title: "dashboard", render: dashboard });
@@ -65,54 +66,33 @@ function signedIn(yes) {
   menu.hidden = !yes;
 }
 
-/**
- * A form shown while signed out: its fields, its submit, and what follows it.
- * @param {string} id @param {[string, string, string][]} fields name, type and autocomplete
- * @param {string} submitKey @param {(values: Record<string, string>) => Promise<void>} submit
- */
-function signedOutForm(id, fields, submitKey, submit) {
-  /** @type {Record<string, HTMLInputElement>} */
-  const inputs = {};
-  const rows = fields.map(([name, type, autocomplete]) => {
-    const input = /** @type {HTMLInputElement} */ (element("input", { id: `${id}-${name}`, name, type, required: "" }));
-    if (autocomplete) input.autocomplete = /** @type {AutoFill} */ (autocomplete);
-    inputs[name] = input;
-    const key = name === "code" ? "setupCode" : name;
-    return element("div", { class: "field" }, element("label", { for: input.id, "data-text": key, text: t(key) }), input);
-  });
-  const form = element("form", { id }, ...rows, element("button", { type: "submit", "data-text": submitKey, text: t(submitKey) }));
-  form.addEventListener("submit", async (event) => {
-    event.preventDefault();
-    try {
-      await submit(Object.fromEntries(Object.entries(inputs).map(([k, v]) => [k, v.value])));
-      show(null);
-      await open(location.pathname + location.search, { focus: true });
-    } catch (error) {
-      show(error);
-    }
-  });
-  return form;
-}
+// After signing in: the view at the address, with the focus on its heading.
+const enter = () => open(location.pathname + location.search, { focus: true });
 
 function signInView() {
   signedIn(false);
-  const form = signedOutForm("sign-in", [["email", "email", "username"], ["password", "password", "current-password"]],
-    "signIn", (v) => signIn(v.email, v.password));
-  const first = element("button", { type: "button", class: "link", id: "first-start", "data-text": "firstStart", text: t("firstStart") });
+  const form = formOf("sign-in", [
+    { name: "email", label: "email", type: "email", autocomplete: "username", required: true },
+    { name: "password", label: "password", type: "password", autocomplete: "current-password", required: true },
+  ], "signIn", (v) => signIn(v.email, v.password), { then: enter });
+  const first = words("button", "firstStart", { type: "button", class: "link", id: "first-start" });
   first.addEventListener("click", setupView);
-  main.replaceChildren(element("h1", { "data-text": "signIn", text: t("signIn") }), form, first);
+  main.replaceChildren(words("h1", "signIn"), form, first);
   document.title = `${t("signIn")} · ${t("brand")}`;
 }
 
 function setupView() {
-  const form = signedOutForm("setup", [["code", "text", ""], ["email", "email", "username"], ["password", "password", "new-password"]],
-    "setUp", async (v) => {
-      await call("POST", "/v1/setup", { code: v.code.trim(), email: v.email, password: v.password }, { retry: false });
-      await signIn(v.email, v.password);
-    });
-  const back = element("button", { type: "button", class: "link", "data-text": "backToSignIn", text: t("backToSignIn") });
+  const form = formOf("setup", [
+    { name: "code", label: "setupCode", required: true },
+    { name: "email", label: "email", type: "email", autocomplete: "username", required: true },
+    { name: "password", label: "password", type: "password", autocomplete: "new-password", required: true },
+  ], "setUp", async (v) => {
+    await call("POST", "/v1/setup", { code: v.code, email: v.email, password: v.password }, { retry: false });
+    await signIn(v.email, v.password);
+  }, { then: enter });
+  const back = words("button", "backToSignIn", { type: "button", class: "link" });
   back.addEventListener("click", signInView);
-  main.replaceChildren(element("h1", { "data-text": "setUp", text: t("setUp") }), form, back);
+  main.replaceChildren(words("h1", "setUp"), form, back);
 }
 
 // A session ended elsewhere (signed out in another tab): the sign-in form, saying why.

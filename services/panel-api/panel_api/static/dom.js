@@ -19,7 +19,10 @@ export function element(tag, attributes = {}, ...children) {
   return node;
 }
 
-/** A word of the page, redrawn when the language changes. @param {string} tag @param {string} key */
+/**
+ * An element whose text is a word of the page, redrawn when the language changes.
+ * @param {string} tag @param {string} key @param {Record<string, string>} [attributes]
+ */
 export function words(tag, key, attributes = {}) {
   return element(tag, { ...attributes, "data-text": key, text: t(key) });
 }
@@ -58,8 +61,8 @@ export function problemText(error) {
     return error.retryAfter ? t("wait", { seconds: number(error.retryAfter) }) : t("serviceDown");
   }
   if (status === 502) return t("telegramRefused", { detail });
-  if (status >= 500 && status !== 500) return t("serviceDown");
-  if (status >= 500) return t("serverFailed", { id: error.requestId });
+  if (status === 500) return t("serverFailed", { id: error.requestId });
+  if (status > 500) return t("serviceDown");
   return t("refusedDetail", { detail });
 }
 

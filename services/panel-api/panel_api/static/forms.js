@@ -3,7 +3,7 @@
 // language, and moves the focus to the first; a destructive action asks first; a write that
 // went through says so.
 import { ApiProblem } from "./api.js";
-import { element, notice, show } from "./dom.js";
+import { element, notice, show, words } from "./dom.js";
 import { has, t } from "./i18n.js";
 import { reload } from "./router.js";
 
@@ -17,6 +17,7 @@ import { reload } from "./router.js";
  * @property {string} [value]
  * @property {boolean} [required]
  * @property {string} [hint] the key of a line under the field
+ * @property {string} [autocomplete]
  */
 
 /** @typedef {HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement} Input */
@@ -24,7 +25,7 @@ import { reload } from "./router.js";
 let made = 0;
 
 /** @param {Field} field @returns {Input} */
-function inputOf({ name, type = "text", options, plain = false, value = "", required = false }) {
+function inputOf({ name, type = "text", options, plain = false, value = "", required = false, autocomplete }) {
   /** @type {Input} */
   let input;
   if (options) {
@@ -45,18 +46,20 @@ function inputOf({ name, type = "text", options, plain = false, value = "", requ
   }
   input.name = name;
   input.required = required;
+  if (autocomplete) input.autocomplete = /** @type {AutoFill} */ (autocomplete);
   return input;
 }
 
 /**
- * A form of labelled fields. `submit(values)` does the write; what it returns (a notice's
- * text) is shown after the view is drawn again.
+ * A form of labelled fields. `submit(values)` does the write; then `then` runs (by default the
+ * view is drawn again) and what `submit` returned (a notice's text) is shown.
  * @param {string} id
  * @param {Field[]} fields
  * @param {string} submitKey
  * @param {(values: Record<string, string>) => Promise<string | void>} submit
+ * @param {{ then?: () => Promise<void> }} [options]
  */
-export function formOf(id, fields, submitKey, submit) {
+export function formOf(id, fields, submitKey, submit, { then = reload } = {}) {
   /** @type {Record<string, Input>} */
   const inputs = {};
   /** @type {Record<string, HTMLElement>} */
@@ -70,12 +73,12 @@ export function formOf(id, fields, submitKey, submit) {
     problems[field.name] = element("span", { class: "field-problem", id: problemId, "data-problem": field.name });
     const hint = field.hint ?? (has(`hint.${field.name}`) ? `hint.${field.name}` : null);
     return element("div", { class: "field" },
-      element("label", { for: input.id, "data-text": field.label, text: t(field.label) }),
+      words("label", field.label, { for: input.id }),
       input,
-      ...(hint ? [element("span", { class: "hint", "data-text": hint, text: t(hint) })] : []),
+      ...(hint ? [words("span", hint, { class: "hint" })] : []),
       problems[field.name]);
   });
-  const button = element("button", { type: "submit", "data-text": submitKey, text: t(submitKey) });
+  const button = words("button", submitKey, { type: "submit" });
   const form = element("form", { id, novalidate: "" }, ...rows, button);
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
@@ -83,7 +86,8 @@ export function formOf(id, fields, submitKey, submit) {
       input.removeAttribute("aria-invalid");
       problems[name].textContent = "";
     }
-    const values = Object.fromEntries(Object.entries(inputs).map(([k, v]) => [k, v.value.trim()]));
+    // A password is taken as typed; other values without the spaces around them.
+    const values = Object.fromEntries(Object.entries(inputs).map(([k, v]) => [k, v.type === "password" ? v.value : v.value.trim()]));
     const missing = fields.filter((f) => f.required && !values[f.name]).map((f) => ({ field: f.name, code: "required" }));
     if (missing.length) {
       mark(missing);
@@ -92,7 +96,7 @@ export function formOf(id, fields, submitKey, submit) {
     button.setAttribute("disabled", "");
     try {
       const said = await submit(values);
-      await reload();
+      await then();
       if (said) document.getElementById(id)?.before(notice(said, `${id}-done`));
     } catch (error) {
       if (!(error instanceof ApiProblem && error.errors.length && mark(error.errors))) show(error);
@@ -130,7 +134,7 @@ export function formOf(id, fields, submitKey, submit) {
  * @param {{ confirm?: boolean }} [options]
  */
 export function actionButton(key, run, { confirm = false } = {}) {
-  const button = element("button", { type: "button", "data-action": key, "data-text": key, text: t(key) });
+  const button = words("button", key, { type: "button", "data-action": key });
   const act = async () => {
     try {
       await run();
@@ -147,7 +151,7 @@ export function actionButton(key, run, { confirm = false } = {}) {
       return;
     }
     const yes = element("button", { type: "button", class: "danger", "data-confirm": key, text: t("confirmYes") });
-    const no = element("button", { type: "button", "data-text": "keep", text: t("keep") });
+    const no = words("button", "keep", { type: "button" });
     const asking = element("span", { class: "asking", role: "group" },
       element("span", { text: t("sure") }), yes, no);
     yes.addEventListener("click", () => { yes.setAttribute("disabled", ""); act(); });

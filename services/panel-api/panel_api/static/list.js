@@ -2,7 +2,7 @@
 // A page over one of the API's lists: a filter or a sort is a query parameter kept in the
 // address, and "More" follows the answer's cursor, so a long list is never loaded whole.
 import { call } from "./api.js";
-import { element, show } from "./dom.js";
+import { element, show, words } from "./dom.js";
 import { t } from "./i18n.js";
 import { navigate } from "./router.js";
 
@@ -41,7 +41,7 @@ function cell(content, label) {
 // descending. The API sorts, so "More" goes on in the same order.
 /** @param {Column} column @param {string | null} sort */
 function heading(column, sort) {
-  const label = element("span", { "data-text": column.label, text: t(column.label) });
+  const label = words("span", column.label);
   if (!column.sort) return element("th", { scope: "col" }, label);
   const state = sort === column.sort ? "ascending" : sort === "-" + column.sort ? "descending" : null;
   const arrow = element("span", { class: "arrow", "aria-hidden": "true", text: state === "ascending" ? "▲" : state === "descending" ? "▼" : "" });
@@ -65,13 +65,13 @@ export async function listView(url, { id, path, columns, filters = [], actions =
     select.value = wanted.get(filter.name) || "";
     if (select.value) query.set(filter.name, select.value);
     select.addEventListener("change", () => navigate({ [filter.name]: select.value }));
-    controls.push(element("label", {}, element("span", { "data-text": filter.label, text: t(filter.label) }), select));
+    controls.push(element("label", {}, words("span", filter.label), select));
   }
   const body = element("tbody");
   const head = columns.map((column) => heading(column, sort));
   if (actions) head.push(element("th", { scope: "col" }, element("span", { class: "hidden-label", text: t("action") })));
   const table = element("table", { id, class: "stacked" }, element("thead", {}, element("tr", {}, ...head)), body);
-  const more = element("button", { type: "button", id: `${id}-more`, "data-text": "more", text: t("more"), hidden: "" });
+  const more = words("button", "more", { type: "button", id: `${id}-more`, hidden: "" });
   /** @type {string | null} */
   let cursor = null;
   const load = async () => {
@@ -90,7 +90,7 @@ export async function listView(url, { id, path, columns, filters = [], actions =
     try { await load(); } catch (error) { show(error); }
   });
   await load();
-  const empty = body.children.length ? [] : [element("p", { class: "empty", "data-text": "nothing", text: t("nothing") })];
+  const empty = body.children.length ? [] : [words("p", "nothing", { class: "empty" })];
   return [...before,
     ...(controls.length ? [element("div", { class: "filters" }, ...controls)] : []),
     element("div", { class: "table-box" }, table), ...empty, more, ...after];

@@ -31,7 +31,7 @@ export function beforeEach(run) {
 const NOT_FOUND = {
   title: "notFound",
   render: async () => [
-    element("p", { id: "not-found" }, element("a", { href: "/", "data-text": "toDashboard", text: t("toDashboard") })),
+    element("p", { id: "not-found" }, words("a", "toDashboard", { href: "/" })),
   ],
 };
 

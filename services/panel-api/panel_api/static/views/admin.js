@@ -1,7 +1,7 @@
 // @ts-check
 // Running the workspace: bots, dead updates, the team, the audit log and the settings.
 import { call, may } from "../api.js";
-import { element } from "../dom.js";
+import { words } from "../dom.js";
 import { actionButton, formOf } from "../forms.js";
 import { number, t } from "../i18n.js";
 import { listView } from "../list.js";
@@ -10,7 +10,7 @@ import { when } from "./ledger.js";
 /** @param {URL} url */
 export async function bots(url) {
   const after = may("admin") ? [
-    element("h2", { "data-text": "addBot", text: t("addBot") }),
+    words("h2", "addBot"),
     formOf("add-bot", [
       { name: "token", label: "token", required: true },
       { name: "mode", label: "mode", options: ["polling", "webhook"] },

@@ -1,7 +1,7 @@
 // @ts-check
 // The ad shop: orders to approve or reject, and the slots on sale.
 import { call, may } from "../api.js";
-import { element } from "../dom.js";
+import { element, words } from "../dom.js";
 import { actionButton, formOf } from "../forms.js";
 import { money, number, t } from "../i18n.js";
 import { listView } from "../list.js";
@@ -48,7 +48,7 @@ export async function slots(url) {
   const before = [];
   if (admin) {
     const bots = (await call("GET", "/v1/bots?limit=200")).items;
-    before.push(element("h2", { "data-text": "addSlot", text: t("addSlot") }),
+    before.push(words("h2", "addSlot"),
       formOf("add-slot", [
         { name: "bot_id", label: "bots", options: bots.map((/** @type {any} */ b) => String(b.id)), plain: true },
         { name: "kind", label: "kind", options: ["pinned_post", "broadcast", "button"] },

@@ -2,7 +2,7 @@
 // Channels with the bots' rights in them, content with its link, and a paid channel's
 // admission: how people get in, its whitelist, the member import and grants.
 import { call, may } from "../api.js";
-import { element } from "../dom.js";
+import { element, words } from "../dom.js";
 import { formOf, actionButton } from "../forms.js";
 import { number, t } from "../i18n.js";
 import { listView } from "../list.js";
@@ -53,7 +53,7 @@ export function contents(url) {
 
 /** @param {string} text */
 function copyable(text) {
-  const button = element("button", { type: "button", class: "copy", "data-text": "copy", text: t("copy") });
+  const button = words("button", "copy", { type: "button", class: "copy" });
   button.addEventListener("click", async () => {
     await navigator.clipboard.writeText(text);
     button.textContent = t("copied");
@@ -71,21 +71,21 @@ export async function admission(url) {
   const channels = (await call("GET", "/v1/channels?limit=200")).items.filter((/** @type {any} */ c) => c.is_paid);
   const wanted = Number(url.searchParams.get("channel")) || channels[0]?.id;
   const channel = channels.find((/** @type {any} */ c) => c.id === wanted);
-  if (!channel) return [element("p", { class: "empty", "data-text": "noPaidChannel", text: t("noPaidChannel") })];
+  if (!channel) return [words("p", "noPaidChannel", { class: "empty" })];
   const picker = /** @type {HTMLSelectElement} */ (element("select", { id: "admission-channel" },
     ...channels.map((/** @type {any} */ c) => element("option", { value: String(c.id), text: c.title }))));
   picker.value = String(channel.id);
   picker.addEventListener("change", () => open(`/admission?channel=${picker.value}`, { push: true }));
   const admin = may("admin");
   const before = [
-    element("label", {}, element("span", { "data-text": "channel", text: t("channel") }), picker),
+    element("label", {}, words("span", "channel"), picker),
     element("p", { id: "admission-mode", text: `${t("admissionMode")}: ${t(channel.admission)}` }),
   ];
   if (admin) {
     before.push(
       formOf("mode", [{ name: "admission", label: "admissionMode", options: ["single_use_link", "join_request"], value: channel.admission }],
         "save", async (v) => { await call("PATCH", `/v1/channels/${channel.id}`, { admission: v.admission }); return t("saved"); }),
-      element("h2", { "data-text": "addToWhitelist", text: t("addToWhitelist") }),
+      words("h2", "addToWhitelist"),
       formOf("whitelist-add", [
         { name: "telegram_user_id", label: "telegramUser", type: "number", required: true },
         { name: "note", label: "note" },
@@ -93,7 +93,7 @@ export async function admission(url) {
         await call("POST", `/v1/channels/${channel.id}/whitelist`, { telegram_user_id: Number(v.telegram_user_id), note: v.note });
         return t("saved");
       }),
-      element("h2", { "data-text": "importMembers", text: t("importMembers") }),
+      words("h2", "importMembers"),
       formOf("import", [
         { name: "ids", label: "idsOnePerLine", type: "textarea", required: true },
         { name: "action", label: "action", options: ["whitelist", "grant"] },
@@ -106,7 +106,7 @@ export async function admission(url) {
         const done = await call("POST", `/v1/channels/${channel.id}/import`, body);
         return t("imported", { added: number(done.added), accepted: number(done.accepted), rejected: number(done.rejected.length) });
       }),
-      element("h2", { "data-text": "grantAccess", text: t("grantAccess") }),
+      words("h2", "grantAccess"),
       formOf("grant", [
         { name: "telegram_user_id", label: "telegramUser", type: "number", required: true },
         { name: "until", label: "until", type: "date", required: true },
@@ -117,7 +117,7 @@ export async function admission(url) {
         });
         return t("saved");
       }),
-      element("h2", { "data-text": "whitelist", text: t("whitelist") }),
+      words("h2", "whitelist"),
     );
   }
   return listView(url, {

@@ -1,7 +1,7 @@
 // @ts-check
 // The dashboard: what needs the owner's eye as tiles that lead to it, and the revenue chart.
 import { call, may, session } from "../api.js";
-import { element, svg } from "../dom.js";
+import { element, svg, words } from "../dom.js";
 import { axisTicks, lastDays } from "../format.js";
 import { day, money, number, t } from "../i18n.js";
 
@@ -10,7 +10,7 @@ const COLOURS = ["#2456c8", "#c8242f", "#1f8a4c", "#b8860b", "#6b3fa0"];
 /** @param {string} key @param {number} value @param {string} href */
 function tile(key, value, href) {
   return element("a", { class: "tile", href, "data-tile": key },
-    element("div", { "data-text": key, text: t(key) }),
+    words("div", key),
     element("div", { class: "figure", "data-figure": key, "data-value": String(value), text: number(value) }));
 }
 
@@ -31,7 +31,7 @@ export async function dashboard() {
     element("p", { id: "who", text: t("signedInAs", { email: me.email, role: t(me.role) }) }),
     element("div", { class: "tiles" },
       ...tiles.filter(([, , , role]) => may(role)).map(([key, value, href]) => tile(key, value, href))),
-    element("h2", { "data-text": "revenue", text: t("revenue"), id: "revenue-heading" }),
+    words("h2", "revenue", { id: "revenue-heading" }),
     revenueChart(board.revenue, board.time_zone),
   ];
 }
@@ -88,7 +88,7 @@ function revenueChart(revenue, timeZone) {
     swatch.append(svg("rect", { width: 12, height: 12, fill: colour }));
     legend.append(element("li", { "data-currency": currency }, swatch, element("span", { text })));
   });
-  if (!currencies.length) legend.append(element("li", { "data-text": "noRevenue", text: t("noRevenue") }));
+  if (!currencies.length) legend.append(words("li", "noRevenue"));
   const summary = element("figcaption", { id: "revenue-summary", class: "hidden-label",
     text: currencies.length ? `${day(days[0])} – ${day(days[days.length - 1])}: ${said.join(", ")}` : t("noRevenue") });
   return element("figure", { class: "chart" }, chart, legend, summary);

@@ -2,7 +2,7 @@
 // People and what they paid: people, memberships (with each one's history), invoices, payments
 // (with the gateway events that need the owner) and access events.
 import { call, may, session } from "../api.js";
-import { element, show } from "../dom.js";
+import { element, show, words } from "../dom.js";
 import { actionButton } from "../forms.js";
 import { dateTime, money, number, t } from "../i18n.js";
 import { listView } from "../list.js";
@@ -42,7 +42,7 @@ export function memberships(url) {
 
 /** @param {{ person_id: number, channel_id: number }} membership */
 function historyButton(membership) {
-  const button = element("button", { type: "button", "data-action": "history", "data-text": "history", text: t("history") });
+  const button = words("button", "history", { type: "button", "data-action": "history" });
   button.addEventListener("click", async () => {
     try {
       const events = await call("GET", `/v1/memberships/${membership.person_id}/${membership.channel_id}/events?limit=50`);
@@ -81,7 +81,7 @@ export async function payments(url) {
   }));
   return listView(url, {
     id: "payments", path: "/v1/payments",
-    before: notes.length ? [element("h2", { "data-text": "needsOwner", text: t("needsOwner") }), element("ul", { id: "gateway-events" }, ...notes)] : [],
+    before: notes.length ? [words("h2", "needsOwner"), element("ul", { id: "gateway-events" }, ...notes)] : [],
     columns: [
       { label: "gateway", sort: "gateway", value: (p) => p.gateway },
       { label: "reference", value: (p) => element("code", { dir: "ltr", text: p.order_reference }) },
