@@ -80,7 +80,8 @@ export async function listView(url, { id, path, columns, filters = [], actions =
     for (const item of page.items) {
       const row = element("tr", { "data-id": String(item.id ?? "") },
         ...columns.map((column) => cell(column.value(item), t(column.label))));
-      if (actions) row.append(element("td", { class: "actions", "data-label": t("action") }, ...actions(item)));
+      // The flex box inside the cell: a td that is a flex box leaves the table.
+      if (actions) row.append(element("td", { "data-label": t("action") }, element("div", { class: "actions" }, ...actions(item))));
       body.append(row);
     }
     cursor = page.next_cursor;

@@ -38,8 +38,9 @@ export function orders(url) {
 /** @param {{ price_micros: number, paid_micros: number, price: string, paid: string }} order */
 function progress(order) {
   const bar = element("progress", { max: String(order.price_micros), value: String(order.paid_micros) });
+  // Each amount isolated, so a Persian page keeps "paid / price" in that order.
   return element("span", { class: "progress" }, bar, " ",
-    element("span", { text: `${usdt(order.paid)} / ${usdt(order.price)}` }));
+    element("span", {}, element("bdi", { text: usdt(order.paid) }), " / ", element("bdi", { text: usdt(order.price) })));
 }
 
 /** @param {URL} url */
