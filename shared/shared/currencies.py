@@ -40,3 +40,13 @@ def major_text(amount_minor: int | str | Decimal, currency: str) -> str:
     -> "500", 1250 KWD -> "1.250". A code the table does not know is shown in minor units."""
     places = exponent(currency) or 0
     return f"{Decimal(amount_minor).scaleb(-places):.{places}f}"
+
+
+def minor_units(amount: str, currency: str) -> int | None:
+    """Major-unit decimal text as minor units: "12.50" USD -> 1250, "500" JPY -> 500; None when
+    it has more digits after the point than the currency has, or the currency is unknown."""
+    places = exponent(currency)
+    if places is None:
+        return None
+    scaled = Decimal(amount).scaleb(places)
+    return int(scaled) if scaled == scaled.to_integral_value() else None

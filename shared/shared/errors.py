@@ -77,11 +77,13 @@ FieldCode = Literal[
     "too-long",
     "out-of-range",
     "bad-format",
+    "too-precise",
     "not-one-of",
     "duplicate",
     "taken",
     "not-found",
     "reserved",
+    "wrong",
     "invalid",
 ]
 FIELD_CODES: tuple[FieldCode, ...] = get_args(FieldCode)

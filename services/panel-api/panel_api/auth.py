@@ -6,7 +6,7 @@ import datetime as dt
 import math
 import uuid
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import jwt
 import msgspec
@@ -15,12 +15,16 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from panel_api import errors, sessions, store
-from panel_api.passwords import Passwords
+from panel_api.passwords import MAX_BYTES, MIN_PASSWORD, Passwords
 from shared.clock import Clock
 from shared.db import Connection
 from shared.errors import Problem, json_body, problem_response
 from shared.settings import Networks, Secret
+from shared.logging import request_id
 from shared.web import client_address, runtime
+
+if TYPE_CHECKING:
+    from panel_api.access import Caller
 
 ACCESS_TOKEN_TTL = dt.timedelta(minutes=15)
 ISSUER = "gatehouse-panel"
@@ -48,6 +52,11 @@ Email = Annotated[
 class LoginBody(msgspec.Struct, forbid_unknown_fields=True):
     email: Email
     password: Annotated[str, msgspec.Meta(max_length=1024)]
+
+
+class PasswordChange(msgspec.Struct, forbid_unknown_fields=True):
+    current_password: Annotated[str, msgspec.Meta(max_length=1024)]
+    new_password: Annotated[str, msgspec.Meta(min_length=MIN_PASSWORD, max_length=1024)]
 
 
 class Tokens(msgspec.Struct):
@@ -159,6 +168,53 @@ class SignIn:
                 sessions.token_hash(refresh),
                 now,
                 now + sessions.REFRESH_TTL,
+            )
+        return self._answer(sessions.Pair(issue_token(self.jwt_secret, member, now), refresh))
+
+    async def change_password(self, request: Request, caller: Caller) -> Response:
+        """A member sets their own password, giving the current one: every session they had
+        ends, and this one goes on with a new pair."""
+        body = await json_body(request, PasswordChange, limit=4096)
+        if len(body.new_password.encode()) > MAX_BYTES:
+            raise errors.InvalidValue(
+                f"password is over {MAX_BYTES} bytes", field="new_password", code="too-long"
+            )
+        address = client_address(request, self.trusted_proxies)
+        now = self.clock.now()
+        pool = runtime(request).pool
+        async with store.connection(pool) as conn:
+            await refuse_if_throttled(conn, caller.email, address, now, "wrong passwords")
+            row = await store.member_by_email(conn, caller.email)
+        stored = row.password_hash if row is not None and row.id == caller.id else None
+        if not await self.passwords.check(body.current_password, stored):
+            async with store.connection(pool) as conn:
+                await store.record_failure(conn, caller.email, address, now, FAILURE_WINDOW)
+            raise errors.InvalidValue(
+                "the current password is wrong", field="current_password", code="wrong"
+            )
+        password_hash = await self.passwords.hash_off_loop(body.new_password)
+        member = Member(id=caller.id, email=caller.email, role=caller.role)
+        refresh = sessions.new_token()
+        async with store.connection(pool) as conn, conn.transaction():
+            await store.set_password(conn, caller.id, password_hash)
+            await store.revoke_member_sessions(conn, caller.id, now)
+            await store.insert_refresh_token(
+                conn,
+                sessions.new_family(),
+                member.id,
+                sessions.token_hash(refresh),
+                now,
+                now + sessions.REFRESH_TTL,
+            )
+            await store.audit(
+                conn,
+                member_id=caller.id,
+                action="team.password",
+                target=f"team_member:{caller.id}",
+                before=None,
+                after=None,
+                now=now,
+                request_id=request_id.get(),
             )
         return self._answer(sessions.Pair(issue_token(self.jwt_secret, member, now), refresh))
 

@@ -73,6 +73,8 @@ class DeadUpdate(msgspec.Struct):
     last_error: str | None
     received_at: dt.datetime
     done_at: dt.datetime | None
+    # The update as Telegram sent it, so the owner sees what a replay would run again.
+    payload: dict[str, Any]
 
 
 class Replayed(msgspec.Struct):

@@ -36,7 +36,7 @@ from panel_api.adshop import (
     SlotQuery,
 )
 from panel_api.adshop import Order as AdOrder
-from panel_api.auth import LoginBody, SignIn, Tokens
+from panel_api.auth import LoginBody, PasswordChange, SignIn, Tokens
 from panel_api.bots import Bot, BotAdded, BotQuery, Bots, DeadQuery, DeadUpdate, NewBot, Replayed
 from panel_api.first_run import Setup, SetupBody
 from panel_api.gate import (
@@ -163,6 +163,14 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         handler=Setup.create_owner,
     ),
     ("GET", "/v1/me"): Operation("The member the token names", Role.VIEWER, Me, handler=Team.me),
+    ("POST", "/v1/me/password"): Operation(
+        "Set one's own password, giving the current one; every other session ends",
+        Role.VIEWER,
+        Tokens,
+        body=PasswordChange,
+        problems=(429,),
+        handler=SignIn.change_password,
+    ),
     ("GET", "/v1/workspace"): Operation(
         "Workspace settings", Role.VIEWER, Workspace, problems=(404,), handler=Team.workspace
     ),
@@ -286,6 +294,9 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         body=NewChannel,
         problems=(404, 502),
         handler=Gate.add_channel,
+    ),
+    ("GET", "/v1/channels/{channel_id:int}"): Operation(
+        "A channel with the bots' rights there", Role.VIEWER, Channel, handler=Gate.channel
     ),
     ("PATCH", "/v1/channels/{channel_id:int}"): Operation(
         "Set a channel paid, its manager bot, its default plan, reminders and admission",

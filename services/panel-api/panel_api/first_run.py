@@ -25,7 +25,7 @@ from starlette.responses import Response
 from panel_api import errors, store
 from panel_api.access import Me, Role, answer
 from panel_api.auth import FAILURE_WINDOW, Email, refuse_if_throttled
-from panel_api.passwords import MAX_BYTES, Passwords
+from panel_api.passwords import MAX_BYTES, MIN_PASSWORD, Passwords
 from shared.backoff import backoff_delay
 from shared.clock import Clock
 from shared.db import Pool
@@ -38,7 +38,6 @@ log = logging.getLogger("panel_api.first_run")
 CODE_TTL = dt.timedelta(hours=1)
 # Wrong codes are throttled per address and, since there is one code, under this one key.
 THROTTLE_KEY = "setup-code"
-MIN_PASSWORD = 10
 _ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 
 

@@ -33,6 +33,7 @@ from panel_api.access import (
 from panel_api.internal import Internal, relayed
 from panel_api.ledger import Id
 from shared.clock import Clock
+from shared.currencies import exponent, major_text, minor_units
 from shared.db import Connection
 from shared.errors import json_body
 from shared.web import runtime
@@ -56,11 +57,49 @@ class ChannelFound(msgspec.Struct):
     rights: dict[str, Any]
 
 
-class Plan(msgspec.Struct, forbid_unknown_fields=True):
-    price_minor: Annotated[int, msgspec.Meta(gt=0, le=10**12)]
-    currency: Annotated[str, msgspec.Meta(pattern=r"^[A-Z]{3}$")]
-    period_days: Annotated[int, msgspec.Meta(ge=1, le=3660)]
-    grace_days: Annotated[int, msgspec.Meta(ge=0, le=365)]
+Currency = Annotated[str, msgspec.Meta(pattern=r"^[A-Z]{3}$")]
+PeriodDays = Annotated[int, msgspec.Meta(ge=1, le=3660)]
+GraceDays = Annotated[int, msgspec.Meta(ge=0, le=365)]
+# The most a plan may cost, in minor units.
+MAX_PRICE_MINOR = 10**12
+
+
+class NewPlan(msgspec.Struct, forbid_unknown_fields=True):
+    # In the currency's major units ("12.50" USD, "500" JPY), as a person types it.
+    price: Annotated[str, msgspec.Meta(max_length=20, pattern=r"^[0-9]{1,13}(\.[0-9]{1,6})?$")]
+    currency: Currency
+    period_days: PeriodDays
+    grace_days: GraceDays
+
+    def price_minor(self) -> int:
+        if exponent(self.currency) is None:
+            raise errors.InvalidValue(
+                f"{self.currency} is not a currency", field="plan.currency", code="not-one-of"
+            )
+        minor = minor_units(self.price, self.currency)
+        if minor is None:
+            raise errors.InvalidValue(
+                f"{self.currency} has {exponent(self.currency)} digits after the point",
+                field="plan.price",
+                code="too-precise",
+            )
+        if not 0 < minor <= MAX_PRICE_MINOR:
+            raise errors.InvalidValue(
+                "the price is zero or too high", field="plan.price", code="out-of-range"
+            )
+        return minor
+
+
+class Plan(msgspec.Struct):
+    price_minor: int
+    currency: str
+    period_days: int
+    grace_days: int
+    # The price as text in the currency's major units, for people.
+    price: str = ""
+
+    def __post_init__(self) -> None:
+        self.price = major_text(self.price_minor, self.currency)
 
 
 # Hours before expiry at which members are reminded: up to 10, each within a year.
@@ -72,7 +111,7 @@ ReminderHours = Annotated[
 class ChannelChange(msgspec.Struct, forbid_unknown_fields=True):
     is_paid: bool | msgspec.UnsetType = msgspec.UNSET
     manager_bot_id: Id | msgspec.UnsetType | None = msgspec.UNSET
-    plan: Plan | msgspec.UnsetType = msgspec.UNSET
+    plan: NewPlan | msgspec.UnsetType = msgspec.UNSET
     reminder_hours: ReminderHours | msgspec.UnsetType = msgspec.UNSET
     admission: Literal["single_use_link", "join_request"] | msgspec.UnsetType = msgspec.UNSET
 
@@ -195,6 +234,15 @@ class Gate:
         found = await CHANNELS.page(request, query(request, ChannelQuery), {"id": None})
         return answer(mapped(found, _channel))
 
+    async def channel(self, request: Request, caller: Caller) -> Response:
+        channel_id = _int4(int(request.path_params["channel_id"]))
+        async with store.connection(runtime(request).pool) as conn:
+            cur = await conn.execute(Q["channels_list"], {"id": channel_id})
+            row = await cur.fetchone()
+        if row is None:
+            raise errors.NotFound("no channel by that id")
+        return answer(_channel(dict(row)))
+
     async def add_channel(self, request: Request, caller: Caller) -> Response:
         body = await json_body(request, NewChannel, limit=4096)
         found = await self.botedge.ask(
@@ -251,20 +299,31 @@ class Gate:
                     "admission": admission,
                 },
             )
+            plan = None
             if not isinstance(body.plan, msgspec.UnsetType):
+                plan = Plan(
+                    body.plan.price_minor(),
+                    body.plan.currency,
+                    body.plan.period_days,
+                    body.plan.grace_days,
+                )
                 await conn.execute(Q["retire_default_plan"], {"channel_id": channel_id})
                 await conn.execute(
                     Q["insert_default_plan"],
-                    {"channel_id": channel_id, **msgspec.to_builtins(body.plan)},
+                    {
+                        "channel_id": channel_id,
+                        "price_minor": plan.price_minor,
+                        "currency": plan.currency,
+                        "period_days": plan.period_days,
+                        "grace_days": plan.grace_days,
+                    },
                 )
             after = {
                 "is_paid": is_paid,
                 "manager_bot_id": manager,
                 "reminder_hours": reminders,
                 "admission": admission,
-                "plan": None
-                if isinstance(body.plan, msgspec.UnsetType)
-                else msgspec.to_builtins(body.plan),
+                "plan": None if plan is None else msgspec.to_builtins(plan),
             }
             await self._audit(
                 conn, caller, "channels.update", f"channel:{channel_id}", dict(before), after

@@ -12,6 +12,8 @@ DEFAULT_ROUNDS = 12
 # Only the test settings go lower.
 MIN_ROUNDS = 10
 MAX_ROUNDS = 31
+# The shortest password a member may set.
+MIN_PASSWORD = 10
 # bcrypt reads at most this many bytes of a password (bcrypt 5 refuses longer ones).
 MAX_BYTES = 72
 

@@ -121,6 +121,9 @@ UPDATE team_members
  WHERE id = %(id)s
 RETURNING id, email, display_name, role, disabled_at, created_at;
 
+-- set_password --
+UPDATE team_members SET password_hash = %(password_hash)s WHERE id = %(id)s;
+
 -- revoke_member_sessions --
 -- A disabled member's refresh tokens stop working at once.
 UPDATE refresh_tokens SET revoked_at = coalesce(revoked_at, %(now)s), successor_sealed = NULL
@@ -141,15 +144,16 @@ SELECT id, member_id, action, target, before, after, at, request_id
    AND (%(until)s::timestamptz IS NULL OR at < %(until)s);
 
 -- workspace --
-SELECT name, time_zone, language, tron_address FROM workspace;
+SELECT name, time_zone, language, tron_address, tx_explorer FROM workspace;
 
 -- workspace_for_update --
-SELECT name, time_zone, language, tron_address FROM workspace FOR UPDATE;
+SELECT name, time_zone, language, tron_address, tx_explorer FROM workspace FOR UPDATE;
 
 -- update_workspace --
 UPDATE workspace
-   SET time_zone = %(time_zone)s, language = %(language)s, tron_address = %(tron_address)s
-RETURNING name, time_zone, language, tron_address;
+   SET time_zone = %(time_zone)s, language = %(language)s, tron_address = %(tron_address)s,
+       tx_explorer = %(tx_explorer)s
+RETURNING name, time_zone, language, tron_address, tx_explorer;
 
 -- bots_list --
 SELECT id, telegram_bot_id, username, mode, status, token_invalid_at, last_error,
@@ -158,7 +162,8 @@ SELECT id, telegram_bot_id, username, mode, status, token_invalid_at, last_error
 
 -- dead_updates_list --
 -- Dead updates for the owner, with the cursor botedge's own listing (100 at most) lacks.
-SELECT id, bot_id, update_id, chat_key, kind, attempt, last_error, received_at, done_at
+SELECT id, bot_id, update_id, chat_key, kind, attempt, last_error, received_at, done_at,
+       payload
   FROM inbox
  WHERE state = 'dead';
 

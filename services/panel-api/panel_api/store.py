@@ -293,6 +293,10 @@ async def update_member(
     return TeamMember.from_row(row)
 
 
+async def set_password(conn: Connection, member_id: int, password_hash: str) -> None:
+    await conn.execute(Q["set_password"], {"id": member_id, "password_hash": password_hash})
+
+
 async def revoke_member_sessions(conn: Connection, member_id: int, now: dt.datetime) -> None:
     await conn.execute(Q["revoke_member_sessions"], {"id": member_id, "now": now})
 
@@ -329,13 +333,9 @@ async def workspace(conn: Connection, *, for_update: bool = False) -> dict[str, 
     return dict(row) if row else None
 
 
-async def update_workspace(
-    conn: Connection, time_zone: str, language: str, tron_address: str | None
-) -> dict[str, Any]:
-    cur = await conn.execute(
-        Q["update_workspace"],
-        {"time_zone": time_zone, "language": language, "tron_address": tron_address},
-    )
+async def update_workspace(conn: Connection, settings: dict[str, Any]) -> dict[str, Any]:
+    """`settings`: every column `workspace` returns but the name."""
+    cur = await conn.execute(Q["update_workspace"], settings)
     row = await cur.fetchone()
     if row is None:
         raise errors.StoreError("update_workspace returned no row")

@@ -27,14 +27,13 @@ from panel_api.access import (
     query,
 )
 from panel_api.auth import Email
-from panel_api.passwords import MAX_BYTES, Passwords
+from panel_api.passwords import MAX_BYTES, MIN_PASSWORD, Passwords
 from shared.clock import Clock
 from shared.db import Connection
 from shared.errors import json_body
 from shared.logging import request_id
 from shared.web import runtime
 
-MIN_PASSWORD = 10
 # The roles the owner hands out; there is one owner.
 GrantedRole = Literal["admin", "editor", "viewer"]
 DisplayName = Annotated[str, msgspec.Meta(max_length=120, pattern=r"^[^\x00-\x1f\x7f]*$")]
@@ -102,16 +101,23 @@ class Workspace(msgspec.Struct):
     language: Literal["en", "fa"]
     # Where advertisers pay (base58check); null until the owner sets it.
     tron_address: str | None = None
+    # Where a transaction hash is looked up: {hash} is replaced by it.
+    tx_explorer: str = "https://tronscan.org/#/transaction/{hash}"
 
 
 # Base58check: T and 33 of the bitcoin alphabet; the checksum is checked on write.
 TronAddress = Annotated[str, msgspec.Meta(pattern=r"^T[1-9A-HJ-NP-Za-km-z]{33}$")]
+
+Explorer = Annotated[
+    str, msgspec.Meta(max_length=300, pattern=r"^https://[^\s{}]+(\{hash\}[^\s{}]*)$")
+]
 
 
 class WorkspaceChange(msgspec.Struct, forbid_unknown_fields=True):
     time_zone: Annotated[str, msgspec.Meta(max_length=64)] | msgspec.UnsetType = msgspec.UNSET
     language: Literal["en", "fa"] | msgspec.UnsetType = msgspec.UNSET
     tron_address: TronAddress | msgspec.UnsetType | None = msgspec.UNSET
+    tx_explorer: Explorer | msgspec.UnsetType = msgspec.UNSET
 
 
 class Team:
@@ -203,15 +209,10 @@ class Team:
                 raise errors.NotFound("the workspace is not set up yet")
             after = await store.update_workspace(
                 conn,
-                before["time_zone"]
-                if isinstance(body.time_zone, msgspec.UnsetType)
-                else body.time_zone,
-                before["language"]
-                if isinstance(body.language, msgspec.UnsetType)
-                else body.language,
-                before["tron_address"]
-                if isinstance(body.tron_address, msgspec.UnsetType)
-                else body.tron_address,
+                {
+                    name: before[name] if isinstance(value, msgspec.UnsetType) else value
+                    for name, value in msgspec.structs.asdict(body).items()
+                },
             )
             await store.audit(
                 conn,

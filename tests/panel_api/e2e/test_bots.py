@@ -127,6 +127,9 @@ def test_dead_updates__listed_with_a_cursor_and_replayed(setup: Setup, database_
     second = setup.call("GET", f"/v1/dead-updates?limit=2&cursor={first['next_cursor']}").json()
     ids = [item["id"] for item in first["items"] + second["items"]]
     assert len(ids) == 3 and second["next_cursor"] is None
+    # Each with the update as it came, so the owner can read what a replay runs again.
+    payloads = [item["payload"] for item in first["items"] + second["items"]]
+    assert sorted(p["update_id"] for p in payloads) == [1, 2, 3]
     assert setup.call("POST", f"/v1/dead-updates/{ids[0]}/replay").status_code == 200
     again = setup.call("POST", f"/v1/dead-updates/{ids[0]}/replay")
     assert (again.status_code, again.json()["type"]) == (404, "/problems/not-dead")

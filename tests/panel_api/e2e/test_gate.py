@@ -87,7 +87,7 @@ def test_channels__found_with_rights_and_the_non_admin_one_flagged(panel: Panel)
 
 def test_channel__paid_with_a_manager_bot_and_a_plan(panel: Panel) -> None:
     sponsor = add_channel(panel, "@sponsor_a")
-    plan = {"price_minor": 500, "currency": "EUR", "period_days": 30, "grace_days": 2}
+    plan = {"price": "5", "currency": "EUR", "period_days": 30, "grace_days": 2}
     changed = panel.call(
         "PATCH",
         f"/v1/channels/{sponsor}",
@@ -95,7 +95,8 @@ def test_channel__paid_with_a_manager_bot_and_a_plan(panel: Panel) -> None:
     )
     assert changed.status_code == 200, changed.text
     assert (changed.json()["is_paid"], changed.json()["manager_bot_id"]) == (True, panel.bot)
-    assert changed.json()["plan"] == plan
+    # The price typed in euros, kept in cents and shown with the currency's two digits.
+    assert changed.json()["plan"] == {**plan, "price_minor": 500, "price": "5.00"}
     # insert_bot names the bot bot<telegram id>.
     assert changed.json()["pay_link"] == f"https://t.me/bot5550001?start=pay_{sponsor}"
     assert changed.json()["reminder_hours"] == [72, 24]
@@ -107,8 +108,22 @@ def test_channel__paid_with_a_manager_bot_and_a_plan(panel: Panel) -> None:
     unpaid = panel.call("PATCH", f"/v1/channels/{sponsor}", {"is_paid": False}).json()
     assert unpaid["pay_link"] is None
     panel.call("PATCH", f"/v1/channels/{sponsor}", {"is_paid": True})
-    cheaper = {**plan, "price_minor": 400}
+    cheaper = {**plan, "price": "4.00"}
     assert panel.call("PATCH", f"/v1/channels/{sponsor}", {"plan": cheaper}).status_code == 200
+    for price, currency, field, code in (
+        ("4.001", "EUR", "plan.price", "too-precise"),
+        ("4.5", "JPY", "plan.price", "too-precise"),
+        ("0", "EUR", "plan.price", "out-of-range"),
+        ("4,00", "EUR", "plan.price", "bad-format"),
+        ("4", "ABC", "plan.currency", "not-one-of"),
+    ):
+        refused = panel.call(
+            "PATCH",
+            f"/v1/channels/{sponsor}",
+            {"plan": {**plan, "price": price, "currency": currency}},
+        )
+        assert refused.status_code == 422, (price, currency)
+        assert refused.json()["errors"] == [{"field": field, "code": code}]
     with psycopg.connect(panel.database_url) as conn:
         plans = conn.execute(
             "SELECT price_minor, is_default FROM plans WHERE channel_id = %s ORDER BY id",
@@ -116,6 +131,9 @@ def test_channel__paid_with_a_manager_bot_and_a_plan(panel: Panel) -> None:
         ).fetchall()
     # The old plan stays for the invoices made with it; one default.
     assert plans == [(500, False), (400, True)]
+    one = panel.call("GET", f"/v1/channels/{sponsor}").json()
+    assert (one["id"], one["plan"]["price"], one["is_paid"]) == (sponsor, "4.00", True)
+    assert panel.call("GET", "/v1/channels/99999").status_code == 404
     unknown_bot = panel.call("PATCH", f"/v1/channels/{sponsor}", {"manager_bot_id": 999})
     assert unknown_bot.status_code == 422
     assert panel.call("PATCH", "/v1/channels/99999", {"is_paid": True}).status_code == 404

@@ -16,6 +16,7 @@ from panel_api.seed import seed
 from shared.testing import serve_in_thread
 from tests.conftest import HTTP, TEST_BCRYPT_ROUNDS, panel_settings
 from tests.panel_api.e2e.conftest import call_as
+from tests.panel_api.e2e.test_sessions import refresh, refresh_cookie
 
 OWNER_PASSWORD = "correct horse battery"
 PASSWORD = "member password 1"
@@ -116,6 +117,52 @@ def test_team__a_disabled_member_is_signed_out(panel: Panel) -> None:
     assert relogin.status_code == 401
 
 
+def test_team__a_member_sets_their_own_password_and_their_other_sessions_end(
+    panel: Panel,
+) -> None:
+    elsewhere = HTTP.post(
+        f"{panel.url}/v1/auth/login",
+        json={"email": "editor@example.com", "password": PASSWORD},
+    )
+    other = refresh_cookie(elsewhere)["gatehouse_refresh"].value
+    wrong = panel.call(
+        "POST",
+        "/v1/me/password",
+        Role.EDITOR,
+        json={"current_password": "not it", "new_password": "a new password"},
+    )
+    assert wrong.status_code == 422
+    assert wrong.json()["errors"] == [{"field": "current_password", "code": "wrong"}]
+    short = panel.call(
+        "POST",
+        "/v1/me/password",
+        Role.EDITOR,
+        json={"current_password": PASSWORD, "new_password": "short"},
+    )
+    assert short.json()["errors"] == [{"field": "new_password", "code": "too-short"}]
+    changed = panel.call(
+        "POST",
+        "/v1/me/password",
+        Role.EDITOR,
+        json={"current_password": PASSWORD, "new_password": "a new password"},
+    )
+    assert changed.status_code == 200, changed.text
+    # The answer carries this session on: a token that works and a new refresh cookie.
+    token = changed.json()["access_token"]
+    assert call_as(token, "GET", f"{panel.url}/v1/me").json()["email"] == "editor@example.com"
+    assert refresh(panel.url, refresh_cookie(changed)["gatehouse_refresh"].value).is_success
+    # The session signed in elsewhere is over; the old password no longer signs in.
+    assert refresh(panel.url, other).status_code == 401
+    old = {"email": "editor@example.com", "password": PASSWORD}
+    assert HTTP.post(f"{panel.url}/v1/auth/login", json=old).status_code == 401
+    new = {"email": "editor@example.com", "password": "a new password"}
+    assert HTTP.post(f"{panel.url}/v1/auth/login", json=new).status_code == 200
+    audit = panel.call("GET", "/v1/audit?action=team.password", Role.OWNER).json()["items"]
+    assert [(a["member_id"], a["target"]) for a in audit] == [
+        (panel.ids[Role.EDITOR], f"team_member:{panel.ids[Role.EDITOR]}")
+    ]
+
+
 def test_team__adding_a_taken_email_is_409_and_a_second_owner_422(panel: Panel) -> None:
     taken = {"email": "ADMIN@example.com", "role": "viewer", "password": PASSWORD}
     assert panel.call("POST", "/v1/team", Role.OWNER, json=taken).status_code == 409
@@ -174,3 +221,15 @@ def test_workspace__time_zone_must_be_iana_and_language_en_or_fa(panel: Panel) -
     for body in ({"time_zone": "Mars/Olympus"}, {"time_zone": "../etc/passwd"}, {"language": "de"}):
         assert panel.call("PATCH", "/v1/workspace", Role.OWNER, json=body).status_code == 422
     assert panel.call("GET", "/v1/workspace", Role.VIEWER).json()["language"] == "fa"
+
+
+def test_workspace__the_explorer_address_has_the_hash_in_it(panel: Panel) -> None:
+    workspace = panel.call("GET", "/v1/workspace", Role.VIEWER).json()
+    assert workspace["tx_explorer"] == "https://tronscan.org/#/transaction/{hash}"
+    mine = "https://nile.tronscan.org/#/transaction/{hash}?from=panel"
+    changed = panel.call("PATCH", "/v1/workspace", Role.OWNER, json={"tx_explorer": mine})
+    assert (changed.status_code, changed.json()["tx_explorer"]) == (200, mine)
+    assert changed.json()["language"] == "en"  # what the change did not name stays
+    for bad in ("https://tronscan.org/", "http://x.org/{hash}", "https://a b/{hash}", "{hash}"):
+        refused = panel.call("PATCH", "/v1/workspace", Role.OWNER, json={"tx_explorer": bad})
+        assert refused.json()["errors"] == [{"field": "tx_explorer", "code": "bad-format"}], bad
