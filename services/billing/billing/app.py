@@ -183,7 +183,9 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
         body = await json_body(request, GrantRequest, limit=4096)
         now = clock.now()
         if body.until <= now:
-            raise errors.InvalidBody("until must be in the future")
+            raise errors.InvalidBody(
+                "until must be in the future", field="until", code="out-of-range"
+            )
         async with store.connection(runtime(request).pool) as conn:
             done = await store.grant_access(
                 conn, body.telegram_user_id, body.channel_id, body.until, body.reason, now

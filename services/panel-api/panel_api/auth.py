@@ -6,7 +6,7 @@ import datetime as dt
 import math
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol
 
 import jwt
 import msgspec
@@ -19,12 +19,9 @@ from panel_api.passwords import MAX_BYTES, MIN_PASSWORD, Passwords
 from shared.clock import Clock
 from shared.db import Connection
 from shared.errors import Problem, json_body, problem_response
-from shared.settings import Networks, Secret
 from shared.logging import request_id
+from shared.settings import Networks, Secret
 from shared.web import client_address, runtime
-
-if TYPE_CHECKING:
-    from panel_api.access import Caller
 
 ACCESS_TOKEN_TTL = dt.timedelta(minutes=15)
 ISSUER = "gatehouse-panel"
@@ -65,6 +62,17 @@ class Tokens(msgspec.Struct):
     access_token: str
     token_type: Literal["Bearer"]
     expires_in: int
+
+
+class Signed(Protocol):
+    """Whoever a checked access token names (access.Caller, which imports this module)."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def email(self) -> str: ...
+    @property
+    def role(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -171,7 +179,7 @@ class SignIn:
             )
         return self._answer(sessions.Pair(issue_token(self.jwt_secret, member, now), refresh))
 
-    async def change_password(self, request: Request, caller: Caller) -> Response:
+    async def change_password(self, request: Request, caller: Signed) -> Response:
         """A member sets their own password, giving the current one: every session they had
         ends, and this one goes on with a new pair."""
         body = await json_body(request, PasswordChange, limit=4096)

@@ -4,12 +4,12 @@ keeps the session through the refresh cookie, Persian right to left, the API's o
 from __future__ import annotations
 
 import datetime as dt
-import os
-import shutil
 from collections.abc import Iterator
+from urllib.parse import urlsplit
 
 import psycopg
 import pytest
+from playwright.sync_api import Page, Route, expect
 
 from panel_api.app import create_app
 from panel_api.seed import seed, seed_history
@@ -18,72 +18,14 @@ from shared.testing import serve_in_thread
 from tests.botedge.conftest import insert_bot, new_token
 from tests.conftest import (
     HTTP,
-    ROOT,
     TEST_BCRYPT_ROUNDS,
     Serve,
     panel_settings,
     serve_botedge_api,
     serve_simtelegram,
 )
+from tests.panel_api.browser.conftest import ARTIFACTS, PASSWORD, sign_in
 from tests.panel_api.e2e.conftest import SHOP, owner_and_viewer, start_billing
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-ARTIFACTS = ROOT / "tests" / "artifacts"
-PASSWORD = "correct horse battery"
-
-if CHROMIUM is None:
-    if os.environ.get("CI") == "true":
-        pytest.fail("Chromium is missing: .ci/run installs it (apt-get install chromium)")
-    pytest.skip(
-        "no Chromium: `apt-get install chromium` to run the browser tests", allow_module_level=True
-    )
-
-from playwright.sync_api import Browser, Page, Route, expect, sync_playwright  # noqa: E402
-
-
-@pytest.fixture
-def panel(database_url: str) -> Iterator[str]:
-    insert_bot(database_url)
-    assert seed(database_url, "owner@example.com", PASSWORD, TEST_BCRYPT_ROUNDS) is True
-    with serve_in_thread(create_app(panel_settings(database_url))) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    """One Chromium for the module (starting one costs about two CPU seconds); each test gets
-    a context of its own, with its own storage and cookies."""
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-quic",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-            ],
-        )
-        yield browser
-        browser.close()
-
-
-@pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context()
-    page = context.new_page()
-    page.set_default_timeout(15_000)
-    yield page
-    context.close()
-
-
-def sign_in(page: Page, url: str, password: str = PASSWORD) -> None:
-    page.goto(url)
-    page.fill("input[name=email]", "owner@example.com")
-    page.fill("input[name=password]", password)
-    page.click("#sign-in button[type=submit]")
 
 
 def test_page__sign_in_then_a_reload_keeps_the_session(page: Page, panel: str) -> None:
@@ -376,19 +318,23 @@ def test_page__an_expired_access_token_is_renewed_by_the_cookie_on_use_and_on_re
     insert_bot(database_url)
     assert seed(database_url, "owner@example.com", PASSWORD, TEST_BCRYPT_ROUNDS) is True
     clock = ManualClock(dt.datetime.now(dt.UTC))
-    bots_answers: list[int] = []
+    answers: list[tuple[str, int]] = []
     page.on(
         "response",
-        lambda r: bots_answers.append(r.status) if "/v1/bots" in r.url else None,
+        lambda r: answers.append((urlsplit(r.url).path, r.status)) if "/v1/" in r.url else None,
     )
     with serve_in_thread(create_app(panel_settings(database_url), clock=clock)) as url:
         sign_in(page, url)
         expect(page.locator("#who")).to_have_text("Signed in as owner@example.com (owner)")
         # Past the access token's 15 minutes: the next call is refused, renewed, then answered.
         clock.advance(16 * 60)
+        answers.clear()
         page.click("#pages a[data-view=bots]")
         expect(page.locator("#bots tbody tr")).to_have_count(1)
-        assert bots_answers == [401, 200]
+        # The first call refused, the token renewed once, and every call then answered.
+        assert answers[0][1] == 401 and [status for _, status in answers].count(401) == 1
+        assert answers[1] == ("/v1/auth/refresh", 200)
+        assert ("/v1/bots", 200) in answers
         expect(page.locator("#message")).to_be_hidden()
         clock.advance(16 * 60)
         page.reload()

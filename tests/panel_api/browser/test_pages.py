@@ -17,14 +17,7 @@ from shared.clock import ManualClock
 from shared.testing import serve_in_thread
 from tests.botedge.conftest import insert_bot
 from tests.conftest import TEST_BCRYPT_ROUNDS, panel_settings
-from tests.panel_api.browser.test_page import (  # noqa: F401 - fixtures
-    ARTIFACTS,
-    PASSWORD,
-    browser,
-    page,
-    panel,
-    sign_in,
-)
+from tests.panel_api.browser.conftest import ARTIFACTS, PASSWORD, sign_in
 
 VIEWS = (
     "dashboard",
@@ -43,11 +36,12 @@ VIEWS = (
     "team",
     "audit",
     "workspace",
+    "account",
 )
 
 
 @pytest.fixture
-def business(panel: str, database_url: str) -> str:  # noqa: F811 - the fixture above
+def business(panel: str, database_url: str) -> str:
     """The panel over a month of made-up business."""
     assert seed_history(database_url) is True
     return panel
@@ -55,7 +49,7 @@ def business(panel: str, database_url: str) -> str:  # noqa: F811 - the fixture 
 
 @pytest.mark.parametrize("language", ["en", "fa"])
 def test_pages__every_page_at_1280_and_390_px_without_sideways_scroll(
-    page: Page,  # noqa: F811
+    page: Page,
     business: str,
     language: str,
 ) -> None:
@@ -89,7 +83,7 @@ def test_pages__every_page_at_1280_and_390_px_without_sideways_scroll(
             page.screenshot(path=str(shots / f"{view}-{language}-{width}.png"), full_page=True)
 
 
-def test_pages__an_unknown_address_is_a_page_that_says_so(page: Page, panel: str) -> None:  # noqa: F811
+def test_pages__an_unknown_address_is_a_page_that_says_so(page: Page, panel: str) -> None:
     sign_in(page, panel)
     expect(page.locator("#who")).to_be_visible()
     page.goto(f"{panel}/no-such-page")
@@ -102,8 +96,8 @@ def test_pages__an_unknown_address_is_a_page_that_says_so(page: Page, panel: str
 
 
 def test_pages__while_a_view_loads_the_old_one_stays_and_a_failed_one_says_why(
-    page: Page,  # noqa: F811
-    panel: str,  # noqa: F811
+    page: Page,
+    panel: str,
 ) -> None:
     held: list[Route] = []
     sign_in(page, panel)
@@ -139,7 +133,7 @@ def clocked(database_url: str) -> Iterator[tuple[str, ManualClock]]:
 
 
 def test_pages__a_session_ended_in_another_tab_shows_the_sign_in_form_on_the_next_step(
-    page: Page,  # noqa: F811
+    page: Page,
     clocked: tuple[str, ManualClock],
 ) -> None:
     url, clock = clocked
@@ -160,8 +154,8 @@ def test_pages__a_session_ended_in_another_tab_shows_the_sign_in_form_on_the_nex
 
 
 def test_pages__yen_dinars_and_stars_in_their_own_digits(
-    page: Page,  # noqa: F811
-    panel: str,  # noqa: F811
+    page: Page,
+    panel: str,
     database_url: str,
 ) -> None:
     with psycopg.connect(database_url) as conn:

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { axisTicks, formatDay, formatMoney, formatNumber, lastDays } from "../../../services/panel-api/panel_api/static/format.js";
+import { axisTicks, formatDay, formatMoney, formatNumber, fromBaseUnits, lastDays } from "../../../services/panel-api/panel_api/static/format.js";
 
 test("money keeps the digits the API wrote: yen whole, dinars to three places", () => {
   assert.equal(formatMoney("en", "500", "JPY"), "¥500");
@@ -51,4 +51,12 @@ test("the y axis has round steps up to at least the highest value", () => {
     assert.ok(ticks[ticks.length - 1] >= top, `${top}: ${ticks}`);
     assert.ok(ticks.length <= 6, `${top}: ${ticks}`);
   }
+});
+
+test("fromBaseUnits: micros and sun as decimal text, exact past 2^53", () => {
+  assert.equal(fromBaseUnits("1500000", 6), "1.5");
+  assert.equal(fromBaseUnits("12500000", 6), "12.5");
+  assert.equal(fromBaseUnits("1", 6), "0.000001");
+  assert.equal(fromBaseUnits("0", 6), "0");
+  assert.equal(fromBaseUnits("90071992547409931234567", 6), "90071992547409931.234567");
 });

@@ -5,9 +5,9 @@ import { byId, show, words } from "./dom.js";
 import { chosenLanguage, setLanguage, t } from "./i18n.js";
 import { formOf } from "./forms.js";
 import { beforeEach, open, reload, route } from "./router.js";
-import { orders, slots } from "./views/adshop.js";
-import { audit, bots, deadUpdates, team, workspace } from "./views/admin.js";
-import { admission, channels, contents } from "./views/channels.js";
+import { order, orders, slots } from "./views/adshop.js";
+import { account, audit, bots, deadUpdates, team, workspace } from "./views/admin.js";
+import { admission, channel, channels, contents } from "./views/channels.js";
 import { dashboard } from "./views/dashboard.js";
 import { accessEvents, invoices, memberships, payments, people } from "./views/ledger.js";
 
@@ -20,17 +20,18 @@ const languagePicker = /** @type {HTMLSelectElement} */ (byId("language"));
 /**
  * A view that only `role` and above may open: others get the page that says so, and its link
  * is hidden from them.
- * @param {string} role @param {(url: URL) => Promise<Node[]>} render
+ * @param {string} role @param {(url: URL, id: number) => Promise<Node[]>} render
  */
 function only(role, render) {
-  return async (/** @type {URL} */ url) => may(role)
-    ? render(url)
+  return async (/** @type {URL} */ url, /** @type {number} */ id) => may(role)
+    ? render(url, id)
     : [words("p", "ownersOnly", { class: "empty" })];
 }
 
 route("/", { title: "dashboard", render: dashboard });
 route("/bots", { title: "bots", render: bots });
 route("/channels", { title: "channels", render: channels });
+route("/channels/:id", { title: "channel", render: channel });
 route("/contents", { title: "contents", render: contents });
 route("/people", { title: "people", render: people });
 route("/memberships", { title: "memberships", render: memberships });
@@ -38,12 +39,14 @@ route("/invoices", { title: "invoices", render: invoices });
 route("/payments", { title: "payments", render: payments });
 route("/access-events", { title: "accessEvents", render: accessEvents });
 route("/orders", { title: "orders", render: orders });
+route("/orders/:id", { title: "adOrder", render: order });
 route("/slots", { title: "slots", render: slots });
 route("/admission", { title: "admission", render: admission });
 route("/dead-updates", { title: "deadUpdates", render: only("admin", deadUpdates) });
 route("/team", { title: "team", render: only("owner", team) });
 route("/audit", { title: "audit", render: only("owner", audit) });
 route("/workspace", { title: "workspace", render: workspace });
+route("/account", { title: "account", render: account });
 
 // Who is signed in, and the workspace's zone and language, before the first view.
 beforeEach(async () => {

@@ -88,3 +88,15 @@ export function axisTicks(top, most = 4) {
   }
   return ticks;
 }
+
+/**
+ * Whole base units (USDT micros, TRX sun) as decimal text: ("1500000", 6) -> "1.5". By the
+ * digits, so an amount past 2^53 stays exact.
+ * @param {string} units @param {number} places
+ */
+export function fromBaseUnits(units, places) {
+  const digits = String(units).replace(/^0+(?=\d)/, "").padStart(places + 1, "0");
+  const whole = digits.slice(0, digits.length - places);
+  const fraction = digits.slice(digits.length - places).replace(/0+$/, "");
+  return fraction ? `${whole}.${fraction}` : whole;
+}

@@ -11,27 +11,58 @@ import { reload } from "./router.js";
  * @typedef {object} Field
  * @property {string} name the API's field name, so an answer's `errors` find it
  * @property {string} label the key of its words
- * @property {string} [type] an input type, or "textarea"
+ * @property {string} [labelText] its label as it is (a channel's title), instead of `label`
+ * @property {string} [type] an input type, "textarea", "checkbox" (value "true" or "") or
+ *   "checks" (a box per choice; the value is the chosen values joined by commas)
  * @property {string[]} [options] a select's values (each a key of words, unless `plain`)
  * @property {boolean} [plain] show the options as they are, not as words
+ * @property {Array<{ value: string, text: string }>} [choices] a select's or the boxes' values, each
+ *   with its text as it is (a bot's username)
  * @property {string} [value]
  * @property {boolean} [required]
  * @property {string} [hint] the key of a line under the field
  * @property {string} [autocomplete]
+ * @property {boolean} [ltr] written left to right whatever the page's language (an address)
+ * @property {[string, string[]]} [showIf] shown only while the field named first has one of
+ *   these values (a file's id only for a file)
  */
 
 /** @typedef {HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement} Input */
 
+/**
+ * What a field is on the page: `node` to place, `read` its value, `target` where the focus and
+ * the invalid mark go.
+ * @typedef {{ node: HTMLElement, read: () => string, target: HTMLElement, listen: (run: () => void) => void }} Control
+ */
+
 let made = 0;
 
-/** @param {Field} field @returns {Input} */
-function inputOf({ name, type = "text", options, plain = false, value = "", required = false, autocomplete }) {
+/** @param {Field} field @param {string} id @returns {Control} */
+function controlOf(field, id) {
+  const { name, type = "text", options, plain = false, choices, value = "", required = false, autocomplete } = field;
+  if (type === "checks") {
+    const chosen = new Set(value.split(",").filter(Boolean));
+    const boxes = (choices ?? []).map((choice) => {
+      const box = /** @type {HTMLInputElement} */ (element("input", { type: "checkbox", name, value: choice.value }));
+      box.checked = chosen.has(choice.value);
+      return box;
+    });
+    const node = element("fieldset", { id, class: "checks" },
+      element("legend", { text: field.labelText ?? t(field.label), ...(field.labelText ? {} : { "data-text": field.label }) }),
+      ...boxes.map((box, n) => element("label", {}, box, " ", element("span", { text: choices?.[n].text ?? "" }))));
+    return {
+      node, target: node,
+      read: () => boxes.filter((b) => b.checked).map((b) => b.value).join(","),
+      listen: (run) => boxes.forEach((b) => b.addEventListener("change", run)),
+    };
+  }
   /** @type {Input} */
   let input;
-  if (options) {
+  if (options || choices) {
     const select = document.createElement("select");
-    select.append(...options.map((o) => element("option", { value: o, text: plain ? o : t(o) })));
-    select.value = value || options[0] || "";
+    const listed = choices ?? (options ?? []).map((o) => ({ value: o, text: plain ? o : t(o) }));
+    select.append(...listed.map((o) => element("option", { value: o.value, text: o.text })));
+    select.value = value || listed[0]?.value || "";
     input = select;
   } else if (type === "textarea") {
     input = document.createElement("textarea");
@@ -40,55 +71,85 @@ function inputOf({ name, type = "text", options, plain = false, value = "", requ
   } else {
     const box = document.createElement("input");
     box.type = type;
-    box.value = value;
+    if (type === "checkbox") box.checked = value === "true"; else box.value = value;
     if (type === "number") box.inputMode = "numeric";
     input = box;
   }
+  input.id = id;
   input.name = name;
   input.required = required;
+  if (field.ltr) input.dir = "ltr";
   if (autocomplete) input.autocomplete = /** @type {AutoFill} */ (autocomplete);
-  return input;
+  const read = type === "checkbox"
+    ? () => (/** @type {HTMLInputElement} */ (input).checked ? "true" : "")
+    // A password is taken as typed; other values without the spaces around them.
+    : () => (type === "password" ? input.value : input.value.trim());
+  return { node: input, target: input, read, listen: (run) => input.addEventListener("change", run) };
+}
+
+/** @param {Field} field @param {string} forId */
+function labelOf(field, forId) {
+  if (field.labelText) return element("label", { for: forId, text: field.labelText });
+  return words("label", field.label, { for: forId });
 }
 
 /**
  * A form of labelled fields. `submit(values)` does the write; then `then` runs (by default the
- * view is drawn again) and what `submit` returned (a notice's text) is shown.
+ * view is drawn again) and what `submit` returned (a notice's text, or a node such as a link
+ * to copy) is shown above the form, or under the view's heading when the form is gone.
  * @param {string} id
  * @param {Field[]} fields
  * @param {string} submitKey
- * @param {(values: Record<string, string>) => Promise<string | void>} submit
- * @param {{ then?: () => Promise<void> }} [options]
+ * @param {(values: Record<string, string>) => Promise<string | Node | void>} submit
+ * @param {{ then?: () => Promise<void>, refusals?: Record<string, [string, string]> }} [options]
+ *   `refusals`: a problem's slug that is about one field, as that field and a code (a channel
+ *   Telegram does not know is the `chat` field's `not-found`)
  */
-export function formOf(id, fields, submitKey, submit, { then = reload } = {}) {
-  /** @type {Record<string, Input>} */
-  const inputs = {};
+export function formOf(id, fields, submitKey, submit, { then = reload, refusals = {} } = {}) {
+  /** @type {Record<string, Control>} */
+  const controls = {};
   /** @type {Record<string, HTMLElement>} */
   const problems = {};
-  const rows = fields.map((field) => {
-    const input = inputOf(field);
-    const problemId = `f${++made}-problem`;
-    input.id = `f${made}`;
-    input.setAttribute("aria-describedby", problemId);
-    inputs[field.name] = input;
+  /** @type {Record<string, HTMLElement>} */
+  const rows = {};
+  for (const field of fields) {
+    const controlId = `f${++made}`;
+    const control = controlOf(field, controlId);
+    const problemId = `${controlId}-problem`;
+    control.target.setAttribute("aria-describedby", problemId);
+    controls[field.name] = control;
     problems[field.name] = element("span", { class: "field-problem", id: problemId, "data-problem": field.name });
     const hint = field.hint ?? (has(`hint.${field.name}`) ? `hint.${field.name}` : null);
-    return element("div", { class: "field" },
-      words("label", field.label, { for: input.id }),
-      input,
-      ...(hint ? [words("span", hint, { class: "hint" })] : []),
-      problems[field.name]);
-  });
+    const hintNode = hint ? [words("span", hint, { class: "hint" })] : [];
+    rows[field.name] = field.type === "checks"
+      ? element("div", { class: "field" }, control.node, ...hintNode, problems[field.name])
+      : field.type === "checkbox"
+        ? element("div", { class: "field check" }, element("span", {}, control.node, " ", labelOf(field, controlId)), ...hintNode, problems[field.name])
+        : element("div", { class: "field" }, labelOf(field, controlId), control.node, ...hintNode, problems[field.name]);
+  }
+  // A field that applies to some choices only (a file's id to a file) shows with them.
+  const shown = () => {
+    for (const field of fields) {
+      if (field.showIf) rows[field.name].hidden = !field.showIf[1].includes(controls[field.showIf[0]].read());
+    }
+  };
+  for (const field of fields) {
+    if (field.showIf) controls[field.showIf[0]].listen(shown);
+  }
+  shown();
   const button = words("button", submitKey, { type: "submit" });
-  const form = element("form", { id, novalidate: "" }, ...rows, button);
+  const form = element("form", { id, novalidate: "" }, ...fields.map((f) => rows[f.name]), button);
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
-    for (const [name, input] of Object.entries(inputs)) {
-      input.removeAttribute("aria-invalid");
+    for (const [name, control] of Object.entries(controls)) {
+      control.target.removeAttribute("aria-invalid");
       problems[name].textContent = "";
     }
-    // A password is taken as typed; other values without the spaces around them.
-    const values = Object.fromEntries(Object.entries(inputs).map(([k, v]) => [k, v.type === "password" ? v.value : v.value.trim()]));
-    const missing = fields.filter((f) => f.required && !values[f.name]).map((f) => ({ field: f.name, code: "required" }));
+    const values = Object.fromEntries(Object.entries(controls)
+      .filter(([name]) => !rows[name].hidden)
+      .map(([name, control]) => [name, control.read()]));
+    const missing = fields.filter((f) => f.required && !rows[f.name].hidden && !values[f.name])
+      .map((f) => ({ field: f.name, code: "required" }));
     if (missing.length) {
       mark(missing);
       return;
@@ -97,9 +158,15 @@ export function formOf(id, fields, submitKey, submit, { then = reload } = {}) {
     try {
       const said = await submit(values);
       await then();
-      if (said) document.getElementById(id)?.before(notice(said, `${id}-done`));
+      if (said) {
+        const done = typeof said === "string" ? notice(said, `${id}-done`) : element("div", { class: "notice", role: "status", id: `${id}-done` }, said);
+        const place = document.getElementById(id);
+        if (place) place.before(done); else document.querySelector("#view h1")?.after(done);
+      }
     } catch (error) {
-      if (!(error instanceof ApiProblem && error.errors.length && mark(error.errors))) show(error);
+      const about = error instanceof ApiProblem ? refusals[error.slug] : undefined;
+      const errors = error instanceof ApiProblem && about ? [{ field: about[0], code: about[1] }] : error instanceof ApiProblem ? error.errors : [];
+      if (!(errors.length && mark(errors))) show(error);
     } finally {
       button.removeAttribute("disabled");
     }
@@ -107,20 +174,20 @@ export function formOf(id, fields, submitKey, submit, { then = reload } = {}) {
 
   /** @param {{ field: string, code: string }[]} errors @returns {boolean} whether one was shown */
   function mark(errors) {
-    /** @type {Input | null} */
+    /** @type {HTMLElement | null} */
     let first = null;
     for (const { field, code } of errors) {
       // `plan.price` and `ids[3]` belong to the form's `price` and `ids`.
-      const name = [field, field.split(".").pop() ?? "", field.split(/[.[]/)[0]].find((n) => n in inputs);
+      const name = [field, field.split(".").pop() ?? "", field.split(/[.[]/)[0]].find((n) => n in controls);
       if (!name) continue;
-      const input = inputs[name];
-      input.setAttribute("aria-invalid", "true");
+      const target = controls[name].target;
+      target.setAttribute("aria-invalid", "true");
       problems[name].textContent = t(`e.${code}`);
-      first ??= input;
+      first ??= target;
     }
     if (!first) return false;
     show(null);
-    first.focus();
+    if (first instanceof HTMLFieldSetElement) first.querySelector("input")?.focus(); else first.focus();
     return true;
   }
   return form;
@@ -158,6 +225,32 @@ export function actionButton(key, run, { confirm = false } = {}) {
     no.addEventListener("click", () => { asking.replaceWith(button); button.focus(); });
     button.replaceWith(asking);
     no.focus();
+  });
+  return button;
+}
+
+/**
+ * A button that opens `form()` in a row under its own, to change the item in place; pressed
+ * again, it closes it.
+ * @param {string} key @param {() => HTMLElement} form
+ */
+export function editRow(key, form) {
+  const button = words("button", key, { type: "button", "data-action": key, "aria-expanded": "false" });
+  /** @type {HTMLElement | null} */
+  let opened = null;
+  button.addEventListener("click", () => {
+    if (opened) {
+      opened.remove();
+      opened = null;
+      button.setAttribute("aria-expanded", "false");
+      return;
+    }
+    const row = button.closest("tr");
+    opened = element("tr", { class: "editing" }, element("td", { colspan: String(row?.children.length ?? 1) }, form()));
+    row?.after(opened);
+    button.setAttribute("aria-expanded", "true");
+    const first = opened.querySelector("input, select, textarea");
+    if (first instanceof HTMLElement) first.focus();
   });
   return button;
 }

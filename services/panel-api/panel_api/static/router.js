@@ -9,18 +9,28 @@ import { t } from "./i18n.js";
 /**
  * @typedef {object} View
  * @property {string} title the key of its heading and of its link
- * @property {(url: URL) => Promise<Node[]>} render
+ * @property {(url: URL, id: number) => Promise<Node[]>} render `id`: the number a path such as
+ *   `/channels/:id` names (0 for a path without one)
  */
 
-/** @type {Map<string, View>} */
-const views = new Map();
+/** @type {{ pattern: RegExp, view: View }[]} */
+const views = [];
 
 /** @type {(url: URL) => Promise<void>} */
 let before = async () => {};
 
-/** @param {string} path @param {View} view */
+/** @param {string} path `/channels` or `/channels/:id` @param {View} view */
 export function route(path, view) {
-  views.set(path, view);
+  views.push({ pattern: new RegExp(`^${path.replace(":id", "([1-9][0-9]{0,17})")}$`), view });
+}
+
+/** The view at `path` and the id it names. @param {string} path @returns {[View, number]} */
+function viewAt(path) {
+  for (const { pattern, view } of views) {
+    const found = pattern.exec(path);
+    if (found) return [view, Number(found[1] ?? 0)];
+  }
+  return [NOT_FOUND, 0];
 }
 
 /** What runs before any view is drawn (loading who is signed in). @param {(url: URL) => Promise<void>} run */
@@ -79,8 +89,8 @@ async function draw(href, { push = false, focus = push } = {}) {
   main.setAttribute("aria-busy", "true");
   try {
     await before(url);
-    const view = views.get(url.pathname) ?? NOT_FOUND;
-    const nodes = await view.render(url);
+    const [view, id] = viewAt(url.pathname);
+    const nodes = await view.render(url, id);
     if (push && url.pathname + url.search !== location.pathname + location.search) {
       history.pushState(null, "", url.pathname + url.search);
     }
@@ -88,7 +98,9 @@ async function draw(href, { push = false, focus = push } = {}) {
     main.replaceChildren(heading, ...nodes);
     document.title = `${t(view.title)} · ${t("brand")}`;
     for (const link of document.querySelectorAll("#pages a")) {
-      if (link.getAttribute("href") === url.pathname) link.setAttribute("aria-current", "page");
+      // A channel's own page is within Channels.
+      const href = link.getAttribute("href");
+      if (href === url.pathname || (href !== "/" && url.pathname.startsWith(`${href}/`))) link.setAttribute("aria-current", "page");
       else link.removeAttribute("aria-current");
     }
     byId("pages").classList.remove("open");

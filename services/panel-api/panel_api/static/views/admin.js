@@ -1,32 +1,69 @@
 // @ts-check
-// Running the workspace: bots, dead updates, the team, the audit log and the settings.
-import { call, may } from "../api.js";
-import { words } from "../dom.js";
-import { actionButton, formOf } from "../forms.js";
+// Running the workspace: bots and their default gate, dead updates, the team, one's own
+// password, the audit log and the settings.
+import { call, keep, may, session } from "../api.js";
+import { element, words } from "../dom.js";
+import { actionButton, editRow, formOf } from "../forms.js";
 import { number, t } from "../i18n.js";
 import { listView } from "../list.js";
-import { when } from "./ledger.js";
+import { everything, when } from "./common.js";
 
 /** @param {URL} url */
 export async function bots(url) {
-  const after = may("admin") ? [
+  const admin = may("admin");
+  const editor = may("editor");
+  const channelList = editor ? await everything("/v1/channels") : [];
+  const after = admin ? [
     words("h2", "addBot"),
     formOf("add-bot", [
-      { name: "token", label: "token", required: true },
+      { name: "token", label: "token", required: true, ltr: true, autocomplete: "off" },
       { name: "mode", label: "mode", options: ["polling", "webhook"] },
     ], "add", async (v) => {
-      await call("POST", "/v1/bots", { token: v.token, mode: v.mode });
-      return t("saved");
+      const added = await call("POST", "/v1/bots", { token: v.token, mode: v.mode });
+      return t("botAdded", { username: "@" + added.username });
     }),
   ] : [];
   return listView(url, {
     id: "bots", path: "/v1/bots", after,
     columns: [
-      { label: "username", sort: "username", value: (b) => "@" + b.username },
+      { label: "username", sort: "username", value: (b) => element("bdi", { text: "@" + b.username }) },
       { label: "mode", value: (b) => t(b.mode) },
       { label: "status", sort: "status", value: (b) => t(b.status) },
+      { label: "defaultGate", value: (b) => defaultGate(channelList, b.id).map((c) => c.title).join(", ") || t("none") },
       { label: "lastError", value: (b) => b.last_error },
     ],
+    actions: editor ? (b) => [editRow("setDefaultGate", () => gateForm(channelList, b.id))] : null,
+  });
+}
+
+/** The channels in a bot's default gate. @param {any[]} channelList @param {number} botId */
+function defaultGate(channelList, botId) {
+  return channelList.filter((c) => c.bots.some((/** @type {any} */ s) => s.bot_id === botId && s.default_gate));
+}
+
+/**
+ * Which channels a visitor joins before the bot's content (where a content names none of its
+ * own); a private channel needs the link visitors join it by.
+ * @param {any[]} channelList @param {number} botId
+ */
+function gateForm(channelList, botId) {
+  const chosen = defaultGate(channelList, botId);
+  /** @type {import("../forms.js").Field[]} */
+  const fields = [{
+    name: "channels", label: "gateChannels", type: "checks",
+    choices: channelList.map((c) => ({ value: String(c.id), text: c.title })),
+    value: chosen.map((c) => String(c.id)).join(","),
+  }];
+  for (const c of channelList.filter((c) => !c.username)) {
+    const join = c.bots.find((/** @type {any} */ s) => s.bot_id === botId)?.join_url ?? "";
+    fields.push({ name: `join_url_${c.id}`, label: "joinUrl", labelText: t("joinUrlOf", { title: c.title }), value: join, ltr: true });
+  }
+  return formOf(`default-gate-${botId}`, fields, "save", async (v) => {
+    const ids = v.channels.split(",").filter(Boolean);
+    await call("PUT", `/v1/bots/${botId}/default-gate`, {
+      channels: ids.map((id) => ({ channel_id: Number(id), ...(v[`join_url_${id}`] ? { join_url: v[`join_url_${id}`] } : {}) })),
+    });
+    return t("saved");
   });
 }
 
@@ -41,21 +78,68 @@ export function deadUpdates(url) {
       { label: "lastError", value: (u) => u.last_error },
       { label: "received", sort: "received_at", value: (u) => when(u.received_at) },
     ],
-    actions: (u) => [actionButton("replay", () => call("POST", `/v1/dead-updates/${u.id}/replay`), { confirm: true })],
+    // The update as Telegram sent it beside the replay, so the owner sees what runs again.
+    actions: (u) => [
+      editRow("showUpdate", () => element("pre", { class: "payload", "data-payload": String(u.id), text: JSON.stringify(u.payload, null, 2) })),
+      actionButton("replay", () => call("POST", `/v1/dead-updates/${u.id}/replay`), { confirm: true }),
+    ],
   });
 }
 
+const ROLES = ["admin", "editor", "viewer"];
+
 /** @param {URL} url */
 export function team(url) {
+  const before = [
+    words("h2", "invite"),
+    formOf("invite", [
+      { name: "email", label: "email", type: "email", required: true, autocomplete: "off" },
+      { name: "display_name", label: "name" },
+      { name: "role", label: "role", options: ROLES, value: "editor" },
+      { name: "password", label: "firstPassword", type: "password", required: true, autocomplete: "new-password" },
+    ], "invite", async (v) => {
+      await call("POST", "/v1/team", { email: v.email, display_name: v.display_name, role: v.role, password: v.password });
+      return t("invited", { email: v.email });
+    }),
+  ];
   return listView(url, {
-    id: "team", path: "/v1/team",
+    id: "team", path: "/v1/team", before,
     columns: [
       { label: "email", sort: "email", value: (m) => m.email },
       { label: "name", value: (m) => m.display_name },
       { label: "role", sort: "role", value: (m) => t(m.role) },
       { label: "status", value: (m) => t(m.disabled ? "disabled" : "enabled") },
     ],
+    actions: (m) => m.role === "owner" ? [] : [
+      editRow("changeRole", () => formOf(`role-${m.id}`, [
+        { name: "role", label: "role", options: ROLES, value: m.role },
+        { name: "display_name", label: "name", value: m.display_name },
+      ], "save", async (v) => {
+        await call("PATCH", `/v1/team/${m.id}`, { role: v.role, display_name: v.display_name });
+        return t("saved");
+      })),
+      m.disabled
+        ? actionButton("enable", () => call("PATCH", `/v1/team/${m.id}`, { disabled: false }))
+        : actionButton("disable", () => call("PATCH", `/v1/team/${m.id}`, { disabled: true }), { confirm: true }),
+    ],
   });
+}
+
+/** One's own account: who is signed in, and a new password. @returns {Promise<Node[]>} */
+export async function account() {
+  const me = session.me ?? { email: "", role: "viewer" };
+  return [
+    element("p", { id: "account-who", text: t("signedInAs", { email: me.email, role: t(me.role) }) }),
+    words("h2", "changePassword"),
+    formOf("password", [
+      { name: "current_password", label: "currentPassword", type: "password", required: true, autocomplete: "current-password" },
+      { name: "new_password", label: "newPassword", type: "password", required: true, autocomplete: "new-password" },
+    ], "save", async (v) => {
+      // This session goes on with the pair the answer brings; every other one has ended.
+      keep(await call("POST", "/v1/me/password", v));
+      return t("passwordChanged");
+    }),
+  ];
 }
 
 /** @param {URL} url */
@@ -74,13 +158,14 @@ export function audit(url) {
 export async function workspace() {
   const settings = await call("GET", "/v1/workspace");
   const form = formOf("workspace", [
-    { name: "time_zone", label: "timeZone", value: settings.time_zone ?? "", required: true },
+    { name: "time_zone", label: "timeZone", value: settings.time_zone ?? "", required: true, ltr: true },
     { name: "language", label: "language", options: ["en", "fa"], value: settings.language },
-    { name: "tron_address", label: "tronAddress", value: settings.tron_address ?? "" },
+    { name: "tron_address", label: "tronAddress", value: settings.tron_address ?? "", ltr: true },
+    { name: "tx_explorer", label: "txExplorer", value: settings.tx_explorer, required: true, ltr: true },
   ], "save", async (v) => {
-    /** @type {Record<string, string>} */
-    const change = { time_zone: v.time_zone, language: v.language };
-    if (v.tron_address) change.tron_address = v.tron_address;
+    /** @type {Record<string, string | null>} */
+    const change = { time_zone: v.time_zone, language: v.language, tx_explorer: v.tx_explorer };
+    change.tron_address = v.tron_address || null;
     await call("PATCH", "/v1/workspace", change);
     return t("saved");
   });
@@ -88,6 +173,5 @@ export async function workspace() {
     for (const input of form.querySelectorAll("input, select")) input.setAttribute("disabled", "");
     form.querySelector("button[type=submit]")?.remove();
   }
-  form.querySelector("[name=tron_address]")?.setAttribute("dir", "ltr");
   return [form];
 }

@@ -1,0 +1,39 @@
+// @ts-check
+// What several views use: short lists for a form's choices, moments in the workspace's zone,
+// typed numbers, and text to copy.
+import { call, session } from "../api.js";
+import { element, words } from "../dom.js";
+import { dateTime, t } from "../i18n.js";
+
+/** @param {string | null | undefined} value */
+export function when(value) {
+  return value ? dateTime(value, session.zone) : null;
+}
+
+/** Every item of a short list (bots, channels) for a form's choices. @param {string} path */
+export async function everything(path) {
+  return /** @type {any[]} */ ((await call("GET", `${path}?limit=200`)).items);
+}
+
+/** @param {any[]} bots */
+export function botChoices(bots) {
+  // Isolated left to right (an option cannot hold a bdi): "@name" stays whole in Persian.
+  return bots.map((b) => ({ value: String(b.id), text: `\u2066@${b.username}\u2069` }));
+}
+
+/** A typed whole number, or the text itself so the API names what is wrong with it.
+ * @param {string} text @returns {number | string} */
+export function wholeNumber(text) {
+  const digits = text.replace(/[۰-۹]/g, (d) => String(d.charCodeAt(0) - 0x06f0));
+  return /^[0-9]{1,15}$/.test(digits) ? Number(digits) : text;
+}
+
+/** @param {string} text */
+export function copyable(text) {
+  const button = words("button", "copy", { type: "button", class: "copy" });
+  button.addEventListener("click", async () => {
+    await navigator.clipboard.writeText(text);
+    button.textContent = t("copied");
+  });
+  return element("span", { class: "copyable" }, element("code", { dir: "ltr", text }), " ", button);
+}

@@ -1,0 +1,71 @@
+"""The panel page in headless Chromium (Debian's, driven by Playwright): one browser per module,
+a context of its own per test, and the signed-in panel most tests start from."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+
+import pytest
+
+from panel_api.app import create_app
+from panel_api.seed import seed
+from shared.testing import serve_in_thread
+from tests.botedge.conftest import insert_bot
+from tests.conftest import ROOT, TEST_BCRYPT_ROUNDS, panel_settings
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+ARTIFACTS = ROOT / "tests" / "artifacts"
+PASSWORD = "correct horse battery"
+
+from playwright.sync_api import Browser, Page, sync_playwright  # noqa: E402
+
+
+@pytest.fixture
+def panel(database_url: str) -> Iterator[str]:
+    insert_bot(database_url)
+    assert seed(database_url, "owner@example.com", PASSWORD, TEST_BCRYPT_ROUNDS) is True
+    with serve_in_thread(create_app(panel_settings(database_url))) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """One Chromium for the module (starting one costs about two CPU seconds); each test gets
+    a context of its own, with its own storage and cookies."""
+    if CHROMIUM is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("Chromium is missing: .ci/run installs it (apt-get install chromium)")
+        pytest.skip("no Chromium: `apt-get install chromium` to run the browser tests")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    yield page
+    context.close()
+
+
+def sign_in(page: Page, url: str, password: str = PASSWORD) -> None:
+    page.goto(url)
+    page.fill("input[name=email]", "owner@example.com")
+    page.fill("input[name=password]", password)
+    page.click("#sign-in button[type=submit]")

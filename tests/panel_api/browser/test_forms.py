@@ -1,0 +1,286 @@
+"""Every form of the panel as an owner uses it, in English and Persian: a write that goes
+through says so where it was made, a refused one shows each problem at its field in the page's
+language, and a destructive one asks first."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import psycopg
+import pytest
+from playwright.sync_api import Page, expect
+
+from panel_api.app import create_app
+from panel_api.seed import seed
+from shared.testing import serve_in_thread
+from tests.botedge.conftest import insert_bot
+from tests.conftest import (
+    HTTP,
+    TEST_BCRYPT_ROUNDS,
+    Serve,
+    panel_settings,
+    serve_botedge_api,
+    serve_simtelegram,
+)
+from tests.panel_api.browser.conftest import ARTIFACTS, PASSWORD, sign_in
+from tests.panel_api.e2e.conftest import SHOP, start_billing
+from tests.panel_api.e2e.conftest import sign_in as api_sign_in
+
+SPONSOR = -1001000000701
+BOT = 5550701
+
+
+@dataclass
+class Stack:
+    url: str
+    database_url: str
+    sim: str
+
+
+@pytest.fixture
+def stack(database_url: str, serve: Serve) -> Iterator[Stack]:
+    """The panel with botedge's API, the simulated Telegram and billing behind it; a bot the
+    simulated Telegram knows, an admin in one channel there."""
+    sim = serve_simtelegram(serve)
+    botedge = serve_botedge_api(serve, database_url, TELEGRAM_API_BASE=sim.url)
+    billing = start_billing(serve, database_url)
+    _, token, _ = insert_bot(database_url, BOT)
+    HTTP.post(f"{sim.url}/_sim/bots", json={"token": token}).raise_for_status()
+    HTTP.post(
+        f"{sim.url}/_sim/chats",
+        json={
+            "id": SPONSOR,
+            "type": "channel",
+            "title": "Sponsor",
+            "username": "sponsor_a",
+            "admin_bots": [BOT],
+        },
+    ).raise_for_status()
+    assert seed(database_url, "owner@example.com", PASSWORD, TEST_BCRYPT_ROUNDS) is True
+    settings = panel_settings(database_url, BOTEDGE_URL=botedge.url, BILLING_URL=billing)
+    with serve_in_thread(create_app(settings)) as url:
+        yield Stack(url, database_url, sim.url)
+
+
+def persian(page: Page) -> None:
+    page.select_option("#language", "fa")
+    expect(page.locator("html")).to_have_attribute("dir", "rtl")
+
+
+def test_forms__a_channel_found_then_sold_by_its_plan_with_refusals_at_the_field_in_persian(
+    page: Page, stack: Stack
+) -> None:
+    sign_in(page, stack.url)
+    persian(page)
+    page.click("#pages a[data-view=channels]")
+    page.fill("#add-channel input[name=chat]", "@nobody_here")
+    page.click("#add-channel button[type=submit]")
+    # Telegram knows no such channel: said at the field, in Persian.
+    expect(page.locator("#add-channel [data-problem=chat]")).to_have_text("وجود ندارد.")
+    expect(page.locator("#add-channel input[name=chat]")).to_be_focused()
+    page.fill("#add-channel input[name=chat]", "@sponsor_a")
+    page.click("#add-channel button[type=submit]")
+    expect(page.locator("#add-channel-done")).to_contain_text("«Sponsor» پیدا شد")
+    page.locator("#channels a", has_text="Sponsor").click()
+    expect(page.locator("main h2")).to_have_text("Sponsor")
+    expect(page.locator("#pages a[data-view=channels]")).to_have_attribute("aria-current", "page")
+    # The plan's fields show once the channel is to be sold.
+    expect(page.locator("#paid input[name=price]")).to_be_hidden()
+    page.check("#paid input[name=is_paid]")
+    page.fill("#paid input[name=price]", "4.001")
+    page.fill("#paid input[name=currency]", "EUR")
+    page.click("#paid button[type=submit]")
+    expect(page.locator("#paid [data-problem=price]")).to_have_text(
+        "برای این ارز رقم‌های پس از ممیز زیاد است."
+    )
+    expect(page.locator("#paid input[name=price]")).to_be_focused()
+    page.fill("#paid input[name=price]", "4.50")
+    page.fill("#paid input[name=reminder_hours]", "۷۲، 24")
+    page.click("#paid button[type=submit]")
+    expect(page.locator("#paid-done")).to_have_text("ذخیره شد.")
+    expect(page.locator("#channel-facts")).to_contain_text("start=pay_")
+    with psycopg.connect(stack.database_url) as conn:
+        row = conn.execute(
+            "SELECT c.is_paid, c.reminder_hours, p.price_minor, p.currency FROM channels c"
+            " JOIN plans p ON p.channel_id = c.id AND p.is_default"
+            " WHERE c.telegram_chat_id = %s",
+            (SPONSOR,),
+        ).fetchone()
+    assert row == (True, [72, 24], 450, "EUR")
+    page.screenshot(path=str(ARTIFACTS / "channel-fa.png"), full_page=True)
+
+
+def test_forms__content_with_its_own_gate_edited_then_deleted_and_a_bots_default_gate(
+    page: Page, stack: Stack
+) -> None:
+    sign_in(page, stack.url)
+    page.click("#pages a[data-view=contents]")
+    page.fill("#add-content input[name=code]", "ads")
+    page.fill("#add-content textarea[name=body]", "The secret")
+    page.select_option("#add-content select[name=gate]", "ownGate")
+    page.check("#add-content fieldset input[type=checkbox] >> nth=0")
+    page.click("#add-content button[type=submit]")
+    expect(page.locator("#add-content [data-problem=code]")).to_have_text(
+        "Kept for the system; choose another."
+    )
+    page.fill("#add-content input[name=code]", "promo")
+    page.click("#add-content button[type=submit]")
+    expect(page.locator("#add-content-done")).to_have_text(
+        f"Content added. Its link: https://t.me/bot{BOT}?start=promo"
+    )
+    row = page.locator("#contents tbody tr", has_text="promo")
+    expect(row).to_contain_text("Demo paid channel")
+    row.locator("button[data-action=edit]").click()
+    editing = page.locator("#contents tr.editing form")
+    editing.locator("input[name=code]").fill("promo2")
+    editing.locator("select[name=gate]").select_option("defaultGate")
+    editing.locator("button[type=submit]").click()
+    expect(page.locator("#contents tbody tr", has_text="promo2")).to_contain_text(
+        "Bot's default gate"
+    )
+    page.locator("#contents tbody tr", has_text="promo2").locator(
+        "button[data-action=delete]"
+    ).click()
+    page.locator("#contents button[data-confirm=delete]").click()
+    expect(page.locator("#contents tbody tr")).to_have_count(0)
+
+    page.click("#pages a[data-view=bots]")
+    bot = page.locator("#bots tbody tr", has_text=f"@bot{BOT}")
+    bot.locator("button[data-action=setDefaultGate]").click()
+    page.locator("#bots tr.editing input[type=checkbox] >> nth=0").check()
+    page.locator("#bots tr.editing button[type=submit]").click()
+    expect(page.locator("#bots tbody tr", has_text=f"@bot{BOT}")).to_contain_text(
+        "Demo paid channel"
+    )
+
+
+def test_forms__the_team_invited_changed_and_disabled_and_ones_own_password_in_persian(
+    page: Page, stack: Stack
+) -> None:
+    sign_in(page, stack.url)
+    persian(page)
+    page.click("#pages a[data-view=team]")
+    page.fill("#invite input[name=email]", "ed@example.com")
+    page.fill("#invite input[name=password]", "short")
+    page.click("#invite button[type=submit]")
+    expect(page.locator("#invite [data-problem=password]")).to_have_text("خیلی کوتاه است.")
+    page.fill("#invite input[name=password]", "a long first password")
+    page.click("#invite button[type=submit]")
+    expect(page.locator("#invite-done")).to_have_text("ed@example.com اکنون می‌تواند وارد شود.")
+    member = page.locator("#team tbody tr", has_text="ed@example.com")
+    expect(member).to_contain_text("ویرایشگر")
+    member.locator("button[data-action=changeRole]").click()
+    page.locator("#team tr.editing select[name=role]").select_option("viewer")
+    page.locator("#team tr.editing button[type=submit]").click()
+    expect(member).to_contain_text("بیننده")
+    member.locator("button[data-action=disable]").click()
+    member.locator("button[data-confirm=disable]").click()
+    expect(member.locator("button[data-action=enable]")).to_be_visible()
+
+    page.click("#pages a[data-view=account]")
+    page.fill("#password input[name=current_password]", "not it")
+    page.fill("#password input[name=new_password]", "a brand new password")
+    page.click("#password button[type=submit]")
+    expect(page.locator("#password [data-problem=current_password]")).to_have_text("درست نیست.")
+    page.fill("#password input[name=current_password]", PASSWORD)
+    page.click("#password button[type=submit]")
+    expect(page.locator("#password-done")).to_contain_text("گذرواژه تغییر کرد")
+    # This session goes on; the new password is the one that signs in.
+    page.click("#pages a[data-view=bots]")
+    expect(page.locator("#bots tbody tr")).to_have_count(1)
+    api_sign_in(stack.url, "owner@example.com", "a brand new password")
+
+
+def test_forms__an_invoice_with_its_link_a_grant_for_days_and_a_dead_update_shown(
+    page: Page, stack: Stack
+) -> None:
+    with psycopg.connect(stack.database_url) as conn:
+        conn.execute(
+            "INSERT INTO inbox (bot_id, update_id, chat_key, kind, payload, state, attempt)"
+            ' SELECT id, 77, 1, \'message\', \'{"update_id": 77, "message": {"text": "hi"}}\','
+            " 'dead', 5 FROM bots"
+        )
+    sign_in(page, stack.url)
+    page.click("#pages a[data-view=invoices]")
+    page.fill("#new-invoice input[name=telegram_user_id]", "12ab")
+    page.click("#new-invoice button[type=submit]")
+    expect(page.locator("#new-invoice [data-problem=telegram_user_id]")).to_have_text(
+        "Enter a number."
+    )
+    page.fill("#new-invoice input[name=telegram_user_id]", "4242")
+    page.click("#new-invoice button[type=submit]")
+    made = page.locator("#new-invoice-done")
+    expect(made).to_contain_text("Invoice for")
+    expect(made.locator("code")).to_contain_text("https://")
+    expect(page.locator("#invoices tbody tr", has_text="4242")).to_contain_text("open")
+
+    page.click("#pages a[data-view=admission]")
+    page.fill("#grant input[name=telegram_user_id]", "4343")
+    page.fill("#grant input[name=until]", "0")
+    page.fill("#grant input[name=reason]", "partner")
+    page.click("#grant button[type=submit]")
+    expect(page.locator("#grant [data-problem=until]")).to_have_text("Outside what is allowed.")
+    page.fill("#grant input[name=until]", "30")
+    page.click("#grant button[type=submit]")
+    expect(page.locator("#grant-done")).to_contain_text("Access granted until")
+
+    page.click("#pages a[data-view=dead-updates]")
+    page.click("#dead-updates button[data-action=showUpdate]")
+    expect(page.locator("#dead-updates pre.payload")).to_contain_text('"text": "hi"')
+
+
+def test_forms__a_slot_edited_and_an_order_approved_then_cancelled_from_its_own_page(
+    page: Page, stack: Stack
+) -> None:
+    owner = api_sign_in(stack.url, "owner@example.com", PASSWORD)
+    headers = {"Authorization": f"Bearer {owner}"}
+    HTTP.patch(f"{stack.url}/v1/workspace", json={"tron_address": SHOP}, headers=headers)
+    with psycopg.connect(stack.database_url) as conn:
+        [(bot,)] = conn.execute("SELECT id FROM bots").fetchall()
+        slot = HTTP.post(
+            f"{stack.url}/v1/ad-slots",
+            json={"bot_id": bot, "kind": "pinned_post", "title": "Pinned", "price": "12.5"},
+            headers=headers,
+        ).json()["id"]
+        [(order,)] = conn.execute(
+            "WITH p AS (INSERT INTO people (telegram_user_id) VALUES (77) RETURNING id)"
+            " INSERT INTO ad_orders (slot_id, person_id, ad, price_micros, accepts_usdt,"
+            ' accepts_trx) SELECT %s, p.id, \'{"text": "Buy our course"}\', 12500000, true,'
+            " true FROM p RETURNING id",
+            (slot,),
+        ).fetchall()
+    sign_in(page, stack.url)
+    page.click("#pages a[data-view=slots]")
+    row = page.locator("#slots tbody tr", has_text="Pinned")
+    row.locator("button[data-action=edit]").click()
+    editing = page.locator("#slots tr.editing form")
+    editing.locator("input[name=price]").fill("0")
+    editing.locator("button[type=submit]").click()
+    expect(editing.locator("[data-problem=price]")).to_have_text("Outside what is allowed.")
+    editing.locator("input[name=price]").fill("20")
+    editing.locator("input[name=accepts_trx]").uncheck()
+    editing.locator("button[type=submit]").click()
+    expect(row).to_contain_text("20 USDT")
+    expect(row).not_to_contain_text("TRX")
+
+    page.click("#pages a[data-view=orders]")
+    page.click(f"#orders a[href='/orders/{order}']")
+    expect(page.locator("#order-facts")).to_contain_text("Buy our course")
+    page.click("#order-steps button[data-action=approve]")
+    expect(page.locator("#order-facts [data-status]")).to_have_text("approved, awaiting payment")
+    expect(page.locator("#order-facts")).to_contain_text(SHOP)
+    tx = "ab" * 32
+    with psycopg.connect(stack.database_url) as conn:
+        conn.execute(
+            "INSERT INTO tron_claims (tx_hash, order_id, state) VALUES (%s, %s, 'rejected')",
+            (tx, order),
+        )
+    page.reload()
+    link = page.locator(f"#order-claims a[href='https://tronscan.org/#/transaction/{tx}']")
+    expect(link).to_have_text(tx)
+    page.click("#order-steps button[data-action=cancel]")
+    page.click("#order-steps button[data-confirm=cancel]")
+    expect(page.locator("#order-facts [data-status]")).to_have_text("cancelled")
+    expect(page.locator("#order-steps")).to_have_count(0)
+    page.screenshot(path=str(ARTIFACTS / "order.png"), full_page=True)
