@@ -54,6 +54,14 @@ class Caller:
     role: Role
 
 
+class Who(msgspec.Struct):
+    """A person by the name and @username Telegram last told a bot, beside their id."""
+
+    username: str | None
+    first_name: str
+    last_name: str | None
+
+
 class Me(msgspec.Struct):
     """A member as their token names them."""
 

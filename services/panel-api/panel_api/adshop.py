@@ -22,6 +22,7 @@ from panel_api.access import (
     Column,
     Listing,
     Paged,
+    Who,
     answer,
     audit,
     converted,
@@ -112,6 +113,7 @@ class Order(msgspec.Struct):
     slot_id: int
     bot_id: int
     telegram_user_id: int
+    person: Who
     ad: dict[str, Any]
     price_micros: int
     accepts_usdt: bool

@@ -21,6 +21,7 @@ from panel_api.access import (
     Listing,
     Paged,
     Sorted,
+    Who,
     Word,
     answer,
     audit,
@@ -110,6 +111,7 @@ class MembershipQuery(Paged, kw_only=True):
 class Membership(msgspec.Struct):
     person_id: int
     telegram_user_id: int
+    person: Who
     channel_id: int
     channel_title: str
     status: MembershipStatus
@@ -166,6 +168,7 @@ class Invoice(Priced):
     id: int
     order_reference: str
     telegram_user_id: int
+    person: Who
     channel_id: int
     gateway: str
     status: Literal["open", "paid", "expired", "cancelled"]
@@ -194,6 +197,7 @@ class Payment(Priced):
     external_payment_id: str
     order_reference: str
     telegram_user_id: int
+    person: Who
     channel_id: int
     paid_at: dt.datetime
     applied: bool
@@ -257,6 +261,7 @@ class AccessEvent(msgspec.Struct):
     kind: Literal["grant", "reminder", "revoke", "expiry_notice"]
     person_id: int
     telegram_user_id: int
+    person: Who
     channel_id: int
     channel_title: str
     state: AccessState

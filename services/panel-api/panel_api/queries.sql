@@ -176,7 +176,8 @@ SELECT bp.bot_id, p.id AS person_id, p.telegram_user_id, p.username, p.first_nam
  WHERE %(bot_id)s::integer IS NULL OR bp.bot_id = %(bot_id)s;
 
 -- memberships_list --
-SELECT m.person_id, p.telegram_user_id, m.channel_id, c.title AS channel_title, m.status,
+SELECT m.person_id, p.telegram_user_id, json_build_object('username', p.username, 'first_name', p.first_name,
+                         'last_name', p.last_name) AS person, m.channel_id, c.title AS channel_title, m.status,
        m.expires_at, m.grace_days, m.updated_at
   FROM memberships m
   JOIN people p ON p.id = m.person_id
@@ -193,7 +194,9 @@ SELECT id, from_status, to_status, old_expires_at, new_expires_at, cause, paymen
 
 -- invoices_list --
 -- Amounts as text of minor units, as payments' are: exact, one type for both.
-SELECT i.id, i.order_reference, p.telegram_user_id, i.channel_id,
+SELECT i.id, i.order_reference, p.telegram_user_id, json_build_object('username', p.username, 'first_name', p.first_name,
+                         'last_name', p.last_name) AS person,
+       i.channel_id,
        i.amount_minor::text AS amount_minor, i.currency, i.gateway, i.status, i.created_at,
        i.expires_at, i.paid_at
   FROM invoices i
@@ -203,6 +206,8 @@ SELECT i.id, i.order_reference, p.telegram_user_id, i.channel_id,
 -- payments_list --
 -- Filtered by gateway, applied and flag when given.
 SELECT pay.id, pay.gateway, pay.external_payment_id, i.order_reference, p.telegram_user_id,
+       json_build_object('username', p.username, 'first_name', p.first_name,
+                         'last_name', p.last_name) AS person,
        pay.channel_id, pay.amount_minor::text AS amount_minor, pay.currency, pay.paid_at,
        pay.applied, pay.flag, pay.created_at
   FROM payments pay
@@ -341,7 +346,9 @@ ON CONFLICT DO NOTHING;
 DELETE FROM contents WHERE id = %(id)s RETURNING id;
 
 -- access_events_list --
-SELECT a.id, a.kind, a.person_id, p.telegram_user_id, a.channel_id, c.title AS channel_title,
+SELECT a.id, a.kind, a.person_id, p.telegram_user_id, json_build_object('username', p.username, 'first_name', p.first_name,
+                         'last_name', p.last_name) AS person,
+       a.channel_id, c.title AS channel_title,
        a.state, a.attempts, a.last_error, a.created_at, a.available_at, a.done_at
   FROM access_events a
   JOIN people p ON p.id = a.person_id
@@ -378,7 +385,9 @@ RETURNING id, bot_id, kind, title, price_micros, accepts_usdt, accepts_trx, acti
 
 -- ad_orders_list --
 -- Filtered by id (one order), status, bot and a range of creation times.
-SELECT o.id, o.slot_id, s.bot_id, p.telegram_user_id, o.ad, o.price_micros, o.accepts_usdt,
+SELECT o.id, o.slot_id, s.bot_id, p.telegram_user_id, json_build_object('username', p.username, 'first_name', p.first_name,
+                         'last_name', p.last_name) AS person,
+       o.ad, o.price_micros, o.accepts_usdt,
        o.accepts_trx, o.status, o.approved_at, o.pay_to, o.trx_rate::text AS trx_rate,
        o.trx_rate_source, o.paid_micros, o.due_at, o.created_at
   FROM ad_orders o

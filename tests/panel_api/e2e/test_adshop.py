@@ -74,6 +74,8 @@ def test_orders__approved_through_billing_and_its_answers_relayed(panel: Panel) 
     assert panel.call("POST", "/v1/ad-orders/99999/cancel").status_code == 404
     listed = panel.call("GET", "/v1/ad-orders?status=approved").json()["items"]
     assert [o["id"] for o in listed] == [first]
+    # The advertiser as the bot last heard of them: here an id with no name yet.
+    assert listed[0]["person"] == {"username": None, "first_name": "", "last_name": None}
     detail = panel.call("GET", f"/v1/ad-orders/{first}").json()
     assert (detail["order"]["trx_rate_source"], [e["kind"] for e in detail["events"]]) == (
         "coingecko",

@@ -65,17 +65,28 @@ def test_ledger__an_invoice_paid_shows_everywhere(setup: Setup, database_url: st
         orphan = gateways.subgate("gh_unknown", "pay-2", "12.50").send(client, setup.billing.url)
     assert (paid.status_code, orphan.status_code) == (200, 200)
 
+    with psycopg.connect(database_url) as conn:
+        conn.execute(
+            "UPDATE people SET username = 'ana_k', first_name = 'Ana', last_name = 'K'"
+            " WHERE telegram_user_id = 4242"
+        )
+    ana = {"username": "ana_k", "first_name": "Ana", "last_name": "K"}
     [invoice] = setup.get("/v1/invoices").json()["items"]
     assert (invoice["order_reference"], invoice["status"], invoice["amount_minor"]) == (
         order,
         "paid",
         "1250",
     )
+    # Each list names the person, not only their id.
+    assert invoice["person"] == ana
     [payment] = setup.get("/v1/payments?gateway=subgate&applied=true").json()["items"]
     assert (payment["external_payment_id"], payment["telegram_user_id"]) == ("pay-1", 4242)
+    assert payment["person"] == ana
     assert setup.get("/v1/payments?applied=false").json()["items"] == []
     [membership] = setup.get("/v1/memberships?status=active").json()["items"]
-    assert membership["telegram_user_id"] == 4242
+    assert (membership["telegram_user_id"], membership["person"]) == (4242, ana)
+    access = setup.get("/v1/access-events").json()["items"]
+    assert access and all(event["person"] == ana for event in access)
     history = setup.get(f"/v1/memberships/{membership['person_id']}/{channel}/events").json()[
         "items"
     ]

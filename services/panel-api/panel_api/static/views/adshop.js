@@ -7,7 +7,7 @@ import { fromBaseUnits } from "../format.js";
 import { actionButton, editRow, formOf } from "../forms.js";
 import { money, number, t } from "../i18n.js";
 import { listView } from "../list.js";
-import { botChoices, everything, when } from "./common.js";
+import { botChoices, everything, person, when } from "./common.js";
 
 const ORDER_STATES = ["requested", "approved", "part_paid", "paid", "rejected", "cancelled", "expired"];
 // What an admin may do to an order in each state (billing refuses the rest with 409).
@@ -42,6 +42,7 @@ export function orders(url) {
     columns: [
       { label: "order", sort: "id", value: (o) => element("a", { href: `/orders/${o.id}`, text: "#" + number(o.id) }) },
       { label: "ad", value: (o) => adText(o.ad).slice(0, 80) },
+      { label: "person", value: (o) => person(o) },
       { label: "price", sort: "price_micros", value: (o) => usdt(o.price) },
       { label: "progress", sort: "paid_micros", value: (o) => progress(o) },
       { label: "status", sort: "status", value: (o) => t(o.status) },
@@ -73,7 +74,7 @@ export async function order(_url, id) {
   const facts = element("dl", { class: "facts", id: "order-facts" },
     words("dt", "status"), element("dd", { "data-status": o.status, text: t(o.status) }),
     words("dt", "ad"), element("dd", { text: adText(o.ad) }),
-    words("dt", "telegramUser"), element("dd", {}, element("bdi", { dir: "ltr", text: String(o.telegram_user_id) })),
+    words("dt", "person"), element("dd", {}, person(o)),
     words("dt", "progress"), element("dd", {}, progress(o)),
     words("dt", "coins"), element("dd", { text: [o.accepts_usdt && "USDT", o.accepts_trx && "TRX"].filter(Boolean).join(", ") }),
     ...(o.pay_to ? [words("dt", "payTo"), element("dd", {}, element("code", { dir: "ltr", text: o.pay_to }))] : []),

@@ -37,3 +37,18 @@ export function copyable(text) {
   });
   return element("span", { class: "copyable" }, element("code", { dir: "ltr", text }), " ", button);
 }
+
+/**
+ * A person as their name, @username and Telegram id, each isolated so a Persian page keeps
+ * them whole.
+ * @param {{ telegram_user_id: number, person?: { username: string | null, first_name: string, last_name: string | null } }} item
+ */
+export function person(item) {
+  const who = item.person;
+  const name = [who?.first_name, who?.last_name].filter(Boolean).join(" ");
+  const node = element("span", { class: "person" });
+  if (name) node.append(element("bdi", { class: "name", text: name }), " ");
+  if (who?.username) node.append(element("bdi", { dir: "ltr", class: "handle", text: "@" + who.username }), " ");
+  node.append(element("bdi", { dir: "ltr", class: "user-id", text: String(item.telegram_user_id) }));
+  return node;
+}

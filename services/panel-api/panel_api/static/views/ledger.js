@@ -6,7 +6,7 @@ import { element, show, words } from "../dom.js";
 import { actionButton, formOf } from "../forms.js";
 import { money, number, t } from "../i18n.js";
 import { listView } from "../list.js";
-import { copyable, everything, wholeNumber, when } from "./common.js";
+import { copyable, everything, person, wholeNumber, when } from "./common.js";
 
 /** @param {URL} url */
 export function people(url) {
@@ -14,7 +14,8 @@ export function people(url) {
     id: "people", path: "/v1/people",
     columns: [
       { label: "telegramUser", sort: "telegram_user_id", value: (p) => String(p.telegram_user_id) },
-      { label: "username", value: (p) => p.username ? "@" + p.username : null },
+      { label: "name", value: (p) => [p.first_name, p.last_name].filter(Boolean).join(" ") || null },
+      { label: "username", value: (p) => p.username ? element("bdi", { dir: "ltr", text: "@" + p.username }) : null },
       { label: "firstSeen", sort: "first_seen_at", value: (p) => when(p.first_seen_at) },
       { label: "lastSeen", sort: "last_seen_at", value: (p) => when(p.last_seen_at) },
     ],
@@ -27,7 +28,7 @@ export function memberships(url) {
     id: "memberships", path: "/v1/memberships",
     filters: [{ name: "status", label: "status", values: ["active", "grace", "expired"] }],
     columns: [
-      { label: "telegramUser", value: (m) => String(m.telegram_user_id) },
+      { label: "person", value: (m) => person(m) },
       { label: "channel", value: (m) => m.channel_title },
       { label: "status", sort: "status", value: (m) => t(m.status) },
       { label: "expires", sort: "expires_at", value: (m) => when(m.expires_at) },
@@ -78,7 +79,7 @@ export async function invoices(url) {
     filters: [{ name: "status", label: "status", values: ["open", "paid", "expired", "cancelled"] }],
     columns: [
       { label: "reference", value: (i) => element("code", { dir: "ltr", text: i.order_reference }) },
-      { label: "telegramUser", value: (i) => String(i.telegram_user_id) },
+      { label: "person", value: (i) => person(i) },
       { label: "amount", sort: "amount_minor", value: (i) => money(i.amount, i.currency) },
       { label: "status", sort: "status", value: (i) => t(i.status) },
       { label: "created", sort: "created_at", value: (i) => when(i.created_at) },
@@ -113,7 +114,7 @@ export function accessEvents(url) {
     filters: [{ name: "state", label: "state", values: ["pending", "processing", "done", "failed"] }],
     columns: [
       { label: "kind", sort: "kind", value: (e) => t(e.kind) },
-      { label: "telegramUser", value: (e) => String(e.telegram_user_id) },
+      { label: "person", value: (e) => person(e) },
       { label: "channel", value: (e) => e.channel_title },
       { label: "state", sort: "state", value: (e) => t(e.state) },
       { label: "attempts", sort: "attempts", value: (e) => number(e.attempts) },
