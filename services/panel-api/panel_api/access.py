@@ -131,6 +131,22 @@ Q = TypeVar("Q", bound=msgspec.Struct)
 Word = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$")]
 
 
+# What a person is looked for by: their Telegram id, the start of their @username, or a part of
+# their name.
+Search = Annotated[str, msgspec.Meta(min_length=1, max_length=100, pattern=r"^[^\x00-\x1f\x7f]+$")]
+_DIGITS = str.maketrans("۰۱۲۳۴۵۶۷۸۹٠١٢٣٤٥٦٧٨٩", "01234567890123456789")
+
+
+def person_search(q: str | None) -> dict[str, str | None]:
+    """The parameters of a person search (`q`, `q_start`, `q_any`); all None for no search.
+    Persian digits are read as digits; LIKE's own characters match only themselves."""
+    text = (q or "").strip().removeprefix("@").translate(_DIGITS)
+    if not text:
+        return {"q": None, "q_start": None, "q_any": None}
+    like = re.sub(r"([\\%_])", r"\\\1", text)
+    return {"q": text, "q_start": f"{like}%", "q_any": f"%{like}%"}
+
+
 class Paged(msgspec.Struct, kw_only=True):
     """What every list takes: `limit` (1-200), the opaque `cursor` of the previous answer and
     `sort`, a field of the items, descending when it starts with `-`. Each list's query type

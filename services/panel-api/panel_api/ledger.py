@@ -20,12 +20,14 @@ from panel_api.access import (
     Column,
     Listing,
     Paged,
+    Search,
     Sorted,
     Who,
     Word,
     answer,
     audit,
     converted,
+    person_search,
     query,
 )
 from panel_api.internal import Internal, relayed
@@ -74,6 +76,7 @@ PEOPLE = Listing(
 
 class PeopleQuery(Paged, kw_only=True):
     bot: Id | None = None
+    q: Search | None = None
     sort: PEOPLE.sort_values = "bot_id"  # type: ignore[name-defined]
 
 
@@ -105,6 +108,7 @@ MEMBERSHIPS = Listing(
 class MembershipQuery(Paged, kw_only=True):
     status: MembershipStatus | None = None
     channel: Id | None = None
+    q: Search | None = None
     sort: MEMBERSHIPS.sort_values = "person_id"  # type: ignore[name-defined]
 
 
@@ -320,11 +324,12 @@ class Ledger:
 
     async def people(self, request: Request, caller: Caller) -> Response:
         where = query(request, PeopleQuery)
-        return await self._listed(request, PEOPLE, where, {"bot_id": where.bot}, Visitor)
+        filters = {"bot_id": where.bot, **person_search(where.q)}
+        return await self._listed(request, PEOPLE, where, filters, Visitor)
 
     async def memberships(self, request: Request, caller: Caller) -> Response:
         where = query(request, MembershipQuery)
-        filters = {"status": where.status, "channel_id": where.channel}
+        filters = {"status": where.status, "channel_id": where.channel, **person_search(where.q)}
         return await self._listed(request, MEMBERSHIPS, where, filters, Membership)
 
     async def history(self, request: Request, caller: Caller) -> Response:

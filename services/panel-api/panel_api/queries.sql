@@ -173,7 +173,10 @@ SELECT bp.bot_id, p.id AS person_id, p.telegram_user_id, p.username, p.first_nam
        p.last_name, bp.first_seen_at, bp.last_seen_at, bp.blocked_at IS NOT NULL AS blocked
   FROM bot_people bp
   JOIN people p ON p.id = bp.person_id
- WHERE %(bot_id)s::integer IS NULL OR bp.bot_id = %(bot_id)s;
+ WHERE (%(bot_id)s::integer IS NULL OR bp.bot_id = %(bot_id)s)
+   AND (%(q)s::text IS NULL OR p.telegram_user_id::text = %(q)s
+        OR p.username ILIKE %(q_start)s
+        OR concat_ws(' ', p.first_name, p.last_name) ILIKE %(q_any)s);
 
 -- memberships_list --
 SELECT m.person_id, p.telegram_user_id, json_build_object('username', p.username, 'first_name', p.first_name,
@@ -183,7 +186,10 @@ SELECT m.person_id, p.telegram_user_id, json_build_object('username', p.username
   JOIN people p ON p.id = m.person_id
   JOIN channels c ON c.id = m.channel_id
  WHERE (%(status)s::text IS NULL OR m.status = %(status)s)
-   AND (%(channel_id)s::integer IS NULL OR m.channel_id = %(channel_id)s);
+   AND (%(channel_id)s::integer IS NULL OR m.channel_id = %(channel_id)s)
+   AND (%(q)s::text IS NULL OR p.telegram_user_id::text = %(q)s
+        OR p.username ILIKE %(q_start)s
+        OR concat_ws(' ', p.first_name, p.last_name) ILIKE %(q_any)s);
 
 -- membership_history --
 SELECT id, from_status, to_status, old_expires_at, new_expires_at, cause, payment_id, paid_at,

@@ -4,6 +4,7 @@ language, and a destructive one asks first."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -12,7 +13,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from panel_api.app import create_app
-from panel_api.seed import seed
+from panel_api.seed import seed, seed_history
 from shared.testing import serve_in_thread
 from tests.botedge.conftest import insert_bot
 from tests.conftest import (
@@ -284,3 +285,26 @@ def test_forms__a_slot_edited_and_an_order_approved_then_cancelled_from_its_own_
     expect(page.locator("#order-facts [data-status]")).to_have_text("cancelled")
     expect(page.locator("#order-steps")).to_have_count(0)
     page.screenshot(path=str(ARTIFACTS / "order.png"), full_page=True)
+
+
+def test_forms__people_found_by_id_in_persian_digits_and_memberships_by_channel(
+    page: Page, panel: str, database_url: str
+) -> None:
+    assert seed_history(database_url) is True
+    sign_in(page, panel)
+    persian(page)
+    page.click("#pages a[data-view=people]")
+    page.fill("#people-q", "۷۰۰۰۰۱۲")
+    page.click("form.search button[type=submit]")
+    expect(page.locator("#people tbody tr")).to_have_count(1)
+    expect(page.locator("#people tbody tr")).to_contain_text("@demo_12")
+    assert page.url.endswith("/people?q=%DB%B7%DB%B0%DB%B0%DB%B0%DB%B0%DB%B1%DB%B2")
+    page.click("#pages a[data-view=memberships]")
+    page.select_option("select[data-filter=channel]", label="Demo paid channel")
+    expect(page).to_have_url(re.compile(r"/memberships\?channel=[0-9]+$"))
+    page.fill("#memberships-q", "@demo_7")
+    page.click("form.search button[type=submit]")
+    rows = page.locator("#memberships tbody tr")
+    expect(rows.first).to_contain_text("@demo_7")
+    for text in rows.all_inner_texts():
+        assert "@demo_7" in text and "Demo paid channel" in text

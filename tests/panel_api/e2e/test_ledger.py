@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from urllib.parse import urlencode
 
 import httpx
 import psycopg
@@ -148,6 +149,51 @@ def test_ledger__people_pages_across_bots(setup: Setup, database_url: str) -> No
     assert seen == [(bot, 700 + n) for bot in bots for n in range(3)]
     one_bot = setup.get(f"/v1/people?bot={bots[1]}").json()["items"]
     assert {item["bot_id"] for item in one_bot} == {bots[1]}
+
+
+def test_ledger__people_and_memberships_found_by_id_username_or_name(
+    setup: Setup, database_url: str
+) -> None:
+    bot = insert_bot(database_url, 9810)[0]
+    channel = gateways.add_paid_channel(database_url)
+    people = [
+        (801, "sara_k", "Sara", "Karimi"),
+        (802, "karim_50", "Karim", None),
+        (803, None, "Ali", "100%_real"),
+    ]
+    with psycopg.connect(database_url) as conn:
+        for user, username, first, last in people:
+            conn.execute(
+                "WITH p AS (INSERT INTO people (telegram_user_id, username, first_name, last_name)"
+                " VALUES (%s, %s, %s, %s) RETURNING id),"
+                " b AS (INSERT INTO bot_people (bot_id, person_id, first_seen_at, last_seen_at)"
+                "  SELECT %s, id, now(), now() FROM p)"
+                " INSERT INTO memberships (person_id, channel_id, status, expires_at, grace_days,"
+                "  next_check_at, updated_at)"
+                " SELECT id, %s, 'active', now() + interval '9 days', 3,"
+                "  now() + interval '9 days', now() FROM p",
+                (user, username, first, last, bot, channel),
+            )
+
+    def found(path: str, q: str) -> list[int]:
+        sep = "&" if "?" in path else "?"
+        answer = setup.get(f"{path}{sep}{urlencode({'q': q})}")
+        assert answer.status_code == 200, answer.text
+        return sorted(item["telegram_user_id"] for item in answer.json()["items"])
+
+    for q, users in (
+        ("802", [802]),
+        ("۸۰۲", [802]),  # typed with Persian digits
+        ("@sara", [801]),
+        ("SARA", [801]),  # the start of a username, or a part of a name, in any case
+        ("karim", [801, 802]),
+        ("100%", [803]),
+        ("a_k", []),  # _ is a character here, not LIKE's any one ("a K" in Sara Karimi)
+        ("80", []),  # an id is matched whole
+    ):
+        assert found("/v1/people", q) == users, q
+        assert found(f"/v1/memberships?channel={channel}", q) == users, q
+    assert setup.get("/v1/people?q=").status_code == 422
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,9 @@ import { navigate } from "./router.js";
  * @typedef {object} Filter
  * @property {string} name the query parameter
  * @property {string} label
- * @property {string[]} values each a key of words
+ * @property {string[]} [values] each a key of words
+ * @property {Array<{ value: string, text: string }>} [choices] values with their text as it is
+ *   (a channel's title)
  */
 
 /**
@@ -26,6 +28,7 @@ import { navigate } from "./router.js";
  * @property {string} path the API's list, without a query
  * @property {Column[]} columns
  * @property {Filter[]} [filters]
+ * @property {boolean} [search] a box to find a person by id, username or name (`q`)
  * @property {((item: any) => Node[]) | null} [actions]
  * @property {Node[]} [before]
  * @property {Node[]} [after]
@@ -52,7 +55,7 @@ function heading(column, sort) {
 }
 
 /** @param {URL} url @param {List} list @returns {Promise<Node[]>} */
-export async function listView(url, { id, path, columns, filters = [], actions = null, before = [], after = [] }) {
+export async function listView(url, { id, path, columns, filters = [], search = false, actions = null, before = [], after = [] }) {
   const wanted = url.searchParams;
   const query = new URLSearchParams({ limit: "50" });
   const sort = wanted.get("sort");
@@ -61,11 +64,24 @@ export async function listView(url, { id, path, columns, filters = [], actions =
   for (const filter of filters) {
     const select = /** @type {HTMLSelectElement} */ (element("select", { name: filter.name, "data-filter": filter.name },
       element("option", { value: "", text: t("all") }),
-      ...filter.values.map((value) => element("option", { value, text: t(value) }))));
+      ...(filter.choices ?? (filter.values ?? []).map((value) => ({ value, text: t(value) })))
+        .map((choice) => element("option", { value: choice.value, text: choice.text }))));
     select.value = wanted.get(filter.name) || "";
     if (select.value) query.set(filter.name, select.value);
     select.addEventListener("change", () => navigate({ [filter.name]: select.value }));
     controls.push(element("label", {}, words("span", filter.label), select));
+  }
+  if (search) {
+    const box = /** @type {HTMLInputElement} */ (element("input", { type: "search", name: "q", id: `${id}-q`, autocomplete: "off" }));
+    box.value = wanted.get("q") ?? "";
+    if (box.value) query.set("q", box.value);
+    const find = element("form", { class: "search", role: "search" },
+      words("label", "findPerson", { for: box.id }), element("span", { class: "search-row" }, box, words("button", "find", { type: "submit" })));
+    find.addEventListener("submit", (event) => {
+      event.preventDefault();
+      navigate({ q: box.value.trim() });
+    });
+    controls.unshift(find);
   }
   const body = element("tbody");
   const head = columns.map((column) => heading(column, sort));

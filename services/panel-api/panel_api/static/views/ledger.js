@@ -11,7 +11,7 @@ import { copyable, everything, person, wholeNumber, when } from "./common.js";
 /** @param {URL} url */
 export function people(url) {
   return listView(url, {
-    id: "people", path: "/v1/people",
+    id: "people", path: "/v1/people", search: true,
     columns: [
       { label: "telegramUser", sort: "telegram_user_id", value: (p) => String(p.telegram_user_id) },
       { label: "name", value: (p) => [p.first_name, p.last_name].filter(Boolean).join(" ") || null },
@@ -23,10 +23,14 @@ export function people(url) {
 }
 
 /** @param {URL} url */
-export function memberships(url) {
+export async function memberships(url) {
+  const paid = (await everything("/v1/channels")).filter((c) => c.is_paid);
   return listView(url, {
-    id: "memberships", path: "/v1/memberships",
-    filters: [{ name: "status", label: "status", values: ["active", "grace", "expired"] }],
+    id: "memberships", path: "/v1/memberships", search: true,
+    filters: [
+      { name: "status", label: "status", values: ["active", "grace", "expired"] },
+      { name: "channel", label: "channel", choices: paid.map((c) => ({ value: String(c.id), text: c.title })) },
+    ],
     columns: [
       { label: "person", value: (m) => person(m) },
       { label: "channel", value: (m) => m.channel_title },
