@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from panel_api import errors, sessions, store
-from panel_api.passwords import MAX_BYTES, MIN_PASSWORD, Passwords
+from panel_api.passwords import MIN_PASSWORD, Passwords, refuse_if_too_long
 from shared.clock import Clock
 from shared.db import Connection
 from shared.errors import Problem, json_body, problem_response
@@ -166,27 +166,16 @@ class SignIn:
                 await store.record_failure(conn, email, address, now, FAILURE_WINDOW)
             raise errors.BadCredentials("email or password is wrong")
         member = Member(id=row.id, email=row.email, role=row.role)
-        refresh = sessions.new_token()
         async with store.connection(pool) as conn, conn.transaction():
             await store.forget_failures(conn, email)
-            await store.insert_refresh_token(
-                conn,
-                sessions.new_family(),
-                member.id,
-                sessions.token_hash(refresh),
-                now,
-                now + sessions.REFRESH_TTL,
-            )
-        return self._answer(sessions.Pair(issue_token(self.jwt_secret, member, now), refresh))
+            pair = await self._new_session(conn, member, now)
+        return self._answer(pair)
 
     async def change_password(self, request: Request, caller: Signed) -> Response:
         """A member sets their own password, giving the current one: every session they had
         ends, and this one goes on with a new pair."""
         body = await json_body(request, PasswordChange, limit=4096)
-        if len(body.new_password.encode()) > MAX_BYTES:
-            raise errors.InvalidValue(
-                f"password is over {MAX_BYTES} bytes", field="new_password", code="too-long"
-            )
+        refuse_if_too_long(body.new_password, "new_password")
         address = client_address(request, self.trusted_proxies)
         now = self.clock.now()
         pool = runtime(request).pool
@@ -202,18 +191,10 @@ class SignIn:
             )
         password_hash = await self.passwords.hash_off_loop(body.new_password)
         member = Member(id=caller.id, email=caller.email, role=caller.role)
-        refresh = sessions.new_token()
         async with store.connection(pool) as conn, conn.transaction():
             await store.set_password(conn, caller.id, password_hash)
             await store.revoke_member_sessions(conn, caller.id, now)
-            await store.insert_refresh_token(
-                conn,
-                sessions.new_family(),
-                member.id,
-                sessions.token_hash(refresh),
-                now,
-                now + sessions.REFRESH_TTL,
-            )
+            pair = await self._new_session(conn, member, now)
             await store.audit(
                 conn,
                 member_id=caller.id,
@@ -224,7 +205,22 @@ class SignIn:
                 now=now,
                 request_id=request_id.get(),
             )
-        return self._answer(sessions.Pair(issue_token(self.jwt_secret, member, now), refresh))
+        return self._answer(pair)
+
+    async def _new_session(
+        self, conn: Connection, member: Member, now: dt.datetime
+    ) -> sessions.Pair:
+        """A new refresh-token family for `member` and its first pair."""
+        refresh = sessions.new_token()
+        await store.insert_refresh_token(
+            conn,
+            sessions.new_family(),
+            member.id,
+            sessions.token_hash(refresh),
+            now,
+            now + sessions.REFRESH_TTL,
+        )
+        return sessions.Pair(issue_token(self.jwt_secret, member, now), refresh)
 
     async def refresh(self, request: Request) -> Response:
         self._require_csrf_header(request)

@@ -175,7 +175,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         "Workspace settings", Role.VIEWER, Workspace, problems=(404,), handler=Team.workspace
     ),
     ("PATCH", "/v1/workspace"): Operation(
-        "Change the time zone or language",
+        "Change the time zone, language, shop address or transaction explorer",
         Role.OWNER,
         Workspace,
         body=WorkspaceChange,

@@ -25,7 +25,7 @@ from starlette.responses import Response
 from panel_api import errors, store
 from panel_api.access import Me, Role, answer
 from panel_api.auth import FAILURE_WINDOW, Email, refuse_if_throttled
-from panel_api.passwords import MAX_BYTES, MIN_PASSWORD, Passwords
+from panel_api.passwords import MIN_PASSWORD, Passwords, refuse_if_too_long
 from shared.backoff import backoff_delay
 from shared.clock import Clock
 from shared.db import Pool
@@ -100,10 +100,7 @@ class Setup:
 
     async def create_owner(self, request: Request) -> Response:
         body = await json_body(request, SetupBody, limit=4096)
-        if len(body.password.encode()) > MAX_BYTES:
-            raise errors.InvalidValue(
-                f"password is over {MAX_BYTES} bytes", field="password", code="too-long"
-            )
+        refuse_if_too_long(body.password, "password")
         address = client_address(request, self.trusted_proxies)
         now = self.clock.now()
         pool = runtime(request).pool

@@ -7,6 +7,8 @@ from functools import cached_property
 import bcrypt
 from starlette.concurrency import run_in_threadpool
 
+from panel_api import errors
+
 DEFAULT_ROUNDS = 12
 # The least a deployment may set: cost 10 is about 60 ms a check here, cost 12 about 250 ms.
 # Only the test settings go lower.
@@ -16,6 +18,14 @@ MAX_ROUNDS = 31
 MIN_PASSWORD = 10
 # bcrypt reads at most this many bytes of a password (bcrypt 5 refuses longer ones).
 MAX_BYTES = 72
+
+
+def refuse_if_too_long(password: str, field: str) -> None:
+    """A new password bcrypt would cut short is refused at its field, not silently cut."""
+    if len(password.encode()) > MAX_BYTES:
+        raise errors.InvalidValue(
+            f"password is over {MAX_BYTES} bytes", field=field, code="too-long"
+        )
 
 
 class Passwords:

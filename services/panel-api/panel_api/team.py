@@ -27,7 +27,7 @@ from panel_api.access import (
     query,
 )
 from panel_api.auth import Email
-from panel_api.passwords import MAX_BYTES, MIN_PASSWORD, Passwords
+from panel_api.passwords import MIN_PASSWORD, Passwords, refuse_if_too_long
 from shared.clock import Clock
 from shared.db import Connection
 from shared.errors import json_body
@@ -135,10 +135,7 @@ class Team:
 
     async def add(self, request: Request, caller: Caller) -> Response:
         body = await json_body(request, NewMember, limit=4096)
-        if len(body.password.encode()) > MAX_BYTES:
-            raise errors.InvalidValue(
-                f"password is over {MAX_BYTES} bytes", field="password", code="too-long"
-            )
+        refuse_if_too_long(body.password, "password")
         password_hash = await self.passwords.hash_off_loop(body.password)
         now = self.clock.now()
         async with store.connection(runtime(request).pool) as conn, conn.transaction():
