@@ -237,11 +237,7 @@ class Gate:
     async def channel(self, request: Request, caller: Caller) -> Response:
         channel_id = _int4(int(request.path_params["channel_id"]))
         async with store.connection(runtime(request).pool) as conn:
-            cur = await conn.execute(Q["channels_list"], {"id": channel_id})
-            row = await cur.fetchone()
-        if row is None:
-            raise errors.NotFound("no channel by that id")
-        return answer(_channel(dict(row)))
+            return answer(await _one_channel(conn, channel_id))
 
     async def add_channel(self, request: Request, caller: Caller) -> Response:
         body = await json_body(request, NewChannel, limit=4096)
@@ -328,11 +324,8 @@ class Gate:
             await self._audit(
                 conn, caller, "channels.update", f"channel:{channel_id}", dict(before), after
             )
-            cur = await conn.execute(Q["channels_list"], {"id": channel_id})
-            row = await cur.fetchone()
-        if row is None:
-            raise errors.NotFound("no channel by that id")
-        return answer(_channel(dict(row)))
+            changed = await _one_channel(conn, channel_id)
+        return answer(changed)
 
     async def set_default_gate(self, request: Request, caller: Caller) -> Response:
         bot_id = _int4(int(request.path_params["bot_id"]))
@@ -451,6 +444,14 @@ def _int4(value: int) -> int:
     if value >= 2**31:
         raise errors.NotFound("no such id")
     return value
+
+
+async def _one_channel(conn: Connection, channel_id: int) -> Channel:
+    cur = await conn.execute(Q["channels_list"], {"id": channel_id})
+    row = await cur.fetchone()
+    if row is None:
+        raise errors.NotFound("no channel by that id")
+    return _channel(dict(row))
 
 
 def _channel(row: dict[str, Any]) -> Channel:

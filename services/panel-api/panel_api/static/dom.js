@@ -78,7 +78,17 @@ export function show(error) {
   message.hidden = false;
 }
 
-/** A short notice that a write went through, beside what it changed. @param {string} text */
-export function notice(text, id = "") {
-  return element("p", { class: "notice", role: "status", ...(id ? { id } : {}), text });
+/**
+ * A short notice that a write went through, beside what it changed: words, or a node such as a
+ * link to copy.
+ * @param {string | Node} content
+ */
+export function notice(content, id = "") {
+  const attributes = { class: "notice", role: "status", ...(id ? { id } : {}) };
+  return typeof content === "string" ? element("p", { ...attributes, text: content }) : element("div", attributes, content);
+}
+
+/** Keys of words as a select's choices, each shown in the page's language. @param {string[]} keys */
+export function wordChoices(keys) {
+  return keys.map((value) => ({ value, text: t(value) }));
 }

@@ -3,7 +3,7 @@
 // language, and moves the focus to the first; a destructive action asks first; a write that
 // went through says so.
 import { ApiProblem } from "./api.js";
-import { element, notice, show, words } from "./dom.js";
+import { element, notice, show, wordChoices, words } from "./dom.js";
 import { has, t } from "./i18n.js";
 import { reload } from "./router.js";
 
@@ -60,7 +60,7 @@ function controlOf(field, id) {
   let input;
   if (options || choices) {
     const select = document.createElement("select");
-    const listed = choices ?? (options ?? []).map((o) => ({ value: o, text: plain ? o : t(o) }));
+    const listed = choices ?? (plain ? (options ?? []).map((o) => ({ value: o, text: o })) : wordChoices(options ?? []));
     select.append(...listed.map((o) => element("option", { value: o.value, text: o.text })));
     select.value = value || listed[0]?.value || "";
     input = select;
@@ -159,18 +159,23 @@ export function formOf(id, fields, submitKey, submit, { then = reload, refusals 
       const said = await submit(values);
       await then();
       if (said) {
-        const done = typeof said === "string" ? notice(said, `${id}-done`) : element("div", { class: "notice", role: "status", id: `${id}-done` }, said);
+        const done = notice(said, `${id}-done`);
         const place = document.getElementById(id);
         if (place) place.before(done); else document.querySelector("#view h1")?.after(done);
       }
     } catch (error) {
-      const about = error instanceof ApiProblem ? refusals[error.slug] : undefined;
-      const errors = error instanceof ApiProblem && about ? [{ field: about[0], code: about[1] }] : error instanceof ApiProblem ? error.errors : [];
-      if (!(errors.length && mark(errors))) show(error);
+      if (!(error instanceof ApiProblem && mark(fieldsOf(error)))) show(error);
     } finally {
       button.removeAttribute("disabled");
     }
   });
+
+  /** The fields a refusal is about: those it names, or the one its slug is about.
+   * @param {ApiProblem} error */
+  function fieldsOf(error) {
+    const about = refusals[error.slug];
+    return about ? [{ field: about[0], code: about[1] }] : error.errors;
+  }
 
   /** @param {{ field: string, code: string }[]} errors @returns {boolean} whether one was shown */
   function mark(errors) {

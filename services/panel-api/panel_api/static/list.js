@@ -2,7 +2,7 @@
 // A page over one of the API's lists: a filter or a sort is a query parameter kept in the
 // address, and "More" follows the answer's cursor, so a long list is never loaded whole.
 import { call } from "./api.js";
-import { element, show, words } from "./dom.js";
+import { element, show, wordChoices, words } from "./dom.js";
 import { t } from "./i18n.js";
 import { navigate } from "./router.js";
 
@@ -64,7 +64,7 @@ export async function listView(url, { id, path, columns, filters = [], search = 
   for (const filter of filters) {
     const select = /** @type {HTMLSelectElement} */ (element("select", { name: filter.name, "data-filter": filter.name },
       element("option", { value: "", text: t("all") }),
-      ...(filter.choices ?? (filter.values ?? []).map((value) => ({ value, text: t(value) })))
+      ...(filter.choices ?? wordChoices(filter.values ?? []))
         .map((choice) => element("option", { value: choice.value, text: choice.text }))));
     select.value = wanted.get(filter.name) || "";
     if (select.value) query.set(filter.name, select.value);
@@ -76,7 +76,7 @@ export async function listView(url, { id, path, columns, filters = [], search = 
     box.value = wanted.get("q") ?? "";
     if (box.value) query.set("q", box.value);
     const find = element("form", { class: "search", role: "search" },
-      words("label", "findPerson", { for: box.id }), element("span", { class: "search-row" }, box, words("button", "find", { type: "submit" })));
+      words("label", "findPerson", { for: box.id }), element("span", { class: "search-row" }, box, words("button", "search", { type: "submit" })));
     find.addEventListener("submit", (event) => {
       event.preventDefault();
       navigate({ q: box.value.trim() });

@@ -6,13 +6,13 @@ import { element, words } from "../dom.js";
 import { actionButton, editRow, formOf } from "../forms.js";
 import { number, t } from "../i18n.js";
 import { listView } from "../list.js";
-import { everything, when } from "./common.js";
+import { channelChoices, everything, when } from "./common.js";
 
 /** @param {URL} url */
 export async function bots(url) {
   const admin = may("admin");
   const editor = may("editor");
-  const channelList = editor ? await everything("/v1/channels") : [];
+  const channelList = await everything("/v1/channels");
   const after = admin ? [
     words("h2", "addBot"),
     formOf("add-bot", [
@@ -51,7 +51,7 @@ function gateForm(channelList, botId) {
   /** @type {import("../forms.js").Field[]} */
   const fields = [{
     name: "channels", label: "gateChannels", type: "checks",
-    choices: channelList.map((c) => ({ value: String(c.id), text: c.title })),
+    choices: channelChoices(channelList),
     value: chosen.map((c) => String(c.id)).join(","),
   }];
   for (const c of channelList.filter((c) => !c.username)) {

@@ -27,10 +27,13 @@ function adText(ad) {
   return ad.text ?? ad.caption ?? t("forwardedPost");
 }
 
-/** The buttons for an order's next steps; reject and cancel ask first. @param {any} order */
-function steps(order) {
+/**
+ * The buttons for an order's next steps, of those `offered`; reject and cancel ask first.
+ * @param {any} order @param {string[]} [offered]
+ */
+function steps(order, offered = ["approve", "reject", "cancel"]) {
   if (!may("admin")) return [];
-  return (STEPS[order.status] ?? []).map((step) => actionButton(step,
+  return (STEPS[order.status] ?? []).filter((step) => offered.includes(step)).map((step) => actionButton(step,
     () => call("POST", `/v1/ad-orders/${order.id}/${step}`, {}), { confirm: step !== "approve" }));
 }
 
@@ -48,7 +51,8 @@ export function orders(url) {
       { label: "status", sort: "status", value: (o) => t(o.status) },
       { label: "due", value: (o) => when(o.due_at) },
     ],
-    actions: (o) => steps(o).filter((b) => b.dataset.action !== "cancel"),
+    // Cancelling is done from the order's own page, where what it cancels is in view.
+    actions: (o) => steps(o, ["approve", "reject"]),
   });
 }
 

@@ -8,7 +8,7 @@ import { formOf, actionButton, editRow } from "../forms.js";
 import { money, number, t } from "../i18n.js";
 import { listView } from "../list.js";
 import { open } from "../router.js";
-import { botChoices, copyable, everything, wholeNumber, when } from "./common.js";
+import { botChoices, channelChoices, copyable, everything, wholeNumber, when } from "./common.js";
 
 /** @param {URL} url */
 export async function channels(url) {
@@ -111,11 +111,6 @@ export async function channel(_url, id) {
   return nodes;
 }
 
-/** @param {any[]} list @param {string} name */
-function byName(list, name) {
-  return list.map((c) => ({ value: String(c.id), text: c[name] }));
-}
-
 /** The fields of a content, with what it holds now (`content`) or empty for a new one.
  * @param {any[]} bots @param {any[]} channelList @param {any} [content]
  * @returns {import("../forms.js").Field[]} */
@@ -131,7 +126,7 @@ function contentFields(bots, channelList, content) {
     { name: "from_chat_id", label: "fromChat", value: content?.from_chat_id ? String(content.from_chat_id) : "", required: true, ltr: true, showIf: ["kind", ["post"]] },
     { name: "message_id", label: "messageId", value: content?.message_id ? String(content.message_id) : "", required: true, ltr: true, showIf: ["kind", ["post"]] },
     { name: "gate", label: "gateIs", options: ["defaultGate", "ownGate"], value: gate ? "ownGate" : "defaultGate" },
-    { name: "gate_channel_ids", label: "gateChannels", type: "checks", choices: byName(channelList, "title"), value: gate, showIf: ["gate", ["ownGate"]] },
+    { name: "gate_channel_ids", label: "gateChannels", type: "checks", choices: channelChoices(channelList), value: gate, showIf: ["gate", ["ownGate"]] },
   ];
 }
 

@@ -15,6 +15,11 @@ export async function everything(path) {
   return /** @type {any[]} */ ((await call("GET", `${path}?limit=200`)).items);
 }
 
+/** @param {any[]} channels */
+export function channelChoices(channels) {
+  return channels.map((c) => ({ value: String(c.id), text: c.title }));
+}
+
 /** @param {any[]} bots */
 export function botChoices(bots) {
   // Isolated left to right (an option cannot hold a bdi): "@name" stays whole in Persian.

@@ -6,7 +6,7 @@ import { element, show, words } from "../dom.js";
 import { actionButton, formOf } from "../forms.js";
 import { money, number, t } from "../i18n.js";
 import { listView } from "../list.js";
-import { copyable, everything, person, wholeNumber, when } from "./common.js";
+import { channelChoices, copyable, everything, person, wholeNumber, when } from "./common.js";
 
 /** @param {URL} url */
 export function people(url) {
@@ -29,7 +29,7 @@ export async function memberships(url) {
     id: "memberships", path: "/v1/memberships", search: true,
     filters: [
       { name: "status", label: "status", values: ["active", "grace", "expired"] },
-      { name: "channel", label: "channel", choices: paid.map((c) => ({ value: String(c.id), text: c.title })) },
+      { name: "channel", label: "channel", choices: channelChoices(paid) },
     ],
     columns: [
       { label: "person", value: (m) => person(m) },
@@ -68,7 +68,7 @@ export async function invoices(url) {
     const paid = (await everything("/v1/channels")).filter((c) => c.is_paid);
     before.push(words("h2", "newInvoice"), paid.length ? formOf("new-invoice", [
       { name: "telegram_user_id", label: "telegramUser", required: true, ltr: true },
-      { name: "channel_id", label: "channel", choices: paid.map((c) => ({ value: String(c.id), text: c.title })) },
+      { name: "channel_id", label: "channel", choices: channelChoices(paid) },
       { name: "gateway", label: "gateway", options: GATEWAYS, plain: true },
     ], "makeInvoice", async (v) => {
       const made = await call("POST", "/v1/invoices", {
