@@ -47,3 +47,7 @@ POLLED_UPDATES = Counter("botedge_polled_updates_total", "Updates received by ge
 BOTS_SERVED = Gauge(
     "botedge_bots_served", "Active bots with a working token this worker contends for"
 )
+LISTENING = Gauge(
+    "botedge_listening",
+    "1 while the LISTEN connection is up: wake-ups arrive and contents may be cached",
+)

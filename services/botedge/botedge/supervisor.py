@@ -32,7 +32,14 @@ from botedge.events import EventQueue, consume
 from botedge.handlers import BotLogic, Handler
 from botedge.leases import Lease, holder_id
 from botedge.marks import SentMarks
-from botedge.metrics import BOTS_SERVED, DEAD_UPDATES, INBOX_DEPTH, INBOX_OLDEST_AGE, OUTBOX_DEPTH
+from botedge.metrics import (
+    BOTS_SERVED,
+    DEAD_UPDATES,
+    INBOX_DEPTH,
+    INBOX_OLDEST_AGE,
+    LISTENING,
+    OUTBOX_DEPTH,
+)
 from botedge.outbox_store import OutboxRow
 from botedge.pause import BotPause
 from botedge.poller import Poller
@@ -80,6 +87,7 @@ class WorkerSupervisor:
         self.listener.subscribe(gate.CHANNEL, self.joined.forget)
         self.contents = gate.ContentCache(self.listener.connected.is_set, clock=clock)
         self.listener.subscribe(gate.CONTENTS_CHANNEL, self.contents.clear)
+        LISTENING.set_function(lambda: float(self.listener.connected.is_set()))
         # A notice sent while the connection was down is lost: start the caches over.
         self.listener.on_reconnect(self.joined.clear)
         self.listener.on_reconnect(self.contents.clear)

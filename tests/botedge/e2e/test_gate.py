@@ -170,6 +170,10 @@ def test_gate__content_kept_in_memory_until_it_changes(edge: Edge) -> None:
             line for line in text.splitlines() if line.startswith("botedge_content_lookups_total")
         )
 
+    # Nothing is kept until wake-ups can arrive: the first read must find the worker listening.
+    edge.wait_until(
+        lambda: "botedge_listening 1.0" in HTTP.get(f"{worker.url}/metrics").text, 30, "LISTEN"
+    )
     for n in range(2):
         start(edge, setup)
         edge.wait_until(lambda n=n: len(sent_to(edge, VISITOR)) == n + 1, 30, "the content")
