@@ -12,7 +12,7 @@ import binascii
 import datetime as dt
 import json
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from enum import StrEnum
@@ -231,13 +231,28 @@ class Listing:
         async with store.connection(runtime(request).pool) as conn:
             return await self.page_on(conn, where, params)
 
+    async def every_row(
+        self, conn: Connection, sort: str, params: dict[str, Any], batch: int = 500
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Every row in `sort`, read `batch` at a time through a server-side cursor, so that
+        a list of any length is never held whole."""
+        statement = self._statement(self._order(sort), sort.startswith("-"), after=False)
+        async with conn.transaction(), conn.cursor("every_row") as cur:
+            cur.itersize = batch
+            await cur.execute(statement, {**params, "limit": None})
+            async for row in cur:
+                yield dict(row)
+
+    def _order(self, sort: str) -> tuple[Column, ...]:
+        by = next(c for c in self.sorts if c.name == sort.lstrip("-"))
+        return (by, *(c for c in self.key if c != by))
+
     async def page_on(
         self, conn: Connection, where: Sorted, params: dict[str, Any]
     ) -> Page[dict[str, Any]]:
         sort = where.sort
         descending = sort.startswith("-")
-        by = next(c for c in self.sorts if c.name == sort.lstrip("-"))
-        order = (by, *(c for c in self.key if c != by))
+        order = self._order(sort)
         after = None if where.cursor is None else _position(where.cursor, sort, order)
         values = {f"after_{i}": value for i, value in enumerate(after or ())}
         statement = self._statement(order, descending, after is not None)

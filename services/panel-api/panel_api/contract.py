@@ -60,6 +60,7 @@ from panel_api.ledger import (
     Dashboard,
     GatewayEvent,
     GatewayEventQuery,
+    Gateways,
     History,
     Invoice,
     InvoiceMade,
@@ -259,6 +260,37 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
     ),
     ("GET", "/v1/payments"): Operation(
         "Payments", Role.VIEWER, Page[Payment], query=PaymentQuery, handler=Ledger.payments
+    ),
+    ("GET", "/v1/exports/people.csv"): Operation(
+        "People as CSV, filtered and sorted as the list is; streamed",
+        Role.ADMIN,
+        str,
+        query=PeopleQuery,
+        media_type="text/csv; charset=utf-8",
+        handler=Ledger.people_csv,
+    ),
+    ("GET", "/v1/exports/memberships.csv"): Operation(
+        "Memberships as CSV, filtered and sorted as the list is; streamed",
+        Role.ADMIN,
+        str,
+        query=MembershipQuery,
+        media_type="text/csv; charset=utf-8",
+        handler=Ledger.memberships_csv,
+    ),
+    ("GET", "/v1/exports/payments.csv"): Operation(
+        "Payments as CSV, filtered and sorted as the list is; streamed",
+        Role.ADMIN,
+        str,
+        query=PaymentQuery,
+        media_type="text/csv; charset=utf-8",
+        handler=Ledger.payments_csv,
+    ),
+    ("GET", "/v1/gateways"): Operation(
+        "The gateways billing can make an invoice for",
+        Role.VIEWER,
+        Gateways,
+        problems=(503,),
+        handler=Ledger.gateways,
     ),
     ("GET", "/v1/gateway-events"): Operation(
         "Gateway deliveries that need the owner",

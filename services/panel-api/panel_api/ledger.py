@@ -12,7 +12,7 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
-from panel_api import errors, store
+from panel_api import errors, exports, store
 from panel_api.access import (
     CREATED,
     ID,
@@ -192,6 +192,8 @@ class PaymentQuery(Paged, kw_only=True):
     gateway: Word | None = None
     applied: bool | None = None
     flag: Word | None = None
+    channel: Id | None = None
+    q: Search | None = None
     sort: PAYMENTS.sort_values = "-id"  # type: ignore[name-defined]
 
 
@@ -282,8 +284,22 @@ class AccessRetried(msgspec.Struct):
     state: AccessState
 
 
+class Gateways(msgspec.Struct):
+    """The gateways billing holds keys for, which an invoice can be made for, with their names
+    as people know them."""
+
+    gateways: list[str]
+    titles: dict[str, str]
+
+
 class DayRevenue(Priced):
     day: dt.date
+
+
+class DayMembers(msgspec.Struct):
+    day: dt.date
+    active: int
+    grace: int
 
 
 class Dashboard(msgspec.Struct):
@@ -298,6 +314,34 @@ class Dashboard(msgspec.Struct):
     dead_updates: int
     bots_with_problems: int
     revenue: list[DayRevenue]
+    members: list[DayMembers]
+    """Memberships active and in grace at the end of each of the same 30 days, oldest first."""
+
+
+_PERSON_COLUMNS: list[exports.Column] = [
+    ("telegram_user_id", exports.field("telegram_user_id")),
+    ("username", exports.person("username")),
+    ("first_name", exports.person("first_name")),
+    ("last_name", exports.person("last_name")),
+]
+
+
+def _people_filters(where: PeopleQuery) -> dict[str, Any]:
+    return {"bot_id": where.bot, **person_search(where.q)}
+
+
+def _membership_filters(where: MembershipQuery) -> dict[str, Any]:
+    return {"status": where.status, "channel_id": where.channel, **person_search(where.q)}
+
+
+def _payment_filters(where: PaymentQuery) -> dict[str, Any]:
+    return {
+        "gateway": where.gateway,
+        "applied": where.applied,
+        "flag": where.flag,
+        "channel_id": where.channel,
+        **person_search(where.q),
+    }
 
 
 class Ledger:
@@ -320,17 +364,58 @@ class Ledger:
         async with store.connection(runtime(request).pool) as conn:
             counts = (await store.rows(conn, "dashboard_counts", {}))[0]
             revenue = await store.rows(conn, "revenue_by_day", {})
-        return answer(msgspec.convert({**counts, "revenue": revenue}, Dashboard))
+            members = await store.rows(conn, "members_by_day", {})
+        board = {**counts, "revenue": revenue, "members": members}
+        return answer(msgspec.convert(board, Dashboard))
 
     async def people(self, request: Request, caller: Caller) -> Response:
         where = query(request, PeopleQuery)
-        filters = {"bot_id": where.bot, **person_search(where.q)}
-        return await self._listed(request, PEOPLE, where, filters, Visitor)
+        return await self._listed(request, PEOPLE, where, _people_filters(where), Visitor)
+
+    async def people_csv(self, request: Request, caller: Caller) -> Response:
+        where = query(request, PeopleQuery)
+        columns = [
+            ("bot_id", exports.field("bot_id")),
+            ("telegram_user_id", exports.field("telegram_user_id")),
+            ("username", exports.field("username")),
+            ("first_name", exports.field("first_name")),
+            ("last_name", exports.field("last_name")),
+            ("first_seen_at", exports.field("first_seen_at")),
+            ("last_seen_at", exports.field("last_seen_at")),
+            ("blocked", exports.field("blocked")),
+        ]
+        return self._csv(request, PEOPLE, where.sort, _people_filters(where), columns, "people")
 
     async def memberships(self, request: Request, caller: Caller) -> Response:
         where = query(request, MembershipQuery)
-        filters = {"status": where.status, "channel_id": where.channel, **person_search(where.q)}
+        filters = _membership_filters(where)
         return await self._listed(request, MEMBERSHIPS, where, filters, Membership)
+
+    async def memberships_csv(self, request: Request, caller: Caller) -> Response:
+        where = query(request, MembershipQuery)
+        columns = [
+            *_PERSON_COLUMNS,
+            ("channel_id", exports.field("channel_id")),
+            ("channel_title", exports.field("channel_title")),
+            ("status", exports.field("status")),
+            ("expires_at", exports.field("expires_at")),
+            ("grace_days", exports.field("grace_days")),
+            ("updated_at", exports.field("updated_at")),
+        ]
+        filters = _membership_filters(where)
+        return self._csv(request, MEMBERSHIPS, where.sort, filters, columns, "memberships")
+
+    def _csv(
+        self,
+        request: Request,
+        listing: Listing,
+        sort: str,
+        filters: dict[str, Any],
+        columns: list[exports.Column],
+        name: str,
+    ) -> Response:
+        today = self.clock.now().date()
+        return exports.download(request, listing, sort, filters, columns, name, today)
 
     async def history(self, request: Request, caller: Caller) -> Response:
         keys = {
@@ -351,8 +436,26 @@ class Ledger:
 
     async def payments(self, request: Request, caller: Caller) -> Response:
         where = query(request, PaymentQuery)
-        filters = {"gateway": where.gateway, "applied": where.applied, "flag": where.flag}
-        return await self._listed(request, PAYMENTS, where, filters, Payment)
+        return await self._listed(request, PAYMENTS, where, _payment_filters(where), Payment)
+
+    async def payments_csv(self, request: Request, caller: Caller) -> Response:
+        where = query(request, PaymentQuery)
+        columns = [
+            ("id", exports.field("id")),
+            ("gateway", exports.field("gateway")),
+            ("external_payment_id", exports.field("external_payment_id")),
+            ("order_reference", exports.field("order_reference")),
+            *_PERSON_COLUMNS,
+            ("channel_id", exports.field("channel_id")),
+            ("amount", lambda row: major_text(row["amount_minor"], row["currency"])),
+            ("currency", exports.field("currency")),
+            ("paid_at", exports.field("paid_at")),
+            ("applied", exports.field("applied")),
+            ("flag", exports.field("flag")),
+            ("created_at", exports.field("created_at")),
+        ]
+        filters = _payment_filters(where)
+        return self._csv(request, PAYMENTS, where.sort, filters, columns, "payments")
 
     async def gateway_events(self, request: Request, caller: Caller) -> Response:
         where = query(request, GatewayEventQuery)
@@ -383,6 +486,9 @@ class Ledger:
                 {"state": "pending"},
             )
         return answer(msgspec.convert(dict(row), AccessRetried))
+
+    async def gateways(self, request: Request, caller: Caller) -> Response:
+        return relayed(await self.billing.ask("GET", "/internal/gateways"))
 
     async def create_invoice(self, request: Request, caller: Caller) -> Response:
         body = await json_body(request, NewInvoice, limit=4096)

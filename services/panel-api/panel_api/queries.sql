@@ -210,7 +210,7 @@ SELECT i.id, i.order_reference, p.telegram_user_id, json_build_object('username'
  WHERE %(status)s::text IS NULL OR i.status = %(status)s;
 
 -- payments_list --
--- Filtered by gateway, applied and flag when given.
+-- Filtered by gateway, applied, flag, channel and person when given.
 SELECT pay.id, pay.gateway, pay.external_payment_id, i.order_reference, p.telegram_user_id,
        json_build_object('username', p.username, 'first_name', p.first_name,
                          'last_name', p.last_name) AS person,
@@ -221,7 +221,11 @@ SELECT pay.id, pay.gateway, pay.external_payment_id, i.order_reference, p.telegr
   JOIN people p ON p.id = pay.person_id
  WHERE (%(gateway)s::text IS NULL OR pay.gateway = %(gateway)s)
    AND (%(applied)s::boolean IS NULL OR pay.applied = %(applied)s)
-   AND (%(flag)s::text IS NULL OR pay.flag = %(flag)s);
+   AND (%(flag)s::text IS NULL OR pay.flag = %(flag)s)
+   AND (%(channel_id)s::integer IS NULL OR pay.channel_id = %(channel_id)s)
+   AND (%(q)s::text IS NULL OR p.telegram_user_id::text = %(q)s
+        OR p.username ILIKE %(q_start)s
+        OR concat_ws(' ', p.first_name, p.last_name) ILIKE %(q_any)s);
 
 -- gateway_events_list --
 -- What needs the owner: deliveries authentic but not applied as they came.
@@ -463,6 +467,28 @@ SELECT (p.paid_at AT TIME ZONE zone.name)::date AS day, p.currency,
    AND p.paid_at >= (first_day.day::timestamp AT TIME ZONE zone.name)
  GROUP BY 1, 2
  ORDER BY 1, 2;
+
+-- members_by_day --
+-- Memberships active and in grace at the end of each of the last 30 days of the workspace's
+-- zone (today: now), from their history: each event's status holds until the next event.
+WITH zone AS (SELECT time_zone AS name FROM workspace),
+     days AS (
+       SELECT d::date AS day,
+              least(now(), ((d + interval '1 day')::timestamp AT TIME ZONE zone.name)) AS at
+         FROM zone, generate_series((now() AT TIME ZONE zone.name)::date - 29,
+                                    (now() AT TIME ZONE zone.name)::date, interval '1 day') d),
+     spans AS (
+       SELECT to_status AS status, at AS since,
+              lead(at) OVER (PARTITION BY person_id, channel_id ORDER BY id) AS till
+         FROM membership_events)
+SELECT days.day,
+       count(*) FILTER (WHERE spans.status = 'active') AS active,
+       count(*) FILTER (WHERE spans.status = 'grace') AS grace
+  FROM days
+  LEFT JOIN spans ON spans.status <> 'expired' AND spans.since <= days.at
+                 AND (spans.till IS NULL OR spans.till > days.at)
+ GROUP BY days.day
+ ORDER BY days.day;
 
 -- demo_history --
 -- A month of made-up business for the demo's pages and chart, written once, into a database

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import date
 
 import psycopg
 import pytest
@@ -29,6 +30,7 @@ from tests.panel_api.e2e.conftest import SHOP, start_billing
 from tests.panel_api.e2e.conftest import sign_in as api_sign_in
 
 SPONSOR = -1001000000701
+FA_DIGITS = str.maketrans("۰۱۲۳۴۵۶۷۸۹", "0123456789")
 BOT = 5550701
 
 
@@ -110,6 +112,31 @@ def test_forms__a_channel_found_then_sold_by_its_plan_with_refusals_at_the_field
         ).fetchone()
     assert row == (True, [72, 24], 450, "EUR")
     page.screenshot(path=str(ARTIFACTS / "channel-fa.png"), full_page=True)
+
+    # Members brought in until a day picked in the Persian calendar.
+    page.click("#pages a[data-view=admission]")
+    page.fill("#import textarea[name=ids]", "۴۲۰۰۰۱\n420002")
+    page.select_option("#import select[name=action]", "grant")
+    # There is no 31 Mehr: said at the day, before anything is sent.
+    page.fill("#import input[name=until-day]", "۳۱")
+    page.select_option("#import select[name=until-month]", "7")
+    page.click("#import button[type=submit]")
+    expect(page.locator("#import [data-problem=until]")).to_have_text("قالب آن درست نیست.")
+    expect(page.locator("#import input[name=until-day]")).to_be_focused()
+    # 1 Farvardin of next Persian year: the Persian new year, 20 or 21 March.
+    this_year = int(page.input_value("#import input[name=until-year]").translate(FA_DIGITS))
+    page.fill("#import input[name=until-day]", "1")
+    page.select_option("#import select[name=until-month]", "1")
+    page.fill("#import input[name=until-year]", str(this_year + 1))
+    page.click("#import button[type=submit]")
+    expect(page.locator("#import-done")).to_contain_text("۲")
+    with psycopg.connect(stack.database_url) as conn:
+        ends = conn.execute(
+            "SELECT DISTINCT expires_at::date FROM memberships m"
+            " JOIN people p ON p.id = m.person_id WHERE p.telegram_user_id IN (420001, 420002)"
+        ).fetchall()
+    nowruz = this_year + 1 + 621
+    assert ends in ([(date(nowruz, 3, 20),)], [(date(nowruz, 3, 21),)])
 
 
 def test_forms__content_with_its_own_gate_edited_then_deleted_and_a_bots_default_gate(

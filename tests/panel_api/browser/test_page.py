@@ -202,7 +202,8 @@ def bearer(url: str) -> dict[str, str]:
 
 
 def pay(database_url: str, day_offset: int, amount_minor: int, currency: str, n: int) -> None:
-    """An applied payment `day_offset` days ago, on the seeded demo channel."""
+    """An applied payment `day_offset` days ago, on the seeded demo channel, and the membership
+    it began."""
     with psycopg.connect(database_url) as conn:
         conn.execute(
             "WITH person AS (INSERT INTO people (telegram_user_id) VALUES (%(user)s) RETURNING id),"
@@ -213,10 +214,20 @@ def pay(database_url: str, day_offset: int, amount_minor: int, currency: str, n:
             "  SELECT 'ref-' || %(user)s, person.id, plan.channel_id, plan.id, %(amount)s,"
             "   %(currency)s, 30, 3, 'subgate', 'paid', now(), now() - %(days)s * interval '1 day'"
             "  FROM person, plan RETURNING id, person_id, channel_id, paid_at)"
-            " INSERT INTO payments (gateway, external_payment_id, invoice_id, person_id,"
-            "  channel_id, amount_minor, currency, paid_at, applied)"
-            " SELECT 'subgate', 'pay-' || %(user)s, id, person_id, channel_id, %(amount)s,"
-            "  %(currency)s, paid_at, true FROM invoice",
+            " , payment AS (INSERT INTO payments (gateway, external_payment_id, invoice_id,"
+            "  person_id, channel_id, amount_minor, currency, paid_at, applied)"
+            "  SELECT 'subgate', 'pay-' || %(user)s, id, person_id, channel_id, %(amount)s,"
+            "   %(currency)s, paid_at, true FROM invoice"
+            "  RETURNING id, person_id, channel_id, paid_at),"
+            " membership AS (INSERT INTO memberships (person_id, channel_id, status, expires_at,"
+            "  grace_days, next_check_at, updated_at)"
+            "  SELECT person_id, channel_id, 'active', paid_at + interval '30 days', 3,"
+            "   paid_at + interval '30 days', paid_at FROM payment RETURNING person_id)"
+            " INSERT INTO membership_events (person_id, channel_id, to_status, new_expires_at,"
+            "  cause, payment_id, paid_at, period_days, at)"
+            " SELECT p.person_id, p.channel_id, 'active', p.paid_at + interval '30 days',"
+            "  'payment', p.id, p.paid_at, 30, p.paid_at"
+            "  FROM payment p JOIN membership m ON m.person_id = p.person_id",
             {"user": 900 + n, "amount": amount_minor, "currency": currency, "days": day_offset},
         )
 
@@ -230,8 +241,14 @@ def test_page__dashboard_counts_link_to_their_pages_and_revenue_is_charted_per_c
     pay(database_url, 45, 900, "USD", 4)  # outside the 30 days
     sign_in(page, panel)
     expect(page.locator("#revenue polyline")).to_have_count(2)
-    expect(page.locator(".legend li[data-currency=USD]")).to_have_text("USD: $12.00")
-    expect(page.locator(".legend li[data-currency=UAH]")).to_contain_text("120")
+    expect(page.locator(".legend li[data-series=USD]")).to_have_text("USD: $12.00")
+    expect(page.locator(".legend li[data-series=UAH]")).to_contain_text("120")
+    # The members chart: each payment began a membership, and no sweep has ended one.
+    expect(page.locator("#members polyline")).to_have_count(2)
+    expect(page.locator("#members + .legend li[data-series=active]")).to_have_text(
+        "Active: 4 today"
+    )
+    expect(page.locator("#members-summary")).to_contain_text("In grace: 0 today")
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "dashboard.png"), full_page=True)
     page.click("a[data-tile=membersActive]")

@@ -110,6 +110,63 @@ def test_dashboard__revenue_by_day_in_the_workspace_zone_and_counts(
     assert HTTP.get(f"{url}/v1/dashboard").status_code == 401
 
 
+def test_dashboard__members_active_and_in_grace_at_the_end_of_each_day(
+    board: tuple[str, dict[str, str]], database_url: str
+) -> None:
+    url, tokens = board
+    owner = {"Authorization": f"Bearer {tokens['owner']}"}
+    HTTP.patch(f"{url}/v1/workspace", json={"time_zone": "Asia/Tehran"}, headers=owner)
+    zone = ZoneInfo("Asia/Tehran")
+    today = dt.datetime.now(zone).date()
+
+    def at(days_ago: int, hour: int, minute: int = 0) -> dt.datetime:
+        return dt.datetime.combine(today - dt.timedelta(days=days_ago), dt.time(hour, minute), zone)
+
+    histories = {
+        # Active ten days ago, in grace from three days ago, expired yesterday.
+        701: [
+            (None, "active", at(10, 12)),
+            ("active", "grace", at(3, 12)),
+            ("grace", "expired", at(1, 12)),
+        ],
+        # Active since before the 30 days, and still.
+        702: [(None, "active", at(40, 12))],
+        # 00:15 in Tehran is the day before in UTC: it counts from Tehran's day.
+        703: [(None, "active", at(5, 0, 15))],
+    }
+    with psycopg.connect(database_url) as conn:
+        [(channel,)] = conn.execute("SELECT channel_id FROM plans WHERE is_default LIMIT 1")
+        for user, events in histories.items():
+            [(person,)] = conn.execute(
+                "INSERT INTO people (telegram_user_id) VALUES (%s) RETURNING id", (user,)
+            )
+            last = events[-1]
+            conn.execute(
+                "INSERT INTO memberships (person_id, channel_id, status, expires_at, grace_days,"
+                " next_check_at, updated_at) VALUES (%s, %s, %s, now(), 3, %s, now())",
+                (person, channel, last[1], None if last[1] == "expired" else last[2]),
+            )
+            for before, after, when in events:
+                conn.execute(
+                    "INSERT INTO membership_events (person_id, channel_id, from_status,"
+                    " to_status, new_expires_at, cause, at) VALUES (%s, %s, %s, %s, %s,"
+                    " 'sweep', %s)",
+                    (person, channel, before, after, when, when),
+                )
+    members = HTTP.get(f"{url}/v1/dashboard", headers=owner).json()["members"]
+    assert [m["day"] for m in members] == [
+        str(today - dt.timedelta(days=n)) for n in range(29, -1, -1)
+    ]
+    by_day = {
+        (today - dt.date.fromisoformat(m["day"])).days: (m["active"], m["grace"]) for m in members
+    }
+    assert by_day[29] == by_day[11] == (1, 0)  # 702 alone
+    assert by_day[10] == by_day[6] == (2, 0)  # and 701
+    assert by_day[5] == by_day[4] == (3, 0)  # and 703
+    assert by_day[3] == by_day[2] == (2, 1)  # 701 in grace
+    assert by_day[1] == by_day[0] == (2, 0)  # 701 gone
+
+
 def test_demo_history__a_month_behind_every_page_written_once(
     board: tuple[str, dict[str, str]], database_url: str
 ) -> None:

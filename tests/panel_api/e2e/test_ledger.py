@@ -3,6 +3,9 @@ their history, deliveries that need the owner, each bot's visitors."""
 
 from __future__ import annotations
 
+import csv
+import io
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from urllib.parse import urlencode
@@ -84,6 +87,15 @@ def test_ledger__an_invoice_paid_shows_everywhere(setup: Setup, database_url: st
     assert (payment["external_payment_id"], payment["telegram_user_id"]) == ("pay-1", 4242)
     assert payment["person"] == ana
     assert setup.get("/v1/payments?applied=false").json()["items"] == []
+    # Payments are found by the person and the channel, as memberships are.
+    for q, found in (("@ana", 1), ("4242", 1), ("Ana K", 1), ("4243", 0), ("@bob", 0)):
+        answer = setup.get(f"/v1/payments?{urlencode({'q': q, 'channel': channel})}")
+        assert len(answer.json()["items"]) == found, q
+    assert setup.get(f"/v1/payments?channel={channel + 1}").json()["items"] == []
+    exported = setup.get("/v1/exports/payments.csv?q=ana").text.lstrip("\ufeff")
+    [row] = list(csv.DictReader(io.StringIO(exported)))
+    assert (row["external_payment_id"], row["amount"], row["currency"]) == ("pay-1", "12.50", "USD")
+    assert (row["username"], row["first_name"], row["applied"]) == ("ana_k", "Ana", "true")
     [membership] = setup.get("/v1/memberships?status=active").json()["items"]
     assert (membership["telegram_user_id"], membership["person"]) == (4242, ana)
     access = setup.get("/v1/access-events").json()["items"]
@@ -194,6 +206,63 @@ def test_ledger__people_and_memberships_found_by_id_username_or_name(
         assert found("/v1/people", q) == users, q
         assert found(f"/v1/memberships?channel={channel}", q) == users, q
     assert setup.get("/v1/people?q=").status_code == 422
+
+
+def test_ledger__csv_exports_stream_every_row_with_the_lists_filters(
+    setup: Setup, database_url: str
+) -> None:
+    bot = insert_bot(database_url, 9811)[0]
+    channel = gateways.add_paid_channel(database_url)
+    other = gateways.add_paid_channel(database_url, chat_id=-1001000000002)
+    with psycopg.connect(database_url) as conn:
+        # 1,200 members (more than one batch of the cursor), every fifth in grace, and a
+        # name a spreadsheet would run as a formula.
+        conn.execute(
+            "WITH p AS (INSERT INTO people (telegram_user_id, username, first_name, last_name)"
+            " SELECT 900000 + n, 'u' || n, CASE WHEN n = 7 THEN '=HYPERLINK(1)' ELSE 'سارا' END,"
+            "  NULL FROM generate_series(1, 1200) n RETURNING id, telegram_user_id),"
+            " b AS (INSERT INTO bot_people (bot_id, person_id, first_seen_at, last_seen_at)"
+            "  SELECT %s, id, now(), now() FROM p)"
+            " INSERT INTO memberships (person_id, channel_id, status, expires_at, grace_days,"
+            "  next_check_at, updated_at)"
+            " SELECT id, CASE WHEN telegram_user_id = 901200 THEN %s ELSE %s END,"
+            "  CASE WHEN telegram_user_id %% 5 = 0 THEN 'grace' ELSE 'active' END,"
+            "  now() + interval '9 days', 3, now() + interval '9 days', now() FROM p",
+            (bot, other, channel),
+        )
+
+    def export(path: str) -> tuple[httpx.Response, list[dict[str, str]]]:
+        answer = setup.get(path)
+        assert answer.status_code == 200, answer.text
+        assert answer.text.startswith("\ufeff")
+        return answer, list(csv.DictReader(io.StringIO(answer.text[1:])))
+
+    answer, rows = export(f"/v1/exports/memberships.csv?status=grace&channel={channel}")
+    assert answer.headers["content-type"] == "text/csv; charset=utf-8"
+    assert re.fullmatch(
+        r'attachment; filename="memberships-\d{4}-\d{2}-\d{2}\.csv"',
+        answer.headers["content-disposition"],
+    )
+    # Sent as it is read: chunked, with no length known up front.
+    assert "content-length" not in answer.headers
+    assert answer.headers["transfer-encoding"] == "chunked"
+    # Every fifth of the channel's 1,199: the last one is in the other channel.
+    assert len(rows) == 239
+    assert {row["status"] for row in rows} == {"grace"}
+    assert [int(row["telegram_user_id"]) for row in rows] == list(range(900005, 901200, 5))
+    assert rows[0]["first_name"] == "سارا"
+    # Sorted as the list is asked to sort.
+    _, rows = export(f"/v1/exports/memberships.csv?channel={channel}&sort=-person_id")
+    assert len(rows) == 1199 and rows[0]["telegram_user_id"] == "901199"
+    _, rows = export("/v1/exports/people.csv?q=900007")
+    assert [row["telegram_user_id"] for row in rows] == ["900007"]
+    assert rows[0]["first_name"] == "'=HYPERLINK(1)"
+    _, rows = export(f"/v1/exports/people.csv?bot={bot}")
+    assert len(rows) == 1200 and set(rows[0]) == {
+        "bot_id", "telegram_user_id", "username", "first_name", "last_name",
+        "first_seen_at", "last_seen_at", "blocked",
+    }  # fmt: skip
+    assert setup.get("/v1/exports/memberships.csv?status=gone").status_code == 422
 
 
 @pytest.mark.parametrize(

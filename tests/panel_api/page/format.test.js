@@ -2,7 +2,9 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { axisTicks, formatDay, formatMoney, formatNumber, fromBaseUnits, lastDays } from "../../../services/panel-api/panel_api/static/format.js";
+import {
+  axisTicks, formatDay, formatMoney, formatNumber, fromBaseUnits, fromPersian, lastDays, sumDecimals, toPersian,
+} from "../../../services/panel-api/panel_api/static/format.js";
 
 test("money keeps the digits the API wrote: yen whole, dinars to three places", () => {
   assert.equal(formatMoney("en", "500", "JPY"), "¥500");
@@ -59,4 +61,26 @@ test("fromBaseUnits: micros and sun as decimal text, exact past 2^53", () => {
   assert.equal(fromBaseUnits("1", 6), "0.000001");
   assert.equal(fromBaseUnits("0", 6), "0");
   assert.equal(fromBaseUnits("90071992547409931234567", 6), "90071992547409931.234567");
+});
+
+test("amounts add up by their digits, not as floats", () => {
+  assert.equal(sumDecimals(["0.10", "0.20"]), "0.30");
+  assert.equal(sumDecimals(["500", "20"]), "520");
+  assert.equal(sumDecimals(["1.250", "0.5"]), "1.750");
+  assert.equal(sumDecimals(["1.00", "-2.50"]), "-1.50");
+  assert.equal(sumDecimals(["9007199254740993", "1"]), "9007199254740994");
+  assert.equal(sumDecimals([]), "0");
+});
+
+test("Persian dates to Gregorian and back, every day of ten years", () => {
+  assert.deepEqual(toPersian("2026-03-21"), [1405, 1, 1]);
+  assert.equal(fromPersian(1405, 9, 11), "2026-12-02");
+  // 1403 is a leap year: 30 Esfand exists; 1404 is not.
+  assert.equal(fromPersian(1403, 12, 30), "2025-03-20");
+  assert.equal(fromPersian(1404, 12, 30), null);
+  assert.equal(fromPersian(1405, 7, 31), null);
+  for (let time = Date.UTC(2020, 0, 1); time < Date.UTC(2030, 0, 1); time += 86_400_000) {
+    const iso = new Date(time).toISOString().slice(0, 10);
+    assert.equal(fromPersian(...toPersian(iso)), iso);
+  }
 });

@@ -46,6 +46,32 @@ export class SessionEnded extends Error {}
  * @returns {Promise<any>}
  */
 export async function call(method, path, body, { retry = true, headers = {} } = {}) {
+  return parsed(await send(method, path, body, { retry, headers }));
+}
+
+/**
+ * A file the API writes (a CSV export), saved by the browser under the name the API gives.
+ * @param {string} path
+ */
+export async function download(path) {
+  const response = await send("GET", path);
+  const name = /filename="([^"]+)"/.exec(response.headers.get("Content-Disposition") ?? "")?.[1] ?? "export.csv";
+  const address = URL.createObjectURL(await response.blob());
+  const link = Object.assign(document.createElement("a"), { href: address, download: name });
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(address), 60_000);
+}
+
+/**
+ * The answer to one request, the token renewed once when it had run out; a refusal thrown as
+ * an ApiProblem.
+ * @param {string} method @param {string} path @param {unknown} [body]
+ * @param {{ retry?: boolean, headers?: Record<string, string> }} [options]
+ * @returns {Promise<Response>}
+ */
+async function send(method, path, body, { retry = true, headers = {} } = {}) {
   /** @type {RequestInit & { headers: Record<string, string> }} */
   const request = { method, headers: { ...headers }, credentials: "same-origin" };
   if (session.token) request.headers.Authorization = `Bearer ${session.token}`;
@@ -55,15 +81,18 @@ export async function call(method, path, body, { retry = true, headers = {} } = 
   }
   const response = await fetch(path, request);
   if (response.status === 401 && retry && session.token) {
-    if (await renew()) return call(method, path, body, { retry: false, headers });
+    if (await renew()) return send(method, path, body, { retry: false, headers });
     end();
     throw new SessionEnded();
   }
+  if (!response.ok) throw new ApiProblem(response.status, (await parsed(response)) || {}, response.headers);
+  return response;
+}
+
+/** @param {Response} response @returns {Promise<any>} */
+async function parsed(response) {
   const text = await response.text();
-  let parsed = null;
-  try { parsed = text ? JSON.parse(text) : null; } catch { parsed = { detail: text.slice(0, 200) }; }
-  if (!response.ok) throw new ApiProblem(response.status, parsed || {}, response.headers);
-  return parsed;
+  try { return text ? JSON.parse(text) : null; } catch { return { detail: text.slice(0, 200) }; }
 }
 
 /** @param {{ access_token: string, expires_in: number }} tokens */

@@ -1,6 +1,12 @@
 // @ts-check
 // Numbers, money and dates for a language: pure, so node's test runner checks them.
 
+/** Persian and Arabic-Indic digits as ASCII ones, so "۱۴۰۵" reads as 1405. @param {string} text */
+export function latinDigits(text) {
+  return text.replace(/[۰-۹]/g, (d) => String(d.charCodeAt(0) - 0x06f0))
+    .replace(/[٠-٩]/g, (d) => String(d.charCodeAt(0) - 0x0660));
+}
+
 /** @param {string} lang @param {number | string} value */
 export function formatNumber(lang, value) {
   return new Intl.NumberFormat(lang).format(/** @type {number} */ (value));
@@ -99,4 +105,59 @@ export function fromBaseUnits(units, places) {
   const whole = digits.slice(0, digits.length - places);
   const fraction = digits.slice(digits.length - places).replace(/0+$/, "");
   return fraction ? `${whole}.${fraction}` : whole;
+}
+
+/**
+ * Decimal amounts as text added by their digits, kept to the most places any of them has:
+ * ["0.10", "0.20"] -> "0.30", where floats would give 0.30000000000000004.
+ * @param {string[]} amounts
+ */
+export function sumDecimals(amounts) {
+  const places = Math.max(0, ...amounts.map((a) => (a.split(".")[1] ?? "").length));
+  const total = amounts.reduce((sum, a) => {
+    const [whole, fraction = ""] = a.replace(/^-/, "").split(".");
+    const units = BigInt(whole + fraction.padEnd(places, "0"));
+    return a.startsWith("-") ? sum - units : sum + units;
+  }, 0n);
+  const sign = total < 0n ? "-" : "";
+  const digits = (total < 0n ? -total : total).toString().padStart(places + 1, "0");
+  const cut = digits.length - places;
+  return sign + (places ? `${digits.slice(0, cut)}.${digits.slice(cut)}` : digits);
+}
+
+/**
+ * A Gregorian day (YYYY-MM-DD) as its Persian year, month and day, as Intl reckons them.
+ * @param {string} iso @returns {[number, number, number]}
+ */
+export function toPersian(iso) {
+  const parts = new Intl.DateTimeFormat("en-u-ca-persian-nu-latn", {
+    year: "numeric", month: "numeric", day: "numeric", timeZone: "UTC",
+  }).formatToParts(new Date(`${iso}T12:00:00Z`));
+  /** @param {string} type */
+  const part = (type) => Number(parts.find((p) => p.type === type)?.value);
+  return [part("year"), part("month"), part("day")];
+}
+
+/**
+ * A Persian year, month and day as its Gregorian day (YYYY-MM-DD), or null when there is no
+ * such day (30 Esfand in a common year). The Persian year starts in March of Gregorian year
+ * + 621; the day is found from that start by Intl's own reckoning, so both directions agree.
+ * @param {number} year @param {number} month @param {number} day
+ */
+export function fromPersian(year, month, day) {
+  if (!(month >= 1 && month <= 12 && day >= 1 && day <= 31)) return null;
+  // 1 Farvardin falls on 19, 20, 21 or 22 March.
+  let start = Date.UTC(year + 621, 2, 19);
+  while (toPersian(isoDay(start))[0] !== year) start += DAY;
+  const offset = month <= 6 ? (month - 1) * 31 : 186 + (month - 7) * 30;
+  const found = isoDay(start + (offset + day - 1) * DAY);
+  const [y, m, d] = toPersian(found);
+  return y === year && m === month && d === day ? found : null;
+}
+
+const DAY = 86_400_000;
+
+/** @param {number} time */
+function isoDay(time) {
+  return new Date(time).toISOString().slice(0, 10);
 }

@@ -4,7 +4,8 @@
 // went through says so.
 import { ApiProblem } from "./api.js";
 import { element, notice, show, wordChoices, words } from "./dom.js";
-import { has, t } from "./i18n.js";
+import { fromPersian, latinDigits, toPersian } from "./format.js";
+import { has, language, t } from "./i18n.js";
 import { reload } from "./router.js";
 
 /**
@@ -31,15 +32,51 @@ import { reload } from "./router.js";
 
 /**
  * What a field is on the page: `node` to place, `read` its value, `target` where the focus and
- * the invalid mark go.
- * @typedef {{ node: HTMLElement, read: () => string, target: HTMLElement, listen: (run: () => void) => void }} Control
+ * the invalid mark go, `problem` a code when what was typed cannot be sent.
+ * @typedef {{ node: HTMLElement, read: () => string, target: HTMLElement, listen: (run: () => void) => void, problem?: () => string | null }} Control
  */
 
 let made = 0;
 
+/**
+ * A day in the Persian calendar, for a page in Persian: day, month by name and year, read as
+ * the Gregorian YYYY-MM-DD the API takes (Chromium's own picker knows only the Gregorian).
+ * @param {Field} field @param {string} id @returns {Control}
+ */
+function persianDate(field, id) {
+  const [year, month, day] = field.value ? toPersian(field.value) : toPersian(new Date().toISOString().slice(0, 10));
+  const dayBox = element("input", { id, name: `${field.name}-day`, inputmode: "numeric", size: "2", "aria-label": t("dayOfMonth") });
+  if (field.value) /** @type {HTMLInputElement} */ (dayBox).value = String(day);
+  const months = element("select", { name: `${field.name}-month`, "aria-label": t("month") },
+    ...Array.from({ length: 12 }, (_, n) => element("option", {
+      value: String(n + 1),
+      text: new Intl.DateTimeFormat("fa-u-ca-persian", { month: "long", timeZone: "UTC" })
+        .format(new Date(`${fromPersian(1405, n + 1, 1)}T12:00:00Z`)),
+    })));
+  /** @type {HTMLSelectElement} */ (months).value = String(month);
+  const yearBox = element("input", { name: `${field.name}-year`, inputmode: "numeric", size: "4", "aria-label": t("year") });
+  /** @type {HTMLInputElement} */ (yearBox).value = new Intl.NumberFormat("fa", { useGrouping: false }).format(year);
+  const node = element("span", { class: "persian-date", role: "group", "data-date": field.name }, dayBox, months, yearBox);
+  const parts = () => [yearBox, months, dayBox].map((n) => latinDigits(/** @type {HTMLInputElement} */ (n).value.trim()));
+  const read = () => {
+    const [y, m, d] = parts();
+    if (!d) return "";
+    return fromPersian(Number(y), Number(m), Number(d)) ?? `${y}-${m}-${d}`;
+  };
+  return {
+    node, target: dayBox, read,
+    listen: (run) => node.addEventListener("change", run),
+    problem: () => {
+      const [y, m, d] = parts();
+      return !d || fromPersian(Number(y), Number(m), Number(d)) ? null : "bad-format";
+    },
+  };
+}
+
 /** @param {Field} field @param {string} id @returns {Control} */
 function controlOf(field, id) {
   const { name, type = "text", options, plain = false, choices, value = "", required = false, autocomplete } = field;
+  if (type === "date" && language() === "fa") return persianDate(field, id);
   if (type === "checks") {
     const chosen = new Set(value.split(",").filter(Boolean));
     const boxes = (choices ?? []).map((choice) => {
@@ -148,8 +185,9 @@ export function formOf(id, fields, submitKey, submit, { then = reload, refusals 
     const values = Object.fromEntries(Object.entries(controls)
       .filter(([name]) => !rows[name].hidden)
       .map(([name, control]) => [name, control.read()]));
-    const missing = fields.filter((f) => f.required && !rows[f.name].hidden && !values[f.name])
-      .map((f) => ({ field: f.name, code: "required" }));
+    const missing = fields.filter((f) => !rows[f.name].hidden)
+      .map((f) => ({ field: f.name, code: f.required && !values[f.name] ? "required" : controls[f.name].problem?.() }))
+      .filter(/** @returns {p is { field: string, code: string }} */ (p) => Boolean(p.code));
     if (missing.length) {
       mark(missing);
       return;

@@ -1,7 +1,7 @@
 // @ts-check
 // A page over one of the API's lists: a filter or a sort is a query parameter kept in the
 // address, and "More" follows the answer's cursor, so a long list is never loaded whole.
-import { call } from "./api.js";
+import { call, download, may } from "./api.js";
 import { element, show, wordChoices, words } from "./dom.js";
 import { t } from "./i18n.js";
 import { navigate } from "./router.js";
@@ -29,6 +29,8 @@ import { navigate } from "./router.js";
  * @property {Column[]} columns
  * @property {Filter[]} [filters]
  * @property {boolean} [search] a box to find a person by id, username or name (`q`)
+ * @property {string} [csv] the API's CSV export of the list, offered to admins with the
+ *   list's filters and sort
  * @property {((item: any) => Node[]) | null} [actions]
  * @property {Node[]} [before]
  * @property {Node[]} [after]
@@ -55,7 +57,7 @@ function heading(column, sort) {
 }
 
 /** @param {URL} url @param {List} list @returns {Promise<Node[]>} */
-export async function listView(url, { id, path, columns, filters = [], search = false, actions = null, before = [], after = [] }) {
+export async function listView(url, { id, path, columns, filters = [], search = false, csv, actions = null, before = [], after = [] }) {
   const wanted = url.searchParams;
   const query = new URLSearchParams({ limit: "50" });
   const sort = wanted.get("sort");
@@ -82,6 +84,16 @@ export async function listView(url, { id, path, columns, filters = [], search = 
       navigate({ q: box.value.trim() });
     });
     controls.unshift(find);
+  }
+  if (csv && may("admin")) {
+    const wanted = new URLSearchParams([...query].filter(([name]) => name !== "limit"));
+    const button = words("button", "exportCsv", { type: "button", id: `${id}-csv` });
+    button.addEventListener("click", async () => {
+      button.setAttribute("disabled", "");
+      try { await download(`${csv}?${wanted}`); } catch (error) { show(error); }
+      button.removeAttribute("disabled");
+    });
+    controls.push(button);
   }
   const body = element("tbody");
   const head = columns.map((column) => heading(column, sort));

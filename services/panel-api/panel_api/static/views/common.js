@@ -3,6 +3,7 @@
 // typed numbers, and text to copy.
 import { call, session } from "../api.js";
 import { element, words } from "../dom.js";
+import { latinDigits } from "../format.js";
 import { dateTime, t } from "../i18n.js";
 
 /** @param {string | null | undefined} value */
@@ -29,7 +30,7 @@ export function botChoices(bots) {
 /** A typed whole number, or the text itself so the API names what is wrong with it.
  * @param {string} text @returns {number | string} */
 export function wholeNumber(text) {
-  const digits = text.replace(/[۰-۹]/g, (d) => String(d.charCodeAt(0) - 0x06f0));
+  const digits = latinDigits(text);
   return /^[0-9]{1,15}$/.test(digits) ? Number(digits) : text;
 }
 

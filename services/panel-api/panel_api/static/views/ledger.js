@@ -2,7 +2,7 @@
 // People and what they paid: people, memberships (with each one's history), invoices, payments
 // (with the gateway events that need the owner) and access events.
 import { call, may } from "../api.js";
-import { element, show, words } from "../dom.js";
+import { element, show, wordChoices, words } from "../dom.js";
 import { actionButton, formOf } from "../forms.js";
 import { money, number, t } from "../i18n.js";
 import { listView } from "../list.js";
@@ -11,7 +11,7 @@ import { channelChoices, copyable, everything, person, wholeNumber, when } from 
 /** @param {URL} url */
 export function people(url) {
   return listView(url, {
-    id: "people", path: "/v1/people", search: true,
+    id: "people", path: "/v1/people", search: true, csv: "/v1/exports/people.csv",
     columns: [
       { label: "telegramUser", sort: "telegram_user_id", value: (p) => String(p.telegram_user_id) },
       { label: "name", value: (p) => [p.first_name, p.last_name].filter(Boolean).join(" ") || null },
@@ -26,7 +26,7 @@ export function people(url) {
 export async function memberships(url) {
   const paid = (await everything("/v1/channels")).filter((c) => c.is_paid);
   return listView(url, {
-    id: "memberships", path: "/v1/memberships", search: true,
+    id: "memberships", path: "/v1/memberships", search: true, csv: "/v1/exports/memberships.csv",
     filters: [
       { name: "status", label: "status", values: ["active", "grace", "expired"] },
       { name: "channel", label: "channel", choices: channelChoices(paid) },
@@ -58,26 +58,31 @@ function historyButton(membership) {
   return button;
 }
 
-// The gateways billing knows; one it has no keys for refuses the invoice.
-const GATEWAYS = ["subgate", "wayforpay", "stripe"];
+/** The form for a new invoice, or why there can be none. @returns {Promise<HTMLElement>} */
+async function newInvoice() {
+  const paid = (await everything("/v1/channels")).filter((c) => c.is_paid);
+  if (!paid.length) return words("p", "noPaidChannel", { class: "empty" });
+  // Only the gateways billing holds keys for.
+  /** @type {{ gateways: string[], titles: Record<string, string> } | null} */
+  const offered = await call("GET", "/v1/gateways").catch(() => null);
+  if (!offered) return words("p", "billingDown", { class: "empty", id: "no-gateways" });
+  if (!offered.gateways.length) return words("p", "noGateways", { class: "empty", id: "no-gateways" });
+  return formOf("new-invoice", [
+    { name: "telegram_user_id", label: "telegramUser", required: true, ltr: true },
+    { name: "channel_id", label: "channel", choices: channelChoices(paid) },
+    { name: "gateway", label: "gateway", choices: offered.gateways.map((g) => ({ value: g, text: offered.titles[g] ?? g })) },
+  ], "makeInvoice", async (v) => {
+    const made = await call("POST", "/v1/invoices", {
+      telegram_user_id: wholeNumber(v.telegram_user_id), channel_id: Number(v.channel_id), gateway: v.gateway,
+    });
+    return element("span", {},
+      t("invoiceMade", { amount: money(made.amount, made.currency) }), " ", copyable(made.pay_url));
+  });
+}
 
 /** @param {URL} url */
 export async function invoices(url) {
-  const before = [];
-  if (may("admin")) {
-    const paid = (await everything("/v1/channels")).filter((c) => c.is_paid);
-    before.push(words("h2", "newInvoice"), paid.length ? formOf("new-invoice", [
-      { name: "telegram_user_id", label: "telegramUser", required: true, ltr: true },
-      { name: "channel_id", label: "channel", choices: channelChoices(paid) },
-      { name: "gateway", label: "gateway", options: GATEWAYS, plain: true },
-    ], "makeInvoice", async (v) => {
-      const made = await call("POST", "/v1/invoices", {
-        telegram_user_id: wholeNumber(v.telegram_user_id), channel_id: Number(v.channel_id), gateway: v.gateway,
-      });
-      return element("span", {},
-        t("invoiceMade", { amount: money(made.amount, made.currency) }), " ", copyable(made.pay_url));
-    }) : words("p", "noPaidChannel", { class: "empty" }));
-  }
+  const before = may("admin") ? [words("h2", "newInvoice"), await newInvoice()] : [];
   return listView(url, {
     id: "invoices", path: "/v1/invoices", before,
     filters: [{ name: "status", label: "status", values: ["open", "paid", "expired", "cancelled"] }],
@@ -95,13 +100,19 @@ export async function invoices(url) {
 export async function payments(url) {
   // Gateway events that need the owner: authentic callbacks that could not be applied.
   const events = await call("GET", "/v1/gateway-events?limit=20");
+  const paid = (await everything("/v1/channels")).filter((c) => c.is_paid);
   const notes = events.items.map((/** @type {any} */ e) => element("li", {
     text: `${when(e.received_at)}: ${e.gateway} ${e.event_type}, ${t(e.outcome)}${e.detail ? " (" + e.detail + ")" : ""}`,
   }));
   return listView(url, {
-    id: "payments", path: "/v1/payments",
+    id: "payments", path: "/v1/payments", search: true, csv: "/v1/exports/payments.csv",
     before: notes.length ? [words("h2", "needsOwner"), element("ul", { id: "gateway-events" }, ...notes)] : [],
+    filters: [
+      { name: "channel", label: "channel", choices: channelChoices(paid) },
+      { name: "applied", label: "applied", choices: wordChoices(["yes", "no"]).map((c) => ({ ...c, value: c.value === "yes" ? "true" : "false" })) },
+    ],
     columns: [
+      { label: "person", value: (p) => person(p) },
       { label: "gateway", sort: "gateway", value: (p) => p.gateway },
       { label: "reference", value: (p) => element("code", { dir: "ltr", text: p.order_reference }) },
       { label: "amount", sort: "amount_minor", value: (p) => money(p.amount, p.currency) },
