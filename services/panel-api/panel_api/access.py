@@ -147,12 +147,15 @@ def person_search(q: str | None) -> dict[str, str | None]:
     return {"q": text, "q_start": f"{like}%", "q_any": f"%{like}%"}
 
 
+Limit = Annotated[int, msgspec.Meta(ge=1, le=MAX_LIMIT)]
+
+
 class Paged(msgspec.Struct, kw_only=True):
     """What every list takes: `limit` (1-200), the opaque `cursor` of the previous answer and
     `sort`, a field of the items, descending when it starts with `-`. Each list's query type
     names the sorts it offers, and its default."""
 
-    limit: Annotated[int, msgspec.Meta(ge=1, le=MAX_LIMIT)] = 50
+    limit: Limit = 50
     cursor: Word | None = None
 
 

@@ -18,6 +18,7 @@ from panel_api.access import (
     ID,
     Caller,
     Column,
+    Limit,
     Listing,
     Paged,
     Search,
@@ -74,10 +75,15 @@ PEOPLE = Listing(
 )
 
 
-class PeopleQuery(Paged, kw_only=True):
+class PeopleExport(msgspec.Struct, kw_only=True):
     bot: Id | None = None
     q: Search | None = None
     sort: PEOPLE.sort_values = "bot_id"  # type: ignore[name-defined]
+
+
+class PeopleQuery(PeopleExport, kw_only=True):
+    limit: Limit = 50
+    cursor: Word | None = None
 
 
 class Visitor(msgspec.Struct):
@@ -105,11 +111,16 @@ MEMBERSHIPS = Listing(
 )
 
 
-class MembershipQuery(Paged, kw_only=True):
+class MembershipExport(msgspec.Struct, kw_only=True):
     status: MembershipStatus | None = None
     channel: Id | None = None
     q: Search | None = None
     sort: MEMBERSHIPS.sort_values = "person_id"  # type: ignore[name-defined]
+
+
+class MembershipQuery(MembershipExport, kw_only=True):
+    limit: Limit = 50
+    cursor: Word | None = None
 
 
 class Membership(msgspec.Struct):
@@ -188,13 +199,18 @@ PAYMENTS = Listing(
 )
 
 
-class PaymentQuery(Paged, kw_only=True):
+class PaymentExport(msgspec.Struct, kw_only=True):
     gateway: Word | None = None
     applied: bool | None = None
     flag: Word | None = None
     channel: Id | None = None
     q: Search | None = None
     sort: PAYMENTS.sort_values = "-id"  # type: ignore[name-defined]
+
+
+class PaymentQuery(PaymentExport, kw_only=True):
+    limit: Limit = 50
+    cursor: Word | None = None
 
 
 class Payment(Priced):
@@ -326,15 +342,15 @@ _PERSON_COLUMNS: list[exports.Column] = [
 ]
 
 
-def _people_filters(where: PeopleQuery) -> dict[str, Any]:
+def _people_filters(where: PeopleExport) -> dict[str, Any]:
     return {"bot_id": where.bot, **person_search(where.q)}
 
 
-def _membership_filters(where: MembershipQuery) -> dict[str, Any]:
+def _membership_filters(where: MembershipExport) -> dict[str, Any]:
     return {"status": where.status, "channel_id": where.channel, **person_search(where.q)}
 
 
-def _payment_filters(where: PaymentQuery) -> dict[str, Any]:
+def _payment_filters(where: PaymentExport) -> dict[str, Any]:
     return {
         "gateway": where.gateway,
         "applied": where.applied,
@@ -373,7 +389,7 @@ class Ledger:
         return await self._listed(request, PEOPLE, where, _people_filters(where), Visitor)
 
     async def people_csv(self, request: Request, caller: Caller) -> Response:
-        where = query(request, PeopleQuery)
+        where = query(request, PeopleExport)
         columns = [
             ("bot_id", exports.field("bot_id")),
             ("telegram_user_id", exports.field("telegram_user_id")),
@@ -392,7 +408,7 @@ class Ledger:
         return await self._listed(request, MEMBERSHIPS, where, filters, Membership)
 
     async def memberships_csv(self, request: Request, caller: Caller) -> Response:
-        where = query(request, MembershipQuery)
+        where = query(request, MembershipExport)
         columns = [
             *_PERSON_COLUMNS,
             ("channel_id", exports.field("channel_id")),
@@ -439,7 +455,7 @@ class Ledger:
         return await self._listed(request, PAYMENTS, where, _payment_filters(where), Payment)
 
     async def payments_csv(self, request: Request, caller: Caller) -> Response:
-        where = query(request, PaymentQuery)
+        where = query(request, PaymentExport)
         columns = [
             ("id", exports.field("id")),
             ("gateway", exports.field("gateway")),

@@ -134,14 +134,18 @@ INSERT INTO audit_log (member_id, action, target, before, after, at, request_id)
 VALUES (%(member_id)s, %(action)s, %(target)s, %(before)s, %(after)s, %(now)s, %(request_id)s);
 
 -- audit_list --
--- Each filter applies only when given.
-SELECT id, member_id, action, target, before, after, at, request_id
-  FROM audit_log
- WHERE (%(member_id)s::bigint IS NULL OR member_id = %(member_id)s)
-   AND (%(action)s::text IS NULL OR action = %(action)s)
-   AND (%(target)s::text IS NULL OR target = %(target)s)
-   AND (%(since)s::timestamptz IS NULL OR at >= %(since)s)
-   AND (%(until)s::timestamptz IS NULL OR at < %(until)s);
+-- Each filter applies only when given; `kind` is what an action is done to, the part of its
+-- name before the dot ("channels" of "channels.update").
+SELECT a.id, a.member_id, m.email AS member_email, a.action, a.target, a.before, a.after,
+       a.at, a.request_id
+  FROM audit_log a
+  LEFT JOIN team_members m ON m.id = a.member_id
+ WHERE (%(member_id)s::bigint IS NULL OR a.member_id = %(member_id)s)
+   AND (%(action)s::text IS NULL OR a.action = %(action)s)
+   AND (%(kind)s::text IS NULL OR split_part(a.action, '.', 1) = %(kind)s)
+   AND (%(target)s::text IS NULL OR a.target = %(target)s)
+   AND (%(since)s::timestamptz IS NULL OR a.at >= %(since)s)
+   AND (%(until)s::timestamptz IS NULL OR a.at < %(until)s);
 
 -- workspace --
 SELECT name, time_zone, language, tron_address, tx_explorer FROM workspace;

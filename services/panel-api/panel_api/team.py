@@ -73,6 +73,8 @@ class TeamQuery(Paged, kw_only=True):
 class AuditEntry(msgspec.Struct):
     id: int
     member_id: int | None
+    # Who made the change; null for a write with no member behind it (the first owner's setup).
+    member_email: str | None
     action: str
     target: str
     before: dict[str, Any] | None
@@ -90,6 +92,8 @@ class AuditQuery(Paged, kw_only=True):
     sort: AUDIT.sort_values = "-id"  # type: ignore[name-defined]
     member: Annotated[int, msgspec.Meta(ge=1, le=2**63 - 1)] | None = None
     action: Word | None = None
+    # What the action is done to: the part of its name before the dot (`channels`).
+    kind: Word | None = None
     target: Word | None = None
     since: Annotated[dt.datetime, msgspec.Meta(tz=True)] | None = None
     until: Annotated[dt.datetime, msgspec.Meta(tz=True)] | None = None
@@ -179,6 +183,7 @@ class Team:
         filters: dict[str, Any] = {
             "member_id": where.member,
             "action": where.action,
+            "kind": where.kind,
             "target": where.target,
             "since": where.since,
             "until": where.until,

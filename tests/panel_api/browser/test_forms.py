@@ -4,6 +4,7 @@ language, and a destructive one asks first."""
 
 from __future__ import annotations
 
+import csv
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -121,8 +122,9 @@ def test_forms__a_channel_found_then_sold_by_its_plan_with_refusals_at_the_field
     page.fill("#import input[name=until-day]", "۳۱")
     page.select_option("#import select[name=until-month]", "7")
     page.click("#import button[type=submit]")
-    expect(page.locator("#import [data-problem=until]")).to_have_text("قالب آن درست نیست.")
+    expect(page.locator("#import [data-problem=until]")).to_have_text("آن ماه چنین روزی ندارد.")
     expect(page.locator("#import input[name=until-day]")).to_be_focused()
+    page.screenshot(path=str(ARTIFACTS / "admission-fa.png"), full_page=True)
     # 1 Farvardin of next Persian year: the Persian new year, 20 or 21 March.
     this_year = int(page.input_value("#import input[name=until-year]").translate(FA_DIGITS))
     page.fill("#import input[name=until-day]", "1")
@@ -335,3 +337,22 @@ def test_forms__people_found_by_id_in_persian_digits_and_memberships_by_channel(
     expect(rows.first).to_contain_text("@demo_7")
     for text in rows.all_inner_texts():
         assert "@demo_7" in text and "Demo paid channel" in text
+    # The list as a file, with its filters: only the grace memberships of the channel.
+    page.fill("#memberships-q", "")
+    page.click("form.search button[type=submit]")
+    page.select_option("select[data-filter=status]", "grace")
+    expect(page).to_have_url(re.compile(r"status=grace"))
+    shown = sorted(
+        text.split("@demo_")[1].split()[0]
+        for text in page.locator("#memberships tbody tr").all_inner_texts()
+    )
+    with page.expect_download() as started:
+        page.click("#memberships-csv")
+    download = started.value
+    assert re.fullmatch(r"memberships-\d{4}-\d{2}-\d{2}\.csv", download.suggested_filename)
+    with open(download.path(), encoding="utf-8-sig", newline="") as file:
+        rows = list(csv.DictReader(file))
+    assert rows and {(row["status"], row["channel_title"]) for row in rows} == {
+        ("grace", "Demo paid channel")
+    }
+    assert sorted(row["username"].removeprefix("demo_") for row in rows) == shown

@@ -185,6 +185,23 @@ def test_page__the_owner_sets_the_workspace_and_a_bad_address_is_refused(
     assert HTTP.get(f"{panel}/v1/workspace", headers=bearer(panel)).json()["time_zone"] == (
         "Asia/Tehran"
     )
+    # The audit log: who made the change, what it was, and each field before and after.
+    page.click("a[data-view=audit]")
+    page.select_option("select[data-filter=kind]", "workspace")
+    page.select_option("select[data-filter=member]", label="owner@example.com")
+    row = page.locator("#audit tbody tr")
+    expect(row).to_have_count(1)
+    expect(row).to_contain_text("owner@example.com")
+    expect(row).to_contain_text("Workspace: changed")
+    row.locator("summary").click()
+    expect(row.locator("dl.change dt")).to_have_text(["time_zone"])
+    expect(row.locator("dl.change dd")).to_have_text('"UTC" → "Asia/Tehran"')
+    assert "kind=workspace" in page.url
+    page.select_option("#language", "fa")
+    expect(page.locator("#audit tbody tr")).to_contain_text("فضای کار: تغییر کرد")
+    page.select_option("select[data-filter=kind]", "team")
+    expect(page.locator("#audit tbody tr")).to_have_count(0)
+    expect(page.locator("#view .empty")).to_be_visible()
 
 
 def test_page__too_many_tries_say_how_long_to_wait(page: Page, panel: str) -> None:

@@ -92,9 +92,10 @@ def _sorted_paths(url: str) -> dict[str, list[str]]:
     document = HTTP.get(f"{url}/openapi.json").json()
     found = {}
     for path, operations in document["paths"].items():
-        for parameter in operations.get("get", {}).get("parameters", []):
-            if parameter["name"] == "sort":
-                found[path] = parameter["schema"]["enum"]
+        parameters = {p["name"]: p for p in operations.get("get", {}).get("parameters", [])}
+        # The lists read page by page (an export takes a sort too, and writes every row).
+        if "sort" in parameters and "cursor" in parameters:
+            found[path] = parameters["sort"]["schema"]["enum"]
     return found
 
 

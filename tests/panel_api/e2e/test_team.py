@@ -82,7 +82,8 @@ def test_roles__every_guarded_route_with_every_role(panel: Panel, method: str, p
             # Let through: whatever the (empty) body earns, but never a refusal or a failure.
             # (No botedge or billing runs here: a route that asks one says so with 503.)
             assert response.status_code not in (401, 403), (role, response.text)
-            unavailable = response.json().get("type") in (
+            body = response.json() if "json" in response.headers["content-type"] else {}
+            unavailable = body.get("type") in (
                 "/problems/botedge-unavailable",
                 "/problems/billing-unavailable",
             )
@@ -210,6 +211,16 @@ def test_audit__every_write_with_before_after_and_request_id(panel: Panel) -> No
     assert entry["request_id"] == "audit-check-1"
     added = panel.call("GET", "/v1/audit?action=team.add", Role.OWNER).json()["items"]
     assert len(added) == 3 and all(e["before"] is None for e in added)
+    # Who made it, by their email; filtered by who and by what it was done to.
+    assert entry["member_email"] == "owner@example.com"
+    panel.call("PATCH", "/v1/workspace", Role.OWNER, json={"language": "fa"})
+    by_kind = panel.call("GET", "/v1/audit?kind=team", Role.OWNER).json()["items"]
+    assert {e["action"] for e in by_kind} == {"team.add", "team.update"}
+    mine = f"/v1/audit?member={panel.ids[Role.OWNER]}&kind=workspace"
+    [workspace] = panel.call("GET", mine, Role.OWNER).json()["items"]
+    assert (workspace["before"]["language"], workspace["after"]["language"]) == ("en", "fa")
+    someone_else = f"/v1/audit?member={panel.ids[Role.ADMIN]}&kind=workspace"
+    assert panel.call("GET", someone_else, Role.OWNER).json()["items"] == []
 
 
 def test_workspace__time_zone_must_be_iana_and_language_en_or_fa(panel: Panel) -> None:

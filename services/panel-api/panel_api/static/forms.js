@@ -68,7 +68,7 @@ function persianDate(field, id) {
     listen: (run) => node.addEventListener("change", run),
     problem: () => {
       const [y, m, d] = parts();
-      return !d || fromPersian(Number(y), Number(m), Number(d)) ? null : "bad-format";
+      return !d || fromPersian(Number(y), Number(m), Number(d)) ? null : "no-such-day";
     },
   };
 }

@@ -48,6 +48,9 @@ const NOT_FOUND = {
 // Views open one after another: a view still waiting for its data when the next is asked for
 // would otherwise finish last and paint itself over it.
 let opening = Promise.resolve();
+// The address last asked for: a filter changed while the one before it still loads builds on
+// it, not on the address shown, so neither change is lost.
+let asked = "";
 
 /**
  * Draw the view at `href`; `push` adds it to the history once drawn, `focus` moves the focus
@@ -56,6 +59,7 @@ let opening = Promise.resolve();
  * @param {{ push?: boolean, focus?: boolean }} [options]
  */
 export function open(href, options = {}) {
+  asked = href;
   const opened = opening.then(() => draw(href, options));
   opening = opened.catch(() => {});
   return opened;
@@ -71,7 +75,8 @@ export function reload() {
  * @param {Record<string, string | null>} changes
  */
 export function navigate(changes) {
-  const next = new URLSearchParams(location.search);
+  const base = new URL(asked || location.href, location.origin);
+  const next = new URLSearchParams(base.pathname === location.pathname ? base.search : location.search);
   for (const [name, value] of Object.entries(changes)) {
     if (value) next.set(name, value); else next.delete(name);
   }
@@ -108,6 +113,7 @@ async function draw(href, { push = false, focus = push } = {}) {
     show(null);
     if (focus) heading.focus();
   } catch (error) {
+    if (asked === href) asked = location.pathname + location.search;
     if (!(error instanceof SessionEnded)) show(error);
   } finally {
     loading.hidden = true;

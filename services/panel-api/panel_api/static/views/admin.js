@@ -4,7 +4,7 @@
 import { call, keep, may, session } from "../api.js";
 import { element, words } from "../dom.js";
 import { actionButton, editRow, formOf } from "../forms.js";
-import { number, t } from "../i18n.js";
+import { has, number, t } from "../i18n.js";
 import { listView } from "../list.js";
 import { channelChoices, everything, when } from "./common.js";
 
@@ -143,15 +143,52 @@ export async function account() {
 }
 
 /** @param {URL} url */
-export function audit(url) {
+export async function audit(url) {
+  const members = await everything("/v1/team");
   return listView(url, {
     id: "audit", path: "/v1/audit",
+    filters: [
+      { name: "member", label: "who", choices: members.map((m) => ({ value: String(m.id), text: m.email })) },
+      { name: "kind", label: "kind", choices: AUDIT_KINDS.map((k) => ({ value: k, text: t(`audit.${k}`) })) },
+    ],
     columns: [
       { label: "when", sort: "at", value: (a) => when(a.at) },
-      { label: "action", sort: "action", value: (a) => a.action },
-      { label: "target", value: (a) => a.target },
+      { label: "who", value: (a) => a.member_email ? element("bdi", { dir: "ltr", text: a.member_email }) : t("system") },
+      { label: "action", sort: "action", value: (a) => actionWords(a.action) },
+      { label: "target", value: (a) => element("code", { dir: "ltr", text: a.target }) },
+      { label: "change", value: (a) => changeOf(a.before, a.after) },
     ],
   });
+}
+
+// What audited actions are done to: the part of an action's name before the dot.
+const AUDIT_KINDS = ["channels", "contents", "bots", "inbox", "whitelist", "grants", "access_events",
+  "ad_slots", "ad_orders", "team", "workspace"];
+
+/** "channels.update" as "Channels: changed", in the page's language. @param {string} action */
+function actionWords(action) {
+  const [kind, verb = ""] = action.split(".");
+  const key = (/** @type {string} */ prefix, /** @type {string} */ name) => has(`${prefix}.${name}`) ? t(`${prefix}.${name}`) : name;
+  return `${key("audit", kind)}: ${key("did", verb)}`;
+}
+
+/**
+ * The fields a change touched, each with its value before and after (JSON, as stored).
+ * @param {Record<string, unknown> | null} before @param {Record<string, unknown> | null} after
+ */
+function changeOf(before, after) {
+  const names = [...new Set([...Object.keys(before ?? {}), ...Object.keys(after ?? {})])]
+    .filter((name) => JSON.stringify(before?.[name]) !== JSON.stringify(after?.[name]));
+  if (!names.length) return null;
+  /** @param {unknown} value */
+  const shown = (value) => value === undefined ? "—" : JSON.stringify(value);
+  const facts = element("dl", { class: "change" }, ...names.flatMap((name) => [
+    element("dt", { dir: "ltr", text: name }),
+    element("dd", { dir: "ltr" },
+      ...(before ? [element("del", { text: shown(before[name]) }), " → "] : []),
+      element("ins", { text: shown(after?.[name]) })),
+  ]));
+  return element("details", {}, element("summary", { text: t("fieldsChanged", { count: number(names.length) }) }), facts);
 }
 
 /** @returns {Promise<Node[]>} */

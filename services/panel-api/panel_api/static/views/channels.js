@@ -5,6 +5,7 @@
 import { call, may } from "../api.js";
 import { element, words } from "../dom.js";
 import { formOf, actionButton, editRow } from "../forms.js";
+import { latinDigits } from "../format.js";
 import { money, number, t } from "../i18n.js";
 import { listView } from "../list.js";
 import { open } from "../router.js";
@@ -228,7 +229,7 @@ export async function admission(url) {
         { name: "reason", label: "reason", value: "imported" },
       ], "import", async (v) => {
         /** @type {Record<string, unknown>} */
-        const body = { ids: v.ids.split(/[\s,;]+/).filter(Boolean), action: v.action, reason: v.reason || "imported" };
+        const body = { ids: latinDigits(v.ids).split(/[\s,;،]+/).filter(Boolean), action: v.action, reason: v.reason || "imported" };
         if (v.until) body.until = endOfDay(v.until);
         const done = await call("POST", `/v1/channels/${channel.id}/import`, body);
         return t("imported", { added: number(done.added), accepted: number(done.accepted), rejected: number(done.rejected.length) });
