@@ -17,7 +17,8 @@ $(STAMP): pyproject.toml services/simulators/pyproject.toml
 	$(UV) -e '.[dev]' -e services/simulators
 	touch $(STAMP)
 
-# The panel page is served as written; npm brings only TypeScript, to type-check it.
+# The panel page is served as written; npm brings TypeScript, to type-check it, and axe-core,
+# which the browser tests run on every page.
 NODE_STAMP := node_modules/.installed
 
 $(NODE_STAMP): package.json package-lock.json
@@ -51,7 +52,7 @@ page: $(NODE_STAMP)
 # ports; most of a test's time is spent waiting on servers, so more workers than cores pays.
 PYTEST_WORKERS ?= 4
 
-pytest: $(STAMP)
+pytest: $(STAMP) $(NODE_STAMP)
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --durations=15 $(PYTEST_ARGS)
 
 # Unit tests and the integration tests that start no process of their own.

@@ -17,6 +17,7 @@ from tests.conftest import ROOT, TEST_BCRYPT_ROUNDS, panel_settings
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ARTIFACTS = ROOT / "tests" / "artifacts"
+AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 PASSWORD = "correct horse battery"
 
 from playwright.sync_api import Browser, Page, sync_playwright  # noqa: E402
@@ -69,3 +70,15 @@ def sign_in(page: Page, url: str, password: str = PASSWORD) -> None:
     page.fill("input[name=email]", "owner@example.com")
     page.fill("input[name=password]", password)
     page.click("#sign-in button[type=submit]")
+
+
+def accessibility_problems(page: Page) -> list[str]:
+    """What axe-core finds critical or serious on the page as it stands, one line each."""
+    if not page.evaluate("typeof window.axe !== 'undefined'"):
+        page.evaluate(AXE.read_text(encoding="utf-8"))
+    found = page.evaluate(
+        "async () => (await axe.run(document, { resultTypes: ['violations'] })).violations"
+        ".filter((v) => v.impact === 'critical' || v.impact === 'serious')"
+        ".map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)"
+    )
+    return list(found)

@@ -51,10 +51,12 @@ def setup(serve: Serve, database_url: str) -> Iterator[Setup]:
     assert seed(database_url, "owner@example.com", PASSWORD, TEST_BCRYPT_ROUNDS) is True
     settings = panel_settings(database_url, BILLING_URL=billing.url)
     with serve_in_thread(create_app(settings)) as panel:
-        owner = HTTP.post(
-            f"{panel}/v1/auth/login", json={"email": "owner@example.com", "password": PASSWORD}
-        ).json()["access_token"]
-        yield Setup(panel, owner, billing)
+        yield Setup(panel, owner_token(panel), billing)
+
+
+def owner_token(panel: str) -> str:
+    login = {"email": "owner@example.com", "password": PASSWORD}
+    return str(HTTP.post(f"{panel}/v1/auth/login", json=login).json()["access_token"])
 
 
 def test_ledger__an_invoice_paid_shows_everywhere(setup: Setup, database_url: str) -> None:
@@ -263,6 +265,26 @@ def test_ledger__csv_exports_stream_every_row_with_the_lists_filters(
         "first_seen_at", "last_seen_at", "blocked",
     }  # fmt: skip
     assert setup.get("/v1/exports/memberships.csv?status=gone").status_code == 422
+
+
+def test_ledger__gateways_are_the_ones_billing_holds_keys_for(
+    serve: Serve, database_url: str
+) -> None:
+    # Billing with Subgate's secret alone.
+    billing = serve_billing(
+        serve,
+        database_url,
+        STRIPE_WEBHOOK_SECRET="",
+        WAYFORPAY_SECRET_KEY="",
+        WAYFORPAY_MERCHANT_ACCOUNT="",
+    )
+    assert seed(database_url, "owner@example.com", PASSWORD, TEST_BCRYPT_ROUNDS) is True
+    with serve_in_thread(create_app(panel_settings(database_url, BILLING_URL=billing.url))) as url:
+        setup = Setup(url, owner_token(url), billing)
+        assert setup.get("/v1/gateways").json() == {
+            "gateways": ["subgate"],
+            "titles": {"subgate": "Subgate"},
+        }
 
 
 @pytest.mark.parametrize(
