@@ -87,9 +87,20 @@ async def insert_update(conn: Connection, bot_id: int, incoming: Incoming) -> bo
     return cur.rowcount == 1
 
 
-async def advance_poll_offset(conn: Connection, bot_id: int, offset: int) -> None:
-    """In the transaction that stored the batch: the offset moves only past committed updates."""
-    await conn.execute(Q["advance_poll_offset"], {"bot_id": bot_id, "offset": offset})
+async def poll_start(conn: Connection, bot_id: int) -> tuple[int, bool]:
+    """The stored offset, and whether it is stale (no update for a week)."""
+    cur = await conn.execute(Q["poll_start"], {"bot_id": bot_id})
+    row = await cur.fetchone()
+    return (0, False) if row is None else (int(row["poll_offset"]), bool(row["stale"]))
+
+
+async def advance_poll_offset(
+    conn: Connection, bot_id: int, offset: int, *, restart: bool = False
+) -> None:
+    """In the transaction that stored the batch: the offset moves only past committed updates;
+    `restart` sets it even below the stored one (Telegram's numbering started over)."""
+    params = {"bot_id": bot_id, "offset": offset, "restart": restart}
+    await conn.execute(Q["advance_poll_offset"], params)
 
 
 # -- the claim ----------------------------------------------------------------------------

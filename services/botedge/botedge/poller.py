@@ -2,6 +2,11 @@
 
 The offset moves only in the transaction that stored the batch, so a crash after getUpdates and
 before the commit gets the same updates again (and the inbox key drops the repeats).
+
+An offset is not trusted blindly: after a week with no updates Telegram numbers the next one at
+random, possibly below the stored offset, where `getUpdates(offset)` would confirm it unseen.
+A poller whose bot has been quiet that long asks once without an offset (the earliest updates
+Telegram holds), and a batch with ids below the offset starts the offset over from that batch.
 """
 
 from __future__ import annotations
@@ -56,9 +61,22 @@ class Poller:
         self.pause = pause
         self.clock = clock
         self.failures = 0
+        # Ask without an offset until a batch arrives (see the module's docstring).
+        self.restart = False
 
     async def run(self, stopping: asyncio.Event) -> None:
         await self.pause.load()
+        try:
+            async with connection(self.pool) as conn:
+                self.offset, self.restart = await inbox_store.poll_start(conn, self.bot_id)
+        except errors.BotedgeError as error:
+            log.warning("bot %d: could not read the poll offset: %s", self.bot_id, error)
+        if self.restart:
+            log.warning(
+                "bot %d: no update for a week; asking Telegram without offset %d",
+                self.bot_id,
+                self.offset,
+            )
         while not stopping.is_set():
             await self.pause.wait(stopping)
             if stopping.is_set():
@@ -105,7 +123,7 @@ class Poller:
                 self.token,
                 "getUpdates",
                 {
-                    "offset": self.offset,
+                    **({} if self.restart else {"offset": self.offset}),
                     "timeout": self.poll_timeout,
                     "allowed_updates": ALLOWED_UPDATES,
                 },
@@ -125,7 +143,20 @@ class Poller:
         return call.result()
 
     async def store(self, updates: list[object]) -> None:
-        highest = self.offset - 1
+        ids = [
+            u["update_id"]
+            for u in updates
+            if isinstance(u, dict) and isinstance(u.get("update_id"), int)
+        ]
+        restart = self.restart or any(i < self.offset for i in ids)
+        if restart and not self.restart:
+            log.warning(
+                "bot %d: Telegram's update ids started over (%d, below offset %d)",
+                self.bot_id,
+                min(ids),
+                self.offset,
+            )
+        highest = -1 if restart else self.offset - 1
         stored = 0
         async with connection(self.pool) as conn, conn.transaction():
             for raw in updates:
@@ -141,8 +172,9 @@ class Poller:
                     IGNORED_KINDS.labels(other_kind(incoming.payload)).inc()
                     continue
                 stored += await inbox_store.insert_update(conn, self.bot_id, incoming)
-            await inbox_store.advance_poll_offset(conn, self.bot_id, highest + 1)
+            await inbox_store.advance_poll_offset(conn, self.bot_id, highest + 1, restart=restart)
         self.offset = highest + 1
+        self.restart = False
         POLLED_UPDATES.inc(stored)
         if stored:
             self.notifier.announce("inbox", str(self.bot_id))

@@ -30,10 +30,21 @@ VALUES (%(bot_id)s, %(update_id)s, %(chat_key)s, %(kind)s, %(payload)s)
 ON CONFLICT (bot_id, update_id) DO NOTHING
 RETURNING id;
 
+-- poll_start --
+-- Where a poller starts: the stored offset, and whether it is too old to trust (no update for
+-- a week: Telegram's next id is random then, and may lie below it).
+SELECT poll_offset,
+       poll_offset > 0 AND (last_update_at IS NULL
+                            OR last_update_at < now() - interval '7 days') AS stale
+  FROM bots
+ WHERE id = %(bot_id)s;
+
 -- advance_poll_offset --
--- In the transaction that stored the batch: the offset moves only past committed updates.
-UPDATE bots SET poll_offset = greatest(poll_offset, %(offset)s), last_error = NULL,
-                poll_backoff_until = NULL
+-- In the transaction that stored the batch: the offset moves only past committed updates, and
+-- backwards only when Telegram's numbering started over.
+UPDATE bots SET poll_offset = CASE WHEN %(restart)s THEN %(offset)s
+                                   ELSE greatest(poll_offset, %(offset)s) END,
+                last_update_at = now(), last_error = NULL, poll_backoff_until = NULL
  WHERE id = %(bot_id)s;
 
 -- record_bot_error --

@@ -27,6 +27,33 @@ def test_polling__updates_flow_and_the_offset_advances_after_commit(edge: Edge) 
     assert edge.query("SELECT count(*) FROM inbox") == [(6,)]
 
 
+def test_polling__after_a_quiet_week_ids_below_the_offset_are_still_taken(edge: Edge) -> None:
+    bot_id, token, _ = edge.add_bot(9205, mode="polling")
+    worker = edge.start_worker()
+    edge.sim_post("/_sim/messages", {"token": token, "user_id": 5005, "text": "/start"})
+    edge.wait_until(lambda: len(edge.sim_get("/_sim/sent", bot_id=9205)) == 1, 30, "a reply")
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(timeout=40) == 0
+    [(offset,)] = edge.query("SELECT poll_offset FROM bots WHERE id = %s", bot_id)
+    # A week goes by with no update; Telegram's next id is then random, here below the offset,
+    # where getUpdates(offset) would confirm it unseen.
+    edge.query(
+        "UPDATE bots SET last_update_at = now() - interval '8 days' WHERE id = %s RETURNING id",
+        bot_id,
+    )
+    edge.sim_post("/_sim/bots", {"token": token, "next_update_id": 500})
+    edge.sim_post("/_sim/messages", {"token": token, "user_id": 5005, "text": "after the week"})
+    assert offset > 500
+    edge.start_worker()
+    edge.wait_until(lambda: len(edge.sim_get("/_sim/sent", bot_id=9205)) == 2, 30, "the reply")
+    assert edge.sim_get("/_sim/sent", bot_id=9205)[1]["text"].startswith("I did not understand")
+    # The offset starts over from the new numbering.
+    assert edge.query("SELECT poll_offset FROM bots WHERE id = %s", bot_id) == [(501,)]
+    assert edge.query(
+        "SELECT update_id FROM inbox WHERE bot_id = %s ORDER BY update_id", bot_id
+    ) == [(500,), (offset - 1,)]
+
+
 @pytest.mark.slow
 def test_polling__webhook_conflict_is_recorded_and_backed_off(edge: Edge) -> None:
     bot_id, token, _ = edge.add_bot(9202, mode="polling")

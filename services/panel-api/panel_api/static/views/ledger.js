@@ -6,12 +6,14 @@ import { element, show, wordChoices, words } from "../dom.js";
 import { actionButton, formOf } from "../forms.js";
 import { money, number, t } from "../i18n.js";
 import { listView } from "../list.js";
-import { channelChoices, copyable, everything, person, wholeNumber, when } from "./common.js";
+import { botChoices, channelChoices, copyable, everything, person, wholeNumber, when } from "./common.js";
 
 /** @param {URL} url */
-export function people(url) {
+export async function people(url) {
+  const bots = await everything("/v1/bots");
   return listView(url, {
     id: "people", path: "/v1/people", search: true, csv: "/v1/exports/people.csv",
+    filters: bots.length > 1 ? [{ name: "bot", label: "bot", choices: botChoices(bots) }] : [],
     columns: [
       { label: "telegramUser", sort: "telegram_user_id", value: (p) => String(p.telegram_user_id) },
       { label: "name", value: (p) => [p.first_name, p.last_name].filter(Boolean).join(" ") || null },
