@@ -369,7 +369,7 @@ class _Message(_Quiet):
         message = visit.update.body
         chat_id = visit.update.chat_key
         if visit.person_id is None:
-            return default_reply(message)
+            return await default_reply(conn, visit.update.bot_id, message)
         tx_hash = parse_hash(message.get("text"))
         if tx_hash is not None:
             return await self._hash(conn, visit, tx_hash)
@@ -378,7 +378,7 @@ class _Message(_Quiet):
             return [_text(chat_id, problem)]
         step = await _step(conn, visit)
         if step is None:
-            return default_reply(message)
+            return await default_reply(conn, visit.update.bot_id, message)
         if step.expired:
             await _end(conn, visit)
             return [_text(chat_id, EXPIRED)]

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from botedge import bot_store, channels, outbox_store
+from botedge import bot_store, channels, outbox_store, sqlq
 from botedge.ids import ChatId, PersonId
 from botedge.inbox_store import InboxRow
 from botedge.outbox_store import Reply
@@ -23,7 +23,8 @@ from botedge.telegram import BotApi
 from shared.clock import SYSTEM_CLOCK, Clock
 from shared.db import Connection
 
-WELCOME = "Welcome! Open a content link to get started."
+WELCOME = "Welcome! Here is what I can do:"
+CONTENT_HELP = "• Open a content link you were given, and I send you the content."
 
 
 class Handler(Protocol):
@@ -189,7 +190,7 @@ class BotLogic:
             if isinstance(body.get("migrate_to_chat_id"), int):
                 await move_chat(conn, int(body["chat"]["id"]), body["migrate_to_chat_id"])
                 return []
-            return default_reply(body)
+            return await default_reply(conn, update.bot_id, body)
         if update.kind == "callback_query":
             return [
                 Reply(
@@ -233,8 +234,9 @@ class BotLogic:
         return []
 
 
-def default_reply(message: dict[str, Any]) -> list[Reply]:
-    """A private message no feature took: a greeting for /start and /help, a hint otherwise."""
+async def default_reply(conn: Connection, bot_id: int, message: dict[str, Any]) -> list[Reply]:
+    """A private message no feature took: for /start and /help, what the bot offers (content
+    links, its paid channels with a button each, the ad shop); a hint otherwise."""
     chat = message.get("chat") or {}
     if chat.get("type") not in (None, "private"):
         return []
@@ -243,7 +245,7 @@ def default_reply(message: dict[str, Any]) -> list[Reply]:
     if not isinstance(text, str):
         return []
     if text.split(maxsplit=1)[0] in ("/start", "/help") if text.strip() else False:
-        return [Reply(chat_id, "sendMessage", {"chat_id": chat_id, "text": WELCOME})]
+        return [await _welcome(conn, bot_id, chat_id)]
     return [
         Reply(
             chat_id,
@@ -262,3 +264,21 @@ def _by_prefix(routes: dict[str, Route], payload: str) -> tuple[Route, str] | No
         if payload.startswith(prefix):
             return routes[prefix], payload[len(prefix) :]
     return None
+
+
+async def _welcome(conn: Connection, bot_id: int, chat_id: ChatId) -> Reply:
+    cur = await conn.execute(sqlq.Q["bot_offers"], {"bot_id": bot_id})
+    offers = await cur.fetchone() or {"username": "", "channels": [], "shop": False}
+    lines = [WELCOME, CONTENT_HELP]
+    paid = offers["channels"]
+    if paid:
+        lines.append("• Join a paid channel: press it below to see its price and pay.")
+        lines.append("• /link: your invite link again, once you have paid.")
+    if offers["shop"]:
+        lines.append("• /ads: advertise here, paid in USDT or TRX.")
+    body: dict[str, Any] = {"chat_id": chat_id, "text": "\n".join(lines)}
+    if paid:
+        start = f"https://t.me/{offers['username']}?start=pay_"
+        rows = [[{"text": c["title"][:60], "url": f"{start}{c['id']}"}] for c in paid[:10]]
+        body["reply_markup"] = {"inline_keyboard": rows}
+    return Reply(chat_id, "sendMessage", body)

@@ -588,3 +588,13 @@ SELECT c.id AS channel_id, c.telegram_chat_id, c.title, c.admission, c.join_requ
  WHERE p.telegram_user_id = %(user_id)s
  ORDER BY c.id
  LIMIT 10;
+
+-- bot_offers --
+-- What a plain /start lists: the paid channels this bot sells and whether it runs an ad shop.
+SELECT b.username,
+       coalesce((SELECT json_agg(json_build_object('id', c.id, 'title', c.title) ORDER BY c.title)
+                   FROM channels c
+                  WHERE c.is_paid AND c.manager_bot_id = b.id), '[]') AS channels,
+       EXISTS (SELECT 1 FROM ad_slots s WHERE s.bot_id = b.id AND s.active) AS shop
+  FROM bots b
+ WHERE b.id = %(bot_id)s;

@@ -130,6 +130,20 @@ def test_intruders__removed_and_told_admins_and_the_whitelisted_kept(shop: Shop)
     assert bans == [STRANGER]
     unbans = outbox(shop, "unbanChatMember")
     assert [(u["user_id"], u["only_if_banned"]) for u in unbans] == [(STRANGER, True)]
+    # Telegram tells of the ban and the unban as it tells of a leave: the stranger is no
+    # longer counted in the channel.
+    edge.wait_until(
+        lambda: (
+            edge.query(
+                "SELECT cm.status, cm.is_member FROM channel_members cm"
+                " JOIN people p ON p.id = cm.person_id WHERE p.telegram_user_id = %s",
+                STRANGER,
+            )
+            == [("left", False)]
+        ),
+        30,
+        "the stranger out of channel_members",
+    )
 
 
 def test_link_again__a_fresh_single_use_link_and_the_lost_one_revoked(shop: Shop) -> None:

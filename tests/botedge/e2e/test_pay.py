@@ -140,6 +140,29 @@ def test_pay__offer_link_checkout_pay_invite_link_joined(store: Store) -> None:
     )
 
 
+def test_pay__a_plain_start_lists_what_the_bot_offers(store: Store) -> None:
+    edge = store.edge
+    edge.query(
+        "INSERT INTO ad_slots (bot_id, kind, title, price_micros) SELECT id, 'pinned_post',"
+        " 'Pinned', 1000000 FROM bots RETURNING id"
+    )
+    edge.start_worker()
+    store.say("/start")
+    edge.wait_until(lambda: bool(store.sent()), 30, "the welcome")
+    [welcome] = store.sent()
+    assert welcome["text"].splitlines() == [
+        "Welcome! Here is what I can do:",
+        "• Open a content link you were given, and I send you the content.",
+        "• Join a paid channel: press it below to see its price and pay.",
+        "• /link: your invite link again, once you have paid.",
+        "• /ads: advertise here, paid in USDT or TRX.",
+    ]
+    [(payload,)] = edge.query("SELECT payload FROM outbox WHERE method = 'sendMessage'")
+    [[button]] = payload["reply_markup"]["inline_keyboard"]
+    username = edge.query("SELECT username FROM bots")[0][0]
+    assert button == {"text": "Paid", "url": f"https://t.me/{username}?start=pay_{store.channel}"}
+
+
 @pytest.mark.parametrize("gateway", ["wayforpay", "stripe"])
 def test_pay__declined_at_the_checkout_grants_nothing(store: Store, gateway: str) -> None:
     edge = store.edge

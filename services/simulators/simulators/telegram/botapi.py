@@ -370,7 +370,10 @@ def _set_status(status: str) -> Method:
             and chat.members.get(user_id) != ("kicked")
         ):
             return True
-        chat.members[user_id] = status
+        # As Telegram does: each admin bot that asked for `chat_member` hears of the change,
+        # made by this bot.
+        if chat.members.get(user_id, "left") != status:
+            move(world, chat, user_id, status, None, by=bot.user())
         return True
 
     return change
@@ -467,14 +470,23 @@ async def get_webhook_info(world: World, bot: Bot, params: Params) -> Any:
     return info
 
 
-def move(world: World, chat: Chat, user_id: int, status: str, link: InviteLink | None) -> list[int]:
-    """Change a member's status; each admin bot that asked for `chat_member` is told.
-    Returns the ids of the updates sent."""
+def move(
+    world: World,
+    chat: Chat,
+    user_id: int,
+    status: str,
+    link: InviteLink | None,
+    *,
+    by: dict[str, Any] | None = None,
+) -> list[int]:
+    """Change a member's status; each admin bot that asked for `chat_member` is told. `by` is
+    who made the change (an admin bot's ban), else the member themselves. Returns the ids of
+    the updates sent."""
     old = chat.members.get(user_id, "left")
     chat.members[user_id] = status
     change: dict[str, Any] = {
         "chat": chat.as_json(),
-        "from": member(user_id, status)["user"],
+        "from": by or member(user_id, status)["user"],
         "date": int(time.time()),
         "old_chat_member": member(user_id, old),
         "new_chat_member": member(user_id, status),
