@@ -264,30 +264,21 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
     ("GET", "/v1/payments"): Operation(
         "Payments", Role.VIEWER, Page[Payment], query=PaymentQuery, handler=Ledger.payments
     ),
-    ("GET", "/v1/exports/people.csv"): Operation(
-        "People as CSV, filtered and sorted as the list is; streamed",
-        Role.ADMIN,
-        str,
-        query=PeopleExport,
-        media_type="text/csv; charset=utf-8",
-        handler=Ledger.people_csv,
-    ),
-    ("GET", "/v1/exports/memberships.csv"): Operation(
-        "Memberships as CSV, filtered and sorted as the list is; streamed",
-        Role.ADMIN,
-        str,
-        query=MembershipExport,
-        media_type="text/csv; charset=utf-8",
-        handler=Ledger.memberships_csv,
-    ),
-    ("GET", "/v1/exports/payments.csv"): Operation(
-        "Payments as CSV, filtered and sorted as the list is; streamed",
-        Role.ADMIN,
-        str,
-        query=PaymentExport,
-        media_type="text/csv; charset=utf-8",
-        handler=Ledger.payments_csv,
-    ),
+    **{
+        ("GET", f"/v1/exports/{name}.csv"): Operation(
+            f"{name.capitalize()} as CSV, filtered and sorted as the list is; streamed",
+            Role.ADMIN,
+            str,
+            query=export,
+            media_type="text/csv; charset=utf-8",
+            handler=handler,
+        )
+        for name, export, handler in (
+            ("people", PeopleExport, Ledger.people_csv),
+            ("memberships", MembershipExport, Ledger.memberships_csv),
+            ("payments", PaymentExport, Ledger.payments_csv),
+        )
+    },
     ("GET", "/v1/gateways"): Operation(
         "The gateways billing can make an invoice for",
         Role.VIEWER,
