@@ -16,8 +16,8 @@ from panel_api import store
 from panel_api.access import Listing
 from shared.web import runtime
 
-# A column's heading and how it is read from a row.
-Column = tuple[str, Callable[[dict[str, Any]], Any]]
+# A column: a field of the row by its name, or a heading and how it is read from a row.
+Column = str | tuple[str, Callable[[dict[str, Any]], Any]]
 
 # A spreadsheet runs a cell that starts with one of these as a formula: a name such as
 # "=HYPERLINK(...)" is written with a quote before it (OWASP's advice for CSV injection).
@@ -37,10 +37,6 @@ def cell(value: Any) -> str:
     return f"'{text}" if text.startswith(_FORMULA) else text
 
 
-def field(name: str) -> Callable[[dict[str, Any]], Any]:
-    return lambda row: row[name]
-
-
 def person(part: str) -> Callable[[dict[str, Any]], Any]:
     """A part of the `person` object the lists join (username, first_name, last_name)."""
     return lambda row: (row["person"] or {}).get(part)
@@ -55,15 +51,17 @@ def download(
     name: str,
     today: dt.date,
 ) -> StreamingResponse:
-    columns = tuple(columns)
+    read = tuple(
+        (column, _field(column)) if isinstance(column, str) else column for column in columns
+    )
 
     async def lines() -> AsyncIterator[str]:
         # The byte-order mark makes spreadsheet programs read the file as UTF-8 (Persian names).
-        yield "\ufeff" + _line([heading for heading, _ in columns])
+        yield "\ufeff" + _line([heading for heading, _ in read])
         async with store.connection(runtime(request).pool) as conn:
             batch: list[str] = []
             async for row in listing.every_row(conn, sort, params):
-                batch.append(_line([cell(read(row)) for _, read in columns]))
+                batch.append(_line([cell(value(row)) for _, value in read]))
                 if len(batch) == 200:
                     yield "".join(batch)
                     batch = []
@@ -78,6 +76,10 @@ def download(
             "Cache-Control": "no-store",
         },
     )
+
+
+def _field(name: str) -> Callable[[dict[str, Any]], Any]:
+    return lambda row: row[name]
 
 
 def _line(values: list[str]) -> str:

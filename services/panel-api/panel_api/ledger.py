@@ -5,6 +5,7 @@ need a look. Creating an invoice is billing's to do: the panel asks billing and 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 from decimal import Decimal
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -335,10 +336,8 @@ class Dashboard(msgspec.Struct):
 
 
 _PERSON_COLUMNS: list[exports.Column] = [
-    ("telegram_user_id", exports.field("telegram_user_id")),
-    ("username", exports.person("username")),
-    ("first_name", exports.person("first_name")),
-    ("last_name", exports.person("last_name")),
+    "telegram_user_id",
+    *((part, exports.person(part)) for part in ("username", "first_name", "last_name")),
 ]
 
 
@@ -391,14 +390,14 @@ class Ledger:
     async def people_csv(self, request: Request, caller: Caller) -> Response:
         where = query(request, PeopleExport)
         columns = [
-            ("bot_id", exports.field("bot_id")),
-            ("telegram_user_id", exports.field("telegram_user_id")),
-            ("username", exports.field("username")),
-            ("first_name", exports.field("first_name")),
-            ("last_name", exports.field("last_name")),
-            ("first_seen_at", exports.field("first_seen_at")),
-            ("last_seen_at", exports.field("last_seen_at")),
-            ("blocked", exports.field("blocked")),
+            "bot_id",
+            "telegram_user_id",
+            "username",
+            "first_name",
+            "last_name",
+            "first_seen_at",
+            "last_seen_at",
+            "blocked",
         ]
         return self._csv(request, PEOPLE, where.sort, _people_filters(where), columns, "people")
 
@@ -411,12 +410,12 @@ class Ledger:
         where = query(request, MembershipExport)
         columns = [
             *_PERSON_COLUMNS,
-            ("channel_id", exports.field("channel_id")),
-            ("channel_title", exports.field("channel_title")),
-            ("status", exports.field("status")),
-            ("expires_at", exports.field("expires_at")),
-            ("grace_days", exports.field("grace_days")),
-            ("updated_at", exports.field("updated_at")),
+            "channel_id",
+            "channel_title",
+            "status",
+            "expires_at",
+            "grace_days",
+            "updated_at",
         ]
         filters = _membership_filters(where)
         return self._csv(request, MEMBERSHIPS, where.sort, filters, columns, "memberships")
@@ -427,7 +426,7 @@ class Ledger:
         listing: Listing,
         sort: str,
         filters: dict[str, Any],
-        columns: list[exports.Column],
+        columns: Iterable[exports.Column],
         name: str,
     ) -> Response:
         today = self.clock.now().date()
@@ -457,18 +456,18 @@ class Ledger:
     async def payments_csv(self, request: Request, caller: Caller) -> Response:
         where = query(request, PaymentExport)
         columns = [
-            ("id", exports.field("id")),
-            ("gateway", exports.field("gateway")),
-            ("external_payment_id", exports.field("external_payment_id")),
-            ("order_reference", exports.field("order_reference")),
+            "id",
+            "gateway",
+            "external_payment_id",
+            "order_reference",
             *_PERSON_COLUMNS,
-            ("channel_id", exports.field("channel_id")),
+            "channel_id",
             ("amount", lambda row: major_text(row["amount_minor"], row["currency"])),
-            ("currency", exports.field("currency")),
-            ("paid_at", exports.field("paid_at")),
-            ("applied", exports.field("applied")),
-            ("flag", exports.field("flag")),
-            ("created_at", exports.field("created_at")),
+            "currency",
+            "paid_at",
+            "applied",
+            "flag",
+            "created_at",
         ]
         filters = _payment_filters(where)
         return self._csv(request, PAYMENTS, where.sort, filters, columns, "payments")

@@ -168,8 +168,10 @@ const AUDIT_KINDS = ["channels", "contents", "bots", "inbox", "whitelist", "gran
 /** "channels.update" as "Channels: changed", in the page's language. @param {string} action */
 function actionWords(action) {
   const [kind, verb = ""] = action.split(".");
-  const key = (/** @type {string} */ prefix, /** @type {string} */ name) => has(`${prefix}.${name}`) ? t(`${prefix}.${name}`) : name;
-  return `${key("audit", kind)}: ${key("did", verb)}`;
+  // An action the page has no words for yet is shown by its own name.
+  /** @param {string} key @param {string} name */
+  const said = (key, name) => (has(key) ? t(key) : name);
+  return `${said(`audit.${kind}`, kind)}: ${said(`did.${verb}`, verb)}`;
 }
 
 /**
