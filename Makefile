@@ -46,18 +46,18 @@ typecheck: $(STAMP)
 # The page's modules type-checked from their JSDoc, and its pure functions under node's runner.
 page: $(NODE_STAMP)
 	node_modules/.bin/tsc -p tsconfig.json
-	node --test --test-reporter=spec tests/panel_api/page/
+	node --test --test-reporter=spec tests/panel_api/page/ tests/simulators_page/
 
 # Tests run in parallel processes (pytest-xdist), each with its own PostgreSQL and its own
 # ports; most of a test's time is spent waiting on servers, so more workers than cores pays.
 PYTEST_WORKERS ?= 4
 
 pytest: $(STAMP) $(NODE_STAMP)
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --durations=15 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=15 $(PYTEST_ARGS)
 
 # Unit tests and the integration tests that start no process of their own.
 test-fast: $(STAMP) $(NODE_STAMP)
-	node --test --test-reporter=spec tests/panel_api/page/
+	node --test --test-reporter=spec tests/panel_api/page/ tests/simulators_page/
 	$(BIN)/python -m pytest -n 2 -m "not process" $(wildcard tests/*/unit tests/*/integration) $(PYTEST_ARGS)
 
 migrate: $(STAMP)

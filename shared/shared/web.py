@@ -135,6 +135,20 @@ def create_service_app(
     return app
 
 
+# A page's document: scripts and styles from its own origin only, no inline code, nothing from
+# elsewhere (the panel and the simulators' pages).
+PAGE_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+)
+PAGE_HEADERS = {
+    "Content-Security-Policy": PAGE_POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-cache",
+}
+
+
 def create_plain_app(routes: Sequence[BaseRoute], *, body_limit: int = 1024 * 1024) -> Starlette:
     """An app without a database (the simulated servers): same errors, health and metrics."""
 

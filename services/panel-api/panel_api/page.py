@@ -12,22 +12,12 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from panel_api import errors
+from shared.web import PAGE_HEADERS
 
 STATIC = Path(__file__).parent / "static"
 # Paths that are the API's, or the service's own: never the page.
 RESERVED = ("/v1", "/internal", "/healthz", "/readyz", "/metrics", "/openapi.json", "/assets")
-# Scripts and styles from this origin only: no inline code, nothing from elsewhere.
-POLICY = (
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
-)
 ANY_METHOD = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
-HEADERS = {
-    "Content-Security-Policy": POLICY,
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "Cache-Control": "no-cache",
-}
 
 
 async def index(request: Request) -> Response:
@@ -36,7 +26,7 @@ async def index(request: Request) -> Response:
     reserved = any(path == prefix or path.startswith(prefix + "/") for prefix in RESERVED)
     if reserved or request.method not in ("GET", "HEAD"):
         raise errors.NotFound(f"nothing at {path[:200]}")
-    return FileResponse(STATIC / "index.html", media_type="text/html", headers=HEADERS)
+    return FileResponse(STATIC / "index.html", media_type="text/html", headers=PAGE_HEADERS)
 
 
 def routes() -> list[BaseRoute]:

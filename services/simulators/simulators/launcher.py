@@ -31,10 +31,12 @@ from shared import logging as jsonlog
 from shared import migrate
 from shared.embedded_pg import EmbeddedPostgres, EmbeddedPostgresError
 from shared.settings import LOG_LEVELS
+from simulators.trongrid.app import DEMO_PAYER
 
-STOP_BUDGET = 6.0
+# How long a process may drain after SIGTERM before it is killed: the services' own shutdown
+# deadline (SHUTDOWN_TIMEOUT, 8 s unless set) and a margin to exit.
+STOP_MARGIN = 2.0
 SWEEP_EVERY = 60
-DEMO_PAYER = "TD5gsCwxykWsLN9aPrq2TAfNjByuZKYp4E"
 
 log = logging.getLogger("launcher")
 READY_TIMEOUT = 120.0
@@ -215,7 +217,7 @@ class Launcher:
             return 1
         log.info("migrations up to date (%d applied now)", len(applied))
         seeded = subprocess.run(
-            [sys.executable, "-m", "panel_api", "seed"], env=child_env, check=False
+            [sys.executable, "-m", "panel_api", "seed"], env=child_env, check=False, process_group=0
         )
         if seeded.returncode != 0:
             self.say("seeding demo data failed")
@@ -243,10 +245,16 @@ class Launcher:
             if self.stop_requested is not None:
                 return 0
             env = dict(child_env, PORT=str(ports[child.name]))
+            if child.name in ("simtelegram", "simtrongrid"):
+                # A restarted demo continues where it stopped: people, chats, transactions.
+                env["SIM_STATE_FILE"] = str(self.data_dir / f"{child.name}.json")
             self.procs[child.name] = subprocess.Popen(  # noqa: S603 - our own modules
                 [sys.executable, "-m", child.module, *child.args],
                 env=env,
                 preexec_fn=_terminate_with_parent,
+                # Out of the terminal's process group: Ctrl-C reaches the launcher alone, which
+                # stops the services before the simulators they talk to.
+                process_group=0,
             )
             log.info("started %s (pid %d)", child.name, self.procs[child.name].pid)
 
@@ -261,6 +269,7 @@ class Launcher:
             [sys.executable, "-m", "billing", "sweep", "--every", str(SWEEP_EVERY)],
             env=child_env,
             preexec_fn=_terminate_with_parent,
+            process_group=0,
         )
         self._banner(ports, database_url, child_env, demo_bot, demo_gate)
         while self.stop_requested is None:
@@ -405,16 +414,31 @@ class Launcher:
         self.say("\n".join(lines))
 
     def _stop_children(self) -> None:
-        alive = {name: p for name, p in self.procs.items() if p.poll() is None}
+        """The services first (the bots' pollers and senders stop talking to the simulated
+        Telegram), then the simulators; each may drain for its shutdown deadline."""
+        try:
+            budget = float(self.env.get("SHUTDOWN_TIMEOUT") or 8.0) + STOP_MARGIN
+        except ValueError:
+            budget = 8.0 + STOP_MARGIN
+        simulators = {child.name for child in CHILDREN if child.module.startswith("simulators")}
+        self._stop_stage({n: p for n, p in self.procs.items() if n not in simulators}, budget)
+        self._stop_stage({n: p for n, p in self.procs.items() if n in simulators}, budget)
+
+    def _stop_stage(self, procs: dict[str, subprocess.Popen[bytes]], budget: float) -> None:
+        alive = {name: p for name, p in procs.items() if p.poll() is None}
         for proc in alive.values():
-            # SIGTERM drains; a process already draining from the terminal's SIGINT ignores it.
             proc.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + STOP_BUDGET
+        deadline = time.monotonic() + budget
         for name, proc in alive.items():
             try:
                 proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                log.warning("%s did not stop in time; killing it", name)
+                log.warning(
+                    "%s (pid %d) was still draining %.0f s after SIGTERM; killing it",
+                    name,
+                    proc.pid,
+                    budget,
+                )
                 proc.kill()
                 proc.wait()
 
@@ -438,7 +462,13 @@ def _demo_step(what: str, env: dict[str, str], module: str, *args: str) -> str |
     """Run one demo-data command; its output, or None (logged) when it failed: the system is
     still worth bringing up without that part of the demo."""
     done = subprocess.run(  # noqa: S603 - our own module
-        [sys.executable, "-m", module, *args], env=env, capture_output=True, text=True, check=False
+        [sys.executable, "-m", module, *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        # A Ctrl-C while it runs stops the launcher after it, not the step halfway.
+        process_group=0,
     )
     if done.returncode != 0:
         log.warning("could not %s: %s", what, done.stderr.strip()[-300:])

@@ -15,6 +15,7 @@ import os
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -25,6 +26,8 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
 from shared.web import create_plain_app
+from simulators.pages import page_routes
+from simulators.statefile import StateFile
 from simulators.telegram import control
 from simulators.telegram.botapi import METHODS, Params, WithDescription, error_response, ok
 from simulators.telegram.state import ApiError, Bot, Call, Faults, Upload, World
@@ -145,10 +148,18 @@ async def bot_method(request: Request) -> Response:
 
 def create_app(faults: Faults | None = None, seed: int | None = None) -> Starlette:
     world = World(faults or Faults.from_env(os.environ), seed)
+    state = StateFile.from_env("SIM_STATE_FILE", world.snapshot, world.version)
+    saved = state.load() if state else None
+    if saved:
+        world.restore(saved)
     deliveries = Deliveries(world)
     world.on_update = deliveries.start
     app = create_plain_app(
-        [Route("/bot{token}/{method}", bot_method, methods=["GET", "POST"]), *control.ROUTES],
+        [
+            Route("/bot{token}/{method}", bot_method, methods=["GET", "POST"]),
+            *control.ROUTES,
+            *page_routes(Path(__file__).parent / "static"),
+        ],
         body_limit=50 * 1024 * 1024,
     )
     app.state.world = world
@@ -159,8 +170,15 @@ def create_app(faults: Faults | None = None, seed: int | None = None) -> Starlet
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        saving = asyncio.create_task(state.keep_saving()) if state else None
+        for bot in world.bots.values():
+            if bot.webhook_url and bot.updates:
+                deliveries.start(bot)
         yield
         await deliveries.close()
+        if saving is not None and state is not None:
+            saving.cancel()
+            state.save()
 
     app.router.lifespan_context = lifespan
     return app

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -129,6 +130,10 @@ async def _send(world: World, bot: Bot, params: Params, kind: str) -> Any:
     if params.get("reply_markup"):
         message["reply_markup"] = params["reply_markup"]
     chat.messages[message_id] = message
+    chat.bot_of[message_id] = bot.id
+    if params.get("parse_mode") == "HTML":
+        chat.html.add(message_id)
+    world.touch()
     world.sent.append(
         {
             "bot_id": bot.id,
@@ -202,12 +207,17 @@ def _message(world: World, params: Params, what: str) -> tuple[Chat, dict[str, A
 
 async def edit_message_text(world: World, bot: Bot, params: Params) -> Any:
     _check_html(params)
-    _, message = _message(world, params, "edit")
+    chat, message = _message(world, params, "edit")
     text = params.get("text")
     if text == message.get("text") and params.get("reply_markup") == message.get("reply_markup"):
         raise ApiError(400, NOT_MODIFIED)
     message["text"] = text
     message["reply_markup"] = params.get("reply_markup")
+    if params.get("parse_mode") == "HTML":
+        chat.html.add(message["message_id"])
+    else:
+        chat.html.discard(message["message_id"])
+    world.touch()
     return message
 
 
@@ -216,20 +226,28 @@ async def edit_message_reply_markup(world: World, bot: Bot, params: Params) -> A
     if params.get("reply_markup") == message.get("reply_markup"):
         raise ApiError(400, NOT_MODIFIED)
     message["reply_markup"] = params.get("reply_markup")
+    world.touch()
     return message
 
 
 async def delete_message(world: World, bot: Bot, params: Params) -> Any:
     chat, message = _message(world, params, "delete")
     del chat.messages[message["message_id"]]
+    world.touch()
     return True
 
 
 async def answer_callback_query(world: World, bot: Bot, params: Params) -> Any:
-    if not params.get("callback_query_id"):
+    query_id = str(params.get("callback_query_id") or "")
+    if not query_id:
         raise ApiError(
             400, "Bad Request: query is too old and response timeout expired or query ID is invalid"
         )
+    person = world.queries.pop(query_id, None)
+    text = params.get("text")
+    if person is not None and isinstance(text, str) and text:
+        world.touch()
+        world.notices.setdefault(person, deque(maxlen=20)).append((world.revision, text))
     return True
 
 
@@ -257,9 +275,9 @@ def _require_admin(world: World, bot: Bot, chat: Chat, error: str) -> None:
         raise ApiError(400, error)
 
 
-def member(user_id: int, status: str) -> dict[str, Any]:
+def member(user_id: int, status: str, name: str = "") -> dict[str, Any]:
     member: dict[str, Any] = {
-        "user": {"id": user_id, "is_bot": False, "first_name": f"User {user_id}"},
+        "user": {"id": user_id, "is_bot": False, "first_name": name or f"User {user_id}"},
         "status": status,
     }
     if status == "kicked":
@@ -292,7 +310,7 @@ async def get_chat_member(world: World, bot: Bot, params: Params) -> Any:
         raise ApiError(400, "Bad Request: user not found")
     if user_id in world.faults.participant_invalid_users:
         raise ApiError(400, "Bad Request: PARTICIPANT_ID_INVALID")
-    return member(user_id, chat.members.get(user_id, "left"))
+    return member(user_id, chat.members.get(user_id, "left"), world.name_of(user_id))
 
 
 def _bot_member(world: World, bot: Bot, chat: Chat) -> dict[str, Any]:
@@ -484,12 +502,13 @@ def move(
     the updates sent."""
     old = chat.members.get(user_id, "left")
     chat.members[user_id] = status
+    world.touch()
     change: dict[str, Any] = {
         "chat": chat.as_json(),
-        "from": by or member(user_id, status)["user"],
+        "from": by or member(user_id, status, world.name_of(user_id))["user"],
         "date": int(time.time()),
-        "old_chat_member": member(user_id, old),
-        "new_chat_member": member(user_id, status),
+        "old_chat_member": member(user_id, old, world.name_of(user_id)),
+        "new_chat_member": member(user_id, status, world.name_of(user_id)),
     }
     if link is not None:
         change["invite_link"] = link.as_json()
@@ -500,9 +519,10 @@ def request_join(world: World, chat: Chat, user_id: int, link: InviteLink) -> li
     """A join through a link that needs approval: a pending request, and `chat_join_request`
     to each admin bot that asked for it."""
     chat.join_requests[user_id] = link
+    world.touch()
     request = {
         "chat": chat.as_json(),
-        "from": member(user_id, "member")["user"],
+        "from": member(user_id, "member", world.name_of(user_id))["user"],
         "user_chat_id": user_id,
         "date": int(time.time()),
         "invite_link": link.as_json(),

@@ -16,7 +16,11 @@ from simulators.telegram.state import ApiError, Bot, Chat, Faults, World
 
 
 async def control_bot(request: Request) -> Response:
+    """GET: the bots that have called; POST `{token, username?, next_update_id?}`: one made
+    known, renamed, or its update counter moved."""
     world: World = request.app.state.world
+    if request.method == "GET":
+        return JSONResponse(_bots(world))
     body = await request.json()
     bot = world.bot(str(body["token"]))
     if body.get("username"):
@@ -148,8 +152,14 @@ async def control_chat(request: Request) -> Response:
 
 
 async def control_join(request: Request) -> Response:
+    """`{user_id, chat_id}` joins a public chat; `{user_id, invite_link}` (and `chat_id` if
+    given) joins through a link, or asks to when the link needs approval."""
     world: World = request.app.state.world
     body = await request.json()
+    if "chat_id" not in body and str(body.get("invite_link", "")) in world.links:
+        body["chat_id"] = world.links[str(body["invite_link"])].chat_id
+    if "chat_id" not in body:
+        return JSONResponse({"error": "no such invite link"}, status_code=404)
     chat = world.chats.get(int(body["chat_id"]))
     if chat is None or chat.type == "private":
         return JSONResponse({"error": "no such group or channel"}, status_code=404)
@@ -194,14 +204,93 @@ async def control_press(request: Request) -> Response:
     rows = (message.get("reply_markup") or {}).get("inline_keyboard") or []
     if not any(button.get("callback_data") == data for row in rows for button in row):
         return JSONResponse({"error": "no such button on that message"}, status_code=400)
+    query_id = str(world.random.getrandbits(63))
+    world.queries[query_id] = user_id
+    if len(world.queries) > 10_000:
+        world.queries.pop(next(iter(world.queries)))
     query = {
-        "id": str(world.random.getrandbits(63)),
-        "from": member(user_id, "member")["user"],
+        "id": query_id,
+        "from": member(user_id, "member", world.name_of(user_id))["user"],
         "message": message,
         "chat_instance": str(user_id),
         "data": data,
     }
     return JSONResponse(world.add_update(bot, {"callback_query": query}))
+
+
+async def control_people(request: Request) -> Response:
+    """The people with a private chat here; POST `{first_name}` makes a new one."""
+    world: World = request.app.state.world
+    if request.method == "POST":
+        body = await request.json()
+        name = str(body.get("first_name") or "").strip()[:64]
+        user_id = max([1000, *(c.id for c in world.chats.values() if c.type == "private")]) + 1
+        world.chats[user_id] = Chat(user_id, "private", name or f"User {user_id}")
+        world.touch()
+        return JSONResponse({"id": user_id, "first_name": world.chats[user_id].title})
+    return JSONResponse(_people(world))
+
+
+def _people(world: World) -> list[dict[str, Any]]:
+    return [
+        {"id": chat.id, "first_name": chat.title or f"User {chat.id}"}
+        for chat in sorted(world.chats.values(), key=lambda c: c.id)
+        if chat.type == "private"
+    ]
+
+
+def _bots(world: World) -> list[dict[str, Any]]:
+    return [
+        bot.user() for bot in sorted(world.bots.values(), key=lambda b: b.id) if not bot.revoked
+    ]
+
+
+async def control_view(request: Request) -> Response:
+    """What the chat window shows of one person: their chat with one bot, the channels and
+    groups with the person's place in each, and what the bot answered to a button. With
+    `after` (the `revision` of the last answer), waits up to 20 s for something new."""
+    world: World = request.app.state.world
+    query = request.query_params
+    try:
+        user_id = int(query["user_id"])
+        bot_id = int(query.get("bot_id") or 0)
+        after = int(query.get("after") or -1)
+    except (KeyError, ValueError):
+        return JSONResponse({"error": "user_id (and bot_id, after) must be numbers"}, 400)
+    await world.changed_since(after, 20.0)
+    chat = world.chats.get(user_id)
+    messages = []
+    if chat is not None:
+        for message_id in sorted(chat.messages):
+            if chat.bot_of.get(message_id) == bot_id:
+                message = chat.messages[message_id]
+                messages.append(
+                    {
+                        "message": message,
+                        "mine": message.get("from", {}).get("id") == user_id,
+                        "html": message_id in chat.html,
+                    }
+                )
+    channels = [
+        {
+            **group.as_json(),
+            "status": group.members.get(user_id, "left"),
+            "requested": user_id in group.join_requests,
+        }
+        for group in sorted(world.chats.values(), key=lambda c: c.id)
+        if group.type != "private"
+    ]
+    notices = [text for revision, text in world.notices.get(user_id, ()) if revision > after]
+    return JSONResponse(
+        {
+            "revision": world.revision,
+            "messages": messages,
+            "channels": channels,
+            "notices": notices,
+            "people": _people(world),
+            "bots": _bots(world),
+        }
+    )
 
 
 async def control_reset(request: Request) -> Response:
@@ -214,11 +303,14 @@ async def control_reset(request: Request) -> Response:
     world.admins.clear()
     world.links.clear()
     world.faults = Faults()
+    world.notices.clear()
+    world.queries.clear()
+    world.touch()
     return JSONResponse({"reset": True})
 
 
 ROUTES = [
-    Route("/_sim/bots", control_bot, methods=["POST"]),
+    Route("/_sim/bots", control_bot, methods=["GET", "POST"]),
     Route("/_sim/bots/{bot_id:int}/revoke", control_revoke, methods=["POST"]),
     Route("/_sim/updates", control_updates, methods=["POST"]),
     Route("/_sim/messages", control_messages, methods=["POST"]),
@@ -233,4 +325,6 @@ ROUTES = [
     Route("/_sim/leave", control_leave, methods=["POST"]),
     Route("/_sim/press", control_press, methods=["POST"]),
     Route("/_sim/reset", control_reset, methods=["POST"]),
+    Route("/_sim/people", control_people, methods=["GET", "POST"]),
+    Route("/_sim/view", control_view, methods=["GET"]),
 ]

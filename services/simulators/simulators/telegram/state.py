@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import math
 import random
 import time
@@ -122,6 +123,10 @@ class Chat:
     invite_links: int = 0
     # Pending join requests: who asked, through which link.
     join_requests: dict[int, InviteLink] = field(default_factory=dict)
+    # A private chat here is one per person, shared by every bot: which bot each message was
+    # to or from, and which were sent with parse_mode HTML (for the chat window).
+    bot_of: dict[int, int] = field(default_factory=dict)
+    html: set[int] = field(default_factory=set)
 
     def as_json(self) -> dict[str, Any]:
         chat: dict[str, Any] = {"id": self.id, "type": self.type}
@@ -292,6 +297,32 @@ class World:
         # Called with a bot that has a webhook when an update is added for it: the app starts
         # its delivery.
         self.on_update: Callable[[Bot], None] = lambda bot: None
+        # Counts every change a person could see (messages, members, answers to a button), so
+        # the chat window's long poll knows when to answer.
+        self.revision = 0
+        self.changed = asyncio.Event()
+        # What answerCallbackQuery said to each person, newest last, with the revision it came at.
+        self.notices: dict[int, deque[tuple[int, str]]] = {}
+        self.queries: dict[str, int] = {}
+
+    def touch(self) -> None:
+        self.revision += 1
+        self.changed.set()
+        self.changed = asyncio.Event()
+
+    async def changed_since(self, revision: int, timeout: float) -> None:
+        """Return once something changed after `revision`, the server is stopping, or
+        `timeout` seconds passed."""
+        deadline = time.monotonic() + timeout
+        while self.revision <= revision and not self.closing.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            try:
+                # Wakes at least every second to see whether the server is stopping.
+                await asyncio.wait_for(self.changed.wait(), min(left, 1.0))
+            except TimeoutError:
+                pass
 
     def new_connection(self, client: tuple[str, int] | None) -> bool:
         now = time.monotonic()
@@ -327,6 +358,11 @@ class World:
             self.chats[chat_id] = chat
         return chat
 
+    def name_of(self, user_id: int) -> str:
+        """A person's first name: the one their private chat was made with, if any."""
+        chat = self.chats.get(user_id)
+        return chat.title if chat is not None and chat.type == "private" else ""
+
     def rate_limit(self, bot: Bot, chat_id: int) -> None:
         if not self.faults.enforce_limits:
             return
@@ -345,6 +381,7 @@ class World:
             bot.next_update_id = max(bot.next_update_id, int(update["update_id"]))
         bot.updates.append(update)
         bot.new_updates.set()
+        self.touch()
         if bot.webhook_url:
             self.on_update(bot)
         return update
@@ -360,7 +397,9 @@ class World:
         """A private message from the user; with `forward_from_chat` ({"id", "title"}), a post
         of that channel forwarded by them."""
         chat = self.chat(user_id)
-        user = {"id": user_id, "is_bot": False, "first_name": first_name or f"User {user_id}"}
+        if first_name and chat.title == f"User {user_id}":
+            chat.title = first_name
+        user = {"id": user_id, "is_bot": False, "first_name": first_name or chat.title}
         message_id = chat.next_message_id
         chat.next_message_id += 1
         message: dict[str, Any] = {
@@ -382,4 +421,97 @@ class World:
             command = text.split()[0]
             message["entities"] = [{"offset": 0, "length": len(command), "type": "bot_command"}]
         chat.messages[message_id] = message
+        chat.bot_of[message_id] = bot.id
         return self.add_update(bot, {"message": message})
+
+    def version(self) -> object:
+        """Changes whenever `snapshot` would."""
+        return (
+            self.revision,
+            len(self.bots),
+            len(self.links),
+            len(self.files),
+            sum(
+                bot.next_update_id + len(bot.updates) + len(bot.webhook_url)
+                for bot in self.bots.values()
+            ),
+            sum(link.uses + link.revoked for link in self.links.values()),
+        )
+
+    def snapshot(self) -> dict[str, Any]:
+        """What a restarted simulator needs to continue: bots with their update counters and
+        unfetched updates, chats with members and messages, invite links, admins and files."""
+        return {
+            "bots": [
+                {
+                    "id": bot.id,
+                    "token": bot.token,
+                    "username": bot.username,
+                    "revoked": bot.revoked,
+                    "webhook_url": bot.webhook_url,
+                    "webhook_secret": bot.webhook_secret,
+                    "allowed_updates": bot.allowed_updates,
+                    "next_update_id": bot.next_update_id,
+                    "updates": sorted(
+                        [*bot.updates, *(u for queue in bot.held.values() for u in queue)],
+                        key=lambda u: int(u["update_id"]),
+                    ),
+                }
+                for bot in self.bots.values()
+            ],
+            "chats": [
+                {
+                    "id": chat.id,
+                    "type": chat.type,
+                    "title": chat.title,
+                    "username": chat.username,
+                    "members": [[user, status] for user, status in chat.members.items()],
+                    "next_message_id": chat.next_message_id,
+                    "messages": list(chat.messages.values()),
+                    "invite_links": chat.invite_links,
+                    "join_requests": [
+                        [user, link.url] for user, link in chat.join_requests.items()
+                    ],
+                    "bot_of": [[message, bot] for message, bot in chat.bot_of.items()],
+                    "html": sorted(chat.html),
+                }
+                for chat in self.chats.values()
+            ],
+            "links": [{**link.__dict__, "creator": link.creator} for link in self.links.values()],
+            "admins": [[chat, sorted(bots)] for chat, bots in self.admins.items()],
+            "files": [
+                [
+                    file_id,
+                    upload.filename,
+                    upload.content_type,
+                    base64.b64encode(upload.data).decode(),
+                ]
+                for file_id, upload in self.files.items()
+            ],
+        }
+
+    def restore(self, saved: Mapping[str, Any]) -> None:
+        for link in saved.get("links", []):
+            self.links[link["url"]] = InviteLink(**link)
+        for b in saved.get("bots", []):
+            bot = Bot(b["id"], b["token"], b["username"], revoked=b["revoked"])
+            bot.webhook_url, bot.webhook_secret = b["webhook_url"], b["webhook_secret"]
+            bot.allowed_updates = list(b["allowed_updates"])
+            bot.next_update_id = int(b["next_update_id"])
+            bot.updates = deque(b["updates"])
+            self.bots[bot.id] = bot
+        for c in saved.get("chats", []):
+            chat = Chat(c["id"], c["type"], c["title"], c["username"])
+            chat.members = {int(user): status for user, status in c["members"]}
+            chat.next_message_id = int(c["next_message_id"])
+            chat.messages = {int(m["message_id"]): m for m in c["messages"]}
+            chat.invite_links = int(c["invite_links"])
+            chat.join_requests = {
+                int(user): self.links[url] for user, url in c["join_requests"] if url in self.links
+            }
+            chat.bot_of = {int(message): int(bot) for message, bot in c["bot_of"]}
+            chat.html = {int(message) for message in c["html"]}
+            self.chats[chat.id] = chat
+        self.admins = {int(chat): {int(b) for b in bots} for chat, bots in saved.get("admins", [])}
+        for file_id, filename, content_type, data in saved.get("files", []):
+            self.files[file_id] = Upload(filename, content_type, base64.b64decode(data))

@@ -17,8 +17,11 @@ import hashlib
 import os
 import random
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
@@ -28,12 +31,16 @@ from starlette.routing import Route
 from tronpy.keys import to_base58check_address, to_hex_address
 
 from shared.web import create_plain_app
+from simulators.pages import page_routes
+from simulators.statefile import StateFile
 
 USDT_MAINNET = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t"
 # A TRC-20 that calls itself "Tether USD": not the official contract.
 FAKE_USDT = str(to_base58check_address(bytes([0x41]) + bytes([0xEE]) * 20))
 TRANSFER_TOPIC = "ddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef"
 SOURCES = ("coingecko", "kraken", "binance")
+# Anyone's address on the simulated chain: the wallet page pays from it unless told otherwise.
+DEMO_PAYER = "TD5gsCwxykWsLN9aPrq2TAfNjByuZKYp4E"
 
 
 @dataclass
@@ -55,7 +62,29 @@ class Chain:
     block: int = 70_000_000
     # Every lookup asked, and whether it carried an API key (never the key itself).
     requests: list[dict[str, Any]] = field(default_factory=list)
+    # What was sent, newest last, for the wallet page.
+    sent: list[dict[str, Any]] = field(default_factory=list)
     random: random.Random = field(default_factory=random.Random)
+
+
+def snapshot(chain: Chain) -> dict[str, Any]:
+    """The chain's transactions, for a restarted demo: a hash sent before the restart is
+    still found after it."""
+    return {
+        "block": chain.block,
+        "txs": [
+            [tx_hash, tx, info, solid_at] for tx_hash, (tx, info, solid_at) in chain.txs.items()
+        ],
+        "sent": chain.sent,
+    }
+
+
+def restore(chain: Chain, saved: dict[str, Any]) -> None:
+    chain.block = int(saved.get("block", chain.block))
+    chain.txs = {
+        tx_hash: (tx, info, solid_at) for tx_hash, tx, info, solid_at in saved.get("txs", [])
+    }
+    chain.sent = list(saved.get("sent", []))
 
 
 def _word(address: str) -> str:
@@ -128,6 +157,9 @@ def make_transaction(chain: Chain, body: dict[str, Any]) -> str:
     }
     solid_at = time.time() + float(body.get("solidify_after_s") or 0)
     chain.txs[tx_hash] = (tx, info, solid_at)
+    chain.sent.append(
+        {"hash": tx_hash, "kind": kind, "from": sender, "to": recipient, "amount": amount}
+    )
     return tx_hash
 
 
@@ -177,8 +209,12 @@ async def now_block(request: Request) -> Response:
     return JSONResponse({"blockID": "00" * 32, "block_header": {"raw_data": header}})
 
 
-async def add_transaction(request: Request) -> Response:
+async def transactions(request: Request) -> Response:
+    """POST: a transaction onto the chain, answered with its `tx_hash`; GET: the newest 50
+    sent, newest first, and the address the wallet page pays from."""
     chain: Chain = request.app.state.chain
+    if request.method == "GET":
+        return JSONResponse({"transactions": chain.sent[:-51:-1], "payer": DEMO_PAYER})
     body = await request.json()
     try:
         tx_hash = make_transaction(chain, body)
@@ -236,7 +272,7 @@ def create_app(chain: Chain | None = None) -> Starlette:
             *(Route(path, lookup, methods=["GET", "POST"]) for path in paths),
             Route("/wallet/getnowblock", now_block, methods=["GET", "POST"]),
             Route("/walletsolidity/getnowblock", now_block, methods=["GET", "POST"]),
-            Route("/_sim/transactions", add_transaction, methods=["POST"]),
+            Route("/_sim/transactions", transactions, methods=["GET", "POST"]),
             Route("/_sim/faults", set_faults, methods=["POST"]),
             Route("/_sim/requests", seen, methods=["GET"]),
             Route("/_sim/price", set_price, methods=["POST"]),
@@ -259,7 +295,22 @@ def create_app(chain: Chain | None = None) -> Starlette:
                 price("binance", lambda p: {"symbol": "TRXUSDT", "price": p}),
                 methods=["GET"],
             ),
+            *page_routes(Path(__file__).parent / "static"),
         ]
     )
-    app.state.chain = chain or Chain(os.environ.get("TRON_USDT_CONTRACT") or USDT_MAINNET)
+    app.state.chain = chain = chain or Chain(os.environ.get("TRON_USDT_CONTRACT") or USDT_MAINNET)
+    state = StateFile.from_env("SIM_STATE_FILE", lambda: snapshot(chain), lambda: chain.block)
+    saved = state.load() if state else None
+    if saved:
+        restore(chain, saved)
+
+    @asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        saving = asyncio.create_task(state.keep_saving()) if state else None
+        yield
+        if saving is not None and state is not None:
+            saving.cancel()
+            state.save()
+
+    app.router.lifespan_context = lifespan
     return app

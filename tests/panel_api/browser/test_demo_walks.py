@@ -1,0 +1,220 @@
+"""The demo as a newcomer walks it: `make run`'s launcher brings everything up, and each walk
+goes through the pages alone: the simulated Telegram's chat window, the checkout, the simulated
+TRON wallet and the owner's panel. Screenshots go to tests/artifacts/walks/."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+from playwright.sync_api import Browser, Locator, Page, expect
+
+from shared.testing import free_port
+from simulators.launcher import CHILDREN
+from tests.conftest import ROOT
+from tests.panel_api.browser.conftest import sign_in
+from tests.shared.e2e.test_launcher import launcher_env, start_launcher, wait_all_ready
+
+# One system for every walk, on one test worker, in this order.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("demo")]
+WALKS = ROOT / "tests" / "artifacts" / "walks"
+# A payment goes through billing and botedge and a TRON claim is checked every 5 s: generous.
+expect.set_options(timeout=30_000)
+
+
+@dataclass(frozen=True)
+class Demo:
+    ports: dict[str, int]
+    banner: str
+
+    def url(self, name: str) -> str:
+        return f"http://127.0.0.1:{self.ports[name]}"
+
+    @property
+    def password(self) -> str:
+        found = re.search(r"password  (\S+)", self.banner)
+        assert found is not None, self.banner
+        return found.group(1)
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
+    ports = {child.name: free_port() for child in CHILDREN}
+    folder = tmp_path_factory.mktemp("demo")
+    log = folder / "launcher.log"
+    proc = start_launcher(launcher_env(folder / "data", ports), log)
+    try:
+        wait_all_ready(ports, proc, log)
+        WALKS.mkdir(parents=True, exist_ok=True)
+        yield Demo(ports, log.read_text())
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+
+
+@pytest.fixture
+def phone(browser: Browser) -> Iterator[Page]:
+    """A phone-sized window: the pages must work from 390 px."""
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    yield page
+    context.close()
+
+
+def shot(page: Page, name: str) -> None:
+    page.screenshot(path=str(WALKS / f"{name}.png"), full_page=True)
+
+
+def new_person(page: Page, demo: Demo, name: str) -> None:
+    """Opens the chat window as someone new, talking to the demo bot."""
+    page.goto(demo.url("simtelegram"))
+    expect(page.locator("#bots button[aria-pressed=true]")).to_have_count(1)
+    page.fill("#first-name", name)
+    page.click("#new-person button[type=submit]")
+    expect(page.locator("#person option:checked")).to_contain_text(name)
+
+
+def say(page: Page, text: str) -> None:
+    page.fill("#text", text)
+    page.press("#text", "Enter")
+    expect(page.locator("#messages li.mine").last).to_contain_text(text)
+
+
+def from_bot(page: Page, text: str) -> Locator:
+    """The bot's newest message containing `text`, once it has arrived."""
+    message = page.locator("#messages li.theirs", has_text=text).last
+    expect(message).to_be_visible()
+    return message
+
+
+def channel(page: Page, title: str) -> Locator:
+    return page.locator("#channels li", has_text=title)
+
+
+def test_walk__a_visitor_meets_the_gate_joins_both_sponsors_and_gets_the_content(
+    phone: Page, demo: Demo
+) -> None:
+    page = phone
+    new_person(page, demo, "سارا")
+    # Persian reads right to left in the chat as in Telegram.
+    say(page, "سلام")
+    expect(page.locator("#messages li.mine p.text").last).to_have_css("direction", "rtl")
+    from_bot(page, "I did not understand")
+    # The banner's content link is a /start code; a plain /start lists what the bot offers.
+    say(page, "/start")
+    from_bot(page, "/ads")
+    say(page, "/start welcome")
+    gate = from_bot(page, "I've joined")
+    gate.get_by_role("button", name="Demo news").click()
+    expect(channel(page, "Demo news")).to_contain_text("member")
+    gate.get_by_role("button", name="Demo talk").click()
+    expect(channel(page, "Demo talk")).to_contain_text("member")
+    gate.get_by_role("button", name="I've joined").click()
+    from_bot(page, "behind the gate")
+    shot(page, "visitor")
+
+
+@pytest.mark.parametrize("gateway", ["stripe", "subgate", "wayforpay"])
+def test_walk__a_subscriber_pays_for_the_channel_and_joins_it_through_the_invite(
+    page: Page, demo: Demo, gateway: str
+) -> None:
+    new_person(page, demo, f"Payer by {gateway}")
+    say(page, "/start")
+    # The offer's button is a link to the bot itself: /start pay_<channel>.
+    from_bot(page, "Demo paid channel").get_by_role("button", name=re.compile("Demo paid")).click()
+    offer = from_bot(page, "Pay with")
+    offer.get_by_role("button", name=re.compile(f"Pay with .*{gateway}", re.IGNORECASE)).click()
+    pay = from_bot(page, "5.00 USD").get_by_role("button", name=re.compile("Pay 5"))
+    with page.context.expect_page() as opened:
+        pay.click()
+    checkout = opened.value
+    expect(checkout.locator("body")).to_contain_text("5.00 USD")
+    checkout.get_by_role("button", name="Pay").click()
+    expect(checkout.locator("body")).to_contain_text("Paid.")
+    checkout.close()
+    invite = from_bot(page, "access to Demo paid channel is open")
+    shot(page, f"subscriber-{gateway}")
+    invite.get_by_role("button").first.click()
+    expect(channel(page, "Demo paid channel")).to_contain_text("member")
+    shot(page, f"subscriber-{gateway}-joined")
+
+
+def pay_in_the_wallet(page: Page, demo: Demo, kind: str, to: str, amount: str) -> str:
+    """Sends a transfer from the simulated TRON wallet page; the hash it shows."""
+    page.goto(f"{demo.url('simtrongrid')}/?to={to}")
+    page.select_option("#kind", kind)
+    page.fill("#amount", amount)
+    page.click("#send button[type=submit]")
+    expect(page.locator("#sent")).to_be_visible()
+    hash_text = page.locator("#hash").inner_text()
+    assert re.fullmatch(r"[0-9a-f]{64}", hash_text), hash_text
+    return hash_text
+
+
+def test_walk__an_advertiser_books_the_slot_and_pays_in_usdt_then_the_rest_in_trx(
+    page: Page, browser: Browser, demo: Demo
+) -> None:
+    new_person(page, demo, "Advertiser")
+    say(page, "/ads")
+    from_bot(page, "Pinned post").get_by_role("button", name=re.compile("Pinned post")).click()
+    from_bot(page, "Booking")
+    say(page, "Fresh coffee, 20% off this week")
+    from_bot(page, "Fresh coffee").get_by_role("button", name="Send for review").click()
+    booked = from_bot(page, "is with the owner for review").inner_text()
+    number = re.search(r"Order #(\d+)", booked)
+    assert number is not None, booked
+
+    # The owner approves it in the panel, in a browser of their own.
+    owner = browser.new_context().new_page()
+    owner.set_default_timeout(30_000)
+    sign_in(owner, demo.url("panel-api"), demo.password)
+    expect(owner.locator("#who")).to_contain_text("owner@example.com")
+    owner.goto(f"{demo.url('panel-api')}/orders?status=requested")
+    row = owner.locator("#orders tbody tr", has_text="Fresh coffee")
+    row.get_by_role("button", name="Approve").click()
+    expect(owner.locator("#orders tbody tr", has_text="Fresh coffee")).to_have_count(0)
+    owner.context.close()
+
+    approved = from_bot(page, f"Order #{number.group(1)} (Pinned post, 24 hours) is approved")
+    # The QR code of the address, as the photo Telegram would show.
+    page.wait_for_function(
+        "img => img.complete && img.naturalWidth > 0",
+        arg=approved.locator("img").element_handle(),
+    )
+    caption = approved.inner_text()
+    address = re.search(r"\bT[1-9A-HJ-NP-Za-km-z]{33}\b", caption)
+    assert address is not None and "10 USDT" in caption, caption
+    shot(page, "advertiser-approved")
+
+    wallet = page.context.new_page()
+    first = pay_in_the_wallet(wallet, demo, "usdt", address.group(0), "4")
+    shot(wallet, "wallet")
+    say(page, first)
+    part = from_bot(page, "4 USDT arrived").inner_text()
+    rest = re.search(r"6 USDT or ([\d.]+) TRX left", part)
+    assert rest is not None, part
+    second = pay_in_the_wallet(wallet, demo, "trx", address.group(0), rest.group(1))
+    say(page, second)
+    paid = from_bot(page, "is paid in full").inner_text()
+    assert f"order #{number.group(1)}" in paid and "10 USDT of 10 USDT" in paid, paid
+    shot(page, "advertiser-paid")
+
+
+def test_walk__the_owner_sees_the_day_in_the_panel(page: Page, demo: Demo) -> None:
+    """After the walks above: their purchases and the paid order are in the owner's pages."""
+    sign_in(page, demo.url("panel-api"), demo.password)
+    expect(page.locator("#who")).to_contain_text("owner@example.com")
+    shot(page, "owner-dashboard")
+    page.goto(f"{demo.url('panel-api')}/payments?q=Payer")
+    rows = page.locator("#payments tbody tr")
+    expect(rows).to_have_count(3)
+    for gateway in ("wayforpay", "subgate", "stripe"):
+        expect(rows.filter(has_text=f"Payer by {gateway}")).to_contain_text("$5.00")
+    page.goto(f"{demo.url('panel-api')}/orders?status=paid")
+    expect(page.locator("#orders tbody tr", has_text="Fresh coffee")).to_contain_text("10 USDT")
+    shot(page, "owner-orders")
