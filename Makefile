@@ -6,15 +6,18 @@ STAMP  := $(VENV)/.installed
 # uv installs the pinned packages in seconds where pip takes most of a minute. Compiled to
 # bytecode at install: with PYTHONDONTWRITEBYTECODE set, as on CI, each process would otherwise
 # compile what it imports (2.1 s instead of 1.3 s to import botedge).
-UV     := $(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python
+UV_LOUD := $(BIN)/uv pip install --compile-bytecode --python $(BIN)/python
+UV     := $(UV_LOUD) --quiet
 
 .PHONY: run test test-fast check lint typecheck page pytest migrate loadtest bench-webhooks bench-claim bench-login bench-gate bench-sweep clean
 
+# The first time, it says what it does and how far it got (uv prints each stage's count).
 $(STAMP): pyproject.toml services/simulators/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is required")'
+	@echo "Installing Gatehouse and its packages into $(VENV) (10-60 s, once; later runs reuse it)"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet uv
-	$(UV) -e '.[dev]' -e services/simulators
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv
+	$(UV_LOUD) -e '.[dev]' -e services/simulators
 	touch $(STAMP)
 
 # The panel page is served as written; npm brings TypeScript, to type-check it, and axe-core,
@@ -53,7 +56,7 @@ page: $(NODE_STAMP)
 PYTEST_WORKERS ?= 4
 
 pytest: $(STAMP) $(NODE_STAMP)
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=15 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --durations=15 $(PYTEST_ARGS)
 
 # Unit tests and the integration tests that start no process of their own.
 test-fast: $(STAMP) $(NODE_STAMP)

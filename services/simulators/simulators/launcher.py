@@ -217,11 +217,18 @@ class Launcher:
             return 1
         log.info("migrations up to date (%d applied now)", len(applied))
         seeded = subprocess.run(
-            [sys.executable, "-m", "panel_api", "seed"], env=child_env, check=False, process_group=0
+            [sys.executable, "-m", "panel_api", "seed"],
+            env=child_env,
+            capture_output=True,
+            text=True,
+            check=False,
+            process_group=0,
         )
         if seeded.returncode != 0:
-            self.say("seeding demo data failed")
+            self.say(f"seeding demo data failed: {seeded.stderr.strip()[-500:]}")
             return 1
+        # Its one line, as a log line like every other.
+        log.info("%s", seeded.stdout.strip())
 
         ports = {child.name: child.port(self.env) for child in CHILDREN}
         child_env.setdefault("TELEGRAM_API_BASE", f"http://127.0.0.1:{ports['simtelegram']}")
@@ -351,7 +358,13 @@ class Launcher:
         if demo_bot:
             sim = f"http://127.0.0.1:{ports['simtelegram']}"
             lines += [
-                f"Demo bot (polling the simulated Telegram), Telegram id {demo_bot}. Talk to it:",
+                "Walk the demo in the simulated Telegram's chat window: be anyone, talk to the",
+                "demo bot, press its buttons, pay, join and leave channels:",
+                f"  {sim}/",
+                "and pay the ad shop from the simulated TRON wallet:",
+                f"  http://127.0.0.1:{ports['simtrongrid']}/",
+                "",
+                f"Demo bot: Telegram id {demo_bot}, polling the simulated Telegram. From a script:",
                 f"  curl -s {sim}/_sim/messages -H 'content-type: application/json' \\",
                 f'       -d \'{{"bot_id": {demo_bot}, "user_id": 1, "text": "/start"}}\'',
                 f"  curl -s '{sim}/_sim/sent?bot_id={demo_bot}'",

@@ -8,7 +8,9 @@ import os
 import re
 import signal
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
@@ -19,11 +21,8 @@ from tests.conftest import ROOT
 from tests.panel_api.browser.conftest import sign_in
 from tests.shared.e2e.test_launcher import launcher_env, start_launcher, wait_all_ready
 
-# One system for every walk, on one test worker, in this order.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("demo")]
+pytestmark = [pytest.mark.slow]
 WALKS = ROOT / "tests" / "artifacts" / "walks"
-# A payment goes through billing and botedge and a TRON claim is checked every 5 s: generous.
-expect.set_options(timeout=30_000)
 
 
 @dataclass(frozen=True)
@@ -41,17 +40,19 @@ class Demo:
         return found.group(1)
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
+@pytest.fixture
+def demo(tmp_path: Path) -> Iterator[Demo]:
     ports = {child.name: free_port() for child in CHILDREN}
-    folder = tmp_path_factory.mktemp("demo")
-    log = folder / "launcher.log"
-    proc = start_launcher(launcher_env(folder / "data", ports), log)
+    log = tmp_path / "launcher.log"
+    proc = start_launcher(launcher_env(tmp_path / "data", ports), log)
+    # A payment goes through billing and botedge, and a TRON claim is checked every 5 s.
+    expect.set_options(timeout=30_000)
     try:
         wait_all_ready(ports, proc, log)
         WALKS.mkdir(parents=True, exist_ok=True)
         yield Demo(ports, log.read_text())
     finally:
+        expect.set_options(timeout=5_000)
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
 
@@ -64,6 +65,17 @@ def phone(browser: Browser) -> Iterator[Page]:
     page.set_default_timeout(30_000)
     yield page
     context.close()
+
+
+@contextmanager
+def fresh_page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    try:
+        yield page
+    finally:
+        context.close()
 
 
 def shot(page: Page, name: str) -> None:
@@ -96,10 +108,8 @@ def channel(page: Page, title: str) -> Locator:
     return page.locator("#channels li", has_text=title)
 
 
-def test_walk__a_visitor_meets_the_gate_joins_both_sponsors_and_gets_the_content(
-    phone: Page, demo: Demo
-) -> None:
-    page = phone
+def walk_a_visitor(page: Page, demo: Demo) -> None:
+    """Meets the gate, joins both sponsors and gets the content, on a phone."""
     new_person(page, demo, "سارا")
     # Persian reads right to left in the chat as in Telegram.
     say(page, "سلام")
@@ -119,10 +129,8 @@ def test_walk__a_visitor_meets_the_gate_joins_both_sponsors_and_gets_the_content
     shot(page, "visitor")
 
 
-@pytest.mark.parametrize("gateway", ["stripe", "subgate", "wayforpay"])
-def test_walk__a_subscriber_pays_for_the_channel_and_joins_it_through_the_invite(
-    page: Page, demo: Demo, gateway: str
-) -> None:
+def walk_a_subscriber(page: Page, demo: Demo, gateway: str) -> None:
+    """Pays for the channel with `gateway` and joins it through the invite link."""
     new_person(page, demo, f"Payer by {gateway}")
     say(page, "/start")
     # The offer's button is a link to the bot itself: /start pay_<channel>.
@@ -156,9 +164,8 @@ def pay_in_the_wallet(page: Page, demo: Demo, kind: str, to: str, amount: str) -
     return hash_text
 
 
-def test_walk__an_advertiser_books_the_slot_and_pays_in_usdt_then_the_rest_in_trx(
-    page: Page, browser: Browser, demo: Demo
-) -> None:
+def walk_an_advertiser(page: Page, browser: Browser, demo: Demo) -> None:
+    """Books the slot, the owner approves it, pays in USDT and then the rest in TRX."""
     new_person(page, demo, "Advertiser")
     say(page, "/ads")
     from_bot(page, "Pinned post").get_by_role("button", name=re.compile("Pinned post")).click()
@@ -205,7 +212,7 @@ def test_walk__an_advertiser_books_the_slot_and_pays_in_usdt_then_the_rest_in_tr
     shot(page, "advertiser-paid")
 
 
-def test_walk__the_owner_sees_the_day_in_the_panel(page: Page, demo: Demo) -> None:
+def walk_the_owner(page: Page, demo: Demo) -> None:
     """After the walks above: their purchases and the paid order are in the owner's pages."""
     sign_in(page, demo.url("panel-api"), demo.password)
     expect(page.locator("#who")).to_contain_text("owner@example.com")
@@ -218,3 +225,18 @@ def test_walk__the_owner_sees_the_day_in_the_panel(page: Page, demo: Demo) -> No
     page.goto(f"{demo.url('panel-api')}/orders?status=paid")
     expect(page.locator("#orders tbody tr", has_text="Fresh coffee")).to_contain_text("10 USDT")
     shot(page, "owner-orders")
+
+
+def test_walks__a_visitor_three_subscribers_an_advertiser_and_the_owner_through_the_pages(
+    browser: Browser, phone: Page, demo: Demo
+) -> None:
+    """The four walks in order on one system (the owner's looks at what the others did), each
+    in a browser context of its own."""
+    walk_a_visitor(phone, demo)
+    for gateway in ("stripe", "subgate", "wayforpay"):
+        with fresh_page(browser) as page:
+            walk_a_subscriber(page, demo, gateway)
+    with fresh_page(browser) as page:
+        walk_an_advertiser(page, browser, demo)
+    with fresh_page(browser) as page:
+        walk_the_owner(page, demo)

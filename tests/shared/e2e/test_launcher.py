@@ -263,3 +263,55 @@ def test_launcher__killed_launcher_leaves_postgres_the_next_one_reuses_and_ctrl_
         for proc in (first, second):
             if proc is not None and proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
+
+
+@pytest.mark.slow
+def test_launcher__a_restart_in_the_middle_of_a_conversation_loses_nothing(
+    tmp_path: Path, ports: dict[str, int]
+) -> None:
+    """make run, 40 messages, Ctrl-C, make run again: the next message is answered, and the
+    simulated Telegram numbers updates on from where it stopped."""
+    data_dir = tmp_path / "data"
+    log = tmp_path / "launcher.log"
+    env = launcher_env(data_dir, ports)
+    sim = f"http://127.0.0.1:{ports['simtelegram']}"
+    first = start_launcher(env, log)
+    second: subprocess.Popen[bytes] | None = None
+    people = range(201, 221)
+
+    def answered(person: int) -> int:
+        messages = HTTP.get(f"{sim}/_sim/chats/{person}/messages").json()
+        return sum(1 for m in messages if m["from"]["is_bot"])
+
+    try:
+        wait_all_ready(ports, first, log)
+        bot = re.search(r"Telegram id (\d+)", log.read_text())
+        assert bot is not None
+        # Two messages from each of 20 people: within Telegram's per-chat burst.
+        batch = [
+            {"bot_id": int(bot.group(1)), "user_id": person, "text": text}
+            for person in people
+            for text in ("/start", "hello")
+        ]
+        ids = HTTP.post(f"{sim}/_sim/messages", json={"messages": batch}).json()["update_ids"]
+        assert len(ids) == 40
+        wait_until(lambda: all(answered(p) == 2 for p in people), 60, "40 answers")
+        os.killpg(first.pid, signal.SIGINT)
+        assert first.wait(timeout=30) == 0
+
+        second = start_launcher(env, log)
+        wait_all_ready(ports, second, log, since=len(log.read_text()))
+        after = HTTP.post(
+            f"{sim}/_sim/messages",
+            json={"bot_id": int(bot.group(1)), "user_id": 201, "text": "/start"},
+        ).json()
+        assert after["update_id"] == max(ids) + 1
+        wait_until(lambda: answered(201) == 3, 30, "the answer after the restart")
+        assert all(answered(p) == 2 for p in people if p != 201)
+        os.killpg(second.pid, signal.SIGINT)
+        assert second.wait(timeout=30) == 0
+    finally:
+        for proc in (first, second):
+            if proc is not None and proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
