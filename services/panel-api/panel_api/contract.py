@@ -232,7 +232,8 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         "Queue a dead update again", Role.ADMIN, Replayed, handler=Bots.replay
     ),
     ("GET", "/v1/dashboard"): Operation(
-        "Counts that need attention and 30 days of revenue by day and currency",
+        "Counts that need attention and 30 days of revenue by day and currency (payments, and"
+        " the ad shop's income in USDT and TRX)",
         Role.VIEWER,
         Dashboard,
         handler=Ledger.dashboard,

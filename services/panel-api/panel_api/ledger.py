@@ -36,6 +36,7 @@ from panel_api.internal import Internal, relayed
 from shared.clock import Clock
 from shared.currencies import major_text
 from shared.errors import json_body
+from shared.units import decimal_text
 from shared.web import runtime
 
 _LOW = 2**31
@@ -163,6 +164,11 @@ INVOICES = Listing(
 )
 
 
+# The ad shop's coins, in six-digit base units (USDT micros, sun): not ISO currencies, so not
+# in the table billing prices invoices by.
+TRON_COINS = ("USDT", "TRX")
+
+
 class Priced(msgspec.Struct, kw_only=True):
     """An amount in minor units with its currency, and the same amount as text in major units
     with the currency's own digits ("12.50", "500" yen, "1.250" dinars) for people."""
@@ -172,7 +178,10 @@ class Priced(msgspec.Struct, kw_only=True):
     amount: str = ""
 
     def __post_init__(self) -> None:
-        self.amount = major_text(self.amount_minor, self.currency)
+        if self.currency in TRON_COINS:
+            self.amount = decimal_text(int(self.amount_minor))
+        else:
+            self.amount = major_text(self.amount_minor, self.currency)
 
 
 class InvoiceQuery(Paged, kw_only=True):
@@ -321,7 +330,8 @@ class DayMembers(msgspec.Struct):
 
 class Dashboard(msgspec.Struct):
     """What needs the owner's eye, and the last 30 days' revenue by day of the workspace's time
-    zone and by currency (applied payments only)."""
+    zone and by currency: applied payments, and the ad shop's credited payments in USDT and
+    TRX."""
 
     time_zone: str
     members_active: int

@@ -460,15 +460,23 @@ SELECT (SELECT count(*) FROM memberships WHERE status = 'active') AS members_act
        (SELECT time_zone FROM workspace) AS time_zone;
 
 -- revenue_by_day --
--- Applied payments summed per calendar day of the workspace's time zone and per currency, over
--- the last 30 such days (today included).
+-- Income summed per calendar day of the workspace's time zone and per currency, over the last
+-- 30 such days (today included): applied payments, and the ad shop's credited TRON payments
+-- by the coin paid (USDT in micros, TRX in sun) on the day of their block.
 WITH zone AS (SELECT time_zone AS name FROM workspace),
-     first_day AS (SELECT (now() AT TIME ZONE zone.name)::date - 29 AS day FROM zone)
-SELECT (p.paid_at AT TIME ZONE zone.name)::date AS day, p.currency,
-       sum(p.amount_minor)::text AS amount_minor
-  FROM payments p, zone, first_day
- WHERE p.applied
-   AND p.paid_at >= (first_day.day::timestamp AT TIME ZONE zone.name)
+     first_day AS (SELECT (now() AT TIME ZONE zone.name)::date - 29 AS day FROM zone),
+     since AS (SELECT first_day.day::timestamp AT TIME ZONE zone.name AS at FROM zone, first_day),
+     income AS (
+       SELECT p.paid_at AS at, p.currency, p.amount_minor::numeric AS amount
+         FROM payments p, since
+        WHERE p.applied AND p.paid_at >= since.at
+       UNION ALL
+       SELECT c.block_time, upper(c.coin), c.amount
+         FROM ad_credits c, since
+        WHERE c.block_time >= since.at)
+SELECT (income.at AT TIME ZONE zone.name)::date AS day, income.currency,
+       sum(income.amount)::text AS amount_minor
+  FROM income, zone
  GROUP BY 1, 2
  ORDER BY 1, 2;
 

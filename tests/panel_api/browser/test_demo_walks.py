@@ -216,6 +216,10 @@ def walk_the_owner(page: Page, demo: Demo) -> None:
     """After the walks above: their purchases and the paid order are in the owner's pages."""
     sign_in(page, demo.url("panel-api"), demo.password)
     expect(page.locator("#who")).to_contain_text("owner@example.com")
+    # The advertiser's USDT and TRX are revenue beside the card payments.
+    legend = page.locator(".legend").first
+    for coin in ("USD:", "USDT:", "TRX:"):
+        expect(legend).to_contain_text(coin)
     shot(page, "owner-dashboard")
     page.goto(f"{demo.url('panel-api')}/payments?q=Payer")
     rows = page.locator("#payments tbody tr")

@@ -203,3 +203,41 @@ def test_demo_history__a_month_behind_every_page_written_once(
         for m in HTTP.get(f"{url}/v1/memberships?limit=200", headers=owner).json()["items"]
     }
     assert statuses == {"active", "grace", "expired"}
+
+
+def test_dashboard__the_ad_shops_income_counts_by_the_coin_paid(
+    board: tuple[str, dict[str, str]], database_url: str
+) -> None:
+    url, tokens = board
+    today = dt.datetime.now(dt.UTC).date()
+    paid_at = dt.datetime.combine(today - dt.timedelta(days=1), dt.time(12), dt.UTC)
+    with psycopg.connect(database_url) as conn:
+        paid(conn, 1, paid_at, 500, "USD")
+        conn.execute(
+            "WITH slot AS (INSERT INTO ad_slots (bot_id, kind, title, price_micros, accepts_trx)"
+            "   SELECT id, 'pinned_post', 'Pinned', 10000000, true FROM bots RETURNING id),"
+            " person AS (INSERT INTO people (telegram_user_id) VALUES (901) RETURNING id),"
+            " ordered AS (INSERT INTO ad_orders (slot_id, person_id, ad, price_micros,"
+            "   accepts_usdt, accepts_trx, status, approved_at, pay_to, trx_rate, paid_micros)"
+            "   SELECT slot.id, person.id, '{}', 10000000, true, true, 'paid', now(),"
+            "    'TV1KhjB8LLx2mE4BDED5WfWMnwpzmj2rzQ', 0.25, 10000000 FROM slot, person"
+            "   RETURNING id),"
+            " claims AS (INSERT INTO tron_claims (tx_hash, order_id, state)"
+            "   SELECT repeat(n::text, 64), ordered.id, 'credited'"
+            "     FROM ordered, generate_series(1, 3) n RETURNING id, order_id, tx_hash)"
+            " INSERT INTO ad_credits (claim_id, order_id, coin, amount, micros, sender, block_time)"
+            " SELECT id, order_id, CASE tx_hash WHEN repeat('1', 64) THEN 'trx' ELSE 'usdt' END,"
+            "   CASE tx_hash WHEN repeat('1', 64) THEN 16000000 ELSE 3000000 END,"
+            "   CASE tx_hash WHEN repeat('1', 64) THEN 4000000 ELSE 3000000 END,"
+            "   'TD5gsCwxykWsLN9aPrq2TAfNjByuZKYp4E', %(at)s FROM claims",
+            {"at": paid_at},
+        )
+    figures = HTTP.get(
+        f"{url}/v1/dashboard", headers={"Authorization": f"Bearer {tokens['viewer']}"}
+    ).json()
+    day = str(today - dt.timedelta(days=1))
+    assert figures["revenue"] == [
+        {"day": day, "currency": "TRX", "amount_minor": "16000000", "amount": "16"},
+        {"day": day, "currency": "USD", "amount_minor": "500", "amount": "5.00"},
+        {"day": day, "currency": "USDT", "amount_minor": "6000000", "amount": "6"},
+    ]
