@@ -75,6 +75,7 @@ from panel_api.ledger import (
     PaymentQuery,
     PeopleExport,
     PeopleQuery,
+    TelegramPerson,
     Visitor,
 )
 from panel_api.sessions import COOKIE, CSRF_HEADER, CSRF_VALUE
@@ -249,7 +250,17 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         handler=Ledger.memberships,
     ),
     ("GET", "/v1/memberships/{person_id:int}/{channel_id:int}/events"): Operation(
-        "A membership's history, oldest first", Role.VIEWER, History, handler=Ledger.history
+        "A membership's history, oldest first, and whose it is. `person_id` is our id for the"
+        " person (a membership's `person_id`), not their Telegram id",
+        Role.VIEWER,
+        History,
+        handler=Ledger.history,
+    ),
+    ("GET", "/v1/people/by-telegram-id/{telegram_user_id:int}"): Operation(
+        "A person by their Telegram id: our `person_id` for them, their name, their bots",
+        Role.VIEWER,
+        TelegramPerson,
+        handler=Ledger.person_by_telegram_id,
     ),
     ("GET", "/v1/invoices"): Operation(
         "Invoices", Role.VIEWER, Page[Invoice], query=InvoiceQuery, handler=Ledger.invoices

@@ -151,7 +151,23 @@ class MembershipEvent(msgspec.Struct):
 
 
 class History(msgspec.Struct):
+    """One membership's events, and whose it is: `person_id` is our id for the person (the
+    path's), `telegram_user_id` theirs in Telegram."""
+
+    person_id: int
+    telegram_user_id: int
+    person: Who
+    channel_id: int
     items: list[MembershipEvent]
+
+
+class TelegramPerson(msgspec.Struct):
+    """A Telegram user as a person here: `person_id` is what paths naming `person_id` take."""
+
+    person_id: int
+    telegram_user_id: int
+    person: Who
+    bot_ids: list[int]
 
 
 AMOUNT = Column("amount_minor", Decimal, "numeric")
@@ -451,9 +467,26 @@ class Ledger:
             raise errors.NotFound("no such membership")
         async with store.connection(runtime(request).pool) as conn:
             events = await store.rows(conn, "membership_history", keys)
-        if not events:
-            raise errors.NotFound("no such membership")
-        return answer(History(msgspec.convert(events, list[MembershipEvent])))
+            whose = await store.rows(conn, "person_of", keys)
+        if not events or not whose:
+            raise errors.NotFound(
+                "no such membership (the path takes our person_id, not a Telegram id: see"
+                " /v1/people/by-telegram-id/{telegram_user_id})"
+            )
+        history = {**whose[0], "channel_id": keys["channel_id"], "items": events}
+        return answer(msgspec.convert(history, History))
+
+    async def person_by_telegram_id(self, request: Request, caller: Caller) -> Response:
+        telegram_user_id = int(request.path_params["telegram_user_id"])
+        if not 0 < telegram_user_id < 2**52:
+            raise errors.NotFound("no person with that Telegram id")
+        async with store.connection(runtime(request).pool) as conn:
+            found = await store.rows(
+                conn, "person_by_telegram_id", {"telegram_user_id": telegram_user_id}
+            )
+        if not found:
+            raise errors.NotFound("no person with that Telegram id")
+        return answer(msgspec.convert(found[0], TelegramPerson))
 
     async def invoices(self, request: Request, caller: Caller) -> Response:
         where = query(request, InvoiceQuery)

@@ -202,6 +202,26 @@ SELECT id, from_status, to_status, old_expires_at, new_expires_at, cause, paymen
  WHERE person_id = %(person_id)s AND channel_id = %(channel_id)s
  ORDER BY id;
 
+-- person_by_telegram_id --
+-- Who a Telegram user is here: our person id (what paths with `person_id` take), their name
+-- as Telegram last told a bot, and the bots they have written to.
+SELECT p.id AS person_id, p.telegram_user_id,
+       json_build_object('username', p.username, 'first_name', p.first_name,
+                         'last_name', p.last_name) AS person,
+       coalesce(array_agg(bp.bot_id ORDER BY bp.bot_id) FILTER (WHERE bp.bot_id IS NOT NULL),
+                '{}') AS bot_ids
+  FROM people p
+  LEFT JOIN bot_people bp ON bp.person_id = p.id
+ WHERE p.telegram_user_id = %(telegram_user_id)s
+ GROUP BY p.id;
+
+-- person_of --
+SELECT p.id AS person_id, p.telegram_user_id,
+       json_build_object('username', p.username, 'first_name', p.first_name,
+                         'last_name', p.last_name) AS person
+  FROM people p
+ WHERE p.id = %(person_id)s;
+
 -- invoices_list --
 -- Amounts as text of minor units, as payments' are: exact, one type for both.
 SELECT i.id, i.order_reference, p.telegram_user_id, json_build_object('username', p.username, 'first_name', p.first_name,

@@ -102,10 +102,24 @@ def test_ledger__an_invoice_paid_shows_everywhere(setup: Setup, database_url: st
     assert (membership["telegram_user_id"], membership["person"]) == (4242, ana)
     access = setup.get("/v1/access-events").json()["items"]
     assert access and all(event["person"] == ana for event in access)
-    history = setup.get(f"/v1/memberships/{membership['person_id']}/{channel}/events").json()[
-        "items"
-    ]
-    assert [event["cause"] for event in history] == ["payment"]
+    history = setup.get(f"/v1/memberships/{membership['person_id']}/{channel}/events").json()
+    assert [event["cause"] for event in history["items"]] == ["payment"]
+    # The answer says whose history it is, in both ids.
+    assert (history["person_id"], history["telegram_user_id"], history["channel_id"]) == (
+        membership["person_id"],
+        4242,
+        channel,
+    )
+    assert history["person"] == ana
+    found = setup.get("/v1/people/by-telegram-id/4242").json()
+    assert (found["person_id"], found["telegram_user_id"], found["person"]) == (
+        membership["person_id"],
+        4242,
+        ana,
+    )
+    missing = setup.get("/v1/people/by-telegram-id/4243")
+    assert missing.status_code == 404
+    assert missing.headers["content-type"] == "application/problem+json"
     [event] = setup.get("/v1/gateway-events").json()["items"]
     assert (event["outcome"], event["order_reference"]) == ("orphan", "gh_unknown")
 
