@@ -19,7 +19,6 @@ import { linkTarget, parseHtml } from "./markup.js";
 const state = {
   person: 0,
   bot: 0,
-  revision: -1,
   /** @type {User[]} */ people: [],
   /** @type {User[]} */ bots: [],
   /** @type {Channel[]} */ channels: [],
@@ -183,8 +182,8 @@ function messageItem(shown) {
   return item;
 }
 
-/** @param {View} view */
-function render(view) {
+/** @param {View} view @param {boolean} first the chat's first answer: old notices stay unsaid */
+function render(view, first) {
   state.people = view.people;
   state.bots = view.bots;
   state.channels = view.channels;
@@ -206,7 +205,7 @@ function render(view) {
   state.drawn = drawn;
   list.replaceChildren(...items);
   if (atBottom) list.scrollTop = list.scrollHeight;
-  if (view.notices.length) notice(view.notices[view.notices.length - 1]);
+  if (view.notices.length && !first) notice(view.notices[view.notices.length - 1]);
 }
 
 function renderPeople() {
@@ -322,9 +321,8 @@ async function follow() {
       const view = await response.json();
       if (controller.signal.aborted) return;
       problem(null);
+      render(view, revision < 0);
       revision = view.revision;
-      state.revision = revision;
-      render(view);
     } catch {
       if (controller.signal.aborted) return;
       problem("The simulated Telegram is not answering; trying again.");
