@@ -199,6 +199,13 @@ def walk_an_advertiser(page: Page, browser: Browser, demo: Demo) -> None:
     shot(page, "advertiser-approved")
 
     wallet = page.context.new_page()
+    # A slip is refused at its field, and nothing is sent.
+    wallet.goto(f"{demo.url('simtrongrid')}/?to={address.group(0)[:-1]}")
+    wallet.fill("#amount", "4.1234567")
+    wallet.click("#send button[type=submit]")
+    expect(wallet.locator("#to-problem")).to_contain_text("A TRON address")
+    expect(wallet.locator("#amount-problem")).to_contain_text("at most six decimals")
+    expect(wallet.locator("#sent")).to_be_hidden()
     first = pay_in_the_wallet(wallet, demo, "usdt", address.group(0), "4")
     shot(wallet, "wallet")
     say(page, first)
