@@ -38,6 +38,8 @@ class Delivery:
     currency: str | None = None
     paid_at: dt.datetime | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # A NOT_SUCCESS that says the payment failed (not one still pending): the person is told.
+    declined: bool = False
 
 
 @dataclass(frozen=True)

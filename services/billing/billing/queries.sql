@@ -250,7 +250,33 @@ WITH stale AS (
      LIMIT %(limit)s
      FOR UPDATE SKIP LOCKED
 )
-UPDATE invoices i SET status = 'expired' FROM stale WHERE i.id = stale.id;
+UPDATE invoices i SET status = 'expired' FROM stale WHERE i.id = stale.id
+RETURNING i.id;
+
+-- checkout_lapsed_notices --
+-- The person behind each invoice just expired hears of it once, with a way to pay again,
+-- unless they are active in the channel (another invoice paid, or a grant).
+INSERT INTO access_events (kind, person_id, channel_id, notice_key, expires_at, created_at,
+                           available_at)
+SELECT 'checkout_lapsed', i.person_id, i.channel_id, 'lapsed:' || i.id, i.expires_at,
+       %(now)s, %(now)s
+  FROM invoices i
+ WHERE i.id = ANY(%(ids)s::int4[])
+   AND NOT EXISTS (SELECT 1 FROM memberships m
+                    WHERE m.person_id = i.person_id AND m.channel_id = i.channel_id
+                      AND m.status = 'active')
+ON CONFLICT (notice_key) DO NOTHING;
+
+-- checkout_declined_notice --
+-- A gateway's decline of an open invoice: the person hears of it once per invoice and status
+-- (a redelivery writes nothing); paying the same invoice later is still applied.
+INSERT INTO access_events (kind, person_id, channel_id, notice_key, expires_at, created_at,
+                           available_at)
+SELECT 'checkout_declined', person_id, channel_id,
+       'declined:' || id || ':' || %(event_type)s, expires_at, %(now)s, %(now)s
+  FROM invoices
+ WHERE order_reference = %(order_reference)s AND status = 'open'
+ON CONFLICT (notice_key) DO NOTHING;
 
 -- claim_tron_claims --
 -- Due claims for the verifier, any number of billing processes at once.

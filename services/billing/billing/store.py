@@ -111,6 +111,15 @@ async def record_delivery(conn: Connection, delivery: Delivery, now: dt.datetime
                 else (f"event type {delivery.event_type} is not acted on")
             )
             outcome = Outcome(Recorded(delivery.kind.value), False, False, reason, None)
+            if delivery.declined and delivery.order_reference:
+                await conn.execute(
+                    Q["checkout_declined_notice"],
+                    {
+                        "order_reference": delivery.order_reference,
+                        "event_type": delivery.event_type,
+                        "now": now,
+                    },
+                )
             return await _record(conn, delivery, outcome, now)
         reference = {"order_reference": delivery.order_reference}
         await conn.execute(Q["lock_membership_of_invoice"], reference)

@@ -160,9 +160,14 @@ def _add(columns: dict[str, list[Any]], *values: Any) -> None:
 
 
 async def expire_open_invoices(conn: Connection, now: dt.datetime, limit: int) -> int:
+    """Expire unpaid invoices past their time, each person told with a way to pay again, in
+    one transaction; how many expired."""
     async with conn.transaction():
         cur = await conn.execute(Q["expire_open_invoices"], {"now": now, "limit": limit})
-        return cur.rowcount
+        ids = [row["id"] for row in await cur.fetchall()]
+        if ids:
+            await conn.execute(Q["checkout_lapsed_notices"], {"ids": ids, "now": now})
+        return len(ids)
 
 
 async def ad_order_deadlines(conn: Connection, now: dt.datetime, limit: int) -> int:

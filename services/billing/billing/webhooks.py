@@ -151,6 +151,11 @@ class Subgate:
 # -- WayForPay ------------------------------------------------------------------------------
 
 
+# WayForPay statuses that end a payment unpaid (others, such as InProcessing, may still pay).
+WAYFORPAY_DECLINES = frozenset({"Declined", "Expired"})
+# Stripe's checkout sessions that end unpaid: an async method that failed, a session that
+# expired. (`checkout.session.completed` with `unpaid` is an async payment still on its way.)
+STRIPE_DECLINES = frozenset({"checkout.session.async_payment_failed", "checkout.session.expired"})
 WAYFORPAY_SIGNED = (
     "merchantAccount",
     "orderReference",
@@ -204,6 +209,7 @@ class WayForPay:
                 event_type=status or "unknown",
                 payload=payload,
                 order_reference=order,
+                declined=status in WAYFORPAY_DECLINES,
             )
         currency = _currency(currency_text)
         return Delivery(
@@ -283,6 +289,16 @@ class Stripe:
             return self._checkout(event, obj, paid_at)
         if event_type == "payment_intent.succeeded":
             return self._payment_intent(event, obj, paid_at)
+        order = obj.get("client_reference_id")
+        if event_type in STRIPE_DECLINES and isinstance(order, str) and order:
+            return Delivery(
+                gateway=self.name,
+                kind=Kind.NOT_SUCCESS,
+                event_type=event_type,
+                payload=event,
+                order_reference=order,
+                declined=True,
+            )
         return Delivery(gateway=self.name, kind=Kind.IGNORED, event_type=event_type, payload=event)
 
     def _checkout(

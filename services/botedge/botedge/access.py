@@ -9,6 +9,8 @@ Through the channel's manager bot (`channels.manager_bot_id`):
 - expiry_notice: "ends in N hours/days" with the pay link, before expiry; dropped when the
   membership was renewed since (its `expires_at` moved) or is no longer active.
 - reminder: a message with the days of grace left and the pay link.
+- checkout_declined, checkout_lapsed: a checkout that did not pay (the gateway declined, or
+  the invoice expired unpaid), with a button to try again.
 - revoke: ban then unban (`only_if_banned`), which removes without barring a later return, then
   a message with the pay link. The chat's owner and admins are never removed.
 No manager bot, missing rights or Telegram refusing: retried with backoff, then `failed` with
@@ -37,13 +39,22 @@ ACCESS_EVENTS = EventTable("access_events", ("person_id", "channel_id"))
 STAFF = frozenset({"creator", "administrator"})
 
 
-def _renew_button(context: dict[str, Any], channel_id: int) -> dict[str, Any]:
+def _renew_button(context: dict[str, Any], channel_id: int, text: str = "Renew") -> dict[str, Any]:
     """A button to `/start pay_<channel>` through the manager bot; nothing without its name."""
     username = context.get("bot_username")
     if not username:
         return {}
     url = f"https://t.me/{username}?start=pay_{channel_id}"
-    return {"reply_markup": {"inline_keyboard": [[{"text": "Renew", "url": url}]]}}
+    return {"reply_markup": {"inline_keyboard": [[{"text": text, "url": url}]]}}
+
+
+# What a checkout that did not pay tells the person, by the notice's kind.
+CHECKOUT_ENDED = {
+    "checkout_declined": "Your payment for {title} did not go through, and nothing was charged."
+    " Press below to try again, with the same or another way to pay.",
+    "checkout_lapsed": "Your link to pay for {title} has expired unpaid. Press below for a new"
+    " one.",
+}
 
 
 class AccessFailed(Exception):
@@ -105,6 +116,11 @@ class Access:
                 message = await self._grant(token, chat, title, event, welcome)
         elif kind == "expiry_notice":
             message = self._notice(title, context, row, renew)
+        elif kind in CHECKOUT_ENDED:
+            message = {
+                "text": CHECKOUT_ENDED[kind].format(title=title),
+                **_renew_button(context, int(row["channel_id"]), "Try again"),
+            }
         elif kind == "reminder":
             message = {**self._reminder(title, context), **renew}
         else:

@@ -185,6 +185,11 @@ INVOICES = Listing(
 TRON_COINS = ("USDT", "TRX")
 
 
+AccessKind = Literal[
+    "grant", "reminder", "revoke", "expiry_notice", "checkout_declined", "checkout_lapsed"
+]
+
+
 class Priced(msgspec.Struct, kw_only=True):
     """An amount in minor units with its currency, and the same amount as text in major units
     with the currency's own digits ("12.50", "500" yen, "1.250" dinars) for people."""
@@ -306,7 +311,7 @@ class AccessEventQuery(Paged, kw_only=True):
 
 class AccessEvent(msgspec.Struct):
     id: int
-    kind: Literal["grant", "reminder", "revoke", "expiry_notice"]
+    kind: AccessKind
     person_id: int
     telegram_user_id: int
     person: Who
@@ -322,7 +327,7 @@ class AccessEvent(msgspec.Struct):
 
 class AccessRetried(msgspec.Struct):
     id: int
-    kind: Literal["grant", "reminder", "revoke", "expiry_notice"]
+    kind: AccessKind
     state: AccessState
 
 

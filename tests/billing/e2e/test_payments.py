@@ -11,9 +11,10 @@ import httpx
 import psycopg
 import pytest
 
+from simulators.checkout import callbacks
 from tests.billing.e2e import gateways
 from tests.billing.e2e.gateways import Request
-from tests.conftest import HTTP, Served, counted, gather_limited
+from tests.conftest import HTTP, SECRETS, Served, counted, gather_limited
 
 
 def rows(database_url: str, sql: str, *args: Any) -> list[tuple[Any, ...]]:
@@ -177,14 +178,52 @@ def test_wayforpay__declined_then_approved_applies(billing: Served, database_url
     order = invoice(billing, database_url, "wayforpay")
     with httpx.Client() as client:
         declined = gateways.wayforpay(order, "12.50", status="Declined").send(client, billing.url)
+        # Redelivered, and a status that may still pay: neither is told twice or at all.
+        gateways.wayforpay(order, "12.50", status="Declined").send(client, billing.url)
+        gateways.wayforpay(order, "12.50", status="InProcessing").send(client, billing.url)
         approved = gateways.wayforpay(order, "12.50").send(client, billing.url)
     assert declined.json()["status"] == "accept"
     assert approved.json()["status"] == "accept"
     assert rows(database_url, "SELECT outcome FROM gateway_events ORDER BY id") == [
         ("not_success",),
+        ("not_success",),
+        ("not_success",),
         ("applied",),
     ]
     assert extensions(database_url) == 1
+    # The person was told of the decline once, then got their access.
+    assert rows(database_url, "SELECT kind, notice_key FROM access_events ORDER BY id") == [
+        ("checkout_declined", f"declined:{invoice_id(database_url, order)}:Declined"),
+        ("grant", None),
+    ]
+
+
+def test_stripe__a_failed_checkout_is_told_once_and_a_pending_one_not_at_all(
+    billing: Served, database_url: str
+) -> None:
+    order = invoice(billing, database_url, "stripe")
+    failed = "checkout.session.async_payment_failed"
+    with httpx.Client() as client:
+        for kind in ("checkout.session.completed", failed, failed):
+            # `completed` with `unpaid` is an async payment still on its way.
+            sent = callbacks.stripe(
+                SECRETS["STRIPE_WEBHOOK_SECRET"],
+                order,
+                "pi_1",
+                1250,
+                kind=kind,
+                payment_status="unpaid",
+            ).send(client, billing.url)
+            assert sent.status_code == 200, sent.text
+    assert rows(database_url, "SELECT kind, notice_key FROM access_events") == [
+        ("checkout_declined", f"declined:{invoice_id(database_url, order)}:{failed}"),
+    ]
+
+
+def invoice_id(database_url: str, order: str) -> int:
+    return int(
+        rows(database_url, "SELECT id FROM invoices WHERE order_reference = %s", order)[0][0]
+    )
 
 
 def test_unknown_order_reference__2xx_and_orphan(billing: Served, database_url: str) -> None:

@@ -197,10 +197,37 @@ def test_sweep__expires_open_invoices_after_24_hours(billing: Served, database_u
             old["order_reference"],
         )
         assert sweep(client, billing.url)["invoices_expired"] == 1
+        # The person hears their link lapsed, once, however many sweeps run.
+        assert sweep(client, billing.url)["invoices_expired"] == 0
+        notices = query(database_url, "SELECT kind, notice_key FROM access_events")
+        [(invoice_id,)] = query(
+            database_url,
+            "SELECT id FROM invoices WHERE order_reference = %s",
+            old["order_reference"],
+        )
+        assert notices == [("checkout_lapsed", f"lapsed:{invoice_id}")]
         # A late payment is still money received: applied.
         late = gateways.subgate(old["order_reference"], "late", "12.50").send(client, billing.url)
     assert late.json()["applied"] is True
     assert query(database_url, "SELECT status FROM invoices ORDER BY id") == [("paid",), ("open",)]
+
+
+def test_sweep__an_active_member_hears_nothing_of_a_lapsed_invoice(
+    billing: Served, database_url: str
+) -> None:
+    channel = gateways.add_paid_channel(database_url)
+    with httpx.Client() as client:
+        paid = gateways.create_invoice(client, billing.url, 1, channel, "subgate")
+        spare = gateways.create_invoice(client, billing.url, 1, channel, "wayforpay")
+        gateways.subgate(paid["order_reference"], "pay-1", "12.50").send(client, billing.url)
+        query(
+            database_url,
+            "UPDATE invoices SET expires_at = now() - interval '1 minute'"
+            " WHERE order_reference = %s RETURNING id",
+            spare["order_reference"],
+        )
+        assert sweep(client, billing.url)["invoices_expired"] == 1
+    assert query(database_url, "SELECT kind FROM access_events") == [("grant",)]
 
 
 async def race(

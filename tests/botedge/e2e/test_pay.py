@@ -164,7 +164,9 @@ def test_pay__a_plain_start_lists_what_the_bot_offers(store: Store) -> None:
 
 
 @pytest.mark.parametrize("gateway", ["wayforpay", "stripe"])
-def test_pay__declined_at_the_checkout_grants_nothing(store: Store, gateway: str) -> None:
+def test_pay__declined_at_the_checkout_grants_nothing_and_the_chat_offers_a_retry(
+    store: Store, gateway: str
+) -> None:
     edge = store.edge
     edge.start_worker()
     url = store.pay_link(gateway)
@@ -173,7 +175,19 @@ def test_pay__declined_at_the_checkout_grants_nothing(store: Store, gateway: str
     assert "The payment was declined" in declined.text
     assert edge.query("SELECT gateway, outcome FROM gateway_events") == [(gateway, "not_success")]
     assert edge.query("SELECT count(*) FROM memberships") == [(0,)]
-    assert edge.query("SELECT count(*) FROM access_events") == [(0,)]
+    assert edge.query("SELECT kind FROM access_events") == [("checkout_declined",)]
+
+    def told() -> list[dict[str, Any]]:
+        return [m for m in store.sent() if "did not go through" in str(m["text"])]
+
+    edge.wait_until(lambda: bool(told()), 30, "the decline told in the chat")
+    [message] = [
+        m
+        for m in edge.sim_get(f"/_sim/chats/{BUYER}/messages")
+        if "did not go through" in str(m.get("text"))
+    ]
+    [[button]] = message["reply_markup"]["inline_keyboard"]
+    assert button["text"] == "Try again" and button["url"].endswith(f"?start=pay_{store.channel}")
 
 
 def test_pay__a_channel_that_is_not_paid_is_said_plainly(store: Store) -> None:

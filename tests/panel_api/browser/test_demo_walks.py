@@ -129,27 +129,38 @@ def walk_a_visitor(page: Page, demo: Demo) -> None:
     shot(page, "visitor")
 
 
-def walk_a_subscriber(page: Page, demo: Demo, gateway: str) -> None:
-    """Pays for the channel with `gateway` and joins it through the invite link."""
+def walk_a_subscriber(page: Page, demo: Demo, gateway: str, decline_first: bool = False) -> None:
+    """Pays for the channel with `gateway` and joins it through the invite link; with
+    `decline_first`, the card is declined once and the chat offers to try again."""
     new_person(page, demo, f"Payer by {gateway}")
     say(page, "/start")
     # The offer's button is a link to the bot itself: /start pay_<channel>.
     from_bot(page, "Demo paid channel").get_by_role("button", name=re.compile("Demo paid")).click()
-    offer = from_bot(page, "Pay with")
-    offer.get_by_role("button", name=re.compile(f"Pay with .*{gateway}", re.IGNORECASE)).click()
-    pay = from_bot(page, "5.00 USD").get_by_role("button", name=re.compile("Pay 5"))
-    with page.context.expect_page() as opened:
-        pay.click()
-    checkout = opened.value
-    expect(checkout.locator("body")).to_contain_text("5.00 USD")
-    checkout.get_by_role("button", name="Pay").click()
-    expect(checkout.locator("body")).to_contain_text("Paid.")
-    checkout.close()
+    if decline_first:
+        checkout(page, gateway, "Decline")
+        declined = from_bot(page, "did not go through")
+        shot(page, f"subscriber-{gateway}-declined")
+        declined.get_by_role("button", name="Try again").click()
+    checkout(page, gateway, "Pay")
     invite = from_bot(page, "access to Demo paid channel is open")
     shot(page, f"subscriber-{gateway}")
     invite.get_by_role("button").first.click()
     expect(channel(page, "Demo paid channel")).to_contain_text("member")
     shot(page, f"subscriber-{gateway}-joined")
+
+
+def checkout(page: Page, gateway: str, press: str) -> None:
+    """From the newest offer: the gateway, its pay button, and `press` on the checkout page."""
+    offer = from_bot(page, "Pay with")
+    offer.get_by_role("button", name=re.compile(f"Pay with .*{gateway}", re.IGNORECASE)).click()
+    pay = from_bot(page, "5.00 USD").get_by_role("button", name=re.compile("Pay 5"))
+    with page.context.expect_page() as opened:
+        pay.click()
+    tab = opened.value
+    expect(tab.locator("body")).to_contain_text("5.00 USD")
+    tab.get_by_role("button", name=press).click()
+    expect(tab.locator("body")).to_contain_text("Paid." if press == "Pay" else "was declined")
+    tab.close()
 
 
 def pay_in_the_wallet(page: Page, demo: Demo, kind: str, to: str, amount: str) -> str:
@@ -246,7 +257,7 @@ def test_walks__a_visitor_three_subscribers_an_advertiser_and_the_owner_through_
     walk_a_visitor(phone, demo)
     for gateway in ("stripe", "subgate", "wayforpay"):
         with fresh_page(browser) as page:
-            walk_a_subscriber(page, demo, gateway)
+            walk_a_subscriber(page, demo, gateway, decline_first=gateway != "subgate")
     with fresh_page(browser) as page:
         walk_an_advertiser(page, browser, demo)
     with fresh_page(browser) as page:

@@ -3,9 +3,9 @@
 `make run` points every `<GATEWAY>_PAY_URL` here:
 `/checkout/<gateway>/{order_reference}?amount={amount}&currency={currency}`. Pay posts the
 gateway's payment callback to billing, signed with that gateway's scheme and the same secrets
-billing checks; Decline posts its not-a-payment status (WayForPay `Declined`, a Stripe checkout
-session `unpaid`; Subgate, our own scheme, sends nothing for a declined card). The page then
-says what happened. `GET /_sim/outcomes` lists every press, for tests.
+billing checks; Decline posts its not-a-payment status (WayForPay `Declined`, Stripe
+`checkout.session.async_payment_failed`; Subgate, our own scheme, sends nothing for a declined
+card). The page then says what happened. `GET /_sim/outcomes` lists every press, for tests.
 
 Environment: `BILLING_URL`, `SUBGATE_WEBHOOK_SECRET`, `WAYFORPAY_MERCHANT_ACCOUNT`,
 `WAYFORPAY_SECRET_KEY`, `STRIPE_WEBHOOK_SECRET` (the first of a list).
@@ -85,7 +85,7 @@ def _stripe(
         "pi_sim_" + secrets.token_urlsafe(9),
         callbacks.minor(amount, currency),
         currency.lower(),
-        kind="checkout.session.completed",
+        kind="checkout.session.completed" if paid else "checkout.session.async_payment_failed",
         payment_status="paid" if paid else "unpaid",
     )
 

@@ -102,7 +102,7 @@ def stripe(
     payment_status: str = "paid",
 ) -> Callback:
     created = int(time.time()) if created is None else created
-    if kind == "checkout.session.completed":
+    if kind.startswith("checkout.session."):
         obj: dict[str, Any] = {
             "object": "checkout.session",
             "client_reference_id": order,
