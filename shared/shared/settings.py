@@ -25,6 +25,9 @@ DEFAULT_READ_TIMEOUT = 10.0
 # Longer than any client's idle expiry (httpx 5 s, nginx upstreams 60 s): the client then always
 # closes an idle connection first, and never sends a request into one the server is closing.
 DEFAULT_KEEP_ALIVE = 75.0
+# How long a service drains after SIGTERM (SHUTDOWN_TIMEOUT) unless told otherwise.
+DEFAULT_SHUTDOWN_TIMEOUT = 8.0
+SHUTDOWN_TIMEOUT_MINIMUM = 0.1
 
 
 class SettingsError(Exception):
@@ -239,7 +242,9 @@ class CommonSettings:
             db_pool_min=r.integer("DB_POOL_MIN", 1, minimum=0, maximum=100),
             db_pool_max=r.integer("DB_POOL_MAX", default_pool_max, minimum=1, maximum=500),
             statement_timeout_ms=r.integer("DB_STATEMENT_TIMEOUT_MS", 15_000, minimum=100),
-            shutdown_timeout=r.seconds("SHUTDOWN_TIMEOUT", 8.0, minimum=0.1),
+            shutdown_timeout=r.seconds(
+                "SHUTDOWN_TIMEOUT", DEFAULT_SHUTDOWN_TIMEOUT, minimum=SHUTDOWN_TIMEOUT_MINIMUM
+            ),
             migrations_dir=r.optional_text("MIGRATIONS_DIR"),
             request_read_timeout=r.seconds(
                 "REQUEST_READ_TIMEOUT", DEFAULT_READ_TIMEOUT, minimum=0.1

@@ -30,11 +30,17 @@ from billing.gateways import GATEWAYS
 from shared import logging as jsonlog
 from shared import migrate
 from shared.embedded_pg import EmbeddedPostgres, EmbeddedPostgresError
-from shared.settings import LOG_LEVELS
+from shared.settings import (
+    DEFAULT_SHUTDOWN_TIMEOUT,
+    LOG_LEVELS,
+    SHUTDOWN_TIMEOUT_MINIMUM,
+    Reader,
+    SettingsError,
+)
 from simulators.trongrid.app import DEMO_PAYER
 
 # How long a process may drain after SIGTERM before it is killed: the services' own shutdown
-# deadline (SHUTDOWN_TIMEOUT, 8 s unless set) and a margin to exit.
+# deadline (SHUTDOWN_TIMEOUT) and a margin to exit.
 STOP_MARGIN = 2.0
 SWEEP_EVERY = 60
 
@@ -430,9 +436,13 @@ class Launcher:
         """The services first (the bots' pollers and senders stop talking to the simulated
         Telegram), then the simulators; each may drain for its shutdown deadline."""
         try:
-            budget = float(self.env.get("SHUTDOWN_TIMEOUT") or 8.0) + STOP_MARGIN
-        except ValueError:
-            budget = 8.0 + STOP_MARGIN
+            drain = Reader(self.env).seconds(
+                "SHUTDOWN_TIMEOUT", DEFAULT_SHUTDOWN_TIMEOUT, minimum=SHUTDOWN_TIMEOUT_MINIMUM
+            )
+        except SettingsError:
+            # The services refuse it too and have exited already.
+            drain = DEFAULT_SHUTDOWN_TIMEOUT
+        budget = drain + STOP_MARGIN
         simulators = {child.name for child in CHILDREN if child.module.startswith("simulators")}
         self._stop_stage({n: p for n, p in self.procs.items() if n not in simulators}, budget)
         self._stop_stage({n: p for n, p in self.procs.items() if n in simulators}, budget)

@@ -8,7 +8,8 @@ import asyncio
 import json
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +28,22 @@ class StateFile:
         self.saved_version: object = None
 
     @classmethod
-    def from_env(
-        cls, variable: str, snapshot: Callable[[], dict[str, Any]], version: Callable[[], object]
+    def restored(
+        cls,
+        snapshot: Callable[[], dict[str, Any]],
+        version: Callable[[], object],
+        restore: Callable[[dict[str, Any]], None],
     ) -> StateFile | None:
-        path = os.environ.get(variable, "").strip()
-        return cls(Path(path), snapshot, version) if path else None
+        """The file `SIM_STATE_FILE` names, with what it holds already given to `restore`;
+        None when the variable is unset (tests, the load rig): nothing is kept."""
+        path = os.environ.get("SIM_STATE_FILE", "").strip()
+        if not path:
+            return None
+        state = cls(Path(path), snapshot, version)
+        saved = state.load()
+        if saved:
+            restore(saved)
+        return state
 
     def load(self) -> dict[str, Any] | None:
         try:
@@ -55,7 +67,22 @@ class StateFile:
         os.replace(temporary, self.path)
         self.saved_version = version
 
-    async def keep_saving(self) -> None:
+    @asynccontextmanager
+    async def saving(self) -> AsyncIterator[None]:
+        """Saved every SAVE_EVERY seconds while the block runs, and once more when it ends."""
+        task = asyncio.create_task(self._keep_saving())
+        try:
+            yield
+        finally:
+            task.cancel()
+            self.save()
+
+    async def _keep_saving(self) -> None:
         while True:
             await asyncio.sleep(SAVE_EVERY)
             self.save()
+
+
+def saving(state: StateFile | None) -> AbstractAsyncContextManager[None]:
+    """`state.saving()`, or nothing to do without a state file."""
+    return state.saving() if state is not None else nullcontext()

@@ -57,19 +57,10 @@ def demo(tmp_path: Path) -> Iterator[Demo]:
         proc.wait(timeout=30)
 
 
-@pytest.fixture
-def phone(browser: Browser) -> Iterator[Page]:
-    """A phone-sized window: the pages must work from 390 px."""
-    context = browser.new_context(viewport={"width": 390, "height": 844})
-    page = context.new_page()
-    page.set_default_timeout(30_000)
-    yield page
-    context.close()
-
-
 @contextmanager
-def fresh_page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
+def fresh_page(browser: Browser, width: int = 1280, height: int = 800) -> Iterator[Page]:
+    """A browser context of its own (its own storage, so a new person in the chat window)."""
+    context = browser.new_context(viewport={"width": width, "height": height})
     page = context.new_page()
     page.set_default_timeout(30_000)
     try:
@@ -250,11 +241,13 @@ def walk_the_owner(page: Page, demo: Demo) -> None:
 
 
 def test_walks__a_visitor_three_subscribers_an_advertiser_and_the_owner_through_the_pages(
-    browser: Browser, phone: Page, demo: Demo
+    browser: Browser, demo: Demo
 ) -> None:
     """The four walks in order on one system (the owner's looks at what the others did), each
-    in a browser context of its own."""
-    walk_a_visitor(phone, demo)
+    in a browser context of its own; the visitor's on a phone, as the pages must work from
+    390 px."""
+    with fresh_page(browser, 390, 844) as phone:
+        walk_a_visitor(phone, demo)
     for gateway in ("stripe", "subgate", "wayforpay"):
         with fresh_page(browser) as page:
             walk_a_subscriber(page, demo, gateway, decline_first=gateway != "subgate")

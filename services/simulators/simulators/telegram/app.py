@@ -27,7 +27,7 @@ from starlette.routing import Route
 
 from shared.web import create_plain_app
 from simulators.pages import page_routes
-from simulators.statefile import StateFile
+from simulators.statefile import StateFile, saving
 from simulators.telegram import control
 from simulators.telegram.botapi import METHODS, Params, WithDescription, error_response, ok
 from simulators.telegram.state import ApiError, Bot, Call, Faults, Upload, World
@@ -148,10 +148,7 @@ async def bot_method(request: Request) -> Response:
 
 def create_app(faults: Faults | None = None, seed: int | None = None) -> Starlette:
     world = World(faults or Faults.from_env(os.environ), seed)
-    state = StateFile.from_env("SIM_STATE_FILE", world.snapshot, world.version)
-    saved = state.load() if state else None
-    if saved:
-        world.restore(saved)
+    state = StateFile.restored(world.snapshot, world.version, world.restore)
     deliveries = Deliveries(world)
     world.on_update = deliveries.start
     app = create_plain_app(
@@ -170,15 +167,13 @@ def create_app(faults: Faults | None = None, seed: int | None = None) -> Starlet
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
-        saving = asyncio.create_task(state.keep_saving()) if state else None
-        for bot in world.bots.values():
-            if bot.webhook_url and bot.updates:
-                deliveries.start(bot)
-        yield
-        await deliveries.close()
-        if saving is not None and state is not None:
-            saving.cancel()
-            state.save()
+        async with saving(state):
+            # Updates a restored bot with a webhook has waiting go out as they would have.
+            for bot in world.bots.values():
+                if bot.webhook_url and bot.updates:
+                    deliveries.start(bot)
+            yield
+            await deliveries.close()
 
     app.router.lifespan_context = lifespan
     return app

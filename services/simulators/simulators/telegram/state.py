@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import math
 import random
 import time
@@ -477,7 +478,7 @@ class World:
                 }
                 for chat in self.chats.values()
             ],
-            "links": [{**link.__dict__, "creator": link.creator} for link in self.links.values()],
+            "links": [dataclasses.asdict(link) for link in self.links.values()],
             "admins": [[chat, sorted(bots)] for chat, bots in self.admins.items()],
             "files": [
                 [

@@ -32,7 +32,7 @@ from tronpy.keys import to_base58check_address, to_hex_address
 
 from shared.web import create_plain_app
 from simulators.pages import page_routes
-from simulators.statefile import StateFile
+from simulators.statefile import StateFile, saving
 
 USDT_MAINNET = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t"
 # A TRC-20 that calls itself "Tether USD": not the official contract.
@@ -299,18 +299,14 @@ def create_app(chain: Chain | None = None) -> Starlette:
         ]
     )
     app.state.chain = chain = chain or Chain(os.environ.get("TRON_USDT_CONTRACT") or USDT_MAINNET)
-    state = StateFile.from_env("SIM_STATE_FILE", lambda: snapshot(chain), lambda: chain.block)
-    saved = state.load() if state else None
-    if saved:
-        restore(chain, saved)
+    state = StateFile.restored(
+        lambda: snapshot(chain), lambda: chain.block, lambda saved: restore(chain, saved)
+    )
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
-        saving = asyncio.create_task(state.keep_saving()) if state else None
-        yield
-        if saving is not None and state is not None:
-            saving.cancel()
-            state.save()
+        async with saving(state):
+            yield
 
     app.router.lifespan_context = lifespan
     return app
