@@ -15,7 +15,7 @@ INSERT INTO bots (telegram_bot_id, username, token_encrypted, webhook_secret_enc
 VALUES (%(telegram_bot_id)s, %(username)s, %(token_encrypted)s, %(webhook_secret_encrypted)s,
         %(mode)s, 'paused')
 ON CONFLICT (telegram_bot_id) DO UPDATE
-   SET token_encrypted = excluded.token_encrypted,
+   SET username = excluded.username, token_encrypted = excluded.token_encrypted,
        webhook_secret_encrypted = excluded.webhook_secret_encrypted,
        mode = excluded.mode, token_invalid_at = NULL, status = 'paused'
 RETURNING id;

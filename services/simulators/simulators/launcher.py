@@ -26,6 +26,8 @@ from types import FrameType
 from typing import IO, Any
 from urllib.parse import urlsplit, urlunsplit
 
+import httpx
+
 from billing.gateways import GATEWAYS
 from shared import logging as jsonlog
 from shared import migrate
@@ -37,12 +39,12 @@ from shared.settings import (
     Reader,
     SettingsError,
 )
-from simulators.trongrid.app import DEMO_PAYER
 
 # How long a process may drain after SIGTERM before it is killed: the services' own shutdown
 # deadline (SHUTDOWN_TIMEOUT) and a margin to exit.
 STOP_MARGIN = 2.0
 SWEEP_EVERY = 60
+DEMO_BOT_USERNAME = "gatehouse_demo_bot"
 
 log = logging.getLogger("launcher")
 READY_TIMEOUT = 120.0
@@ -319,6 +321,15 @@ class Launcher:
         token = env.get("DEMO_BOT_TOKEN", "")
         if not env.get("TELEGRAM_API_BASE", "").startswith("http://127.0.0.1"):
             return None
+        # A username to address it by, as a real bot has (the README's scripted walk uses it).
+        try:
+            httpx.post(
+                env["TELEGRAM_API_BASE"].rstrip("/") + "/_sim/bots",
+                json={"token": token, "username": DEMO_BOT_USERNAME},
+                timeout=10,
+            ).raise_for_status()
+        except httpx.HTTPError as error:
+            log.warning("could not name the demo bot: %s", error)
         added = _demo_step(
             "add the demo bot",
             {**env, "BOT_TOKEN": token},
@@ -362,67 +373,26 @@ class Launcher:
             "",
         ]
         if demo_bot:
-            sim = f"http://127.0.0.1:{ports['simtelegram']}"
             lines += [
                 "Walk the demo in the simulated Telegram's chat window: be anyone, talk to the",
                 "demo bot, press its buttons, pay, join and leave channels:",
-                f"  {sim}/",
+                f"  http://127.0.0.1:{ports['simtelegram']}/",
                 "and pay the ad shop from the simulated TRON wallet:",
                 f"  http://127.0.0.1:{ports['simtrongrid']}/",
                 "",
-                f"Demo bot: Telegram id {demo_bot}, polling the simulated Telegram. From a script:",
-                f"  curl -s {sim}/_sim/messages -H 'content-type: application/json' \\",
-                f'       -d \'{{"bot_id": {demo_bot}, "user_id": 1, "text": "/start"}}\'',
-                f"  curl -s '{sim}/_sim/sent?bot_id={demo_bot}'",
-                "",
+                f"Demo bot: @{DEMO_BOT_USERNAME} (Telegram id {demo_bot}), polling the simulated"
+                " Telegram.",
             ]
         if demo_bot and demo_gate:
-            sim = f"http://127.0.0.1:{ports['simtelegram']}"
-            post = f"curl -s {sim}/_sim/%s -H 'content-type: application/json' -d '%s'"
-            first, second = demo_gate["sponsors"]
-            # Any sender will do on the simulated chain.
-            payment = {
-                "kind": "usdt",
-                "from": DEMO_PAYER,
-                "to": demo_gate.get("shop"),
-                "amount": 10_000_000,
-            }
             lines += [
-                f"Demo gate: {demo_gate['link']} opens a content behind two channels.",
-                "  "
-                + post
-                % ("messages", f'{{"bot_id": {demo_bot}, "user_id": 2, "text": "/start welcome"}}'),
-                "  " + post % ("join", f'{{"chat_id": {first}, "user_id": 2}}'),
-                "  " + post % ("join", f'{{"chat_id": {second}, "user_id": 2}}'),
-                f'  then press "I\'ve joined" on the gate message (its message_id is in '
-                f"{sim}/_sim/sent?chat_id=2):",
-                "  "
-                + post
-                % (
-                    "press",
-                    f'{{"bot_id": {demo_bot}, "user_id": 2, '
-                    f'"message_id": <id>, "data": '
-                    f'"gate:{demo_gate["content_id"]}"}}',
-                ),
-                "",
-                f"Demo purchase: send /start pay_{demo_gate['paid_channel_id']} to the bot, press"
-                " a gateway, open the link it gives (the simulated checkout), press Pay; the invite"
-                " link to the paid channel comes to the chat.",
-                "  "
-                + post
-                % (
-                    "messages",
-                    f'{{"bot_id": {demo_bot}, "user_id": 4, '
-                    f'"text": "/start pay_{demo_gate["paid_channel_id"]}"}}',
-                ),
-                "",
-                "Demo ad shop: send /ads to the bot and book the slot. Once the order is approved"
-                " (POST /v1/ad-orders/<id>/approve on the panel API), pay on the simulated"
-                " TronGrid and send the bot the hash this answers:",
-                f"  curl -s http://127.0.0.1:{ports['simtrongrid']}/_sim/transactions"
-                f" -H 'content-type: application/json' -d '{json.dumps(payment)}'",
-                "",
+                f"  {demo_gate['link']}  a content behind two sponsor channels",
+                f"  /start pay_{demo_gate['paid_channel_id']}  the demo paid channel, 5 USD for 30"
+                " days",
+                f"  /ads  the ad shop, paid in USDT or TRX to {demo_gate['shop']}",
+                'From a script: the README\'s "Walk the demo from a script" does all three with'
+                " curl.",
             ]
+        lines.append("")
         lines += [
             f"Development secrets (SWEEP_TOKEN, SERVICE_TOKEN, POSTGRES_PASSWORD, ...) were "
             f"generated into {self.data_dir / 'dev-secrets.json'}; set them in the environment "

@@ -82,3 +82,19 @@ def test_checkout__a_subgate_decline_sends_nothing_and_says_so(checkout: str) ->
     assert HTTP.get(f"{checkout}/_sim/outcomes").json() == [
         {"order_reference": "gh_abc", "gateway": "subgate", "action": "decline", "billing": None}
     ]
+
+
+def test_checkout__a_script_posts_only_the_action_to_the_payment_link(checkout: str) -> None:
+    """The link carries amount and currency; a script needs no form fields beyond `action`."""
+    answer = HTTP.post(
+        f"{checkout}/checkout/subgate/gh_script?amount=12.50&currency=UAH",
+        data={"action": "decline"},
+    )
+    assert answer.status_code == 200 and "The payment was declined" in answer.text
+    outcome = HTTP.get(f"{checkout}/_sim/outcomes").json()[-1]
+    assert outcome == {
+        "order_reference": "gh_script",
+        "gateway": "subgate",
+        "action": "decline",
+        "billing": None,
+    }

@@ -16,7 +16,7 @@ from tronpy.keys import to_base58check_address
 from billing.tron_judge import Claim, Credit, Order, Reject, Wait, judge
 from billing.trongrid import Lookup, TronGrid, TronGridUnavailable
 from shared.testing import serve_in_thread
-from simulators.trongrid.app import create_app
+from simulators.trongrid.app import DEMO_PAYER, create_app
 from tests.conftest import HTTP
 
 SHOP = str(to_base58check_address(bytes([0x41]) + bytes([0x11]) * 20))
@@ -50,6 +50,17 @@ def verdict(sim: str, tx_hash: str, order: Order = ORDER) -> Any:
     return judge(
         found.tx, found.info, found.solid, order, Claim(tx_hash, 0), dt.datetime.now(dt.UTC)
     )
+
+
+def test_a_transfer_in_form_fields_comes_from_the_wallet_pages_payer(sim: str) -> None:
+    """As the README's scripted walk sends it: `curl -d`, with no `from`."""
+    answer = HTTP.post(
+        f"{sim}/_sim/transactions", data={"kind": "usdt", "to": SHOP, "amount": "10000000"}
+    )
+    assert answer.status_code == 200, answer.text
+    usdt = verdict(sim, str(answer.json()["tx_hash"]))
+    assert isinstance(usdt, Credit)
+    assert (usdt.coin, usdt.micros, usdt.sender) == ("usdt", 10_000_000, DEMO_PAYER)
 
 
 def test_usdt_and_trx__credited(sim: str) -> None:

@@ -63,3 +63,20 @@ def test_register__webhook_telegram_refuses_is_502_and_no_active_bot(edge: Edge)
     assert response.json()["type"] == "/problems/telegram-refused"
     assert "bad webhook" in response.json()["detail"]
     assert edge.query("SELECT status, last_error LIKE '400: %%' FROM bots") == [("paused", True)]
+
+
+def test_register__the_same_bot_again_takes_its_username_as_telegram_now_gives_it(
+    edge: Edge,
+) -> None:
+    """A bot's username can change (bought on Fragment, say); its links are built from it."""
+    api = edge.start_api()
+    token = new_token(9603)
+    auth = {"Authorization": f"Bearer {SECRETS['SERVICE_TOKEN']}"}
+    body = {"token": token, "mode": "polling"}
+    first = HTTP.post(f"{api.url}/internal/bots", json=body, headers=auth)
+    assert first.status_code == 201, first.text
+    assert edge.query("SELECT username FROM bots") == [("sim9603_bot",)]
+    edge.sim_post("/_sim/bots", {"token": token, "username": "renamed_bot"})
+    again = HTTP.post(f"{api.url}/internal/bots", json=body, headers=auth)
+    assert again.status_code in (200, 201), again.text
+    assert edge.query("SELECT id, username FROM bots") == [(first.json()["id"], "renamed_bot")]

@@ -9,7 +9,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import httpx
 import psutil
@@ -67,80 +66,6 @@ def wait_all_ready(
         time.sleep(0.1)
 
 
-def walk_the_demo_gate(sim: str, bot: int, banner: str) -> None:
-    """The banner's walk through the demo gate: /start, join both channels, "I've joined"."""
-    assert re.search(r"Demo gate: https://t\.me/\w+\?start=welcome", banner), banner
-    sponsors = [int(c) for c in re.findall(r'_sim/join .*"chat_id": (-\d+)', banner)]
-    content = re.search(r'"data": "gate:(\d+)"', banner)
-    assert len(sponsors) == 2 and content is not None, banner
-
-    def sent() -> list[dict[str, object]]:
-        return list(HTTP.get(f"{sim}/_sim/sent", params={"chat_id": 2}).json())
-
-    HTTP.post(f"{sim}/_sim/messages", json={"bot_id": bot, "user_id": 2, "text": "/start welcome"})
-    wait_until(lambda: bool(sent()), 30, "the demo gate message")
-    for chat in sponsors:
-        HTTP.post(f"{sim}/_sim/join", json={"chat_id": chat, "user_id": 2}).raise_for_status()
-    press = {"bot_id": bot, "user_id": 2, "message_id": sent()[0]["message_id"]}
-    HTTP.post(
-        f"{sim}/_sim/press", json={**press, "data": f"gate:{content.group(1)}"}
-    ).raise_for_status()
-    wait_until(lambda: len(sent()) == 2, 30, "the demo content")
-    assert "behind the gate" in str(sent()[1]["text"])
-
-
-def buy_in_the_demo(sim: str, bot: int, banner: str) -> None:
-    """/start pay_<id>, a gateway, the simulated checkout's Pay, the invite link."""
-    paid = re.search(r"Demo purchase: send /start pay_(\d+)", banner)
-    assert paid is not None, banner
-
-    def chat() -> list[dict[str, Any]]:
-        return list(HTTP.get(f"{sim}/_sim/chats/4/messages").json())
-
-    def from_bot() -> list[dict[str, Any]]:
-        return [m for m in chat() if m["from"]["id"] == bot]
-
-    HTTP.post(
-        f"{sim}/_sim/messages",
-        json={"bot_id": bot, "user_id": 4, "text": f"/start pay_{paid.group(1)}"},
-    )
-    wait_until(lambda: bool(from_bot()), 30, "the demo offer")
-    offer = from_bot()[0]
-    press = {"bot_id": bot, "user_id": 4, "message_id": offer["message_id"]}
-    HTTP.post(
-        f"{sim}/_sim/press", json={**press, "data": f"pay:{paid.group(1)}:subgate"}
-    ).raise_for_status()
-
-    def pay_url() -> str | None:
-        rows = from_bot()[0].get("reply_markup", {}).get("inline_keyboard", [])
-        urls = [b["url"] for row in rows for b in row if "url" in b]
-        return urls[0] if urls else None
-
-    wait_until(lambda: pay_url() is not None, 30, "the pay link")
-    url = str(pay_url())
-    page = HTTP.get(url)
-    assert page.status_code == 200 and "5.00 USD" in page.text
-    done = HTTP.post(url, data={"action": "pay", "amount": "5.00", "currency": "USD"})
-    assert done.status_code == 200 and "Paid." in done.text, done.text
-    wait_until(lambda: len(from_bot()) == 2, 30, "the invite link")
-    assert "access to Demo paid channel is open" in from_bot()[1]["text"]
-
-
-def visit_the_demo_shop(sim: str, bot: int, banner: str) -> None:
-    """/ads lists the demo slot; the banner's payment is to the demo shop's address."""
-    shop = re.search(r'"to": "(T\w{33})", "amount": 10000000', banner)
-    assert shop is not None, banner
-    HTTP.post(f"{sim}/_sim/messages", json={"bot_id": bot, "user_id": 3, "text": "/ads"})
-
-    def listing() -> list[dict[str, object]]:
-        return list(HTTP.get(f"{sim}/_sim/sent", params={"chat_id": 3}).json())
-
-    wait_until(lambda: bool(listing()), 30, "the demo shop")
-    assert "<b>Pinned post, 24 hours</b>: 10 USDT, paid in USDT (TRC-20) or TRX" in str(
-        listing()[0]["text"]
-    )
-
-
 def postmaster_pid(data_dir: Path) -> int:
     return int((data_dir / "pg" / "postmaster.pid").read_text().splitlines()[0])
 
@@ -189,9 +114,6 @@ def test_launcher__sigterm_stops_every_child_and_postgres(
             30,
             "the demo bot's answer to /start",
         )
-        walk_the_demo_gate(sim, int(bot.group(1)), output)
-        visit_the_demo_shop(sim, int(bot.group(1)), output)
-        buy_in_the_demo(sim, int(bot.group(1)), output)
         children = [p.pid for p in psutil.Process(proc.pid).children(recursive=True)]
         # Every service, and the sweep every minute.
         commands = [" ".join(psutil.Process(pid).cmdline()) for pid in children]

@@ -135,8 +135,11 @@ def create_app(env: Mapping[str, str] | None = None) -> Starlette:
         return page("Checkout", body)
 
     async def press(request: Request) -> Response:
+        # The page's form repeats the link's amount and currency; a script may post only
+        # `action` to the link itself.
+        values: dict[str, str] = dict(request.query_params)
         async with request.form(max_fields=10, max_files=0) as form:
-            values = {key: value for key, value in form.items() if isinstance(value, str)}
+            values.update((key, value) for key, value in form.items() if isinstance(value, str))
         invoice = _invoice(request, values)
         action = values.get("action")
         if invoice is None or action not in ("pay", "decline"):

@@ -1,18 +1,29 @@
 """The simulator's own endpoints under `/_sim/`: what a test or the demo does as Telegram's
 people would (write to a bot, press a button, join or leave a chat) and what it reads back
-(messages sent, calls made), plus faults to inject and a reset."""
+(messages sent, calls made), plus faults to inject and a reset.
+
+The calls a person makes take a JSON object or form fields (`curl -d user_id=7 -d text=hi`),
+and name the bot by `bot_id`, `bot_username` or `token`."""
 
 from __future__ import annotations
 
+import html
+import itertools
+import re
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from simulators.fields import fields
 from simulators.telegram.botapi import MEMBER_STATUSES, member, move, request_join
 from simulators.telegram.state import ApiError, Bot, Chat, Faults, World
+
+T = TypeVar("T")
 
 
 async def control_bot(request: Request) -> Response:
@@ -41,11 +52,17 @@ async def control_revoke(request: Request) -> Response:
 
 
 def control_target(world: World, body: dict[str, Any]) -> Bot:
-    """The bot a control call is about: by token, or by id once it has called us."""
+    """The bot a control call is about: by token, or by id or username once it has called
+    us."""
     if "bot_id" in body:
         bot = world.bots.get(int(body["bot_id"]))
         if bot is None:
             raise ApiError(404, "Not Found: no bot with that id has called the simulator")
+        return bot
+    if "bot_username" in body:
+        bot = world.bot_named(str(body["bot_username"]))
+        if bot is None:
+            raise ApiError(404, "Not Found: no bot with that username has called the simulator")
         return bot
     return world.bot(str(body["token"]))
 
@@ -64,7 +81,7 @@ async def control_messages(request: Request) -> Response:
     `{"messages": [...]}`, a batch, answered with `{"update_ids": [...]}` (the load
     generator's form: one request per tick, not per update)."""
     world: World = request.app.state.world
-    body = await request.json()
+    body = await fields(request)
     batch = body["messages"] if "messages" in body else [body]
     bots = [control_target(world, message) for message in batch]
     added = [
@@ -153,13 +170,21 @@ async def control_chat(request: Request) -> Response:
 
 async def control_join(request: Request) -> Response:
     """`{user_id, chat_id}` joins a public chat; `{user_id, invite_link}` (and `chat_id` if
-    given) joins through a link, or asks to when the link needs approval."""
-    world: World = request.app.state.world
-    body = await request.json()
+    given) joins through a link, or asks to when the link needs approval; the link may also
+    be a public chat's `https://t.me/<username>`."""
+    body = await fields(request)
+    return join(request.app.state.world, body)
+
+
+def join(world: World, body: dict[str, Any]) -> JSONResponse:
     if "chat_id" not in body and str(body.get("invite_link", "")) in world.links:
         body["chat_id"] = world.links[str(body["invite_link"])].chat_id
     if "chat_id" not in body:
-        return JSONResponse({"error": "no such invite link"}, status_code=404)
+        target = link_target(str(body.get("invite_link", "")))
+        public = world.chat_named(target[1]) if target[0] == "chat" else None
+        if public is None:
+            return JSONResponse({"error": "no such invite link"}, status_code=404)
+        body = {"chat_id": public.id, "user_id": body["user_id"]}
     chat = world.chats.get(int(body["chat_id"]))
     if chat is None or chat.type == "private":
         return JSONResponse({"error": "no such group or channel"}, status_code=404)
@@ -185,7 +210,7 @@ async def control_join(request: Request) -> Response:
 
 async def control_leave(request: Request) -> Response:
     world: World = request.app.state.world
-    body = await request.json()
+    body = await fields(request)
     chat = world.chats.get(int(body["chat_id"]))
     if chat is None or chat.type == "private":
         return JSONResponse({"error": "no such group or channel"}, status_code=404)
@@ -193,10 +218,18 @@ async def control_leave(request: Request) -> Response:
 
 
 async def control_press(request: Request) -> Response:
+    """`{user_id, message_id, data}` presses the callback button with that data on that
+    message. `{user_id, button}` presses the button whose label is or starts with `button` on
+    the bot's newest message that has one, waiting up to `wait` seconds (10) for it; as in
+    Telegram, a link to a bot's `start` sends `/start <code>` and a link to a channel or group
+    joins it; any other link is answered as `{"url"}` for the caller to open."""
     world: World = request.app.state.world
-    body = await request.json()
+    body = await fields(request)
     bot = control_target(world, body)
-    user_id, data = int(body["user_id"]), str(body["data"])
+    user_id = int(body["user_id"])
+    if "button" in body:
+        return await _press_labelled(world, bot, user_id, body)
+    data = str(body["data"])
     chat = world.chats.get(user_id)
     message = chat.messages.get(int(body["message_id"])) if chat else None
     if message is None or message.get("from", {}).get("id") != bot.id:
@@ -204,6 +237,29 @@ async def control_press(request: Request) -> Response:
     rows = (message.get("reply_markup") or {}).get("inline_keyboard") or []
     if not any(button.get("callback_data") == data for row in rows for button in row):
         return JSONResponse({"error": "no such button on that message"}, status_code=400)
+    return JSONResponse(_callback(world, bot, user_id, message, data))
+
+
+async def _press_labelled(world: World, bot: Bot, user_id: int, body: dict[str, Any]) -> Response:
+    label = str(body["button"])
+    found = await _wait_for(
+        world,
+        "_sim/press",
+        float(body.get("wait") or 10),
+        lambda: _button(world, bot, user_id, label),
+    )
+    if found is None:
+        return JSONResponse({"error": f"no button {label!r} from that bot"}, 404)
+    message, button = found
+    if "callback_data" in button:
+        return JSONResponse(_callback(world, bot, user_id, message, button["callback_data"]))
+    return _follow(world, user_id, str(button.get("url", "")))
+
+
+def _callback(
+    world: World, bot: Bot, user_id: int, message: dict[str, Any], data: str
+) -> dict[str, Any]:
+    """The `callback_query` update a press of a callback button sends the bot."""
     query_id = str(world.random.getrandbits(63))
     world.queries[query_id] = user_id
     if len(world.queries) > 10_000:
@@ -215,16 +271,111 @@ async def control_press(request: Request) -> Response:
         "chat_instance": str(user_id),
         "data": data,
     }
-    return JSONResponse(world.add_update(bot, {"callback_query": query}))
+    return world.add_update(bot, {"callback_query": query})
+
+
+def _button(
+    world: World, bot: Bot, user_id: int, label: str
+) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The bot's newest message to the person with a button labelled `label` (or starting
+    with it), and that button."""
+    chat = world.chats.get(user_id)
+    if chat is None:
+        return None
+    for message_id in sorted(chat.messages, reverse=True):
+        message = chat.messages[message_id]
+        if message.get("from", {}).get("id") != bot.id:
+            continue
+        rows = (message.get("reply_markup") or {}).get("inline_keyboard") or []
+        buttons = [button for row in rows for button in row]
+        for button in sorted(buttons, key=lambda b: b.get("text") != label):
+            if str(button.get("text", "")).startswith(label):
+                return message, button
+    return None
+
+
+def link_target(url: str) -> tuple[str, str, str]:
+    """What a link opens in Telegram: ("invite", url, ""), ("start", bot, code),
+    ("chat", username, "") or ("web", url, "")."""
+    parts = urlsplit(url)
+    if parts.scheme != "https" or parts.hostname != "t.me":
+        return ("web", url, "")
+    path = unquote(parts.path[1:])
+    if path.startswith(("+", "joinchat/")):
+        return ("invite", url, "")
+    name = path.split("/")[0]
+    start = parse_qs(parts.query).get("start")
+    if start:
+        return ("start", name, start[0])
+    return ("chat", name, "")
+
+
+def _follow(world: World, user_id: int, url: str) -> JSONResponse:
+    """What tapping a URL button does: start a bot, join a chat, or open a web page."""
+    kind, name, code = link_target(url)
+    if kind == "start":
+        bot = world.bot_named(name)
+        if bot is None:
+            return JSONResponse({"error": f"no bot @{name}"}, status_code=404)
+        return JSONResponse(world.message_update(bot, user_id, f"/start {code}"))
+    if kind in ("invite", "chat"):
+        return join(world, {"user_id": user_id, "invite_link": url})
+    return JSONResponse({"url": url})
+
+
+async def _wait_for(world: World, what: str, wait: float, find: Callable[[], T | None]) -> T | None:
+    """`find()` once it finds something, or None after `wait` seconds (at most 60). While it
+    waits, `/_sim/inflight` counts it under `what`."""
+    deadline = time.monotonic() + min(max(wait, 0.0), 60.0)
+    world.in_flight[what] += 1
+    try:
+        while True:
+            revision = world.revision
+            found = find()
+            left = deadline - time.monotonic()
+            if found is not None or left <= 0:
+                return found
+            await world.changed_since(revision, left)
+    finally:
+        world.in_flight[what] -= 1
+
+
+async def control_said(request: Request) -> Response:
+    """`?user_id&bot_username&text`: the bot's newest message to the person that contains
+    `text` (`{said, message}`), waiting up to `wait` seconds (10) for one; 404 if none came."""
+    world: World = request.app.state.world
+    query = dict(request.query_params)
+    bot = control_target(world, query)
+    user_id, text = int(query["user_id"]), query.get("text", "")
+
+    def newest() -> tuple[str, dict[str, Any]] | None:
+        chat = world.chats.get(user_id)
+        if chat is None:
+            return None
+        for message_id in sorted(chat.messages, reverse=True):
+            message = chat.messages[message_id]
+            said = str(message.get("text") or message.get("caption") or "")
+            if message_id in chat.html:
+                # What the person reads: Telegram shows the markup, not its tags.
+                said = html.unescape(re.sub(r"<[^>]*>", "", said))
+            if message.get("from", {}).get("id") == bot.id and text in said:
+                return said, message
+        return None
+
+    found = await _wait_for(world, "_sim/said", float(query.get("wait") or 10), newest)
+    if found is None:
+        return JSONResponse({"error": f"the bot did not say {text!r}"}, status_code=404)
+    return JSONResponse({"said": found[0], "message": found[1]})
 
 
 async def control_people(request: Request) -> Response:
     """The people with a private chat here; POST `{first_name}` makes a new one."""
     world: World = request.app.state.world
     if request.method == "POST":
-        body = await request.json()
+        body = await fields(request)
         name = str(body.get("first_name") or "").strip()[:64]
-        user_id = max([1000, *(c.id for c in world.chats.values() if c.type == "private")]) + 1
+        # The lowest free id from 1001: far from the demo history's made-up people.
+        user_id = next(n for n in itertools.count(1001) if n not in world.chats)
         world.chats[user_id] = Chat(user_id, "private", name or f"User {user_id}")
         world.touch()
         return JSONResponse({"id": user_id, "first_name": world.chats[user_id].title})
@@ -327,4 +478,5 @@ ROUTES = [
     Route("/_sim/reset", control_reset, methods=["POST"]),
     Route("/_sim/people", control_people, methods=["GET", "POST"]),
     Route("/_sim/view", control_view, methods=["GET"]),
+    Route("/_sim/said", control_said, methods=["GET"]),
 ]

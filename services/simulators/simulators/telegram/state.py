@@ -350,6 +350,25 @@ class World:
             raise ApiError(401, "Unauthorized")
         return bot
 
+    def bot_named(self, username: str) -> Bot | None:
+        """A bot that has called us, by its username (with or without `@`, any case)."""
+        name = username.removeprefix("@").lower()
+        return next(
+            (b for b in self.bots.values() if b.username.lower() == name and not b.revoked), None
+        )
+
+    def chat_named(self, username: str) -> Chat | None:
+        """A public group or channel by its username."""
+        name = username.removeprefix("@").lower()
+        return next(
+            (
+                c
+                for c in self.chats.values()
+                if c.type != "private" and (c.username or "").lower() == name
+            ),
+            None,
+        )
+
     def chat(self, chat_id: int, *, create_private: bool = True) -> Chat:
         chat = self.chats.get(chat_id)
         if chat is None:

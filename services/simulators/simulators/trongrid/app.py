@@ -31,6 +31,7 @@ from starlette.routing import Route
 from tronpy.keys import to_base58check_address, to_hex_address
 
 from shared.web import create_plain_app
+from simulators.fields import fields
 from simulators.pages import page_routes
 from simulators.statefile import StateFile, saving
 
@@ -210,12 +211,13 @@ async def now_block(request: Request) -> Response:
 
 
 async def transactions(request: Request) -> Response:
-    """POST: a transaction onto the chain, answered with its `tx_hash`; GET: the newest 50
+    """POST: a transaction onto the chain (from the demo payer unless `from` says otherwise),
+    answered with its `tx_hash`; GET: the newest 50
     sent, newest first, and the address the wallet page pays from."""
     chain: Chain = request.app.state.chain
     if request.method == "GET":
         return JSONResponse({"transactions": chain.sent[:-51:-1], "payer": DEMO_PAYER})
-    body = await request.json()
+    body = {"from": DEMO_PAYER, **await fields(request)}
     try:
         tx_hash = make_transaction(chain, body)
     except (KeyError, ValueError, TypeError) as error:
