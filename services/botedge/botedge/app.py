@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hmac
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Annotated, Literal
@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from botedge import bot_store, channels, errors, inbox_store, pay
+from botedge import bot_store, channels, errors, inbox_store, pay, registration
 from botedge.db import connection
 from botedge.handlers import Handler
 from botedge.metrics import IGNORED_KINDS, WEBHOOK_UPDATES
@@ -39,6 +39,8 @@ STATUS: dict[type[errors.BotedgeError], int] = {
     errors.InvalidChat: 422,
     errors.ChatNotFound: 404,
     errors.UnknownBot: 404,
+    errors.BotRemoved: 409,
+    errors.InvalidValues: 422,
     errors.TelegramRefused: 502,
     errors.TelegramUnavailable: 503,
     errors.DatabaseUnavailable: 503,
@@ -155,6 +157,31 @@ def create_api_app(settings: BotedgeSettings, *, clock: Clock = SYSTEM_CLOCK) ->
         )
         return JSONResponse(result, status_code=201)
 
+    def change_bot(change: str) -> Callable[[Request], Awaitable[Response]]:
+        """The owner pausing, resuming or removing a bot; answered with the bot as it is
+        after."""
+
+        async def handler(request: Request) -> Response:
+            require_bearer(request, settings.service_token)
+            bot_id = int(request.path_params["bot_id"])
+            if not 0 < bot_id < 2**31:
+                raise errors.UnknownBot("no bot with that id")
+            api = resources(request, ApiResources).api
+            pool = pool_of(request)
+            if change == "pause":
+                changed = await registration.pause(pool, bot_id)
+            elif change == "resume":
+                changed = await registration.resume(
+                    pool, api, box, bot_id, settings.public_base_url
+                )
+            else:
+                changed = await registration.remove(pool, api, box, bot_id, clock.now())
+            # The webhook route would answer from its cache for the old status a while more.
+            bot_cache.pop(bot_id, None)
+            return JSONResponse(changed)
+
+        return handler
+
     async def check_channel(request: Request) -> Response:
         require_bearer(request, settings.service_token)
         body = await json_body(request, ChannelCheck, limit=4096)
@@ -172,6 +199,10 @@ def create_api_app(settings: BotedgeSettings, *, clock: Clock = SYSTEM_CLOCK) ->
             Route("/internal/inbox/dead", dead, methods=["GET"]),
             Route("/internal/inbox/{inbox_id:int}/replay", replay, methods=["POST"]),
             Route("/internal/bots", register_bot, methods=["POST"]),
+            *(
+                Route(f"/internal/bots/{{bot_id:int}}/{name}", change_bot(name), methods=["POST"])
+                for name in ("pause", "resume", "remove")
+            ),
         ],
         service_lifespan=lifespan,
         exception_handlers={errors.BotedgeError: service_error_handler(STATUS)},

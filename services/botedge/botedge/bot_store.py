@@ -91,6 +91,18 @@ async def save_bot(
     return int(row["id"]), webhook_secret
 
 
+async def bot_to_point(conn: Connection, bot_id: int) -> dict[str, Any] | None:
+    return await _one(conn, "bot_to_point", {"bot_id": bot_id})
+
+
+async def change_bot(
+    conn: Connection, change: str, bot_id: int, now: Any = None
+) -> dict[str, Any] | None:
+    """`owner_pause_bot`, `owner_resume_bot` or `owner_remove_bot`: the bot as it is after,
+    or None if that change does not apply to it."""
+    return await _one(conn, change, {"bot_id": bot_id, "now": now})
+
+
 async def activate_bot(conn: Connection, bot_id: int) -> None:
     await conn.execute(Q["activate_bot"], {"bot_id": bot_id})
 

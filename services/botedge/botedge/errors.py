@@ -54,6 +54,18 @@ class UnknownBot(BotedgeError):
     slug = "not-found"
 
 
+class BotRemoved(BotedgeError):
+    """The bot was removed: only adding its token again brings it back."""
+
+    slug = "bot-removed"
+
+
+class InvalidValues(BotedgeError):
+    """The request cannot be done with this configuration."""
+
+    slug = "invalid-values"
+
+
 class InvalidChat(BotedgeError):
     """Not something a chat can be found by."""
 

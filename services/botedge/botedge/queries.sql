@@ -17,8 +17,30 @@ VALUES (%(telegram_bot_id)s, %(username)s, %(token_encrypted)s, %(webhook_secret
 ON CONFLICT (telegram_bot_id) DO UPDATE
    SET username = excluded.username, token_encrypted = excluded.token_encrypted,
        webhook_secret_encrypted = excluded.webhook_secret_encrypted,
-       mode = excluded.mode, token_invalid_at = NULL, status = 'paused'
+       mode = excluded.mode, token_invalid_at = NULL, status = 'paused', removed_at = NULL
 RETURNING id;
+
+-- bot_to_point --
+-- A bot as resuming or removing it needs it: its token and where Telegram sends its updates.
+SELECT id, telegram_bot_id, username, mode, status, token_encrypted, webhook_secret_encrypted
+  FROM bots
+ WHERE id = %(bot_id)s;
+
+-- owner_pause_bot --
+-- A removed bot stays removed: it comes back only by adding its token again.
+UPDATE bots SET status = 'paused'
+ WHERE id = %(bot_id)s AND status <> 'removed'
+RETURNING id, telegram_bot_id, username, mode, status;
+
+-- owner_resume_bot --
+UPDATE bots SET status = 'active', last_error = NULL
+ WHERE id = %(bot_id)s AND status <> 'removed'
+RETURNING id, telegram_bot_id, username, mode, status;
+
+-- owner_remove_bot --
+UPDATE bots SET status = 'removed', removed_at = coalesce(removed_at, %(now)s)
+ WHERE id = %(bot_id)s
+RETURNING id, telegram_bot_id, username, mode, status;
 
 -- activate_bot --
 UPDATE bots SET status = 'active', last_error = NULL WHERE id = %(bot_id)s;

@@ -1,11 +1,16 @@
-"""Registering a bot: its token checked, stored encrypted, and Telegram pointed at us.
+"""Registering a bot: its token checked, stored encrypted, and Telegram pointed at us; and
+the owner pausing, resuming and removing it.
 
 A bot is stored paused and made active only once Telegram accepted where to send its updates,
-so no active bot is left without a webhook (or with one, in polling mode).
+so no active bot is left without a webhook (or with one, in polling mode). A paused bot keeps
+its webhook (which answers 404, so Telegram keeps its updates and retries) and nobody sends
+for it; resuming points Telegram at us again first. A removed bot's webhook is deleted; its
+rows stay for the history.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from typing import Any
 
@@ -13,7 +18,7 @@ from botedge import bot_store, errors
 from botedge.db import connection
 from botedge.telegram import BotApi, ServerError, TelegramError, TooManyRequests, Unauthorized
 from botedge.updates import ALLOWED_UPDATES
-from shared.db import Pool
+from shared.db import Connection, Pool
 from shared.secretbox import SecretBox
 
 # Telegram's token shape: the bot's id, a colon, 35 or more of [A-Za-z0-9_-]. Checked before
@@ -39,6 +44,22 @@ async def register(
         raise upstream_error("getMe", error) from None
     async with connection(pool) as conn:
         bot_id, secret = await bot_store.save_bot(conn, box, me, token, mode)
+    await _point(pool, api, token, bot_id, mode, secret, public_base_url)
+    async with connection(pool) as conn:
+        await bot_store.activate_bot(conn, bot_id)
+    return {"id": bot_id, "telegram_bot_id": me["id"], "username": me.get("username"), "mode": mode}
+
+
+async def _point(
+    pool: Pool,
+    api: BotApi,
+    token: str,
+    bot_id: int,
+    mode: str,
+    secret: str,
+    public_base_url: str | None,
+) -> None:
+    """Telegram told where the bot's updates go: our webhook, or nowhere (getUpdates)."""
     method = "setWebhook" if mode == "webhook" else "deleteWebhook"
     try:
         if mode == "webhook":
@@ -57,9 +78,68 @@ async def register(
         async with connection(pool) as conn:
             await bot_store.record_bot_error(conn, bot_id, f"{error.code}: {error.description}")
         raise upstream_error(method, error) from None
+
+
+async def pause(pool: Pool, bot_id: int) -> dict[str, Any]:
     async with connection(pool) as conn:
-        await bot_store.activate_bot(conn, bot_id)
-    return {"id": bot_id, "telegram_bot_id": me["id"], "username": me.get("username"), "mode": mode}
+        changed = await bot_store.change_bot(conn, "owner_pause_bot", bot_id)
+        if changed is None:
+            await _refuse(conn, bot_id)
+    assert changed is not None  # noqa: S101 - _refuse raised otherwise
+    return changed
+
+
+async def resume(
+    pool: Pool, api: BotApi, box: SecretBox, bot_id: int, public_base_url: str | None
+) -> dict[str, Any]:
+    async with connection(pool) as conn:
+        found = await bot_store.bot_to_point(conn, bot_id)
+        if found is None or found["status"] == "removed":
+            await _refuse(conn, bot_id)
+    assert found is not None  # noqa: S101 - _refuse raised otherwise
+    if found["mode"] == "webhook" and not public_base_url:
+        raise errors.InvalidValues("webhook mode needs PUBLIC_BASE_URL")
+    token = box.open(found["token_encrypted"])
+    secret = box.open(found["webhook_secret_encrypted"])
+    await _point(pool, api, token, bot_id, found["mode"], secret, public_base_url)
+    async with connection(pool) as conn:
+        changed = await bot_store.change_bot(conn, "owner_resume_bot", bot_id)
+        if changed is None:
+            await _refuse(conn, bot_id)
+    assert changed is not None  # noqa: S101 - _refuse raised otherwise
+    return changed
+
+
+async def remove(
+    pool: Pool, api: BotApi, box: SecretBox, bot_id: int, now: dt.datetime
+) -> dict[str, Any]:
+    """Telegram stops sending to our webhook, then the bot is removed. A token Telegram no
+    longer accepts has nothing to stop; Telegram unreachable leaves the bot as it was (503)."""
+    async with connection(pool) as conn:
+        found = await bot_store.bot_to_point(conn, bot_id)
+    if found is None:
+        raise errors.UnknownBot("no bot with that id")
+    if found["status"] != "removed":
+        try:
+            token = box.open(found["token_encrypted"])
+            await api.call(token, "deleteWebhook", {"drop_pending_updates": False})
+        except Unauthorized:
+            pass
+        except TelegramError as error:
+            raise upstream_error("deleteWebhook", error) from None
+    async with connection(pool) as conn:
+        changed = await bot_store.change_bot(conn, "owner_remove_bot", bot_id, now)
+    if changed is None:
+        raise errors.UnknownBot("no bot with that id")
+    return changed
+
+
+async def _refuse(conn: Connection, bot_id: int) -> None:
+    """Why a bot cannot be paused or resumed: removed (409), or no such bot (404)."""
+    found = await bot_store.bot_to_point(conn, bot_id)
+    if found is None:
+        raise errors.UnknownBot("no bot with that id")
+    raise errors.BotRemoved("the bot was removed; add its token again to bring it back")
 
 
 def upstream_error(method: str, error: TelegramError) -> errors.BotedgeError:

@@ -1,7 +1,8 @@
 """Bots and their dead updates, for the owner's panel.
 
-Adding a bot and replaying an update are botedge's to do (only botedge calls Telegram): the
-panel forwards them to botedge's internal endpoints and hands botedge's answers back unchanged.
+Adding, pausing, resuming and removing a bot and replaying an update are botedge's to do (only
+botedge calls Telegram): the panel forwards them to botedge's internal endpoints and hands
+botedge's answers back unchanged.
 A bot's token is shown only as its last four characters, decrypted in memory.
 """
 
@@ -45,13 +46,24 @@ class Bot(msgspec.Struct):
     telegram_bot_id: int
     username: str
     mode: Literal["polling", "webhook"]
-    status: Literal["active", "paused"]
+    status: Literal["active", "paused", "removed"]
     # `...` and the token's last 4 characters; null when it cannot be decrypted.
     token: str | None
     token_invalid: bool
     last_error: str | None
     last_error_at: dt.datetime | None
     created_at: dt.datetime
+    removed_at: dt.datetime | None
+
+
+class BotChanged(msgspec.Struct):
+    """botedge's answer to pausing, resuming or removing a bot, relayed."""
+
+    id: int
+    telegram_bot_id: int
+    username: str
+    mode: Literal["polling", "webhook"]
+    status: Literal["active", "paused", "removed"]
 
 
 class BotAdded(msgspec.Struct):
@@ -130,6 +142,7 @@ class Bots:
             last_error=row["last_error"],
             last_error_at=row["last_error_at"],
             created_at=row["created_at"],
+            removed_at=row["removed_at"],
         )
 
     async def add_bot(self, request: Request, caller: Caller) -> Response:
@@ -140,6 +153,25 @@ class Bots:
         if answer.status_code == 201:
             added = answer.json()
             await self._audit(request, caller, "bots.add", f"bot:{added['id']}", added)
+        return relayed(answer)
+
+    async def pause(self, request: Request, caller: Caller) -> Response:
+        """Nobody sends for it and its webhook answers 404 until it is resumed."""
+        return await self._change(request, caller, "pause")
+
+    async def resume(self, request: Request, caller: Caller) -> Response:
+        return await self._change(request, caller, "resume")
+
+    async def remove(self, request: Request, caller: Caller) -> Response:
+        return await self._change(request, caller, "remove")
+
+    async def _change(self, request: Request, caller: Caller, change: str) -> Response:
+        bot_id = int(request.path_params["bot_id"])
+        if not 0 < bot_id < 2**31:
+            raise errors.NotFound("no bot with that id")
+        answer = await self.botedge.ask("POST", f"/internal/bots/{bot_id}/{change}")
+        if answer.status_code == 200:
+            await self._audit(request, caller, f"bots.{change}", f"bot:{bot_id}", answer.json())
         return relayed(answer)
 
     async def list_dead(self, request: Request, caller: Caller) -> Response:

@@ -37,7 +37,17 @@ from panel_api.adshop import (
 )
 from panel_api.adshop import Order as AdOrder
 from panel_api.auth import LoginBody, PasswordChange, SignIn, Tokens
-from panel_api.bots import Bot, BotAdded, BotQuery, Bots, DeadQuery, DeadUpdate, NewBot, Replayed
+from panel_api.bots import (
+    Bot,
+    BotAdded,
+    BotChanged,
+    BotQuery,
+    Bots,
+    DeadQuery,
+    DeadUpdate,
+    NewBot,
+    Replayed,
+)
 from panel_api.first_run import Setup, SetupBody
 from panel_api.gate import (
     Channel as Channel,
@@ -221,6 +231,27 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         body=NewBot,
         problems=(502,),
         handler=Bots.add_bot,
+    ),
+    ("POST", "/v1/bots/{bot_id:int}/pause"): Operation(
+        "Pause a bot: nobody sends for it and its webhook answers 404 until it is resumed",
+        Role.ADMIN,
+        BotChanged,
+        problems=(404, 409),
+        handler=Bots.pause,
+    ),
+    ("POST", "/v1/bots/{bot_id:int}/resume"): Operation(
+        "Resume a paused bot (botedge points Telegram at it again first)",
+        Role.ADMIN,
+        BotChanged,
+        problems=(404, 409, 422, 502),
+        handler=Bots.resume,
+    ),
+    ("POST", "/v1/bots/{bot_id:int}/remove"): Operation(
+        "Remove a bot: its webhook is deleted and it counts nowhere; its history stays",
+        Role.ADMIN,
+        BotChanged,
+        problems=(404, 502),
+        handler=Bots.remove,
     ),
     ("GET", "/v1/dead-updates"): Operation(
         "Updates that failed every attempt",

@@ -161,7 +161,7 @@ RETURNING name, time_zone, language, tron_address, tx_explorer;
 
 -- bots_list --
 SELECT id, telegram_bot_id, username, mode, status, token_invalid_at, last_error,
-       last_error_at, token_encrypted, created_at
+       last_error_at, token_encrypted, created_at, removed_at
   FROM bots;
 
 -- dead_updates_list --
@@ -476,7 +476,8 @@ SELECT (SELECT count(*) FROM memberships WHERE status = 'active') AS members_act
        (SELECT count(*) FROM access_events WHERE state = 'failed') AS access_events_failing,
        (SELECT count(*) FROM inbox WHERE state = 'dead') AS dead_updates,
        (SELECT count(*) FROM bots
-         WHERE token_invalid_at IS NOT NULL OR last_error IS NOT NULL) AS bots_with_problems,
+         WHERE status <> 'removed'
+           AND (token_invalid_at IS NOT NULL OR last_error IS NOT NULL)) AS bots_with_problems,
        (SELECT time_zone FROM workspace) AS time_zone;
 
 -- revenue_by_day --

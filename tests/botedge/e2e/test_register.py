@@ -80,3 +80,70 @@ def test_register__the_same_bot_again_takes_its_username_as_telegram_now_gives_i
     again = HTTP.post(f"{api.url}/internal/bots", json=body, headers=auth)
     assert again.status_code in (200, 201), again.text
     assert edge.query("SELECT id, username FROM bots") == [(first.json()["id"], "renamed_bot")]
+
+
+def test_pause__the_webhook_refuses_until_resumed_and_what_telegram_held_is_answered_once(
+    edge: Edge,
+) -> None:
+    port = free_port()
+    api = edge.start_api(port=port, PUBLIC_BASE_URL=f"http://127.0.0.1:{port}")
+    edge.start_worker()
+    token = new_token(9604)
+    auth = {"Authorization": f"Bearer {SECRETS['SERVICE_TOKEN']}"}
+    created = HTTP.post(
+        f"{api.url}/internal/bots", json={"token": token, "mode": "webhook"}, headers=auth
+    )
+    bot = created.json()["id"]
+    webhook = f"{api.url}/telegram/{bot}/webhook"
+    paused = HTTP.post(f"{api.url}/internal/bots/{bot}/pause", headers=auth)
+    assert (paused.status_code, paused.json()["status"]) == (200, "paused")
+    # Unknown while paused, whatever the secret: Telegram keeps the update and retries.
+    refused = HTTP.post(
+        webhook, json={"update_id": 1}, headers={"x-telegram-bot-api-secret-token": "x"}
+    )
+    assert (refused.status_code, refused.json()["type"]) == (404, "/problems/unknown-bot")
+    edge.sim_post("/_sim/messages", {"token": token, "user_id": 7001, "text": "/start"})
+    info = HTTP.post(f"{edge.sim.url}/bot{token}/getWebhookInfo").json()["result"]
+    assert info["pending_update_count"] == 1
+    assert edge.query("SELECT count(*) FROM inbox WHERE bot_id = %s", bot) == [(0,)]
+
+    resumed = HTTP.post(f"{api.url}/internal/bots/{bot}/resume", headers=auth)
+    assert (resumed.status_code, resumed.json()["status"]) == (200, "active")
+    # Known again: a wrong secret is now the refusal.
+    wrong = HTTP.post(
+        webhook, json={"update_id": 1}, headers={"x-telegram-bot-api-secret-token": "x"}
+    )
+    assert wrong.status_code == 401
+    edge.wait_until(lambda: len(edge.sim_get("/_sim/sent", bot_id=9604)) == 1, 20, "the answer")
+    assert edge.query("SELECT count(*) FROM inbox WHERE bot_id = %s", bot) == [(1,)]
+
+
+def test_remove__deletes_the_webhook_and_the_bot_is_served_nowhere(edge: Edge) -> None:
+    port = free_port()
+    api = edge.start_api(port=port, PUBLIC_BASE_URL=f"http://127.0.0.1:{port}")
+    token = new_token(9605)
+    auth = {"Authorization": f"Bearer {SECRETS['SERVICE_TOKEN']}"}
+    bot = HTTP.post(
+        f"{api.url}/internal/bots", json={"token": token, "mode": "webhook"}, headers=auth
+    ).json()["id"]
+    assert HTTP.post(f"{edge.sim.url}/bot{token}/getWebhookInfo").json()["result"]["url"]
+    # Telegram unreachable: nothing changes, and the owner may try again.
+    edge.sim_post("/_sim/faults", {"rate_5xx": 1.0})
+    down = HTTP.post(f"{api.url}/internal/bots/{bot}/remove", headers=auth)
+    assert (down.status_code, down.json()["type"]) == (503, "/problems/telegram-unavailable")
+    assert edge.query("SELECT status FROM bots") == [("active",)]
+    edge.sim_post("/_sim/faults", {"rate_5xx": 0.0})
+    removed = HTTP.post(f"{api.url}/internal/bots/{bot}/remove", headers=auth)
+    assert (removed.status_code, removed.json()["status"]) == (200, "removed")
+    assert HTTP.post(f"{edge.sim.url}/bot{token}/getWebhookInfo").json()["result"]["url"] == ""
+    assert edge.query("SELECT status, removed_at IS NOT NULL FROM bots") == [("removed", True)]
+    assert HTTP.post(f"{api.url}/telegram/{bot}/webhook", json={}).status_code == 404
+    # Removing again is the same answer; a token Telegram no longer takes is removed too.
+    assert HTTP.post(f"{api.url}/internal/bots/{bot}/remove", headers=auth).status_code == 200
+    revoked = new_token(9606)
+    other = HTTP.post(
+        f"{api.url}/internal/bots", json={"token": revoked, "mode": "webhook"}, headers=auth
+    ).json()["id"]
+    HTTP.post(f"{edge.sim.url}/_sim/bots/9606/revoke").raise_for_status()
+    gone = HTTP.post(f"{api.url}/internal/bots/{other}/remove", headers=auth)
+    assert (gone.status_code, gone.json()["status"]) == (200, "removed")

@@ -356,3 +356,38 @@ def test_forms__people_found_by_id_in_persian_digits_and_memberships_by_channel(
         ("grace", "Demo paid channel")
     }
     assert sorted(row["username"].removeprefix("demo_") for row in rows) == shown
+
+
+def test_forms__a_bot_paused_resumed_then_removed_after_asking_in_persian_on_a_phone(
+    page: Page, stack: Stack
+) -> None:
+    _, token, _ = insert_bot(stack.database_url, 5550702, "polling")
+    HTTP.post(f"{stack.sim}/_sim/bots", json={"token": token}).raise_for_status()
+    page.set_viewport_size({"width": 390, "height": 844})
+    sign_in(page, stack.url)
+    persian(page)
+    page.goto(f"{stack.url}/bots")
+    row = page.locator("#bots tbody tr", has_text="bot5550702")
+    expect(row).to_contain_text("فعال")
+    row.locator("button[data-action=pause]").click()
+    expect(row).to_contain_text("متوقف")
+    row.locator("button[data-action=resume]").click()
+    expect(row.locator("button[data-action=pause]")).to_be_visible()
+    expect(row).to_contain_text("فعال")
+    row.locator("button[data-action=remove]").click()
+    # Asked first: keeping it changes nothing.
+    row.locator("[role=group] button:not([data-confirm])").click()
+    expect(row).to_contain_text("فعال")
+    row.locator("button[data-action=remove]").click()
+    row.locator("button[data-confirm=remove]").click()
+    expect(row).to_contain_text("حذف‌شده")
+    # Nothing is left to do with it; the other bot keeps its buttons.
+    expect(row.locator("button")).to_have_count(0)
+    other = page.locator("#bots tbody tr", has_text=f"bot{BOT}")
+    expect(other.locator("button[data-action=pause]")).to_be_visible()
+    page.screenshot(path=str(ARTIFACTS / "bots-fa.png"), full_page=True)
+    with psycopg.connect(stack.database_url) as conn:
+        row_now = conn.execute(
+            "SELECT status, removed_at IS NOT NULL FROM bots WHERE telegram_bot_id = 5550702"
+        ).fetchone()
+    assert row_now == ("removed", True)

@@ -133,3 +133,66 @@ def test_dead_updates__listed_with_a_cursor_and_replayed(setup: Setup, database_
     assert setup.call("POST", f"/v1/dead-updates/{ids[0]}/replay").status_code == 200
     again = setup.call("POST", f"/v1/dead-updates/{ids[0]}/replay")
     assert (again.status_code, again.json()["type"]) == (404, "/problems/not-dead")
+
+
+def test_bots__paused_resumed_and_removed_through_botedge_and_written_in_the_audit_log(
+    setup: Setup, database_url: str
+) -> None:
+    token = new_token(9704)
+    added = setup.call("POST", "/v1/bots", {"token": token, "mode": "polling"})
+    bot = added.json()["id"]
+
+    def status() -> tuple[str, bool]:
+        [listed] = setup.call("GET", "/v1/bots").json()["items"]
+        return listed["status"], listed["removed_at"] is not None
+
+    def deletes() -> int:
+        calls = HTTP.get(f"{setup.sim.url}/_sim/calls", params={"method": "deleteWebhook"})
+        return len(calls.json())
+
+    paused = setup.call("POST", f"/v1/bots/{bot}/pause")
+    assert (paused.status_code, paused.json()["status"]) == (200, "paused")
+    assert status() == ("paused", False)
+    # Resuming points Telegram at us again before the bot is active.
+    before = deletes()
+    resumed = setup.call("POST", f"/v1/bots/{bot}/resume")
+    assert (resumed.status_code, resumed.json()["status"]) == (200, "active")
+    assert deletes() == before + 1 and status() == ("active", False)
+
+    # A problem of a removed bot is nobody's to look at.
+    with psycopg.connect(database_url) as conn:
+        conn.execute("UPDATE bots SET last_error = '401: Unauthorized' WHERE id = %s", (bot,))
+    assert setup.call("GET", "/v1/dashboard").json()["bots_with_problems"] == 1
+    removed = setup.call("POST", f"/v1/bots/{bot}/remove")
+    assert (removed.status_code, removed.json()["status"]) == (200, "removed")
+    assert deletes() == before + 2 and status() == ("removed", True)
+    assert setup.call("GET", "/v1/dashboard").json()["bots_with_problems"] == 0
+    for change in ("pause", "resume"):
+        refused = setup.call("POST", f"/v1/bots/{bot}/{change}")
+        assert (refused.status_code, refused.json()["type"]) == (409, "/problems/bot-removed")
+    assert setup.call("POST", "/v1/bots/999999/pause").status_code == 404
+
+    audit = setup.call("GET", f"/v1/audit?kind=bots&target=bot:{bot}").json()["items"]
+    assert [entry["action"] for entry in audit] == [
+        "bots.remove",
+        "bots.resume",
+        "bots.pause",
+        "bots.add",
+    ]
+    # Its token brings it back.
+    again = setup.call("POST", "/v1/bots", {"token": token, "mode": "polling"})
+    assert again.status_code == 201 and again.json()["id"] == bot
+    assert status() == ("active", False)
+
+
+def test_bots__an_editor_may_not_pause_resume_or_remove(setup: Setup) -> None:
+    bot = setup.call("POST", "/v1/bots", {"token": new_token(9705), "mode": "polling"}).json()
+    team = {"email": "ed@example.com", "role": "editor", "password": PASSWORD}
+    assert setup.call("POST", "/v1/team", team).status_code == 201
+    editor = HTTP.post(
+        f"{setup.panel}/v1/auth/login", json={"email": "ed@example.com", "password": PASSWORD}
+    ).json()["access_token"]
+    for change in ("pause", "resume", "remove"):
+        refused = call_as(editor, "POST", f"{setup.panel}/v1/bots/{bot['id']}/{change}")
+        assert refused.status_code == 403, change
+    assert setup.call("GET", "/v1/bots").json()["items"][0]["status"] == "active"

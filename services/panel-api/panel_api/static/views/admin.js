@@ -32,8 +32,23 @@ export async function bots(url) {
       { label: "defaultGate", value: (b) => defaultGate(channelList, b.id).map((c) => c.title).join(", ") || t("none") },
       { label: "lastError", value: (b) => b.last_error },
     ],
-    actions: editor ? (b) => [editRow("setDefaultGate", () => gateForm(channelList, b.id))] : null,
+    actions: editor ? (b) => b.status === "removed" ? [] : [
+      editRow("setDefaultGate", () => gateForm(channelList, b.id)),
+      ...(admin ? botSwitches(b) : []),
+    ] : null,
   });
+}
+
+/** Pause or resume a bot, or remove it (asked first: only its token brings it back).
+ * @param {any} bot */
+function botSwitches(bot) {
+  const path = `/v1/bots/${bot.id}`;
+  return [
+    bot.status === "active"
+      ? actionButton("pause", () => call("POST", `${path}/pause`))
+      : actionButton("resume", () => call("POST", `${path}/resume`)),
+    actionButton("remove", () => call("POST", `${path}/remove`), { confirm: true }),
+  ];
 }
 
 /** The channels in a bot's default gate. @param {any[]} channelList @param {number} botId */

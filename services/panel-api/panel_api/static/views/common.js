@@ -24,7 +24,9 @@ export function channelChoices(channels) {
 /** @param {any[]} bots */
 export function botChoices(bots) {
   // Isolated left to right (an option cannot hold a bdi): "@name" stays whole in Persian.
-  return bots.map((b) => ({ value: String(b.id), text: `\u2066@${b.username}\u2069` }));
+  // A removed bot is no one's to pick for something new.
+  return bots.filter((b) => b.status !== "removed")
+    .map((b) => ({ value: String(b.id), text: `\u2066@${b.username}\u2069` }));
 }
 
 /** A typed whole number, or the text itself so the API names what is wrong with it.
