@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import Any
+from typing import Any, NoReturn
 
 from botedge import bot_store, errors
 from botedge.db import connection
 from botedge.telegram import BotApi, ServerError, TelegramError, TooManyRequests, Unauthorized
 from botedge.updates import ALLOWED_UPDATES
 from shared.db import Connection, Pool
-from shared.secretbox import SecretBox
+from shared.secretbox import SecretBox, SecretBoxError
 
 # Telegram's token shape: the bot's id, a colon, 35 or more of [A-Za-z0-9_-]. Checked before
 # any call: the token goes into the Bot API URL's path.
@@ -81,12 +81,7 @@ async def _point(
 
 
 async def pause(pool: Pool, bot_id: int) -> dict[str, Any]:
-    async with connection(pool) as conn:
-        changed = await bot_store.change_bot(conn, "owner_pause_bot", bot_id)
-        if changed is None:
-            await _refuse(conn, bot_id)
-    assert changed is not None  # noqa: S101 - _refuse raised otherwise
-    return changed
+    return await _change(pool, "owner_pause_bot", bot_id)
 
 
 async def resume(
@@ -96,25 +91,19 @@ async def resume(
         found = await bot_store.bot_to_point(conn, bot_id)
         if found is None or found["status"] == "removed":
             await _refuse(conn, bot_id)
-    assert found is not None  # noqa: S101 - _refuse raised otherwise
     if found["mode"] == "webhook" and not public_base_url:
         raise errors.InvalidValues("webhook mode needs PUBLIC_BASE_URL")
     token = box.open(found["token_encrypted"])
     secret = box.open(found["webhook_secret_encrypted"])
     await _point(pool, api, token, bot_id, found["mode"], secret, public_base_url)
-    async with connection(pool) as conn:
-        changed = await bot_store.change_bot(conn, "owner_resume_bot", bot_id)
-        if changed is None:
-            await _refuse(conn, bot_id)
-    assert changed is not None  # noqa: S101 - _refuse raised otherwise
-    return changed
+    return await _change(pool, "owner_resume_bot", bot_id)
 
 
 async def remove(
     pool: Pool, api: BotApi, box: SecretBox, bot_id: int, now: dt.datetime
 ) -> dict[str, Any]:
-    """Telegram stops sending to our webhook, then the bot is removed. A token Telegram no
-    longer accepts has nothing to stop; Telegram unreachable leaves the bot as it was (503)."""
+    """Telegram stops sending to our webhook, then the bot is removed (again: the same
+    answer). Telegram unreachable leaves the bot as it was (503)."""
     async with connection(pool) as conn:
         found = await bot_store.bot_to_point(conn, bot_id)
     if found is None:
@@ -123,18 +112,25 @@ async def remove(
         try:
             token = box.open(found["token_encrypted"])
             await api.call(token, "deleteWebhook", {"drop_pending_updates": False})
-        except Unauthorized:
+        except (Unauthorized, SecretBoxError):
+            # Telegram no longer takes the token, or no key here opens it: nothing to stop.
             pass
         except TelegramError as error:
             raise upstream_error("deleteWebhook", error) from None
+    return await _change(pool, "owner_remove_bot", bot_id, now)
+
+
+async def _change(
+    pool: Pool, change: str, bot_id: int, now: dt.datetime | None = None
+) -> dict[str, Any]:
     async with connection(pool) as conn:
-        changed = await bot_store.change_bot(conn, "owner_remove_bot", bot_id, now)
-    if changed is None:
-        raise errors.UnknownBot("no bot with that id")
+        changed = await bot_store.change_bot(conn, change, bot_id, now)
+        if changed is None:
+            await _refuse(conn, bot_id)
     return changed
 
 
-async def _refuse(conn: Connection, bot_id: int) -> None:
+async def _refuse(conn: Connection, bot_id: int) -> NoReturn:
     """Why a bot cannot be paused or resumed: removed (409), or no such bot (404)."""
     found = await bot_store.bot_to_point(conn, bot_id)
     if found is None:
