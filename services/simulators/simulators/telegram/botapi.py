@@ -7,6 +7,7 @@ Each method takes the world, the calling bot and the call's parameters, and retu
 from __future__ import annotations
 
 import asyncio
+import html
 import re
 import time
 from collections import deque
@@ -81,6 +82,12 @@ _HTML_TAG = re.compile(
     r"|<a href=\"[^\"<>]*\">|</a>"
 )
 _HTML_ENTITY = re.compile(r"&(?:lt|gt|amp|quot|#\d{1,7});")
+
+
+def plain_text(text: str) -> str:
+    """What the person reads of a parse_mode=HTML text: the markup's tags gone, its entities
+    read."""
+    return html.unescape(_HTML_TAG.sub("", text))
 
 
 def _check_html(params: Params) -> None:

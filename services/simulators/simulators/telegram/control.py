@@ -7,9 +7,7 @@ and name the bot by `bot_id`, `bot_username` or `token`."""
 
 from __future__ import annotations
 
-import html
 import itertools
-import re
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -20,7 +18,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from simulators.fields import fields
-from simulators.telegram.botapi import MEMBER_STATUSES, member, move, request_join
+from simulators.telegram.botapi import MEMBER_STATUSES, member, move, plain_text, request_join
 from simulators.telegram.state import ApiError, Bot, Chat, Faults, World
 
 T = TypeVar("T")
@@ -234,8 +232,7 @@ async def control_press(request: Request) -> Response:
     message = chat.messages.get(int(body["message_id"])) if chat else None
     if message is None or message.get("from", {}).get("id") != bot.id:
         return JSONResponse({"error": "no such message from that bot"}, status_code=400)
-    rows = (message.get("reply_markup") or {}).get("inline_keyboard") or []
-    if not any(button.get("callback_data") == data for row in rows for button in row):
+    if not any(button.get("callback_data") == data for button in _buttons(message)):
         return JSONResponse({"error": "no such button on that message"}, status_code=400)
     return JSONResponse(_callback(world, bot, user_id, message, data))
 
@@ -286,12 +283,15 @@ def _button(
         message = chat.messages[message_id]
         if message.get("from", {}).get("id") != bot.id:
             continue
-        rows = (message.get("reply_markup") or {}).get("inline_keyboard") or []
-        buttons = [button for row in rows for button in row]
-        for button in sorted(buttons, key=lambda b: b.get("text") != label):
+        for button in sorted(_buttons(message), key=lambda b: b.get("text") != label):
             if str(button.get("text", "")).startswith(label):
                 return message, button
     return None
+
+
+def _buttons(message: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = (message.get("reply_markup") or {}).get("inline_keyboard") or []
+    return [button for row in rows for button in row]
 
 
 def link_target(url: str) -> tuple[str, str, str]:
@@ -356,8 +356,7 @@ async def control_said(request: Request) -> Response:
             message = chat.messages[message_id]
             said = str(message.get("text") or message.get("caption") or "")
             if message_id in chat.html:
-                # What the person reads: Telegram shows the markup, not its tags.
-                said = html.unescape(re.sub(r"<[^>]*>", "", said))
+                said = plain_text(said)
             if message.get("from", {}).get("id") == bot.id and text in said:
                 return said, message
         return None
