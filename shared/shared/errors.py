@@ -84,6 +84,7 @@ FieldCode = Literal[
     "not-found",
     "reserved",
     "wrong",
+    "no-rights",
     "invalid",
 ]
 FIELD_CODES: tuple[FieldCode, ...] = get_args(FieldCode)

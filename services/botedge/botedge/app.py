@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from botedge import bot_store, channels, errors, inbox_store, pay, registration
+from botedge import bot_store, campaigns, channels, errors, inbox_store, pay, registration
 from botedge.db import connection
 from botedge.handlers import Handler
 from botedge.metrics import IGNORED_KINDS, WEBHOOK_UPDATES
@@ -59,6 +59,13 @@ class BotRegistration(msgspec.Struct, forbid_unknown_fields=True):
 class ChannelCheck(msgspec.Struct, forbid_unknown_fields=True):
     bot_id: Annotated[int, msgspec.Meta(ge=1, le=2**31 - 1)]
     chat: Annotated[str, msgspec.Meta(min_length=1, max_length=300)]
+
+
+class CampaignLink(msgspec.Struct, forbid_unknown_fields=True):
+    bot_id: Annotated[int, msgspec.Meta(ge=1, le=2**31 - 1)]
+    channel_id: Annotated[int, msgspec.Meta(ge=1, le=2**31 - 1)]
+    # Telegram's limit on an invite link's name.
+    name: Annotated[str, msgspec.Meta(min_length=1, max_length=32)]
 
 
 @dataclass(frozen=True)
@@ -191,10 +198,20 @@ def create_api_app(settings: BotedgeSettings, *, clock: Clock = SYSTEM_CLOCK) ->
         )
         return JSONResponse(answer)
 
+    async def campaign_link(request: Request) -> Response:
+        require_bearer(request, settings.service_token)
+        body = await json_body(request, CampaignLink, limit=4096)
+        api = resources(request, ApiResources).api
+        made = await campaigns.make_link(
+            pool_of(request), api, box, body.bot_id, body.channel_id, body.name
+        )
+        return JSONResponse(made, status_code=201)
+
     return create_service_app(
         settings.common,
         routes=[
             Route("/telegram/{bot_id:int}/webhook", webhook, methods=["POST"]),
+            Route("/internal/campaigns/link", campaign_link, methods=["POST"]),
             Route("/internal/channels/check", check_channel, methods=["POST"]),
             Route("/internal/inbox/dead", dead, methods=["GET"]),
             Route("/internal/inbox/{inbox_id:int}/replay", replay, methods=["POST"]),

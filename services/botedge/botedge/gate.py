@@ -17,6 +17,7 @@ that entry in every worker once the leave is committed.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import enum
 import logging
 from collections.abc import Callable
@@ -448,11 +449,27 @@ class _MemberChange:
                 "now": visit.now,
             },
         )
+        await _credit_campaign(conn, channel["id"], person_id, member, link, visit.now)
         if not member:
             await conn.execute(Q["notify_gate"], {"payload": f"{chat['id']}:{user['id']}"})
             return []
         found = await admission.standing(conn, visit.update.bot_id, chat["id"], user["id"])
         return admission.intruder_replies(visit, found, chat["id"], user["id"], new["status"])
+
+
+async def _credit_campaign(
+    conn: Connection, channel_id: int, person_id: int, member: bool, link: Any, now: dt.datetime
+) -> None:
+    """A join by a campaign's link credits it (once per person); a leave marks the person's
+    credited joins there as left. Telegram names the link only on a join through one: a
+    public channel joined directly carries none, and credits nothing."""
+    params = {"channel_id": channel_id, "person_id": person_id, "now": now}
+    if not member:
+        await conn.execute(Q["record_campaign_leave"], params)
+        return
+    url = link.get("invite_link") if isinstance(link, dict) else None
+    if isinstance(url, str) and url:
+        await conn.execute(Q["credit_campaign_join"], {**params, "invite_link": url})
 
 
 _STATUSES = frozenset({"creator", "administrator", "member", "restricted", "left", "kicked"})

@@ -386,6 +386,22 @@ ON CONFLICT (channel_id, person_id) DO UPDATE
        invite_link = coalesce(excluded.invite_link, channel_members.invite_link),
        updated_at = excluded.updated_at;
 
+-- credit_campaign_join --
+-- A join through a campaign's link into its own channel, credited once per person.
+INSERT INTO campaign_joins (campaign_id, person_id, joined_at)
+SELECT id, %(person_id)s, %(now)s
+  FROM campaigns
+ WHERE invite_link = %(invite_link)s AND channel_id = %(channel_id)s
+ON CONFLICT (campaign_id, person_id) DO NOTHING;
+
+-- record_campaign_leave --
+-- The first leave after a credited join; a rejoin and a second leave change nothing.
+UPDATE campaign_joins j
+   SET left_at = greatest(%(now)s, j.joined_at)
+  FROM campaigns c
+ WHERE j.person_id = %(person_id)s AND j.left_at IS NULL
+   AND c.id = j.campaign_id AND c.channel_id = %(channel_id)s;
+
 -- notify_gate --
 -- Transactional: heard by every worker only once the leave is committed.
 SELECT pg_notify('gate', %(payload)s);
@@ -620,3 +636,6 @@ SELECT b.username,
        EXISTS (SELECT 1 FROM ad_slots s WHERE s.bot_id = b.id AND s.active) AS shop
   FROM bots b
  WHERE b.id = %(bot_id)s;
+
+-- campaign_channel --
+SELECT telegram_chat_id, username FROM channels WHERE id = %(channel_id)s;

@@ -48,6 +48,13 @@ from panel_api.bots import (
     NewBot,
     Replayed,
 )
+from panel_api.campaigns import (
+    Campaign,
+    CampaignDetail,
+    CampaignQuery,
+    Campaigns,
+    NewCampaign,
+)
 from panel_api.first_run import Setup, SetupBody
 from panel_api.gate import (
     Channel as Channel,
@@ -442,6 +449,29 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
     ),
     ("DELETE", "/v1/contents/{content_id:int}"): Operation(
         "Delete a content", Role.EDITOR, status=204, handler=Gate.delete_content
+    ),
+    ("GET", "/v1/campaigns"): Operation(
+        "Campaigns with their invite links and who joined through each",
+        Role.VIEWER,
+        Page[Campaign],
+        query=CampaignQuery,
+        handler=Campaigns.campaigns,
+    ),
+    ("POST", "/v1/campaigns"): Operation(
+        "Start a campaign: botedge has the bot make a named invite link into the channel",
+        Role.EDITOR,
+        Campaign,
+        status=201,
+        body=NewCampaign,
+        problems=(502, 503),
+        handler=Campaigns.add_campaign,
+    ),
+    ("GET", "/v1/campaigns/{campaign_id:int}"): Operation(
+        "A campaign with its joins and leaves per day over the last 30 days",
+        Role.VIEWER,
+        CampaignDetail,
+        problems=(404,),
+        handler=Campaigns.campaign,
     ),
     ("GET", "/v1/ad-slots"): Operation(
         "What the bots sell", Role.VIEWER, Page[Slot], query=SlotQuery, handler=AdShop.slots

@@ -527,7 +527,8 @@ SELECT days.day,
 -- A month of made-up business for the demo's pages and chart, written once, into a database
 -- with no payments yet: visitors of the first bot, memberships of the first paid channel in each
 -- state with their histories, paid invoices across the gateways (one payment not applied, one
--- gateway event for the owner), ad orders in every state, a failed access event, a dead update.
+-- gateway event for the owner), ad orders in every state, a failed access event, a dead update,
+-- campaigns with their joins.
 WITH bot AS (SELECT min(id) AS id FROM bots),
      plan AS (SELECT p.id, p.channel_id, p.price_minor, p.currency, p.period_days, p.grace_days
                 FROM plans p JOIN channels c ON c.id = p.channel_id
@@ -646,3 +647,83 @@ SELECT min(id), 1, 7000060, 'message',
        'dead', 5, now() - interval '3 days', now() - interval '3 days',
        'TimeoutError: getChatMember took longer than 8 s'
   FROM bots HAVING min(id) IS NOT NULL;
+
+-- Two campaigns of the first bot into a gate channel (a private one if there is), and the demo
+-- people who joined through them over the month; every fifth left two days later.
+WITH bot AS (SELECT min(id) AS id FROM bots),
+     channel AS (
+       SELECT c.id FROM channels c
+        ORDER BY c.id IN (SELECT channel_id FROM bot_channels WHERE default_gate) DESC,
+                 c.username IS NULL DESC, c.id
+        LIMIT 1),
+     made AS (
+       INSERT INTO campaigns (name, bot_id, channel_id, invite_link, created_at)
+       SELECT v.name, bot.id, channel.id, 'https://t.me/+demo_' || v.tag,
+              now() - interval '31 days'
+         FROM bot, channel, (VALUES ('Spring sponsor', 'spring'), ('Podcast ad', 'podcast')) v(name, tag)
+        WHERE bot.id IS NOT NULL
+       RETURNING id, name)
+INSERT INTO campaign_joins (campaign_id, person_id, joined_at, left_at)
+SELECT made.id, p.id, j.at,
+       CASE WHEN j.n % 5 = 0 AND j.at < now() - interval '2 days' THEN j.at + interval '2 days' END
+  FROM made
+  JOIN people p ON p.telegram_user_id BETWEEN 7000001 AND 7000060
+ CROSS JOIN LATERAL (
+       SELECT p.telegram_user_id - 7000000 AS n,
+              now() - ((p.telegram_user_id - 7000000) % 29) * interval '1 day'
+                    - ((p.telegram_user_id * 7) % 20) * interval '1 hour' AS at) j
+ WHERE (made.name = 'Spring sponsor' AND j.n <= 40)
+    OR (made.name = 'Podcast ad' AND j.n > 40);
+
+-- campaigns_list --
+-- Each campaign with its counts: who joined through its link, who of them left since, and
+-- the difference.
+SELECT c.id, c.name, c.bot_id, b.username AS bot_username, c.channel_id,
+       ch.title AS channel_title, ch.username AS channel_username, c.invite_link, c.created_at,
+       n.joins, n.leaves, n.joins - n.leaves AS net
+  FROM campaigns c
+  JOIN bots b ON b.id = c.bot_id
+  JOIN channels ch ON ch.id = c.channel_id
+ CROSS JOIN LATERAL (
+       SELECT count(*)::integer AS joins, count(j.left_at)::integer AS leaves
+         FROM campaign_joins j
+        WHERE j.campaign_id = c.id) n
+ WHERE (%(id)s::integer IS NULL OR c.id = %(id)s)
+   AND (%(bot_id)s::integer IS NULL OR c.bot_id = %(bot_id)s)
+   AND (%(channel_id)s::integer IS NULL OR c.channel_id = %(channel_id)s);
+
+-- campaign_target --
+-- What a new campaign names: its bot (active or not) and its channel.
+SELECT (SELECT status FROM bots WHERE id = %(bot_id)s) AS bot_status,
+       EXISTS (SELECT FROM channels WHERE id = %(channel_id)s) AS channel_found,
+       EXISTS (SELECT FROM campaigns
+                WHERE channel_id = %(channel_id)s AND name = %(name)s) AS name_taken;
+
+-- insert_campaign --
+INSERT INTO campaigns (name, bot_id, channel_id, invite_link, created_at)
+VALUES (%(name)s, %(bot_id)s, %(channel_id)s, %(invite_link)s, %(now)s)
+ON CONFLICT DO NOTHING
+RETURNING id;
+
+-- campaign_days --
+-- Joins and leaves per calendar day of the workspace's zone, over the 30 days to `now`.
+WITH zone AS (SELECT time_zone AS name FROM workspace),
+     days AS (
+       SELECT d::date AS day
+         FROM zone,
+              generate_series((%(now)s::timestamptz AT TIME ZONE zone.name)::date - 29,
+                              (%(now)s::timestamptz AT TIME ZONE zone.name)::date,
+                              interval '1 day') d),
+     moves AS (
+       SELECT (j.joined_at AT TIME ZONE zone.name)::date AS day, 1 AS joined, 0 AS went
+         FROM campaign_joins j, zone
+        WHERE j.campaign_id = %(id)s
+       UNION ALL
+       SELECT (j.left_at AT TIME ZONE zone.name)::date, 0, 1
+         FROM campaign_joins j, zone
+        WHERE j.campaign_id = %(id)s AND j.left_at IS NOT NULL)
+SELECT days.day, coalesce(sum(m.joined), 0)::integer AS joins,
+       coalesce(sum(m.went), 0)::integer AS leaves
+  FROM days LEFT JOIN moves m ON m.day = days.day
+ GROUP BY days.day
+ ORDER BY days.day;

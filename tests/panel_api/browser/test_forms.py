@@ -391,3 +391,69 @@ def test_forms__a_bot_paused_resumed_then_removed_after_asking_in_persian_on_a_p
             "SELECT status, removed_at IS NOT NULL FROM bots WHERE telegram_bot_id = 5550702"
         ).fetchone()
     assert row_now == ("removed", True)
+
+
+def test_forms__a_campaign_started_with_its_link_refusals_at_the_field_then_its_own_page(
+    page: Page, stack: Stack
+) -> None:
+    for chat, title, admins in (
+        (-1001000000711, "Private room", [BOT]),
+        (-1001000000712, "Aside", []),
+    ):
+        HTTP.post(
+            f"{stack.sim}/_sim/chats",
+            json={"id": chat, "type": "channel", "title": title, "admin_bots": admins},
+        ).raise_for_status()
+    page.set_viewport_size({"width": 390, "height": 844})
+    sign_in(page, stack.url)
+    persian(page)
+    page.goto(f"{stack.url}/channels")
+    for chat, title in (
+        ("-1001000000711", "Private room"),
+        ("-1001000000712", "Aside"),
+        ("@sponsor_a", "Sponsor"),
+    ):
+        page.fill("#add-channel input[name=chat]", chat)
+        page.click("#add-channel button[type=submit]")
+        expect(page.locator("#add-channel-done")).to_contain_text(f"«{title}»")
+    page.goto(f"{stack.url}/campaigns")
+    form = page.locator("#add-campaign")
+    form.locator("select[name=channel_id]").select_option(label="Private room")
+    form.locator("input[name=name]").fill("x" * 33)
+    form.locator("button[type=submit]").click()
+    expect(form.locator("[data-problem=name]")).to_have_text("خیلی بلند است.")
+    expect(form.locator("input[name=name]")).to_be_focused()
+    # A channel where the bot is no admin: said at the bot, before any link exists.
+    form.locator("select[name=channel_id]").select_option(label="Aside")
+    form.locator("input[name=name]").fill("Spring sponsor")
+    form.locator("button[type=submit]").click()
+    expect(form.locator("[data-problem=bot_id]")).to_contain_text("مدیری کنید")
+    form.locator("select[name=channel_id]").select_option(label="Private room")
+    form.locator("button[type=submit]").click()
+    expect(page.locator("#add-campaign-done")).to_contain_text("https://t.me/+")
+    with psycopg.connect(stack.database_url) as conn:
+        [(link,)] = conn.execute("SELECT invite_link FROM campaigns").fetchall()
+    row = page.locator("#campaigns tbody tr", has_text="Spring sponsor")
+    expect(row).to_contain_text(link)
+    expect(row.locator("[data-warning]")).to_have_count(0)
+    page.screenshot(path=str(ARTIFACTS / "campaigns-fa.png"), full_page=True)
+    row.locator("a", has_text="Spring sponsor").click()
+    expect(page.locator("main h2")).to_have_text("Spring sponsor")
+    expect(page.locator("#campaign-facts")).to_contain_text(link)
+    expect(page.locator("#campaign-facts [data-figure=joins]")).to_have_text("\u06f0")
+    expect(page.locator("#campaign-days-summary")).to_contain_text("کسی")
+    page.screenshot(path=str(ARTIFACTS / "campaign-fa.png"), full_page=True)
+
+    # In English on a wide screen: a public channel's campaign carries the warning.
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.select_option("#language", "en")
+    page.goto(f"{stack.url}/campaigns")
+    form.locator("select[name=channel_id]").select_option(label="Sponsor")
+    form.locator("input[name=name]").fill("Open call")
+    form.locator("button[type=submit]").click()
+    expect(page.locator("#add-campaign-done [data-warning=public]")).to_contain_text(
+        "Public channel"
+    )
+    opened = page.locator("#campaigns tbody tr", has_text="Open call")
+    expect(opened.locator("[data-warning=public]")).to_have_count(1)
+    page.screenshot(path=str(ARTIFACTS / "campaigns-en.png"), full_page=True)

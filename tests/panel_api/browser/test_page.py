@@ -336,7 +336,16 @@ def test_page__a_viewer_finds_no_write_control_on_any_page(page: Page, shop: str
     expect(page.locator("#who")).to_contain_text("(viewer)")
     for hidden in ("dead-updates", "team", "audit"):
         expect(page.locator(f"#pages a[data-view={hidden}]")).to_be_hidden()
-    views = ("orders", "slots", "admission", "bots", "channels", "contents", "access-events")
+    views = (
+        "orders",
+        "slots",
+        "admission",
+        "bots",
+        "channels",
+        "contents",
+        "campaigns",
+        "access-events",
+    )
     for view in (*views, "workspace"):
         page.click(f"#pages a[data-view={view}]")
         expect(page.locator("main table, main form").first).to_be_visible()

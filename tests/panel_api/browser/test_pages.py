@@ -29,6 +29,7 @@ VIEWS = (
     "bots",
     "channels",
     "contents",
+    "campaigns",
     "people",
     "memberships",
     "invoices",

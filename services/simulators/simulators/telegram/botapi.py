@@ -356,6 +356,9 @@ async def create_chat_invite_link(world: World, bot: Bot, params: Params) -> Any
         raise ApiError(
             400, "Bad Request: member limit can't be specified for links requiring approval"
         )
+    name = str(params.get("name") or "")
+    if len(name.encode("utf-16-le")) > 64:
+        raise ApiError(400, "Bad Request: invite link name is too long")
     chat.invite_links += 1
     link = InviteLink(
         chat_id=chat.id,
@@ -364,12 +367,10 @@ async def create_chat_invite_link(world: World, bot: Bot, params: Params) -> Any
         member_limit=None if member_limit is None else int(member_limit),
         expire_date=None if expire_date is None else int(expire_date),
         creates_join_request=bool(params.get("creates_join_request", False)),
+        name=name or None,
     )
     world.links[link.url] = link
-    answer = link.as_json()
-    if params.get("name") is not None:
-        answer["name"] = params["name"]
-    return answer
+    return link.as_json()
 
 
 async def revoke_chat_invite_link(world: World, bot: Bot, params: Params) -> Any:

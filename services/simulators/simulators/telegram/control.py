@@ -203,7 +203,10 @@ def join(world: World, body: dict[str, Any]) -> JSONResponse:
         )
     if link is not None:
         link.uses += 1
-    return JSONResponse({"update_ids": move(world, chat, user_id, "member", link)})
+    # As Telegram: an invite link to a public chat opens the chat, and joining it there is a
+    # join by its name, so the update names no link.
+    named = None if chat.username else link
+    return JSONResponse({"update_ids": move(world, chat, user_id, "member", named)})
 
 
 async def control_leave(request: Request) -> Response:

@@ -150,10 +150,14 @@ class InviteLink:
     creates_join_request: bool
     uses: int = 0
     revoked: bool = False
+    name: str | None = None
 
     def as_json(self) -> dict[str, Any]:
-        link: dict[str, Any] = {
-            "invite_link": self.url,
+        # Telegram's order: link, name, creator, then the optional ones.
+        link: dict[str, Any] = {"invite_link": self.url}
+        if self.name:
+            link["name"] = self.name
+        link |= {
             "creator": self.creator,
             "creates_join_request": self.creates_join_request,
             "is_primary": False,

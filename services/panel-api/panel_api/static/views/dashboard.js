@@ -53,7 +53,7 @@ export async function dashboard() {
  * @param {string} id @param {string} headingId @param {string[]} days @param {Line[]} lines
  * @param {string} emptyKey what the legend says when there is no line
  */
-function lineChart(id, headingId, days, lines, emptyKey) {
+export function lineChart(id, headingId, days, lines, emptyKey) {
   // As wide as the page has room for, so the axis labels stay at their size on a phone.
   const room = document.getElementById("view")?.clientWidth ?? 640;
   const width = Math.max(300, Math.min(640, room - 32)), height = 260, left = 56, right = 16, top = 16, bottom = 36;
