@@ -65,7 +65,7 @@ class CampaignLink(msgspec.Struct, forbid_unknown_fields=True):
     bot_id: Annotated[int, msgspec.Meta(ge=1, le=2**31 - 1)]
     channel_id: Annotated[int, msgspec.Meta(ge=1, le=2**31 - 1)]
     # Telegram's limit on an invite link's name.
-    name: Annotated[str, msgspec.Meta(min_length=1, max_length=32)]
+    name: Annotated[str, msgspec.Meta(min_length=1, max_length=32, pattern=r"^[^\x00-\x1f\x7f]+$")]
 
 
 @dataclass(frozen=True)

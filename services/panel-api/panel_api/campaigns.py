@@ -45,7 +45,7 @@ PUBLIC_WARNING = (
 
 
 class NewCampaign(msgspec.Struct, forbid_unknown_fields=True):
-    name: Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+    name: Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$")]
     bot_id: Id
     channel_id: Id
 
