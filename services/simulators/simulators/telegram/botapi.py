@@ -357,8 +357,6 @@ async def create_chat_invite_link(world: World, bot: Bot, params: Params) -> Any
             400, "Bad Request: member limit can't be specified for links requiring approval"
         )
     name = str(params.get("name") or "")
-    if len(name.encode("utf-16-le")) > 64:
-        raise ApiError(400, "Bad Request: invite link name is too long")
     chat.invite_links += 1
     link = InviteLink(
         chat_id=chat.id,
