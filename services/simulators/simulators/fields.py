@@ -7,6 +7,9 @@ from typing import Any
 
 from starlette.requests import Request
 
+from shared import jsonsafe
+from shared.errors import Problem
+
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 
 
@@ -14,5 +17,14 @@ async def fields(request: Request) -> dict[str, Any]:
     if request.headers.get("content-type", "").startswith(FORM_TYPES):
         async with request.form(max_files=0) as form:
             return {key: value for key, value in form.items() if isinstance(value, str)}
-    body: dict[str, Any] = await request.json()
+    raw = await request.body()
+    if not raw.strip():
+        # `curl -X POST` with nothing to say: no fields.
+        return {}
+    try:
+        body = jsonsafe.loads(raw)
+    except jsonsafe.UnsafeJson:
+        raise Problem(400, "malformed-json", "the body is neither JSON nor form fields") from None
+    if not isinstance(body, dict):
+        raise Problem(400, "malformed-json", "the body is not a JSON object")
     return body

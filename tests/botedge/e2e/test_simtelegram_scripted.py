@@ -49,6 +49,14 @@ def test_scripted__people_from_form_fields_take_the_lowest_free_id_from_1001(
     assert [person(sim, "First"), person(sim, "Second")] == [1001, 1002]
     listed = HTTP.get(f"{sim.url}/_sim/people").json()
     assert {"id": 1001, "first_name": "First"} in listed
+    # `curl -X POST` with no body: someone new, named by their id.
+    assert HTTP.post(f"{sim.url}/_sim/people").json() == {"id": 1003, "first_name": "User 1003"}
+    for bad in (b"{", b"[1]"):
+        refused = HTTP.post(
+            f"{sim.url}/_sim/people", content=bad, headers={"content-type": "application/json"}
+        )
+        assert refused.status_code == 400, refused.text
+        assert refused.json()["type"] == "/problems/malformed-json"
 
 
 def test_scripted__a_message_in_form_fields_to_the_bot_by_its_username(serve: Serve) -> None:
