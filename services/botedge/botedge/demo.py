@@ -59,7 +59,7 @@ def main() -> int:
             )
         conn.execute(q["demo_manager"], {"bot_id": bot["id"], "chat_id": PAID[0]})
         conn.execute(q["demo_paid"], {"chat_id": PAID[0]})
-        paid = conn.execute(q["demo_paid_id"], {"chat_id": PAID[0]}).fetchone()
+        paid = conn.execute(q["channel_by_chat"], {"chat_id": PAID[0]}).fetchone()
         content = conn.execute(q["demo_content"], {"bot_id": bot["id"]}).fetchone()
         conn.execute(q["demo_shop_address"], {"address": SHOP})
         conn.execute(q["demo_ad_slot"], {"bot_id": bot["id"]})

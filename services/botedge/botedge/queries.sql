@@ -579,9 +579,6 @@ INSERT INTO plans (channel_id, name, price_minor, currency, period_days, grace_d
 SELECT id, 'default', 500, 'USD', 30, 3, true FROM paid
 ON CONFLICT (channel_id) WHERE is_default DO NOTHING;
 
--- demo_paid_id --
-SELECT id FROM channels WHERE telegram_chat_id = %(chat_id)s;
-
 -- admission_of --
 -- A paid channel's admission as the bot sees it: is the person entitled (an active or grace
 -- membership, or whitelisted), may the bot write to them, and the bot's name for the pay link.

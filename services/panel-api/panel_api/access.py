@@ -284,6 +284,15 @@ class Listing:
         )
 
 
+def path_id(request: Request, name: str, what: str) -> int:
+    """The id a path names (`{channel_id:int}`); 404 for one no integer column holds, before
+    PostgreSQL is asked about it."""
+    value = int(request.path_params[name])
+    if value >= 2**31:
+        raise errors.NotFound(f"no {what} by that id")
+    return value
+
+
 def answer(value: Any, status: int = 200) -> Response:
     """A JSON answer written by msgspec: times in ISO 8601, structs by their fields."""
     return Response(msgspec.json.encode(value), status_code=status, media_type="application/json")

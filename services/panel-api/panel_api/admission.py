@@ -27,6 +27,7 @@ from panel_api.access import (
     answer,
     audit,
     converted,
+    path_id,
     query,
 )
 from panel_api.internal import Internal, relayed
@@ -124,13 +125,6 @@ def checked_ids(values: list[int | str]) -> tuple[dict[int, int], list[Rejected]
     return good, bad
 
 
-def _channel_id(request: Request) -> int:
-    value = int(request.path_params["channel_id"])
-    if value >= 2**31:
-        raise errors.NotFound("no channel by that id")
-    return value
-
-
 class Admission:
     def __init__(self, clock: Clock, billing: Internal) -> None:
         self.clock = clock
@@ -147,13 +141,13 @@ class Admission:
             )
 
     async def whitelist(self, request: Request, caller: Caller) -> Response:
-        channel_id = _channel_id(request)
+        channel_id = path_id(request, "channel_id", "channel")
         where = query(request, WhitelistQuery)
         found = await WHITELIST.page(request, where, {"channel_id": channel_id})
         return answer(converted(found, WhitelistEntry))
 
     async def add_to_whitelist(self, request: Request, caller: Caller) -> Response:
-        channel_id = _channel_id(request)
+        channel_id = path_id(request, "channel_id", "channel")
         body = await json_body(request, NewWhitelistEntry, limit=4096)
         async with store.connection(runtime(request).pool) as conn, conn.transaction():
             await self._paid_channel(conn, channel_id)
@@ -174,7 +168,7 @@ class Admission:
         return answer(entry, status=201)
 
     async def remove_from_whitelist(self, request: Request, caller: Caller) -> Response:
-        channel_id = _channel_id(request)
+        channel_id = path_id(request, "channel_id", "channel")
         user = int(request.path_params["telegram_user_id"])
         async with store.connection(runtime(request).pool) as conn, conn.transaction():
             cur = await conn.execute(
@@ -195,7 +189,7 @@ class Admission:
         return Response(status_code=204)
 
     async def import_members(self, request: Request, caller: Caller) -> Response:
-        channel_id = _channel_id(request)
+        channel_id = path_id(request, "channel_id", "channel")
         body = await json_body(request, ImportBody, limit=512 * 1024)
         if body.action == "grant" and body.until is None:
             raise errors.InvalidValue("a grant needs `until`", field="until", code="required")

@@ -27,6 +27,7 @@ from panel_api.access import (
     audit,
     converted,
     mapped,
+    path_id,
     query,
 )
 from panel_api.internal import Internal, relayed
@@ -216,10 +217,10 @@ class AdShop:
         return answer(slot, status=201)
 
     async def change_slot(self, request: Request, caller: Caller) -> Response:
-        slot_id = int(request.path_params["slot_id"])
+        slot_id = path_id(request, "slot_id", "ad slot")
         body = await json_body(request, SlotChange, limit=4096)
         async with store.connection(runtime(request).pool) as conn, conn.transaction():
-            cur = await conn.execute(Q["ad_slot_for_update"], {"id": min(slot_id, 2**31 - 1)})
+            cur = await conn.execute(Q["ad_slot_for_update"], {"id": slot_id})
             before = await cur.fetchone()
             if before is None:
                 raise errors.NotFound("no ad slot by that id")
@@ -255,9 +256,7 @@ class AdShop:
         return answer(converted(found, Order))
 
     async def order(self, request: Request, caller: Caller) -> Response:
-        order_id = int(request.path_params["order_id"])
-        if order_id >= 2**31:
-            raise errors.NotFound("no ad order by that id")
+        order_id = path_id(request, "order_id", "ad order")
         async with store.connection(runtime(request).pool) as conn:
             found = await store.rows(
                 conn,
@@ -284,9 +283,7 @@ class AdShop:
         return await self._step(request, caller, "cancel")
 
     async def _step(self, request: Request, caller: Caller, what: str) -> Response:
-        order_id = int(request.path_params["order_id"])
-        if order_id >= 2**31:
-            raise errors.NotFound("no ad order by that id")
+        order_id = path_id(request, "order_id", "ad order")
         done = await self.billing.ask("POST", f"/internal/ad-orders/{order_id}/{what}")
         if done.status_code == 200:
             async with store.connection(runtime(request).pool) as conn:

@@ -27,6 +27,7 @@ from panel_api.access import (
     audit,
     converted,
     mapped,
+    path_id,
     query,
 )
 from panel_api.internal import Internal, relayed
@@ -166,9 +167,7 @@ class Bots:
         return await self._change(request, caller, "remove")
 
     async def _change(self, request: Request, caller: Caller, change: str) -> Response:
-        bot_id = int(request.path_params["bot_id"])
-        if not 0 < bot_id < 2**31:
-            raise errors.NotFound("no bot with that id")
+        bot_id = path_id(request, "bot_id", "bot")
         answer = await self.botedge.ask("POST", f"/internal/bots/{bot_id}/{change}")
         if answer.status_code == 200:
             await self._audit(request, caller, f"bots.{change}", f"bot:{bot_id}", answer.json())

@@ -26,6 +26,7 @@ from panel_api.access import (
     answer,
     audit,
     mapped,
+    path_id,
     query,
 )
 from panel_api.internal import Internal, relayed
@@ -113,9 +114,7 @@ class Campaigns:
         return answer(mapped(found, _campaign))
 
     async def campaign(self, request: Request, caller: Caller) -> Response:
-        campaign_id = int(request.path_params["campaign_id"])
-        if campaign_id >= 2**31:
-            raise errors.NotFound("no campaign by that id")
+        campaign_id = path_id(request, "campaign_id", "campaign")
         async with store.connection(runtime(request).pool) as conn:
             campaign = await _one(conn, campaign_id)
             days = await store.rows(

@@ -28,6 +28,7 @@ from panel_api.access import (
     answer,
     audit,
     mapped,
+    path_id,
     query,
 )
 from panel_api.internal import Internal, relayed
@@ -235,7 +236,7 @@ class Gate:
         return answer(mapped(found, _channel))
 
     async def channel(self, request: Request, caller: Caller) -> Response:
-        channel_id = _int4(int(request.path_params["channel_id"]))
+        channel_id = path_id(request, "channel_id", "channel")
         async with store.connection(runtime(request).pool) as conn:
             return answer(await _one_channel(conn, channel_id))
 
@@ -258,10 +259,10 @@ class Gate:
         return relayed(found)
 
     async def change_channel(self, request: Request, caller: Caller) -> Response:
-        channel_id = int(request.path_params["channel_id"])
+        channel_id = path_id(request, "channel_id", "channel")
         body = await json_body(request, ChannelChange, limit=4096)
         async with store.connection(runtime(request).pool) as conn, conn.transaction():
-            cur = await conn.execute(Q["channel_for_update"], {"id": _int4(channel_id)})
+            cur = await conn.execute(Q["channel_for_update"], {"id": channel_id})
             before = await cur.fetchone()
             if before is None:
                 raise errors.NotFound("no channel by that id")
@@ -328,7 +329,7 @@ class Gate:
         return answer(changed)
 
     async def set_default_gate(self, request: Request, caller: Caller) -> Response:
-        bot_id = _int4(int(request.path_params["bot_id"]))
+        bot_id = path_id(request, "bot_id", "bot")
         body = await json_body(request, DefaultGate, limit=16384)
         ids = [choice.channel_id for choice in body.channels]
         if len(set(ids)) != len(ids):
@@ -389,7 +390,7 @@ class Gate:
         return answer(content, status=201)
 
     async def change_content(self, request: Request, caller: Caller) -> Response:
-        content_id = _int4(int(request.path_params["content_id"]))
+        content_id = path_id(request, "content_id", "content")
         body = _checked(await json_body(request, ContentBody, limit=16384))
         async with store.connection(runtime(request).pool) as conn, conn.transaction():
             cur = await conn.execute(Q["content_for_update"], {"id": content_id})
@@ -422,7 +423,7 @@ class Gate:
         return answer(content)
 
     async def delete_content(self, request: Request, caller: Caller) -> Response:
-        content_id = _int4(int(request.path_params["content_id"]))
+        content_id = path_id(request, "content_id", "content")
         async with store.connection(runtime(request).pool) as conn, conn.transaction():
             cur = await conn.execute(Q["content_for_update"], {"id": content_id})
             before = await cur.fetchone()
@@ -438,12 +439,6 @@ class Gate:
         self, conn: Connection, caller: Caller, action: str, target: str, before: Any, after: Any
     ) -> None:
         await audit(conn, caller, self.clock, action, target, before, after)
-
-
-def _int4(value: int) -> int:
-    if value >= 2**31:
-        raise errors.NotFound("no such id")
-    return value
 
 
 async def _one_channel(conn: Connection, channel_id: int) -> Channel:

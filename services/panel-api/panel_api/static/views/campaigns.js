@@ -38,7 +38,7 @@ export async function campaigns(url) {
     id: "campaigns", path: "/v1/campaigns", before,
     filters: [
       { name: "channel", label: "channel", choices: channelChoices(channelList) },
-      { name: "bot", label: "bot", choices: bots.map((b) => ({ value: String(b.id), text: `\u2066@${b.username}\u2069` })) },
+      { name: "bot", label: "bot", choices: botChoices(bots, { removed: true }) },
     ],
     columns: [
       { label: "name", sort: "name", value: (c) => element("a", { href: `/campaigns/${c.id}`, text: c.name }) },

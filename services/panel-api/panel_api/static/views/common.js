@@ -21,11 +21,12 @@ export function channelChoices(channels) {
   return channels.map((c) => ({ value: String(c.id), text: c.title }));
 }
 
-/** @param {any[]} bots */
-export function botChoices(bots) {
+/** @param {any[]} bots @param {{ removed?: boolean }} [options] `removed`: also the removed
+ * ones (to filter a history by) */
+export function botChoices(bots, { removed = false } = {}) {
   // Isolated left to right (an option cannot hold a bdi): "@name" stays whole in Persian.
   // A removed bot is no one's to pick for something new.
-  return bots.filter((b) => b.status !== "removed")
+  return bots.filter((b) => removed || b.status !== "removed")
     .map((b) => ({ value: String(b.id), text: `\u2066@${b.username}\u2069` }));
 }
 
