@@ -85,6 +85,7 @@ FieldCode = Literal[
     "reserved",
     "wrong",
     "no-rights",
+    "unreachable",
     "invalid",
 ]
 FIELD_CODES: tuple[FieldCode, ...] = get_args(FieldCode)

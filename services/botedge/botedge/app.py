@@ -14,7 +14,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from botedge import bot_store, campaigns, channels, errors, inbox_store, pay, registration
+from botedge import (
+    bot_store,
+    broadcasts,
+    campaigns,
+    channels,
+    errors,
+    inbox_store,
+    pay,
+    registration,
+)
 from botedge.db import connection
 from botedge.handlers import Handler
 from botedge.metrics import IGNORED_KINDS, WEBHOOK_UPDATES
@@ -40,6 +49,8 @@ STATUS: dict[type[errors.BotedgeError], int] = {
     errors.ChatNotFound: 404,
     errors.UnknownBot: 404,
     errors.BotRemoved: 409,
+    errors.NotFound: 404,
+    errors.Conflict: 409,
     errors.InvalidValues: 422,
     errors.TelegramRefused: 502,
     errors.TelegramUnavailable: 503,
@@ -66,6 +77,15 @@ class CampaignLink(msgspec.Struct, forbid_unknown_fields=True):
     channel_id: Annotated[int, msgspec.Meta(ge=1, le=2**31 - 1)]
     # Telegram's limit on an invite link's name.
     name: Annotated[str, msgspec.Meta(min_length=1, max_length=32, pattern=r"^[^\x00-\x1f\x7f]+$")]
+
+
+class BroadcastTest(msgspec.Struct, forbid_unknown_fields=True):
+    bot_id: Annotated[int, msgspec.Meta(ge=1, le=2**31 - 1)]
+    chat_id: Annotated[int, msgspec.Meta(ge=1, le=2**53)]
+    text: Annotated[str, msgspec.Meta(min_length=1, max_length=4096)] | None = None
+    content_id: Annotated[int, msgspec.Meta(ge=1, le=2**31 - 1)] | None = None
+    button_text: Annotated[str, msgspec.Meta(min_length=1, max_length=64)] | None = None
+    button_url: Annotated[str, msgspec.Meta(min_length=1, max_length=2048)] | None = None
 
 
 @dataclass(frozen=True)
@@ -207,10 +227,34 @@ def create_api_app(settings: BotedgeSettings, *, clock: Clock = SYSTEM_CLOCK) ->
         )
         return JSONResponse(made, status_code=201)
 
+    async def test_broadcast(request: Request) -> Response:
+        require_bearer(request, settings.service_token)
+        body = await json_body(request, BroadcastTest, limit=16384)
+        if (body.text is None) == (body.content_id is None):
+            raise errors.InvalidValues("a broadcast is a text or a content", field="text")
+        draft = broadcasts.Draft(body.text, body.content_id, body.button_text, body.button_url)
+        api = resources(request, ApiResources).api
+        sent = await broadcasts.send_test(
+            pool_of(request), api, box, body.bot_id, body.chat_id, draft
+        )
+        return JSONResponse(sent)
+
+    async def cancel_broadcast(request: Request) -> Response:
+        require_bearer(request, settings.service_token)
+        notifier = resources(request, ApiResources).notifier
+        counts = await broadcasts.cancel(
+            pool_of(request), notifier, int(request.path_params["broadcast_id"])
+        )
+        return JSONResponse(counts)
+
     return create_service_app(
         settings.common,
         routes=[
             Route("/telegram/{bot_id:int}/webhook", webhook, methods=["POST"]),
+            Route("/internal/broadcasts/test", test_broadcast, methods=["POST"]),
+            Route(
+                "/internal/broadcasts/{broadcast_id:int}/cancel", cancel_broadcast, methods=["POST"]
+            ),
             Route("/internal/campaigns/link", campaign_link, methods=["POST"]),
             Route("/internal/channels/check", check_channel, methods=["POST"]),
             Route("/internal/inbox/dead", dead, methods=["GET"]),

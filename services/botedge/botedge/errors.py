@@ -70,3 +70,15 @@ class InvalidChat(BotedgeError):
     """Not something a chat can be found by."""
 
     slug = "invalid-values"
+
+
+class NotFound(BotedgeError):
+    """No such thing (a broadcast, say)."""
+
+    slug = "not-found"
+
+
+class Conflict(BotedgeError):
+    """The state does not allow this change (cancelling a finished broadcast)."""
+
+    slug = "conflict"

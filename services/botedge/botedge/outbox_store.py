@@ -35,6 +35,7 @@ class OutboxRow:
     priority: int = 0
     # When it may be sent, on the reader's monotonic clock.
     due: float = 0.0
+    broadcast_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,7 @@ async def pending(
                 int(row["attempts"]),
                 int(row["priority"]),
                 read_at + float(row["wait"]),
+                row["broadcast_id"],
             )
             for row in found
             if row["id"] is not None

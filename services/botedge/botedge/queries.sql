@@ -222,7 +222,7 @@ WITH person AS (
 ), met AS (
     INSERT INTO bot_people (bot_id, person_id, first_seen_at, last_seen_at)
     SELECT %(bot_id)s, id, now(), now() FROM person WHERE %(met)s
-    ON CONFLICT (bot_id, person_id) DO UPDATE SET last_seen_at = now()
+    ON CONFLICT (bot_id, person_id) DO UPDATE SET last_seen_at = now(), unreachable_at = NULL
 )
 SELECT id FROM person;
 
@@ -230,6 +230,14 @@ SELECT id FROM person;
 UPDATE bot_people bp SET blocked_at = CASE WHEN %(blocked)s THEN now() END
   FROM people p
  WHERE bp.person_id = p.id AND bp.bot_id = %(bot_id)s AND p.telegram_user_id = %(user_id)s;
+
+-- set_unreachable --
+-- Telegram will not deliver to them ("user is deactivated", "chat not found"): broadcasts pass
+-- them over until they write to the bot again.
+UPDATE bot_people bp SET unreachable_at = now()
+  FROM people p
+ WHERE bp.person_id = p.id AND bp.bot_id = %(bot_id)s AND p.telegram_user_id = %(user_id)s
+   AND bp.unreachable_at IS NULL;
 
 -- move_channel --
 -- A group migrated to a supergroup: its row follows the new id, unless that id is already known.
@@ -260,7 +268,7 @@ ON CONFLICT (dedupe_key) DO NOTHING;
 SELECT pg_current_snapshot()::text AS snapshot, o.*
   FROM (SELECT 1) AS one
   LEFT JOIN LATERAL (
-       SELECT id, chat_id, method, payload, priority, attempts,
+       SELECT id, chat_id, method, payload, priority, attempts, broadcast_id,
               greatest(0, extract(epoch FROM available_at - now()))::float8 AS wait
          FROM outbox
         WHERE bot_id = %(bot_id)s AND state = 'pending'
@@ -274,7 +282,7 @@ SELECT pg_current_snapshot()::text AS snapshot, o.*
 SELECT pg_current_snapshot()::text AS snapshot, o.*
   FROM (SELECT 1) AS one
   LEFT JOIN LATERAL (
-       SELECT id, chat_id, method, payload, priority, attempts,
+       SELECT id, chat_id, method, payload, priority, attempts, broadcast_id,
               greatest(0, extract(epoch FROM available_at - now()))::float8 AS wait
          FROM outbox
         WHERE bot_id = %(bot_id)s AND state = 'pending'
@@ -340,7 +348,7 @@ DELETE FROM inbox
 
 -- prune_outbox --
 DELETE FROM outbox
- WHERE state IN ('sent', 'failed')
+ WHERE state IN ('sent', 'failed', 'cancelled')
    AND coalesce(sent_at, created_at) < now() - make_interval(days => %(days)s);
 
 -- content_with_gate --
@@ -636,3 +644,135 @@ SELECT b.username,
 
 -- campaign_channel --
 SELECT telegram_chat_id, username FROM channels WHERE id = %(channel_id)s;
+
+-- claim_broadcast --
+-- The oldest open broadcast nobody holds (or whose holder's claim ran out), fenced like the
+-- inbox: every later statement of the fan-out compares the token.
+UPDATE broadcasts b
+   SET lock_token = gen_random_uuid(), locked_by = %(holder)s,
+       locked_until = now() + make_interval(secs => %(lease)s),
+       state = CASE WHEN b.state = 'queued' THEN 'fanning_out' ELSE b.state END,
+       started_at = coalesce(b.started_at, now())
+ WHERE b.id = (SELECT id FROM broadcasts
+                WHERE state IN ('queued', 'fanning_out', 'sending')
+                  AND (locked_until IS NULL OR locked_until < now())
+                  AND NOT (id = ANY (%(held)s::int[]))
+                ORDER BY id
+                LIMIT 1
+                  FOR UPDATE SKIP LOCKED)
+RETURNING b.id, b.bot_id, b.state, b.lock_token, b.method IS NOT NULL AS made,
+          b.text, b.button_text, b.button_url, b.content_id;
+
+-- broadcast_content --
+SELECT id, kind, body, file_kind, file_id, from_chat_id, message_id, default_gate
+  FROM contents
+ WHERE id = %(content_id)s AND bot_id = %(bot_id)s;
+
+-- make_broadcast_message --
+UPDATE broadcasts
+   SET method = %(method)s, payload = %(payload)s,
+       locked_until = now() + make_interval(secs => %(lease)s)
+ WHERE id = %(id)s AND lock_token = %(token)s AND state = 'fanning_out'
+RETURNING id;
+
+-- broadcast_content_gone --
+UPDATE broadcasts
+   SET state = 'cancelled', finished_at = now(), lock_token = NULL, locked_until = NULL,
+       sent = 0, failed = 0, unsent = 0, error = 'its content was removed before it started'
+ WHERE id = %(id)s AND lock_token = %(token)s AND state = 'fanning_out';
+
+-- fan_out_broadcast --
+-- One batch of a fan-out, fenced on the claim: the bot's next people after `fanned_to`, in
+-- person id order, each queued once under `broadcast:<id>:<person>` below every reply; who
+-- blocked the bot or cannot be reached is counted and passed over. A lost claim or a cancel
+-- fails the statement (GH001), so nothing of the batch is written.
+WITH claim AS (
+    SELECT id, bot_id, method, payload, fanned_to
+      FROM broadcasts
+     WHERE id = %(id)s AND lock_token = %(token)s AND state = 'fanning_out'
+       FOR UPDATE
+), batch AS (
+    SELECT bp.person_id, p.telegram_user_id AS chat_id,
+           (bp.blocked_at IS NOT NULL OR bp.unreachable_at IS NOT NULL) AS passed_over
+      FROM claim c
+      JOIN bot_people bp ON bp.bot_id = c.bot_id AND bp.person_id > c.fanned_to
+      JOIN people p ON p.id = bp.person_id
+     ORDER BY bp.person_id
+     LIMIT %(limit)s
+), queued AS (
+    INSERT INTO outbox (bot_id, chat_id, method, payload, priority, dedupe_key, broadcast_id)
+    SELECT c.bot_id, b.chat_id, c.method,
+           c.payload || jsonb_build_object('chat_id', b.chat_id), 1,
+           'broadcast:' || c.id || ':' || b.person_id, c.id
+      FROM claim c, batch b
+     WHERE NOT b.passed_over
+    ON CONFLICT (dedupe_key) DO NOTHING
+    RETURNING 1
+), moved AS (
+    UPDATE broadcasts
+       SET fanned_to = coalesce((SELECT max(person_id) FROM batch), fanned_to),
+           recipients = recipients + (SELECT count(*) FROM queued),
+           skipped = skipped + (SELECT count(*) FROM batch WHERE passed_over),
+           state = CASE WHEN (SELECT count(*) FROM batch) < %(limit)s THEN 'sending'
+                        ELSE 'fanning_out' END,
+           locked_until = now() + make_interval(secs => %(lease)s)
+     WHERE id = (SELECT id FROM claim)
+    RETURNING state
+)
+SELECT botedge_claim_held(count(*) = 1) AS held, min(state) AS state,
+       (SELECT count(*) FROM queued) AS queued
+  FROM moved;
+
+-- broadcast_backlog --
+-- A bot's broadcast sends still waiting, counted up to %(window)s through the pending index.
+SELECT count(*) AS waiting
+  FROM (SELECT 1 FROM outbox
+         WHERE bot_id = %(bot_id)s AND state = 'pending' AND priority = 1
+         LIMIT %(window)s) w;
+
+-- hold_broadcast --
+-- Renew the claim; nothing comes back when it is lost or the broadcast was cancelled.
+UPDATE broadcasts SET locked_until = now() + make_interval(secs => %(lease)s)
+ WHERE id = %(id)s AND lock_token = %(token)s AND state IN ('fanning_out', 'sending')
+RETURNING state;
+
+-- close_broadcast --
+-- Done once nothing of it is pending; the counts are kept, as its sends are pruned later.
+UPDATE broadcasts b
+   SET state = 'done', finished_at = now(), lock_token = NULL, locked_until = NULL,
+       sent = s.sent, failed = s.failed, unsent = s.unsent
+  FROM (SELECT count(*) FILTER (WHERE state = 'sent') AS sent,
+               count(*) FILTER (WHERE state = 'failed') AS failed,
+               count(*) FILTER (WHERE state = 'cancelled') AS unsent,
+               count(*) FILTER (WHERE state = 'pending') AS pending
+          FROM outbox
+         WHERE broadcast_id = %(id)s) s
+ WHERE b.id = %(id)s AND b.lock_token = %(token)s AND b.state = 'sending' AND s.pending = 0
+RETURNING b.id;
+
+-- stop_broadcast --
+-- A cancel, first on the broadcast's row: it waits for a batch being queued to commit, and
+-- the batch after it then finds the broadcast cancelled.
+UPDATE broadcasts
+   SET state = 'cancelled', finished_at = now(), lock_token = NULL, locked_until = NULL
+ WHERE id = %(id)s AND state IN ('queued', 'fanning_out', 'sending')
+RETURNING bot_id;
+
+-- drop_broadcast_sends --
+-- Then its sends not made yet (a statement of its own: it sees the batch committed above).
+UPDATE outbox SET state = 'cancelled'
+ WHERE broadcast_id = %(id)s AND state = 'pending';
+
+-- count_broadcast_sends --
+UPDATE broadcasts b
+   SET sent = s.sent, failed = s.failed, unsent = s.unsent
+  FROM (SELECT count(*) FILTER (WHERE state = 'sent') AS sent,
+               count(*) FILTER (WHERE state = 'failed') AS failed,
+               count(*) FILTER (WHERE state = 'cancelled') AS unsent
+          FROM outbox
+         WHERE broadcast_id = %(id)s) s
+ WHERE b.id = %(id)s
+RETURNING b.state, b.recipients, b.skipped, b.sent, b.failed, b.unsent;
+
+-- broadcast_state --
+SELECT state FROM broadcasts WHERE id = %(id)s;

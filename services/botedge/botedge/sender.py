@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from botedge import bot_store, errors, outbox_store, uploads
+from botedge.broadcasts import unreachable
 from botedge.buckets import Bucket
 from botedge.db import connection
 from botedge.leases import Lease
@@ -349,17 +350,16 @@ class Sender:
         except Forbidden as error:
             SENDS.labels("403").inc()
             await self._record(row, outbox_store.mark_failed, error.description)
-            if row.chat_id > 0:
-                with contextlib.suppress(errors.BotedgeError):
-                    async with connection(self.pool) as conn:
-                        await bot_store.set_blocked(conn, self.bot_id, row.chat_id, True)
+            await self._mark_person(row, unreachable(error.description))
             return None
         except BadRequest as error:
             SENDS.labels("400").inc()
             if error.not_modified:
                 await self._until_recorded(row, lambda: self.marks.mark(row.id, None))
-            else:
-                await self._record(row, outbox_store.mark_failed, error.description)
+                return None
+            await self._record(row, outbox_store.mark_failed, error.description)
+            if unreachable(error.description):
+                await self._mark_person(row, True)
             return None
         except (ServerError, TelegramError) as error:
             SENDS.labels("5xx").inc()
@@ -373,6 +373,23 @@ class Sender:
         message_id = result.get("message_id") if isinstance(result, dict) else None
         await self._until_recorded(row, lambda: self.marks.mark(row.id, message_id))
         return None
+
+    async def _mark_person(self, row: OutboxRow, gone: bool) -> None:
+        """A person who blocked the bot, or whom Telegram cannot deliver to: later broadcasts
+        pass them over. Best effort: the next send to them finds out again."""
+        if row.chat_id <= 0:
+            return
+        with contextlib.suppress(errors.BotedgeError):
+            async with connection(self.pool) as conn:
+                if gone:
+                    await bot_store.set_unreachable(conn, self.bot_id, row.chat_id)
+                else:
+                    await bot_store.set_blocked(conn, self.bot_id, row.chat_id, True)
+
+    def drop_broadcast(self, broadcast_id: int) -> None:
+        """A cancelled broadcast's rows leave the queue (one in flight still finishes)."""
+        if self.queue.drop(lambda row: row.broadcast_id == broadcast_id):
+            self.changed.set()
 
     async def _record(
         self, row: OutboxRow, outcome: Callable[..., Awaitable[None]], *args: Any

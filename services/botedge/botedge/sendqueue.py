@@ -88,6 +88,28 @@ class SendQueue:
             del self.where[row_id]
             self._schedule(chat_id)
 
+    def drop(self, unwanted: Callable[[OutboxRow], bool]) -> int:
+        """Drop the rows `unwanted` picks (a cancelled broadcast's), except one in flight; how
+        many went."""
+        dropped = 0
+        for chat_id in list(self.chats):
+            chat = self.chats[chat_id]
+            keep = [
+                row
+                for n, row in enumerate(chat.rows)
+                if not unwanted(row) or (n == 0 and chat.busy)
+            ]
+            if len(keep) == len(chat.rows):
+                continue
+            kept = {row.id for row in keep}
+            for row in chat.rows:
+                if row.id not in kept:
+                    del self.where[row.id]
+                    dropped += 1
+            chat.rows = keep
+            self._schedule(chat_id)
+        return dropped
+
     def take(self) -> OutboxRow | float | None:
         """The first row of the best ready chat, now marked in flight; else the seconds until a
         chat is ready, or None when nothing is queued."""

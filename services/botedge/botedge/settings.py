@@ -40,6 +40,8 @@ class BotedgeSettings:
     access_max_attempts: int = 8
     access_retry_base: float = 2.0
     rights_check_interval: float = 3600.0
+    broadcast_batch: int = 500
+    broadcast_window: int = 2000
 
     @property
     def secrets(self) -> list[Secret | None]:
@@ -74,6 +76,8 @@ def read(r: Reader, role: str) -> BotedgeSettings:
         access_max_attempts=r.integer("ACCESS_MAX_ATTEMPTS", 8, minimum=1, maximum=100),
         access_retry_base=r.seconds("ACCESS_RETRY_BASE", 2.0, minimum=0.01),
         rights_check_interval=r.seconds("RIGHTS_CHECK_INTERVAL", 3600.0, minimum=0.5),
+        broadcast_batch=r.integer("BROADCAST_BATCH", 500, minimum=1, maximum=10_000),
+        broadcast_window=r.integer("BROADCAST_WINDOW", 2000, minimum=1, maximum=100_000),
     )
     check(settings)
     return settings

@@ -18,6 +18,7 @@ from botedge import (
     admission,
     adshop,
     bot_store,
+    broadcasts,
     channels,
     errors,
     gate,
@@ -77,7 +78,14 @@ class WorkerSupervisor:
         self.notifier = Notifier(pool)
         self.listener = Listener(
             settings.common.database_url.reveal(),
-            ("inbox", "outbox", gate.CHANNEL, gate.CONTENTS_CHANNEL),
+            (
+                "inbox",
+                "outbox",
+                gate.CHANNEL,
+                gate.CONTENTS_CHANNEL,
+                broadcasts.QUEUED,
+                broadcasts.CANCELLED,
+            ),
         )
         # Tokens of the bots loaded below, for the handlers' reads from Telegram.
         self.tokens: dict[int, str] = {}
@@ -151,6 +159,17 @@ class WorkerSupervisor:
         # One per bot, shared by its sender and poller: a 429 to either quiets both.
         self.pauses: dict[int, BotPause] = {}
         self.tasks: list[asyncio.Task[None]] = []
+        self.fan_out = broadcasts.FanOut(
+            pool,
+            self.notifier,
+            self.holder,
+            lease_seconds=settings.lock_seconds,
+            poll_interval=settings.poll_interval,
+            wakeup=self.listener.event(broadcasts.QUEUED),
+            batch=settings.broadcast_batch,
+            window=settings.broadcast_window,
+        )
+        self.listener.subscribe(broadcasts.CANCELLED, broadcasts.drop_on_cancel(self._drop_sends))
 
     async def start(self) -> None:
         self.listener.start()
@@ -159,6 +178,7 @@ class WorkerSupervisor:
             loop.create_task(self.consumer.run(self.stopping)),
             loop.create_task(self._supervise_bots()),
             loop.create_task(self._gauges()),
+            loop.create_task(self.fan_out.run(self.stopping)),
             *(
                 loop.create_task(
                     consume(queue, handle, self.stopping, poll_interval=self.settings.poll_interval)
@@ -261,6 +281,11 @@ class WorkerSupervisor:
         """Replies this worker just queued go straight to its sender of the bot, if any."""
         sender = self.senders.get(bot_id)
         return sender is not None and sender.offer(rows, earlier)
+
+    def _drop_sends(self, bot_id: int, broadcast_id: int) -> None:
+        sender = self.senders.get(bot_id)
+        if sender is not None:
+            sender.drop_broadcast(broadcast_id)
 
     async def _rights_watch(self) -> None:
         """Under the lease `rights-watch`: every bot's rights in its channels, asked again each

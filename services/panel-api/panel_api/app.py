@@ -19,6 +19,7 @@ from panel_api.access import Access
 from panel_api.admission import Admission
 from panel_api.adshop import AdShop
 from panel_api.bots import Bots
+from panel_api.broadcasts import Broadcasts
 from panel_api.campaigns import Campaigns
 from panel_api.contract import OPERATIONS, openapi
 from panel_api.gate import Gate
@@ -108,12 +109,24 @@ def create_app(
     admission = Admission(clock, billing)
     shop = AdShop(clock, billing)
     campaigns = Campaigns(clock, botedge)
+    broadcasts = Broadcasts(clock, botedge)
     return create_service_app(
         settings.common,
         routes=[
             *build_routes(
                 Access(settings.jwt_secret, clock),
-                [sign_in, first_start, team, ledger, bots, gate, admission, shop, campaigns],
+                [
+                    sign_in,
+                    first_start,
+                    team,
+                    ledger,
+                    bots,
+                    gate,
+                    admission,
+                    shop,
+                    campaigns,
+                    broadcasts,
+                ],
             ),
             Route("/openapi.json", _document(), methods=["GET"]),
             # Last: every other GET is the page.

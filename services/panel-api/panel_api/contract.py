@@ -48,6 +48,16 @@ from panel_api.bots import (
     NewBot,
     Replayed,
 )
+from panel_api.broadcasts import (
+    Audience,
+    AudienceQuery,
+    Broadcast,
+    BroadcastQuery,
+    Broadcasts,
+    BroadcastTest,
+    NewBroadcast,
+    TestSent,
+)
 from panel_api.campaigns import (
     Campaign,
     CampaignDetail,
@@ -472,6 +482,50 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         CampaignDetail,
         problems=(404,),
         handler=Campaigns.campaign,
+    ),
+    ("GET", "/v1/broadcasts"): Operation(
+        "Broadcasts with their progress: queued, sent, failed, skipped, dropped by a cancel",
+        Role.VIEWER,
+        Page[Broadcast],
+        query=BroadcastQuery,
+        handler=Broadcasts.broadcasts,
+    ),
+    ("POST", "/v1/broadcasts"): Operation(
+        "Send a message to every person of a bot who can be reached",
+        Role.EDITOR,
+        Broadcast,
+        status=201,
+        body=NewBroadcast,
+        handler=Broadcasts.send,
+    ),
+    ("POST", "/v1/broadcasts/test"): Operation(
+        "Send a broadcast's message to one person who started the bot, before everyone",
+        Role.EDITOR,
+        TestSent,
+        body=BroadcastTest,
+        problems=(502, 503),
+        handler=Broadcasts.test,
+    ),
+    ("GET", "/v1/broadcasts/audience"): Operation(
+        "Who a broadcast of the bot would reach now",
+        Role.VIEWER,
+        Audience,
+        query=AudienceQuery,
+        handler=Broadcasts.audience,
+    ),
+    ("GET", "/v1/broadcasts/{broadcast_id:int}"): Operation(
+        "A broadcast with its progress",
+        Role.VIEWER,
+        Broadcast,
+        problems=(404,),
+        handler=Broadcasts.broadcast,
+    ),
+    ("POST", "/v1/broadcasts/{broadcast_id:int}/cancel"): Operation(
+        "Stop a broadcast: its sends not yet made are dropped",
+        Role.EDITOR,
+        Broadcast,
+        problems=(404, 409, 503),
+        handler=Broadcasts.cancel,
     ),
     ("GET", "/v1/ad-slots"): Operation(
         "What the bots sell", Role.VIEWER, Page[Slot], query=SlotQuery, handler=AdShop.slots

@@ -727,3 +727,60 @@ SELECT days.day, coalesce(sum(m.joined), 0)::integer AS joins,
   FROM days LEFT JOIN moves m ON m.day = days.day
  GROUP BY days.day
  ORDER BY days.day;
+
+-- broadcasts_list --
+-- Each broadcast with its progress: counted from its sends while it runs, from the counts
+-- kept when it ended (its sends are pruned later).
+SELECT b.id, b.bot_id, bo.username AS bot_username, b.text, b.content_id,
+       c.code AS content_code, b.button_text, b.button_url, b.state, b.recipients, b.skipped,
+       coalesce(live.queued, 0) AS queued, coalesce(b.sent, live.sent, 0) AS sent,
+       coalesce(b.failed, live.failed, 0) AS failed, coalesce(b.unsent, live.unsent, 0) AS unsent,
+       b.error, coalesce(nullif(m.display_name, ''), m.email) AS created_by, b.created_at,
+       b.started_at, b.finished_at
+  FROM broadcasts b
+  JOIN bots bo ON bo.id = b.bot_id
+  LEFT JOIN contents c ON c.id = b.content_id
+  LEFT JOIN team_members m ON m.id = b.created_by
+  LEFT JOIN LATERAL (
+       SELECT count(*) FILTER (WHERE o.state = 'pending')::integer AS queued,
+              count(*) FILTER (WHERE o.state = 'sent')::integer AS sent,
+              count(*) FILTER (WHERE o.state = 'failed')::integer AS failed,
+              count(*) FILTER (WHERE o.state = 'cancelled')::integer AS unsent
+         FROM outbox o
+        WHERE o.broadcast_id = b.id AND b.sent IS NULL) live ON true
+ WHERE (%(id)s::integer IS NULL OR b.id = %(id)s)
+   AND (%(bot_id)s::integer IS NULL OR b.bot_id = %(bot_id)s)
+   AND (%(state)s::text IS NULL OR b.state = %(state)s);
+
+-- broadcast_target --
+-- What a broadcast names: its bot (active or not) and, if any, a content of that bot.
+SELECT (SELECT status FROM bots WHERE id = %(bot_id)s) AS bot_status,
+       EXISTS (SELECT FROM contents
+                WHERE id = %(content_id)s AND bot_id = %(bot_id)s) AS content_found;
+
+-- insert_broadcast --
+INSERT INTO broadcasts (bot_id, text, content_id, button_text, button_url, created_by,
+                        created_at)
+VALUES (%(bot_id)s, %(text)s, %(content_id)s, %(button_text)s, %(button_url)s,
+        %(created_by)s, %(now)s)
+RETURNING id;
+
+-- broadcast_audience --
+SELECT count(*)::integer AS people,
+       count(*) FILTER (WHERE blocked_at IS NULL AND unreachable_at IS NULL)::integer
+           AS reachable,
+       count(blocked_at)::integer AS blocked,
+       count(*) FILTER (WHERE blocked_at IS NULL AND unreachable_at IS NOT NULL)::integer
+           AS unreachable
+  FROM bot_people
+ WHERE bot_id = %(bot_id)s;
+
+-- broadcast_test_person --
+-- Who a test goes to, among the people who started the bot.
+SELECT p.telegram_user_id, bp.blocked_at IS NOT NULL AS blocked
+  FROM bot_people bp
+  JOIN people p ON p.id = bp.person_id
+ WHERE bp.bot_id = %(bot_id)s
+   AND (p.telegram_user_id = %(user_id)s OR lower(p.username) = lower(%(username)s))
+ ORDER BY p.telegram_user_id = %(user_id)s DESC
+ LIMIT 1;

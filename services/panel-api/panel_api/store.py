@@ -345,6 +345,13 @@ async def update_workspace(conn: Connection, settings: dict[str, Any]) -> dict[s
 # -- what billing and botedge keep, read for the owner --------------------------------------
 
 
+async def row(conn: Connection, query: str, params: dict[str, Any]) -> dict[str, Any] | None:
+    """The first row the named query finds, or None."""
+    cur = await conn.execute(Q[query], params)
+    found = await cur.fetchone()
+    return dict(found) if found is not None else None
+
+
 async def rows(conn: Connection, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
     """The rows of one of the read-only queries."""
     cur = await conn.execute(Q[query], params)

@@ -194,3 +194,22 @@ def test_each_row_finished_once_and_each_chat_in_id_order(
         ids = [r.id for r in finished if r.chat_id == chat]
         assert ids == sorted(ids)
     assert len(queue) == 0
+
+
+def test_drop__a_cancelled_broadcasts_rows_leave_except_the_one_in_flight() -> None:
+    queue = SendQueue(no_limits, ManualClock())
+
+    def of(row_id: int, chat_id: int, broadcast: int | None) -> OutboxRow:
+        return OutboxRow(row_id, chat_id, "sendMessage", {}, 0, 1, 0.0, broadcast)
+
+    queue.add([of(1, 10, 7), of(2, 20, 7), of(3, 20, 8), of(4, 30, None), of(5, 10, 7)])
+    first = queue.take()
+    assert isinstance(first, OutboxRow) and first.id == 1
+    assert queue.drop(lambda row: row.broadcast_id == 7) == 2
+    assert 1 in queue and 2 not in queue and 5 not in queue and len(queue) == 3
+    queue.finish(first)
+    taken = []
+    while isinstance(item := queue.take(), OutboxRow):
+        taken.append(item.id)
+        queue.finish(item)
+    assert taken == [3, 4]

@@ -127,6 +127,7 @@ export const WORDS = {
     campaignDays: "Joins and leaves, last 30 days", noCampaignJoins: "Nobody joined or left through this link in the last 30 days.",
     addChannelFirst: "Add a channel first, on the Channels page.", "audit.campaigns": "Campaigns",
     "e.no-rights": "The bot may not do this there: make it an admin that can invite users.",
+    "e.unreachable": "Telegram will not deliver to this person: they blocked the bot, never started it, or left Telegram.",
     "hint.campaign_name": "Shown in the channel's list of invite links, so you can tell them apart.",
   },
   fa: {
@@ -251,6 +252,7 @@ export const WORDS = {
     campaignDays: "پیوستن و رفتن در ۳۰ روز گذشته", noCampaignJoins: "در ۳۰ روز گذشته کسی از راه این پیوند نپیوسته یا نرفته است.",
     addChannelFirst: "نخست در صفحهٔ کانال‌ها یک کانال بیفزایید.", "audit.campaigns": "کارزارها",
     "e.no-rights": "ربات در آنجا این اجازه را ندارد: آن را مدیری کنید که بتواند کاربر دعوت کند.",
+    "e.unreachable": "تلگرام پیام را به این شخص نمی‌رساند: ربات را مسدود کرده، هرگز آن را شروع نکرده یا از تلگرام رفته است.",
     "hint.campaign_name": "در فهرست پیوندهای دعوت کانال دیده می‌شود تا آن‌ها را از هم بازشناسید.",
   },
 };

@@ -112,6 +112,11 @@ async def _send(world: World, bot: Bot, params: Params, kind: str) -> Any:
     chat_id = _chat_id(world, params)
     if chat_id in world.faults.blocked_users:
         raise ApiError(403, "Forbidden: bot was blocked by the user")
+    if chat_id in world.faults.deactivated_users:
+        raise ApiError(403, "Forbidden: user is deactivated")
+    if chat_id in world.faults.unknown_users:
+        # Telegram has never seen this person with the bot.
+        raise ApiError(400, "Bad Request: chat not found")
     chat = world.chat(chat_id)
     world.rate_limit(bot, chat_id)
     message_id = chat.next_message_id

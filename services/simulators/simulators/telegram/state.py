@@ -59,6 +59,8 @@ class Faults:
     timeout_seconds: float = 20.0
     enforce_limits: bool = True
     blocked_users: set[int] = field(default_factory=set)
+    # Sends to these people answer 403 "user is deactivated" (a deleted account).
+    deactivated_users: set[int] = field(default_factory=set)
     unknown_users: set[int] = field(default_factory=set)
     non_admin_chats: set[int] = field(default_factory=set)
     # getChatMember about these people answers PARTICIPANT_ID_INVALID (Telegram does, at random).
@@ -102,6 +104,7 @@ class Faults:
         faults.update({attr: env[name] for name, attr in names.items() if env.get(name)})
         lists = {
             "SIM_BLOCKED_USERS": "blocked_users",
+            "SIM_DEACTIVATED_USERS": "deactivated_users",
             "SIM_UNKNOWN_USERS": "unknown_users",
             "SIM_NON_ADMIN_CHATS": "non_admin_chats",
             "SIM_PARTICIPANT_INVALID_USERS": "participant_invalid_users",

@@ -1,0 +1,340 @@
+"""Broadcasts for the owner's panel: one message to every person of a bot, its progress, a
+test to one person first, and cancelling.
+
+The panel writes a queued broadcast (configuration); botedge claims it and fans it out into
+the outbox. A test message and a cancel are asked of botedge (`/internal/broadcasts/...`):
+only botedge calls Telegram and writes the outbox.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from typing import Annotated, Any, Literal
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import Response
+
+from panel_api import errors, store
+from panel_api.access import (
+    CREATED,
+    ID,
+    Caller,
+    Listing,
+    Paged,
+    answer,
+    audit,
+    mapped,
+    path_id,
+    query,
+)
+from panel_api.internal import Internal, relayed
+from panel_api.ledger import Id
+from shared.clock import Clock
+from shared.db import Connection
+from shared.errors import json_body
+from shared.web import runtime
+
+Q = store.Q
+# Telegram's limits, counted in UTF-16 code units as Telegram counts them.
+TEXT_LIMIT = 4096
+BUTTON_LIMIT = 64
+
+State = Literal["queued", "fanning_out", "sending", "done", "cancelled"]
+
+
+class NewBroadcast(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    bot_id: Id
+    # Telegram HTML: <b>, <i>, <u>, <s>, <a href="...">, <code>, <pre>, <blockquote>, ...
+    text: Annotated[str, msgspec.Meta(max_length=20_000)] | None = None
+    content_id: Id | None = None
+    button_text: Annotated[str, msgspec.Meta(max_length=1000)] | None = None
+    button_url: Annotated[str, msgspec.Meta(max_length=2048)] | None = None
+
+
+class BroadcastTest(NewBroadcast, kw_only=True):
+    # Who gets the test: a Telegram user id or @username of someone who started the bot.
+    to: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+
+
+class TestSent(msgspec.Struct):
+    sent: bool
+    message_id: int | None
+
+
+class Broadcast(msgspec.Struct):
+    id: int
+    bot_id: int
+    bot_username: str
+    text: str | None
+    content_id: int | None
+    content_code: str | None
+    button_text: str | None
+    button_url: str | None
+    state: State
+    # Sends queued so far, and people passed over (blocked the bot, or unreachable).
+    recipients: int
+    skipped: int
+    # Of the queued: still waiting, sent, refused by Telegram, dropped by a cancel.
+    queued: int
+    sent: int
+    failed: int
+    unsent: int
+    error: str | None
+    created_by: str | None
+    created_at: dt.datetime
+    started_at: dt.datetime | None
+    finished_at: dt.datetime | None
+
+
+class Audience(msgspec.Struct):
+    """Who a broadcast of the bot would reach now."""
+
+    bot_id: int
+    people: int
+    reachable: int
+    blocked: int
+    unreachable: int
+
+
+BROADCASTS = Listing("broadcasts_list", key=(ID,), sorts=(ID, CREATED))
+
+
+class BroadcastQuery(Paged, kw_only=True):
+    bot: Id | None = None
+    state: State | None = None
+    sort: BROADCASTS.sort_values = "-id"  # type: ignore[name-defined]
+
+
+class AudienceQuery(msgspec.Struct, forbid_unknown_fields=True):
+    bot: Id
+
+
+class Broadcasts:
+    def __init__(self, clock: Clock, botedge: Internal) -> None:
+        self.clock = clock
+        self.botedge = botedge
+
+    async def broadcasts(self, request: Request, caller: Caller) -> Response:
+        where = query(request, BroadcastQuery)
+        found = await BROADCASTS.page(
+            request, where, {"id": None, "bot_id": where.bot, "state": where.state}
+        )
+        return answer(mapped(found, lambda row: msgspec.convert(row, Broadcast)))
+
+    async def broadcast(self, request: Request, caller: Caller) -> Response:
+        broadcast_id = path_id(request, "broadcast_id", "broadcast")
+        async with store.connection(runtime(request).pool) as conn:
+            return answer(await _one(conn, broadcast_id))
+
+    async def audience(self, request: Request, caller: Caller) -> Response:
+        where = query(request, AudienceQuery)
+        async with store.connection(runtime(request).pool) as conn:
+            row = await store.row(conn, "broadcast_audience", {"bot_id": where.bot})
+        return answer(msgspec.convert({"bot_id": where.bot, **(row or {})}, Audience))
+
+    async def send(self, request: Request, caller: Caller) -> Response:
+        body = await json_body(request, NewBroadcast, limit=65536)
+        draft = _draft(body)
+        async with store.connection(runtime(request).pool) as conn, conn.transaction():
+            await _check(conn, draft)
+            made = await store.row(
+                conn,
+                "insert_broadcast",
+                {**draft, "created_by": caller.id, "now": self.clock.now()},
+            )
+            if made is None:
+                raise errors.StoreError("insert_broadcast returned no row")
+            broadcast = await _one(conn, int(made["id"]))
+            await audit(
+                conn,
+                caller,
+                self.clock,
+                "broadcasts.send",
+                f"broadcast:{broadcast.id}",
+                None,
+                draft,
+            )
+            # Delivered at commit: a worker takes it up at once rather than at its next poll.
+            await conn.execute("SELECT pg_notify('broadcasts', '')")
+        return answer(broadcast, status=201)
+
+    async def test(self, request: Request, caller: Caller) -> Response:
+        body = await json_body(request, BroadcastTest, limit=65536)
+        draft = _draft(body)
+        async with store.connection(runtime(request).pool) as conn:
+            await _check(conn, draft)
+            chat_id = await _test_person(conn, body.bot_id, body.to)
+        sent = await self.botedge.ask(
+            "POST",
+            "/internal/broadcasts/test",
+            {k: v for k, v in {**draft, "chat_id": chat_id}.items() if v is not None},
+        )
+        if sent.status_code != 200:
+            return relayed(sent)
+        return answer(msgspec.convert(sent.json(), TestSent))
+
+    async def cancel(self, request: Request, caller: Caller) -> Response:
+        broadcast_id = path_id(request, "broadcast_id", "broadcast")
+        async with store.connection(runtime(request).pool) as conn:
+            before = await _one(conn, broadcast_id)
+        stopped = await self.botedge.ask("POST", f"/internal/broadcasts/{broadcast_id}/cancel")
+        if stopped.status_code != 200:
+            return relayed(stopped)
+        async with store.connection(runtime(request).pool) as conn, conn.transaction():
+            after = await _one(conn, broadcast_id)
+            await audit(
+                conn,
+                caller,
+                self.clock,
+                "broadcasts.cancel",
+                f"broadcast:{broadcast_id}",
+                {"state": before.state},
+                {"state": after.state, "unsent": after.unsent},
+            )
+        return answer(after)
+
+
+def _draft(body: NewBroadcast) -> dict[str, Any]:
+    """The fields that make the message, trimmed, with the checks that need no database."""
+    text = body.text.strip() if body.text is not None else None
+    button_text = body.button_text.strip() if body.button_text is not None else None
+    button_url = body.button_url.strip() if body.button_url is not None else None
+    if not text and body.content_id is None:
+        raise errors.InvalidValue(
+            "a broadcast is a text or one of the bot's contents", field="text", code="required"
+        )
+    if text and body.content_id is not None:
+        raise errors.InvalidValue(
+            "a broadcast is a text or a content, not both", field="content_id", code="invalid"
+        )
+    if text:
+        if _utf16(text) > TEXT_LIMIT:
+            raise errors.InvalidValue(
+                f"Telegram takes a message of at most {TEXT_LIMIT} characters",
+                field="text",
+                code="too-long",
+            )
+        problem = html_problem(text)
+        if problem:
+            raise errors.InvalidValue(problem, field="text", code="invalid")
+    if button_text and not button_url:
+        raise errors.InvalidValue("a button needs a link", field="button_url", code="required")
+    if button_url and not button_text:
+        raise errors.InvalidValue("a button needs a label", field="button_text", code="required")
+    if button_text and _utf16(button_text) > BUTTON_LIMIT:
+        raise errors.InvalidValue(
+            f"Telegram takes a button label of at most {BUTTON_LIMIT} characters",
+            field="button_text",
+            code="too-long",
+        )
+    if button_url and not re.fullmatch(r"(https?|tg)://[^\s]+", button_url):
+        raise errors.InvalidValue(
+            "a button opens an https://, http:// or tg:// link",
+            field="button_url",
+            code="bad-format",
+        )
+    return {
+        "bot_id": body.bot_id,
+        "text": text or None,
+        "content_id": body.content_id,
+        "button_text": button_text or None,
+        "button_url": button_url or None,
+    }
+
+
+async def _check(conn: Connection, draft: dict[str, Any]) -> None:
+    found = await store.row(conn, "broadcast_target", draft)
+    if found is None or found["bot_status"] is None:
+        raise errors.InvalidValue("no bot by that id", field="bot_id", code="not-found")
+    if found["bot_status"] != "active":
+        raise errors.InvalidValue(
+            f"the bot is {found['bot_status']}: only an active bot sends",
+            field="bot_id",
+            code="invalid",
+        )
+    if draft["content_id"] is not None and not found["content_found"]:
+        raise errors.InvalidValue(
+            "the bot has no content by that id", field="content_id", code="not-found"
+        )
+
+
+async def _test_person(conn: Connection, bot_id: int, to: str) -> int:
+    """The chat of the person a test goes to: by Telegram id or @username, among the people
+    who started the bot (Telegram lets a bot write only to them)."""
+    name = to.strip().removeprefix("@")
+    user_id = int(name) if name.isdigit() else None
+    found = await store.row(
+        conn,
+        "broadcast_test_person",
+        {"bot_id": bot_id, "user_id": user_id, "username": None if user_id else name},
+    )
+    if found is None:
+        raise errors.InvalidValue(
+            "nobody by that id or username has started this bot", field="to", code="not-found"
+        )
+    if found["blocked"]:
+        raise errors.InvalidValue("this person has blocked the bot", field="to", code="unreachable")
+    return int(found["telegram_user_id"])
+
+
+async def _one(conn: Connection, broadcast_id: int) -> Broadcast:
+    row = await store.row(
+        conn, "broadcasts_list", {"id": broadcast_id, "bot_id": None, "state": None}
+    )
+    if row is None:
+        raise errors.NotFound("no broadcast by that id")
+    return msgspec.convert(row, Broadcast)
+
+
+def _utf16(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+# What Telegram's HTML reads: these tags, and the four named entities and numeric ones.
+_TAGS = frozenset(
+    {
+        "b", "strong", "i", "em", "u", "ins", "s", "strike", "del", "span", "tg-spoiler",
+        "a", "tg-emoji", "code", "pre", "blockquote",
+    }
+)  # fmt: skip
+_TAG = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9-]*)((?:\s+[A-Za-z-]+(?:=\"[^\"]*\")?)*)\s*>")
+_BARE_AMP = re.compile(r"&(?!(?:lt|gt|amp|quot|#\d{1,7}|#x[0-9A-Fa-f]{1,6});)")
+
+
+def html_problem(text: str) -> str | None:
+    """Why Telegram would refuse `text` with parse_mode HTML, or None: an unsupported or
+    unclosed tag, a `<` that opens no tag, a `&` that starts no entity."""
+    opened: list[str] = []
+    place = 0
+    for tag in _TAG.finditer(text):
+        problem = _bare(text[place : tag.start()])
+        if problem:
+            return problem
+        place = tag.end()
+        closing, name = tag.group(1) == "/", tag.group(2).lower()
+        if name not in _TAGS:
+            return f"<{name}> is not a tag Telegram reads; write &lt; for a plain <"
+        if closing:
+            if not opened or opened[-1] != name:
+                return f"</{name}> closes no open <{name}>"
+            opened.pop()
+            continue
+        if name == "a" and 'href="' not in tag.group(3):
+            return '<a> needs href="..."'
+        opened.append(name)
+    problem = _bare(text[place:])
+    if problem:
+        return problem
+    if opened:
+        return f"<{opened[-1]}> is never closed"
+    return None
+
+
+def _bare(plain: str) -> str | None:
+    if "<" in plain:
+        return "a < that opens no tag: write &lt;"
+    if _BARE_AMP.search(plain):
+        return "an & that starts no entity: write &amp;"
+    return None
