@@ -656,6 +656,9 @@ UPDATE broadcasts b
  WHERE b.id = (SELECT id FROM broadcasts
                 WHERE state IN ('queued', 'fanning_out', 'sending')
                   AND (locked_until IS NULL OR locked_until < now())
+                  -- A paused or removed bot's broadcasts wait (its sender is stopped too).
+                  AND EXISTS (SELECT FROM bots
+                               WHERE bots.id = broadcasts.bot_id AND bots.status = 'active')
                   AND NOT (id = ANY (%(held)s::int[]))
                 ORDER BY id
                 LIMIT 1

@@ -675,6 +675,23 @@ SELECT made.id, p.id, j.at,
  WHERE (made.name = 'Spring sponsor' AND j.n <= 40)
     OR (made.name = 'Podcast ad' AND j.n > 40);
 
+-- Two broadcasts of the first bot, sent over the month (their sends long pruned, their counts
+-- kept), and one cancelled half-way.
+INSERT INTO broadcasts (bot_id, text, button_text, button_url, state, recipients, skipped,
+                        sent, failed, unsent, created_at, started_at, finished_at)
+SELECT b.id, v.text, v.button_text, v.button_url, v.state, v.recipients, v.skipped, v.sent,
+       v.failed, v.unsent, now() - v.ago, now() - v.ago, now() - v.ago + interval '3 minutes'
+  FROM (SELECT min(id) AS id FROM bots) b,
+       (VALUES ('<b>New this week:</b> three fresh posts in the channel.', 'Open the channel',
+                'https://t.me/gatehouse_demo', 'done', 58, 2, 55, 3, 0, interval '20 days'),
+               ('Spring sale: <i>half price</i> on the yearly plan until Sunday.', NULL, NULL,
+                'done', 60, 3, 59, 1, 0, interval '6 days'),
+               ('Reminder: the live session starts in an hour.', NULL, NULL, 'cancelled', 60, 3,
+                21, 0, 39, interval '2 days'))
+           AS v (text, button_text, button_url, state, recipients, skipped, sent, failed, unsent,
+                 ago)
+ WHERE b.id IS NOT NULL;
+
 -- campaigns_list --
 -- Each campaign with its counts: who joined through its link, who of them left since, and
 -- the difference.

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import date
 
@@ -18,13 +18,16 @@ from panel_api.app import create_app
 from panel_api.seed import seed, seed_history
 from shared.testing import serve_in_thread
 from tests.botedge.conftest import insert_bot
+from tests.botedge.e2e.conftest import FAST
 from tests.conftest import (
     HTTP,
     TEST_BCRYPT_ROUNDS,
     Serve,
+    ServiceProcess,
     panel_settings,
     serve_botedge_api,
     serve_simtelegram,
+    service_env,
 )
 from tests.panel_api.browser.conftest import ARTIFACTS, PASSWORD, sign_in
 from tests.panel_api.e2e.conftest import SHOP, start_billing
@@ -457,3 +460,80 @@ def test_forms__a_campaign_started_with_its_link_refusals_at_the_field_then_its_
     opened = page.locator("#campaigns tbody tr", has_text="Open call")
     expect(opened.locator("[data-warning=public]")).to_have_count(1)
     page.screenshot(path=str(ARTIFACTS / "campaigns-en.png"), full_page=True)
+
+
+def test_forms__a_broadcast_tested_on_oneself_then_sent_and_watched_to_the_end(
+    page: Page, stack: Stack, start_service: Callable[..., ServiceProcess]
+) -> None:
+    with psycopg.connect(stack.database_url) as conn:
+        [(bot,)] = conn.execute("SELECT id FROM bots").fetchall()
+        conn.execute(
+            "WITH p AS (INSERT INTO people (telegram_user_id, first_name, username)"
+            " SELECT u, 'P', CASE WHEN u = 7400001 THEN 'owner_me' END"
+            " FROM generate_series(7400001, 7400012) u RETURNING id, telegram_user_id)"
+            " INSERT INTO bot_people (bot_id, person_id, first_seen_at, last_seen_at, blocked_at)"
+            " SELECT %s, id, now(), now(), CASE WHEN telegram_user_id = 7400012 THEN now() END"
+            " FROM p",
+            (bot,),
+        )
+    page.set_viewport_size({"width": 390, "height": 844})
+    sign_in(page, stack.url)
+    persian(page)
+    page.goto(f"{stack.url}/broadcasts")
+    form = page.locator("#add-broadcast")
+    form.locator("textarea[name=text]").fill("Half price & more")
+    form.locator("input[name=to]").fill("@owner_me")
+    form.locator("button[type=submit]").click()
+    expect(form.locator("[data-problem=text]")).not_to_be_empty()
+    expect(form.locator("textarea[name=text]")).to_be_focused()
+    form.locator("textarea[name=text]").fill("<b>Half price</b> &amp; more")
+    form.locator("input[name=to]").fill("@somebody_else")
+    form.locator("button[type=submit]").click()
+    expect(form.locator("[data-problem=to]")).not_to_be_empty()
+    form.locator("input[name=to]").fill("@owner_me")
+    form.locator("button[type=submit]").click()
+    tested = page.locator("#broadcast-tested")
+    # Eleven of the twelve: one blocked the bot.
+    expect(tested).to_contain_text("\u06f1\u06f1")
+    sent = HTTP.get(f"{stack.sim}/_sim/sent", params={"chat_id": 7400001}).json()
+    assert [m["text"] for m in sent] == ["<b>Half price</b> &amp; more"]
+    page.screenshot(path=str(ARTIFACTS / "broadcasts-fa.png"), full_page=True)
+    tested.locator("button[data-action=sendToAll]").click()
+    tested.locator("button[data-confirm=sendToAll]").click()
+    expect(page).to_have_url(re.compile(r"/broadcasts/\d+$"))
+    expect(page.locator("#broadcast-facts")).to_contain_text("Half price")
+    # No worker yet: it waits queued; then one starts and the page follows it to the end.
+    expect(page.locator("#broadcast-progress [data-state]")).to_have_text("در صف")
+    start_service(
+        "botedge",
+        "--role",
+        "worker",
+        env=service_env(stack.database_url, TELEGRAM_API_BASE=stack.sim, **FAST),
+    )
+    expect(page.locator("#broadcast-progress [data-state]")).to_have_text(
+        "انجام‌شده", timeout=30_000
+    )
+    expect(page.locator("#broadcast-progress [data-figure=sent]")).to_have_text("\u06f1\u06f1")
+    expect(page.locator("#broadcast-progress [data-figure=skipped]")).to_have_text("\u06f1")
+    expect(page.locator("#cancel-broadcast")).to_have_count(0)
+    page.screenshot(path=str(ARTIFACTS / "broadcast-fa.png"), full_page=True)
+
+    # In English on a wide screen: the list with its progress; a queued one cancelled.
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.select_option("#language", "en")
+    with psycopg.connect(stack.database_url) as conn:
+        conn.execute("UPDATE bots SET status = 'paused'")
+        [(queued,)] = conn.execute(
+            "INSERT INTO broadcasts (bot_id, text) VALUES (%s, 'Later') RETURNING id", (bot,)
+        ).fetchall()
+    page.goto(f"{stack.url}/broadcasts/{queued}")
+    page.click("#cancel-broadcast button[data-action=cancelBroadcast]")
+    page.click("#cancel-broadcast button[data-confirm=cancelBroadcast]")
+    expect(page.locator("#broadcast-progress [data-state]")).to_have_text("cancelled")
+    page.goto(f"{stack.url}/broadcasts")
+    row = page.locator("#broadcasts tbody tr", has_text="Half price")
+    expect(row.locator("[data-figure=progress]")).to_have_text("11 of 11 sent")
+    # The paused bot's broadcast was never taken up: nothing of it went.
+    later = page.locator("#broadcasts tbody tr", has_text="Later")
+    expect(later.locator("[data-figure=progress]")).to_have_text("0 of 0 sent")
+    page.screenshot(path=str(ARTIFACTS / "broadcasts-en.png"), full_page=True)

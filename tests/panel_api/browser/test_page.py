@@ -344,6 +344,7 @@ def test_page__a_viewer_finds_no_write_control_on_any_page(page: Page, shop: str
         "channels",
         "contents",
         "campaigns",
+        "broadcasts",
         "access-events",
     )
     for view in (*views, "workspace"):

@@ -30,6 +30,7 @@ VIEWS = (
     "channels",
     "contents",
     "campaigns",
+    "broadcasts",
     "people",
     "memberships",
     "invoices",

@@ -104,6 +104,8 @@ function controlOf(field, id) {
   } else if (type === "textarea") {
     input = document.createElement("textarea");
     input.rows = 4;
+    // A message in either script reads in its own direction.
+    input.dir = "auto";
     input.value = value;
   } else {
     const box = document.createElement("input");
