@@ -11,8 +11,8 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import ExitStack
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, ExitStack, asynccontextmanager
 from dataclasses import dataclass
 from http.cookiejar import CookieJar, DefaultCookiePolicy
 from pathlib import Path
@@ -28,6 +28,8 @@ from botedge.app import create_api_app as botedge_api_app
 from botedge.settings import load as load_botedge_settings
 from panel_api.settings import PanelSettings
 from panel_api.settings import load as load_panel_settings
+from shared.db import Pool, create_pool
+from shared.settings import CommonSettings, Reader
 from shared.testing import free_port, serve_in_thread
 from simulators.telegram.app import create_app as simtelegram_app
 from simulators.telegram.state import Faults
@@ -256,3 +258,23 @@ async def gather_limited(calls: list[Awaitable[T]], limit: int = 48) -> list[T]:
             gate.release()
 
     return list(await asyncio.gather(*(one(call) for call in calls)))
+
+
+# Opens the service's own pool on the test's database; closed on leaving.
+OpenPool = Callable[[], AbstractAsyncContextManager[Pool]]
+
+
+@pytest.fixture
+def open_pool(database_url: str) -> OpenPool:
+    """For a test that runs a component in an event loop of its own."""
+
+    @asynccontextmanager
+    async def opened() -> AsyncIterator[Pool]:
+        pool = create_pool(CommonSettings.read(Reader({"DATABASE_URL": database_url}), "test", 1))
+        await pool.open(wait=True)
+        try:
+            yield pool
+        finally:
+            await pool.close()
+
+    return opened

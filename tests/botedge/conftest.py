@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 import psycopg
-import pytest
 
-from shared.db import Pool, create_pool
 from shared.secretbox import SecretBox
-from shared.settings import CommonSettings, Reader, Secret
+from shared.settings import Secret
 from tests.conftest import SECRETS
+from tests.conftest import OpenPool as OpenPool  # the pool opener's type, named here too
 
 BOX = SecretBox(Secret(SECRETS["BOT_TOKEN_KEY"]))
 
@@ -72,23 +69,3 @@ def queue_messages(database_url: str, bot_id: int, messages: list[tuple[int, str
                 for n, (chat, text) in enumerate(messages)
             ],
         )
-
-
-# Opens the service's own pool on the test's database; closed on leaving.
-OpenPool = Callable[[], AbstractAsyncContextManager[Pool]]
-
-
-@pytest.fixture
-def open_pool(database_url: str) -> OpenPool:
-    """For a test that runs a component in an event loop of its own."""
-
-    @asynccontextmanager
-    async def opened() -> AsyncIterator[Pool]:
-        pool = create_pool(CommonSettings.read(Reader({"DATABASE_URL": database_url}), "test", 1))
-        await pool.open(wait=True)
-        try:
-            yield pool
-        finally:
-            await pool.close()
-
-    return opened

@@ -93,6 +93,12 @@ WITH payment AS (
     SELECT %(gateway)s, %(event_type)s, %(order_reference)s, %(external_payment_id)s,
            'applied', payment.id, %(detail)s, %(payload)s, %(now)s
       FROM payment
+), counted AS (
+    -- For the statistics: revenue when it was recorded, by the channel's managing bot.
+    INSERT INTO stat_events (at, kind, bot_id, person_id, amount, currency)
+    SELECT %(now)s, 'payment', (SELECT manager_bot_id FROM channels WHERE id = %(channel_id)s),
+           %(person_id)s, %(amount_minor)s, %(currency)s
+      FROM payment
 )
 SELECT id FROM payment;
 

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from botedge import admission, bot_store, sqlq
+from botedge import admission, bot_store, sqlq, stats
 from botedge.db import connection
 from botedge.handlers import Context, RetryLater, Routes, Visit
 from botedge.ids import ChatId
@@ -347,6 +347,20 @@ async def _deliver_once(conn: Connection, visit: Visit, content: Content) -> boo
     return await cur.fetchone() is not None
 
 
+async def _count(conn: Connection, visit: Visit, kind: stats.Kind, content: Content) -> None:
+    await stats.record(conn, kind, visit.update.bot_id, visit.person_id, visit.now, content.id)
+
+
+async def _passed(conn: Connection, visit: Visit, content: Content) -> bool:
+    """Through the gate: counted each time, the content's delivery the first time; whether
+    this was the first."""
+    await _count(conn, visit, "gate_passed", content)
+    first = await _deliver_once(conn, visit, content)
+    if first:
+        await _count(conn, visit, "content_delivered", content)
+    return first
+
+
 class _Start:
     def __init__(self, gate: Gate) -> None:
         self.gate = gate
@@ -367,9 +381,10 @@ class _Start:
                 "parse_mode": "HTML",
                 "reply_markup": gate_markup(check.content, check),
             }
+            await _count(conn, visit, "gate_shown", check.content)
             return [Reply(chat_id, "sendMessage", payload)]
         # The link opened again after the gate: the content again; recorded the first time.
-        await _deliver_once(conn, visit, check.content)
+        await _passed(conn, visit, check.content)
         return [content_reply(chat_id, check.content)]
 
 
@@ -406,7 +421,7 @@ class _Press:
                 replies.append(Reply(chat_id, "editMessageText", edit))
             return replies
         replies = [Reply(chat_id, "answerCallbackQuery", answer)]
-        if not await _deliver_once(conn, visit, check.content):
+        if not await _passed(conn, visit, check.content):
             # Already sent to this person: a second press sends nothing more.
             return replies
         if isinstance(message_id, int):

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from botedge import bot_store, channels, outbox_store, sqlq
+from botedge import bot_store, channels, outbox_store, sqlq, stats
 from botedge.ids import ChatId, PersonId
 from botedge.inbox_store import InboxRow
 from botedge.outbox_store import Reply
@@ -182,6 +182,9 @@ class BotLogic:
     async def apply(self, conn: Connection, update: InboxRow, prepared: Any) -> list[Reply]:
         body = update.body
         person_id = await bot_store.record_person(conn, update.bot_id, body.get("from"))
+        counted = _counted(update)
+        if counted is not None:
+            await stats.record(conn, counted, update.bot_id, person_id, self.clock.now())
         if prepared is not None:
             route, arg, value = prepared
             visit = Visit(update, arg, person_id, self.clock.now())
@@ -232,6 +235,19 @@ class BotLogic:
             rights = channels.Rights.of(body.get("new_chat_member") or {})
             await channels.save(conn, update.bot_id, chat, rights, self.clock.now())
         return []
+
+
+def _counted(update: InboxRow) -> stats.Kind | None:
+    """What an update counts as for the statistics before any route sees it: a /start in a
+    private chat, or the person blocking the bot."""
+    body = update.body
+    if update.kind == "message":
+        return "start" if is_private(body) and start_payload(body) is not None else None
+    if update.kind == "my_chat_member":
+        chat = body.get("chat") or {}
+        status = (body.get("new_chat_member") or {}).get("status")
+        return "blocked" if chat.get("type") == "private" and status == "kicked" else None
+    return None
 
 
 async def default_reply(conn: Connection, bot_id: int, message: dict[str, Any]) -> list[Reply]:

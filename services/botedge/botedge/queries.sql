@@ -396,19 +396,31 @@ ON CONFLICT (channel_id, person_id) DO UPDATE
 
 -- credit_campaign_join --
 -- A join through a campaign's link into its own channel, credited once per person.
-INSERT INTO campaign_joins (campaign_id, person_id, joined_at)
-SELECT id, %(person_id)s, %(now)s
-  FROM campaigns
- WHERE invite_link = %(invite_link)s AND channel_id = %(channel_id)s
-ON CONFLICT (campaign_id, person_id) DO NOTHING;
+-- Counted for the statistics in the same statement.
+WITH credited AS (
+    INSERT INTO campaign_joins (campaign_id, person_id, joined_at)
+    SELECT id, %(person_id)s, %(now)s
+      FROM campaigns
+     WHERE invite_link = %(invite_link)s AND channel_id = %(channel_id)s
+    ON CONFLICT (campaign_id, person_id) DO NOTHING
+    RETURNING campaign_id
+)
+INSERT INTO stat_events (at, kind, bot_id, person_id, campaign_id)
+SELECT %(now)s, 'campaign_join', c.bot_id, %(person_id)s, c.id
+  FROM credited JOIN campaigns c ON c.id = credited.campaign_id;
 
 -- record_campaign_leave --
 -- The first leave after a credited join; a rejoin and a second leave change nothing.
-UPDATE campaign_joins j
-   SET left_at = greatest(%(now)s, j.joined_at)
-  FROM campaigns c
- WHERE j.person_id = %(person_id)s AND j.left_at IS NULL
-   AND c.id = j.campaign_id AND c.channel_id = %(channel_id)s;
+WITH went AS (
+    UPDATE campaign_joins j
+       SET left_at = greatest(%(now)s, j.joined_at)
+      FROM campaigns c
+     WHERE j.person_id = %(person_id)s AND j.left_at IS NULL
+       AND c.id = j.campaign_id AND c.channel_id = %(channel_id)s
+    RETURNING c.id, c.bot_id
+)
+INSERT INTO stat_events (at, kind, bot_id, person_id, campaign_id)
+SELECT %(now)s, 'campaign_leave', bot_id, %(person_id)s, id FROM went;
 
 -- notify_gate --
 -- Transactional: heard by every worker only once the leave is committed.
@@ -779,3 +791,46 @@ RETURNING b.state, b.recipients, b.skipped, b.sent, b.failed, b.unsent;
 
 -- broadcast_state --
 SELECT state FROM broadcasts WHERE id = %(id)s;
+
+-- record_stat --
+INSERT INTO stat_events (at, kind, bot_id, person_id, content_id)
+VALUES (%(at)s, %(kind)s, %(bot_id)s, %(person_id)s, %(content_id)s);
+
+-- rollup_state --
+-- The roll-up's watermark under its row lock, the workspace's zone, and where counting would
+-- begin from scratch (the first event, or the first person met).
+SELECT w.time_zone AS workspace_zone, r.zone, r.done_until,
+       least((SELECT min(at) FROM stat_events),
+             (SELECT min(first_seen_at) FROM bot_people)) AS first_at
+  FROM workspace w
+  LEFT JOIN (SELECT * FROM stat_rollup FOR UPDATE) r ON true;
+
+-- rollup_clear --
+DELETE FROM stat_hours;
+
+-- rollup_restart --
+INSERT INTO stat_rollup (zone, done_until) VALUES (%(zone)s, %(done_until)s)
+ON CONFLICT (one) DO UPDATE SET zone = excluded.zone, done_until = excluded.done_until;
+
+-- rollup_hours --
+-- The hours from `from` to `until` (both hour starts in `zone`), counted; a recount replaces.
+INSERT INTO stat_hours (hour, bot_id, kind, content_id, campaign_id, currency, events, amount)
+SELECT date_trunc('hour', at, %(zone)s), coalesce(bot_id, 0), kind, coalesce(content_id, 0),
+       coalesce(campaign_id, 0), coalesce(currency, ''), count(*), coalesce(sum(amount), 0)
+  FROM stat_events
+ WHERE at >= %(from)s AND at < %(until)s
+ GROUP BY 1, 2, 3, 4, 5, 6
+UNION ALL
+SELECT date_trunc('hour', first_seen_at, %(zone)s), bot_id, 'new_person', 0, 0, '', count(*), 0
+  FROM bot_people
+ WHERE first_seen_at >= %(from)s AND first_seen_at < %(until)s
+ GROUP BY 1, 2
+ON CONFLICT (hour, bot_id, kind, content_id, campaign_id, currency) DO UPDATE
+   SET events = excluded.events, amount = excluded.amount;
+
+-- rollup_done --
+UPDATE stat_rollup SET done_until = %(until)s;
+
+-- prune_stat_events --
+-- Only what is rolled up already, and older than the days kept.
+DELETE FROM stat_events WHERE at < %(before)s;

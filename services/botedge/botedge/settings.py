@@ -42,6 +42,8 @@ class BotedgeSettings:
     rights_check_interval: float = 3600.0
     broadcast_batch: int = 500
     broadcast_window: int = 2000
+    stats_interval: float = 60.0
+    stat_days: int = 90
 
     @property
     def secrets(self) -> list[Secret | None]:
@@ -78,6 +80,8 @@ def read(r: Reader, role: str) -> BotedgeSettings:
         rights_check_interval=r.seconds("RIGHTS_CHECK_INTERVAL", 3600.0, minimum=0.5),
         broadcast_batch=r.integer("BROADCAST_BATCH", 500, minimum=1, maximum=10_000),
         broadcast_window=r.integer("BROADCAST_WINDOW", 2000, minimum=1, maximum=100_000),
+        stats_interval=r.seconds("STATS_INTERVAL", 60.0, minimum=0.1),
+        stat_days=r.integer("STAT_DAYS", 90, minimum=1, maximum=3650),
     )
     check(settings)
     return settings

@@ -25,6 +25,7 @@ from botedge import (
     inbox_store,
     outbox_store,
     pay,
+    rollup,
 )
 from botedge.access import ACCESS_EVENTS, Access
 from botedge.consumer import ConsumerConfig, InboxConsumer
@@ -217,7 +218,10 @@ class WorkerSupervisor:
                 self.tokens.update({bot.id: bot.token for bot in bots})
                 self.identities.clear()
                 self.identities.update({b.id: (b.telegram_bot_id, b.token) for b in bots})
-            wanted: dict[str, Callable[[], Awaitable[None]]] = {"rights-watch": self._rights_watch}
+            wanted: dict[str, Callable[[], Awaitable[None]]] = {
+                "rights-watch": self._rights_watch,
+                "stats-rollup": self._stats_rollup,
+            }
             for bot in bots:
                 wanted[f"send:{bot.id}"] = self._sender_factory(bot)
                 if bot.mode == "polling":
@@ -288,22 +292,41 @@ class WorkerSupervisor:
             sender.drop_broadcast(broadcast_id)
 
     async def _rights_watch(self) -> None:
-        """Under the lease `rights-watch`: every bot's rights in its channels, asked again each
-        RIGHTS_CHECK_INTERVAL, by one worker at a time."""
-        lease = Lease(
-            self.pool, "rights-watch", self.holder, self.settings.lease_seconds, self.clock
-        )
+        """Every bot's rights in its channels, asked again each RIGHTS_CHECK_INTERVAL."""
+
+        async def check() -> None:
+            checked = await channels.recheck_all(
+                self.pool, self.api, dict(self.identities), self.clock.now()
+            )
+            log.info("rights watch: %d channel rows checked", checked)
+
+        await self._periodic("rights-watch", self.settings.rights_check_interval, check)
+
+    async def _stats_rollup(self) -> None:
+        """The statistics' closed hours counted, each STATS_INTERVAL."""
+
+        async def count() -> None:
+            hours = await rollup.roll_up(
+                self.pool, self.clock.now(), keep_days=self.settings.stat_days
+            )
+            if hours:
+                log.info("stats roll-up: %d hours closed", hours)
+
+        await self._periodic("stats-rollup", self.settings.stats_interval, count)
+
+    async def _periodic(
+        self, name: str, interval: float, work: Callable[[], Awaitable[None]]
+    ) -> None:
+        """`work` each `interval` seconds by one worker at a time, under the lease `name`."""
+        lease = Lease(self.pool, name, self.holder, self.settings.lease_seconds, self.clock)
 
         async def rounds() -> None:
             while not self.stopping.is_set() and lease.held:
                 try:
-                    checked = await channels.recheck_all(
-                        self.pool, self.api, dict(self.identities), self.clock.now()
-                    )
-                    log.info("rights watch: %d channel rows checked", checked)
+                    await work()
                 except errors.BotedgeError as error:
-                    log.warning("rights watch: %s", error)
-                await self._sleep_holding(lease, self.settings.rights_check_interval)
+                    log.warning("%s: %s", name, error)
+                await self._sleep_holding(lease, interval)
 
         await self._while_holding(lease, rounds)
 

@@ -27,6 +27,7 @@ from panel_api.internal import Internal
 from panel_api.ledger import Ledger
 from panel_api.passwords import Passwords
 from panel_api.settings import PanelSettings
+from panel_api.stats import Statistics
 from panel_api.team import Team
 from shared.clock import SYSTEM_CLOCK, Clock
 from shared.errors import service_error_handler
@@ -110,6 +111,7 @@ def create_app(
     shop = AdShop(clock, billing)
     campaigns = Campaigns(clock, botedge)
     broadcasts = Broadcasts(clock, botedge)
+    statistics = Statistics(clock)
     return create_service_app(
         settings.common,
         routes=[
@@ -126,6 +128,7 @@ def create_app(
                     shop,
                     campaigns,
                     broadcasts,
+                    statistics,
                 ],
             ),
             Route("/openapi.json", _document(), methods=["GET"]),

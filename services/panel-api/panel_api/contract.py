@@ -106,6 +106,7 @@ from panel_api.ledger import (
     Visitor,
 )
 from panel_api.sessions import COOKIE, CSRF_HEADER, CSRF_VALUE
+from panel_api.stats import Statistics, Stats, StatsQuery
 from panel_api.team import (
     AuditEntry,
     AuditQuery,
@@ -526,6 +527,22 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         Broadcast,
         problems=(404, 409, 503),
         handler=Broadcasts.cancel,
+    ),
+    ("GET", "/v1/stats"): Operation(
+        "The funnel, new people, blocks, joins per campaign and revenue over a range of days"
+        " in the workspace's zone, with a series per hour or day",
+        Role.VIEWER,
+        Stats,
+        query=StatsQuery,
+        handler=Statistics.stats,
+    ),
+    ("GET", "/v1/stats.csv"): Operation(
+        "The statistics' series as CSV, one line per hour or day",
+        Role.VIEWER,
+        str,
+        query=StatsQuery,
+        media_type="text/csv; charset=utf-8",
+        handler=Statistics.stats_csv,
     ),
     ("GET", "/v1/ad-slots"): Operation(
         "What the bots sell", Role.VIEWER, Page[Slot], query=SlotQuery, handler=AdShop.slots

@@ -692,6 +692,25 @@ SELECT b.id, v.text, v.button_text, v.button_url, v.state, v.recipients, v.skipp
                  ago)
  WHERE b.id IS NOT NULL;
 
+-- A month of visits to the first bot: 600 /starts, eight in ten shown the gate, six through
+-- it, five of them given the content for the first time.
+INSERT INTO stat_events (at, kind, bot_id, content_id)
+SELECT now() - (v.n % 30) * interval '1 day' - ((v.n * 37) % 24) * interval '1 hour',
+       k.kind, b.id, CASE WHEN k.kind <> 'start' THEN c.id END
+  FROM (SELECT min(id) AS id FROM bots) b
+  LEFT JOIN LATERAL (SELECT min(id) AS id FROM contents WHERE bot_id = b.id) c ON true
+ CROSS JOIN generate_series(1, 600) v(n)
+ CROSS JOIN (VALUES ('start', 10), ('gate_shown', 8), ('gate_passed', 6),
+                    ('content_delivered', 5)) k(kind, share)
+ WHERE b.id IS NOT NULL AND v.n % 10 < k.share;
+
+-- The demo's payments counted for the statistics as billing counts a payment it applies.
+INSERT INTO stat_events (at, kind, bot_id, person_id, amount, currency)
+SELECT p.paid_at, 'payment', c.manager_bot_id, p.person_id, p.amount_minor, p.currency
+  FROM payments p
+  JOIN channels c ON c.id = p.channel_id
+ WHERE p.applied;
+
 -- campaigns_list --
 -- Each campaign with its counts: who joined through its link, who of them left since, and
 -- the difference.
@@ -801,3 +820,79 @@ SELECT p.telegram_user_id, bp.blocked_at IS NOT NULL AS blocked
    AND (p.telegram_user_id = %(user_id)s OR lower(p.username) = lower(%(username)s))
  ORDER BY p.telegram_user_id = %(user_id)s DESC
  LIMIT 1;
+
+-- stats_zone --
+SELECT time_zone AS zone, (%(now)s::timestamptz AT TIME ZONE time_zone)::date AS today
+  FROM workspace;
+
+-- stats_slots --
+-- Every hour (its start) or day of the range, in the workspace's zone: a day of a
+-- daylight-saving change has 23 or 25 hours.
+WITH w AS (SELECT time_zone AS zone FROM workspace)
+SELECT h AS hour, NULL::date AS day
+  FROM w, generate_series(%(from)s::date::timestamp AT TIME ZONE w.zone,
+                          (%(to)s::date + 1)::timestamp AT TIME ZONE w.zone - interval '1 hour',
+                          interval '1 hour') h
+ WHERE %(granularity)s = 'hour'
+UNION ALL
+SELECT NULL::timestamptz, d::date
+  FROM generate_series(%(from)s::date, %(to)s::date, interval '1 day') d
+ WHERE %(granularity)s = 'day'
+ ORDER BY 1, 2;
+
+-- stats_counts --
+-- Counts per hour or day, kind and currency over the range: the closed hours from the roll-up
+-- (while it is in the workspace's zone), the rest from the events themselves.
+WITH w AS (
+    SELECT w.time_zone AS zone,
+           (%(from)s::date::timestamp AT TIME ZONE w.time_zone) AS lo,
+           ((%(to)s::date + 1)::timestamp AT TIME ZONE w.time_zone) AS hi,
+           CASE WHEN r.zone = w.time_zone THEN r.done_until
+                ELSE '-infinity'::timestamptz END AS rolled
+      FROM workspace w
+      LEFT JOIN stat_rollup r ON true
+), counted AS (
+    SELECT h.hour, h.kind, h.currency, h.events, h.amount
+      FROM stat_hours h, w
+     WHERE h.hour >= w.lo AND h.hour < least(w.hi, w.rolled)
+       AND (%(bot_id)s::integer IS NULL OR h.bot_id = %(bot_id)s)
+       AND (%(content_id)s::integer IS NULL OR h.content_id = %(content_id)s)
+       AND (%(campaign_id)s::integer IS NULL OR h.campaign_id = %(campaign_id)s)
+    UNION ALL
+    SELECT date_trunc('hour', e.at, w.zone), e.kind, coalesce(e.currency, ''), 1,
+           coalesce(e.amount, 0)
+      FROM stat_events e, w
+     WHERE e.at >= greatest(w.lo, w.rolled) AND e.at < w.hi
+       AND (%(bot_id)s::integer IS NULL OR e.bot_id = %(bot_id)s)
+       AND (%(content_id)s::integer IS NULL OR e.content_id = %(content_id)s)
+       AND (%(campaign_id)s::integer IS NULL OR e.campaign_id = %(campaign_id)s)
+    UNION ALL
+    SELECT date_trunc('hour', bp.first_seen_at, w.zone), 'new_person', '', 1, 0
+      FROM bot_people bp, w
+     WHERE bp.first_seen_at >= greatest(w.lo, w.rolled) AND bp.first_seen_at < w.hi
+       AND (%(bot_id)s::integer IS NULL OR bp.bot_id = %(bot_id)s)
+       AND %(content_id)s::integer IS NULL AND %(campaign_id)s::integer IS NULL
+)
+SELECT CASE WHEN %(granularity)s = 'hour' THEN c.hour END AS hour,
+       CASE WHEN %(granularity)s = 'day' THEN (c.hour AT TIME ZONE w.zone)::date END AS day,
+       c.kind, c.currency, sum(c.events)::bigint AS events, sum(c.amount)::bigint AS amount
+  FROM counted c, w
+ GROUP BY 1, 2, 3, 4;
+
+-- stats_campaigns --
+-- Joins and leaves per campaign over the range (the campaigns of the bot, when one is given).
+WITH w AS (
+    SELECT (%(from)s::date::timestamp AT TIME ZONE time_zone) AS lo,
+           ((%(to)s::date + 1)::timestamp AT TIME ZONE time_zone) AS hi
+      FROM workspace
+)
+SELECT c.id AS campaign_id, c.name,
+       count(*) FILTER (WHERE j.joined_at >= w.lo AND j.joined_at < w.hi)::integer AS joins,
+       count(*) FILTER (WHERE j.left_at >= w.lo AND j.left_at < w.hi)::integer AS leaves
+  FROM campaigns c
+ CROSS JOIN w
+  LEFT JOIN campaign_joins j ON j.campaign_id = c.id
+ WHERE (%(bot_id)s::integer IS NULL OR c.bot_id = %(bot_id)s)
+   AND (%(campaign_id)s::integer IS NULL OR c.id = %(campaign_id)s)
+ GROUP BY c.id, c.name
+ ORDER BY joins DESC, c.id;

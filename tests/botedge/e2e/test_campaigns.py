@@ -129,6 +129,11 @@ def test_campaign__the_link_is_named_and_credits_each_person_once(edge: Edge) ->
         "SELECT left_at, joined_at FROM campaign_joins WHERE campaign_id = %s", spring
     )
     assert left_at >= joined_at
+    # Counted for the statistics as credited: one join, one leave.
+    assert edge.query(
+        "SELECT kind, count(*) FROM stat_events WHERE campaign_id = %s GROUP BY kind ORDER BY 1",
+        spring,
+    ) == [("campaign_join", 1), ("campaign_leave", 1)]
 
     # Through another link of the same channel, or straight in by id: nothing credited.
     other = make_link(edge, bot_id, channels[PRIVATE], "Not a campaign").json()["invite_link"]

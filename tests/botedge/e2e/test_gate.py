@@ -143,6 +143,18 @@ def test_gate__two_channels_joined_one_by_one_then_content_once(edge: Edge) -> N
     assert edge.query("SELECT count(*) FROM content_deliveries") == [(1,)]
     # Every press was answered: two presses and the third.
     assert len(calls(edge, "answercallbackquery")) == 3
+    # Counted for the statistics in the updates' own transactions: one start, the gate shown
+    # once (a press that still finds a channel missing shows it again, not anew), passed by
+    # the second and third press, the content delivered once.
+    counted = dict(
+        edge.query(
+            "SELECT kind, count(*) FROM stat_events WHERE bot_id = %s"
+            " AND (content_id = %s OR kind = 'start') GROUP BY kind",
+            setup.bot_id,
+            setup.content_id,
+        )
+    )
+    assert counted == {"start": 1, "gate_shown": 1, "gate_passed": 2, "content_delivered": 1}
 
 
 def test_gate__a_member_of_both_gets_the_content_at_once(edge: Edge) -> None:

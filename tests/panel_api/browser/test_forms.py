@@ -537,3 +537,57 @@ def test_forms__a_broadcast_tested_on_oneself_then_sent_and_watched_to_the_end(
     later = page.locator("#broadcasts tbody tr", has_text="Later")
     expect(later.locator("[data-figure=progress]")).to_have_text("0 of 0 sent")
     page.screenshot(path=str(ARTIFACTS / "broadcasts-en.png"), full_page=True)
+
+
+def test_forms__statistics_by_hour_a_refused_range_at_its_field_and_the_funnel(
+    page: Page, stack: Stack
+) -> None:
+    with psycopg.connect(stack.database_url) as conn:
+        [(bot,)] = conn.execute("SELECT id FROM bots").fetchall()
+        for kind, n in (
+            ("start", 9),
+            ("gate_shown", 6),
+            ("gate_passed", 3),
+            ("content_delivered", 3),
+        ):
+            conn.execute(
+                "INSERT INTO stat_events (at, kind, bot_id) SELECT now(), %s, %s"
+                " FROM generate_series(1, %s)",
+                (kind, bot, n),
+            )
+        conn.execute(
+            "INSERT INTO stat_events (at, kind, bot_id, amount, currency)"
+            " VALUES (now(), 'payment', %s, 990, 'USD')",
+            (bot,),
+        )
+    page.set_viewport_size({"width": 390, "height": 844})
+    sign_in(page, stack.url)
+    persian(page)
+    page.goto(f"{stack.url}/stats")
+    expect(page.locator("#funnel [data-figure=start]")).to_have_text("\u06f9")
+    # Half of those shown the gate passed it.
+    expect(page.locator("#funnel [data-figure=gate_passed]")).to_contain_text("\u06f5\u06f0")
+    form = page.locator("#stats-range")
+    # A range that ends before it starts: said at its first field, in Persian.
+    form.locator("input[name=from-year]").fill("\u06f1\u06f4\u06f0\u06f6")
+    form.locator("button[type=submit]").click()
+    expect(form.locator("[data-problem=from]")).not_to_be_empty()
+    page.goto(f"{stack.url}/stats")
+    form.locator("select[name=granularity]").select_option("byHour")
+    form.locator("button[type=submit]").click()
+    expect(page).to_have_url(re.compile(r"granularity=hour"))
+    expect(page.locator("#stats-series polyline[data-series=start]")).to_have_count(1)
+    page.screenshot(path=str(ARTIFACTS / "stats-fa.png"), full_page=True)
+
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.select_option("#language", "en")
+    page.goto(f"{stack.url}/stats")
+    expect(page.locator("#stats-revenue [data-currency=USD]")).to_contain_text("9.90")
+    with page.expect_download() as got:
+        page.click("#stats-csv")
+    lines = got.value.path().read_text(encoding="utf-8-sig").splitlines()
+    assert lines[0].startswith("at,start,gate_shown")
+    assert sum(int(line.split(",")[1]) for line in lines[1:]) == 9
+    page.goto(f"{stack.url}/")
+    expect(page.locator("#funnel [data-figure=content_delivered]")).to_contain_text("3")
+    page.screenshot(path=str(ARTIFACTS / "stats-en.png"), full_page=True)

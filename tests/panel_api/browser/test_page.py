@@ -345,6 +345,7 @@ def test_page__a_viewer_finds_no_write_control_on_any_page(page: Page, shop: str
         "contents",
         "campaigns",
         "broadcasts",
+        "stats",
         "access-events",
     )
     for view in (*views, "workspace"):

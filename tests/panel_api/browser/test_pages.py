@@ -31,6 +31,7 @@ VIEWS = (
     "contents",
     "campaigns",
     "broadcasts",
+    "stats",
     "people",
     "memberships",
     "invoices",

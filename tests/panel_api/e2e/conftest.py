@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 from tronpy.keys import to_base58check_address
 
@@ -45,6 +46,10 @@ class Panel:
 
     def call(self, method: str, path: str, body: Any = None, role: str = "owner") -> httpx.Response:
         return call_as(self.tokens[role], method, f"{self.url}{path}", body)
+
+    def query(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
+        with psycopg.connect(self.database_url) as conn:
+            return conn.execute(sql, args).fetchall()  # type: ignore[arg-type]
 
 
 def owner_and_viewer(url: str) -> dict[str, str]:

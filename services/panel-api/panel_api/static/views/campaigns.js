@@ -7,7 +7,7 @@ import { formOf } from "../forms.js";
 import { number, t } from "../i18n.js";
 import { listView } from "../list.js";
 import { botChoices, channelChoices, copyable, everything, when } from "./common.js";
-import { lineChart } from "./dashboard.js";
+import { lineChart } from "./charts.js";
 
 /** The warning a public channel's campaign carries, or nothing. @param {{ public: boolean }} c */
 function publicNote(c) {
