@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 UV_LOUD := $(BIN)/uv pip install --compile-bytecode --python $(BIN)/python
 UV     := $(UV_LOUD) --quiet
 
-.PHONY: run test test-fast check lint typecheck page pytest migrate loadtest bench-webhooks bench-claim bench-login bench-gate bench-sweep clean
+.PHONY: run test test-fast check lint typecheck page pytest migrate loadtest bench-webhooks bench-claim bench-login bench-gate bench-sweep bench-stats clean
 
 # The first time, it says what it does and how far it got (uv prints each stage's count).
 $(STAMP): pyproject.toml services/simulators/pyproject.toml
@@ -81,6 +81,9 @@ bench-webhooks: $(STAMP)
 
 bench-claim: $(STAMP)
 	$(BIN)/python loadtest/bench_claim.py $(BENCH_ARGS)
+
+bench-stats: $(STAMP)
+	$(BIN)/python loadtest/bench_stats.py $(BENCH_ARGS)
 
 bench-login: $(STAMP)
 	$(BIN)/python loadtest/bench_login.py $(BENCH_ARGS)

@@ -175,7 +175,3 @@ async def set_blocked(conn: Connection, bot_id: int, user_id: int, blocked: bool
 
 async def move_channel(conn: Connection, old_chat_id: int, new_chat_id: int) -> None:
     await conn.execute(Q["move_channel"], {"old": old_chat_id, "new": new_chat_id})
-
-
-async def set_unreachable(conn: Connection, bot_id: int, user_id: int) -> None:
-    await conn.execute(Q["set_unreachable"], {"bot_id": bot_id, "user_id": user_id})

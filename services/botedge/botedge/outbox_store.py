@@ -112,6 +112,11 @@ async def mark_failed(conn: Connection, row_id: int, error: str) -> None:
     await conn.execute(Q["mark_failed"], {"id": row_id, "error": error})
 
 
+async def mark_refused(conn: Connection, row_id: int, error: str, blocked: bool) -> None:
+    """Failed, and its person marked blocked (or, when not `blocked`, unreachable)."""
+    await conn.execute(Q["mark_refused"], {"id": row_id, "error": error, "blocked": blocked})
+
+
 async def postpone(conn: Connection, row_id: int, delay: float, error: str) -> None:
     await conn.execute(Q["postpone_send"], {"id": row_id, "delay": delay, "error": error})
 

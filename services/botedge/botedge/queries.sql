@@ -231,14 +231,6 @@ UPDATE bot_people bp SET blocked_at = CASE WHEN %(blocked)s THEN now() END
   FROM people p
  WHERE bp.person_id = p.id AND bp.bot_id = %(bot_id)s AND p.telegram_user_id = %(user_id)s;
 
--- set_unreachable --
--- Telegram will not deliver to them ("user is deactivated", "chat not found"): broadcasts pass
--- them over until they write to the bot again.
-UPDATE bot_people bp SET unreachable_at = now()
-  FROM people p
- WHERE bp.person_id = p.id AND bp.bot_id = %(bot_id)s AND p.telegram_user_id = %(user_id)s
-   AND bp.unreachable_at IS NULL;
-
 -- move_channel --
 -- A group migrated to a supergroup: its row follows the new id, unless that id is already known.
 UPDATE channels SET telegram_chat_id = %(new)s
@@ -302,6 +294,23 @@ UPDATE outbox o
 -- mark_failed --
 UPDATE outbox SET state = 'failed', error = %(error)s, attempts = attempts + 1
  WHERE id = %(id)s AND state = 'pending';
+
+-- mark_refused --
+-- A send Telegram refused for the person (blocked the bot, deactivated, chat not found): the
+-- row failed and the person marked in one statement, so a crash cannot keep one without the
+-- other. Later broadcasts pass the person over.
+WITH failed AS (
+    UPDATE outbox SET state = 'failed', error = %(error)s, attempts = attempts + 1
+     WHERE id = %(id)s AND state = 'pending'
+    RETURNING bot_id, chat_id
+)
+UPDATE bot_people bp
+   SET blocked_at = CASE WHEN %(blocked)s THEN coalesce(bp.blocked_at, now())
+                         ELSE bp.blocked_at END,
+       unreachable_at = CASE WHEN %(blocked)s THEN bp.unreachable_at
+                             ELSE coalesce(bp.unreachable_at, now()) END
+  FROM failed f, people p
+ WHERE bp.bot_id = f.bot_id AND bp.person_id = p.id AND p.telegram_user_id = f.chat_id;
 
 -- postpone_send --
 UPDATE outbox SET available_at = now() + make_interval(secs => %(delay)s),

@@ -349,17 +349,17 @@ class Sender:
             return NOT_SENT
         except Forbidden as error:
             SENDS.labels("403").inc()
-            await self._record(row, outbox_store.mark_failed, error.description)
-            await self._mark_person(row, unreachable(error.description))
+            blocked = not unreachable(error.description)
+            await self._record(row, outbox_store.mark_refused, error.description, blocked)
             return None
         except BadRequest as error:
             SENDS.labels("400").inc()
             if error.not_modified:
                 await self._until_recorded(row, lambda: self.marks.mark(row.id, None))
-                return None
-            await self._record(row, outbox_store.mark_failed, error.description)
-            if unreachable(error.description):
-                await self._mark_person(row, True)
+            elif unreachable(error.description):
+                await self._record(row, outbox_store.mark_refused, error.description, False)
+            else:
+                await self._record(row, outbox_store.mark_failed, error.description)
             return None
         except (ServerError, TelegramError) as error:
             SENDS.labels("5xx").inc()
@@ -373,18 +373,6 @@ class Sender:
         message_id = result.get("message_id") if isinstance(result, dict) else None
         await self._until_recorded(row, lambda: self.marks.mark(row.id, message_id))
         return None
-
-    async def _mark_person(self, row: OutboxRow, gone: bool) -> None:
-        """A person who blocked the bot, or whom Telegram cannot deliver to: later broadcasts
-        pass them over. Best effort: the next send to them finds out again."""
-        if row.chat_id <= 0:
-            return
-        with contextlib.suppress(errors.BotedgeError):
-            async with connection(self.pool) as conn:
-                if gone:
-                    await bot_store.set_unreachable(conn, self.bot_id, row.chat_id)
-                else:
-                    await bot_store.set_blocked(conn, self.bot_id, row.chat_id, True)
 
     def drop_broadcast(self, broadcast_id: int) -> None:
         """A cancelled broadcast's rows leave the queue (one in flight still finishes)."""

@@ -20,7 +20,7 @@ ARTIFACTS = ROOT / "tests" / "artifacts"
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 PASSWORD = "correct horse battery"
 
-from playwright.sync_api import Browser, Page, sync_playwright  # noqa: E402
+from playwright.sync_api import Browser, Page, expect, sync_playwright  # noqa: E402
 
 
 @pytest.fixture
@@ -65,11 +65,16 @@ def page(browser: Browser) -> Iterator[Page]:
     context.close()
 
 
-def sign_in(page: Page, url: str, password: str = PASSWORD) -> None:
+def sign_in(page: Page, url: str, password: str = PASSWORD, *, wait: bool = True) -> None:
+    """Signed in, and with `wait` on the dashboard already: a navigation while the sign-in is
+    still on its way would drop the refresh cookie its answer sets, and the next page would ask
+    to sign in again."""
     page.goto(url)
     page.fill("input[name=email]", "owner@example.com")
     page.fill("input[name=password]", password)
     page.click("#sign-in button[type=submit]")
+    if wait:
+        expect(page.locator("#who")).to_be_visible(timeout=15_000)
 
 
 def accessibility_problems(page: Page) -> list[str]:

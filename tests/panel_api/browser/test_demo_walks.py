@@ -226,7 +226,7 @@ def walk_the_owner(page: Page, demo: Demo) -> None:
     sign_in(page, demo.url("panel-api"), demo.password)
     expect(page.locator("#who")).to_contain_text("owner@example.com")
     # The advertiser's USDT and TRX are revenue beside the card payments.
-    legend = page.locator(".legend").first
+    legend = page.locator("figure:has(#revenue) .legend")
     for coin in ("USD:", "USDT:", "TRX:"):
         expect(legend).to_contain_text(coin)
     shot(page, "owner-dashboard")

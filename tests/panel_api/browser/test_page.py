@@ -62,7 +62,7 @@ def test_page__persian_lays_out_right_to_left_with_persian_digits(
 
 
 def test_page__a_refused_sign_in_says_so_in_the_pages_language(page: Page, panel: str) -> None:
-    sign_in(page, panel, password="not the password")
+    sign_in(page, panel, password="not the password", wait=False)
     expect(page.locator("#message")).to_have_text("The email or password is wrong.")
     page.select_option("#language", "fa")
     page.fill("input[name=password]", "still not it")
@@ -150,7 +150,7 @@ def test_page__a_view_opened_while_the_dashboard_loads_is_not_painted_over(
 ) -> None:
     held: list[Route] = []
     page.route("**/v1/dashboard", lambda route: held.append(route))
-    sign_in(page, panel)
+    sign_in(page, panel, wait=False)
     page.wait_for_function("() => document.querySelector('a[data-view=workspace]') !== null")
     while not held:
         # Playwright answers the held request only while it is given the event loop.
@@ -207,7 +207,7 @@ def test_page__the_owner_sets_the_workspace_and_a_bad_address_is_refused(
 def test_page__too_many_tries_say_how_long_to_wait(page: Page, panel: str) -> None:
     for _ in range(10):
         HTTP.post(f"{panel}/v1/auth/login", json={"email": "owner@example.com", "password": "x"})
-    sign_in(page, panel, password="still wrong")
+    sign_in(page, panel, password="still wrong", wait=False)
     expect(page.locator("#message")).to_contain_text("Try again in")
 
 
