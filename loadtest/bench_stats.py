@@ -50,7 +50,10 @@ def seed(url: str, events: int) -> None:
             " FROM generate_series(1, %s) n",
             (BOTS,),
         )
-        conn.execute("UPDATE workspace SET time_zone = 'Asia/Tehran'")
+        conn.execute(
+            "INSERT INTO workspace (name, time_zone) VALUES ('Bench', 'Asia/Tehran')"
+            " ON CONFLICT (id) DO UPDATE SET time_zone = excluded.time_zone"
+        )
         conn.execute(
             "INSERT INTO stat_events (at, kind, bot_id, content_id)"
             " SELECT now() - random() * interval '30 days',"
@@ -76,7 +79,11 @@ def series_times(url: str, runs: int) -> list[float]:
         for _ in range(runs):
             started = time.perf_counter()
             conn.execute(PANEL["stats_slots"], params).fetchall()
-            rows = conn.execute(PANEL["stats_counts"], params).fetchall()
+            bounds = conn.execute(PANEL["stats_bounds"], params).fetchone()
+            rows = conn.execute(
+                PANEL["stats_counts"],
+                {**params, **dict(zip(("zone", "lo", "hi", "rolled"), bounds or (), strict=False))},
+            ).fetchall()
             conn.execute(PANEL["stats_campaigns"], params).fetchall()
             took.append((time.perf_counter() - started) * 1000)
     if not rows:
@@ -115,7 +122,8 @@ async def fanned(url: str, people: int) -> float:
     pool = pool_for(url)
     await pool.open(wait=True)
     stopping = asyncio.Event()
-    fan_out = FanOut(pool, Notifier(pool), "bench", poll_interval=0.05, window=people + 1)
+    # A window the whole fan-out fits in: nothing drains it here.
+    fan_out = FanOut(pool, Notifier(pool), "bench", poll_interval=0.05, window=2 * people)
     started = time.perf_counter()
     task = asyncio.create_task(fan_out.run(stopping))
     try:
@@ -146,10 +154,13 @@ def main() -> int:
             f"{args.events:,} events of {BOTS} bots over 30 days written in"
             f" {time.perf_counter() - started:.1f} s"
         )
-        live = series_times(url, max(3, args.runs // 5))
+        live = series_times(url, 1)
         print(f"30-day hourly series, nothing rolled up: median {statistics.median(live):.0f} ms")
         hours, took = asyncio.run(rolled(url))
         print(f"roll-up: {hours} hours closed in {took:.1f} s")
+        with psycopg.connect(url, autocommit=True) as conn:
+            # What autovacuum does soon after a table grows; done here at once.
+            conn.execute("VACUUM ANALYZE stat_hours")
         times = series_times(url, args.runs)
         p95 = sorted(times)[int(0.95 * (len(times) - 1))]
         verdict = "met" if p95 < 100 else "NOT met"

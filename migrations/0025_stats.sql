@@ -23,7 +23,10 @@ CREATE INDEX stat_events_at ON stat_events (at);
 
 -- Closed hours, counted once by the roll-up (one worker, under the lease `stats-rollup`).
 -- An hour starts where `date_trunc('hour', at, zone)` says: on the half hour in Asia/Tehran.
--- "None" is 0 (a bot, a content, a campaign) or '' (a currency): the key holds no NULL.
+-- "None" is 0 (a bot, a content, a campaign) or '' (a currency): the key holds no NULL. Each
+-- hour has its counts per content and campaign, and its totals per bot, kind and currency
+-- under content and campaign -1, so a series over everything reads one row per bot and kind
+-- an hour, not one per content.
 CREATE TABLE stat_hours (
     hour        timestamptz NOT NULL,
     bot_id      integer     NOT NULL,
@@ -35,6 +38,11 @@ CREATE TABLE stat_hours (
     amount      bigint      NOT NULL,
     PRIMARY KEY (hour, bot_id, kind, content_id, campaign_id, currency)
 );
+
+CREATE INDEX stat_hours_totals ON stat_hours (hour) INCLUDE (bot_id, kind, currency, events, amount)
+    WHERE content_id = -1;
+CREATE INDEX stat_hours_by_content ON stat_hours (content_id, hour) WHERE content_id > 0;
+CREATE INDEX stat_hours_by_campaign ON stat_hours (campaign_id, hour) WHERE campaign_id > 0;
 
 -- How far the roll-up has gone, in which zone. A zone change starts it over.
 CREATE TABLE stat_rollup (

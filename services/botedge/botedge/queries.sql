@@ -808,7 +808,7 @@ VALUES (%(at)s, %(kind)s, %(bot_id)s, %(person_id)s, %(content_id)s);
 -- rollup_state --
 -- The roll-up's watermark under its row lock, the workspace's zone, and where counting would
 -- begin from scratch (the first event, or the first person met).
-SELECT w.time_zone AS workspace_zone, r.zone, r.done_until,
+SELECT now(), w.time_zone AS workspace_zone, r.zone, r.done_until,
        least((SELECT min(at) FROM stat_events),
              (SELECT min(first_seen_at) FROM bot_people)) AS first_at
   FROM workspace w
@@ -822,15 +822,20 @@ INSERT INTO stat_rollup (zone, done_until) VALUES (%(zone)s, %(done_until)s)
 ON CONFLICT (one) DO UPDATE SET zone = excluded.zone, done_until = excluded.done_until;
 
 -- rollup_hours --
--- The hours from `from` to `until` (both hour starts in `zone`), counted; a recount replaces.
+-- The hours from `from` to `until` (both hour starts in `zone`), counted per content and
+-- campaign and in total (content and campaign -1); a recount replaces.
 INSERT INTO stat_hours (hour, bot_id, kind, content_id, campaign_id, currency, events, amount)
-SELECT date_trunc('hour', at, %(zone)s), coalesce(bot_id, 0), kind, coalesce(content_id, 0),
-       coalesce(campaign_id, 0), coalesce(currency, ''), count(*), coalesce(sum(amount), 0)
-  FROM stat_events
- WHERE at >= %(from)s AND at < %(until)s
- GROUP BY 1, 2, 3, 4, 5, 6
+SELECT hour, bot, kind, coalesce(content, -1), coalesce(campaign, -1), currency, count(*),
+       sum(amount)
+  FROM (SELECT date_trunc('hour', at, %(zone)s) AS hour, coalesce(bot_id, 0) AS bot, kind,
+               coalesce(content_id, 0) AS content, coalesce(campaign_id, 0) AS campaign,
+               coalesce(currency, '') AS currency, coalesce(amount, 0) AS amount
+          FROM stat_events
+         WHERE at >= %(from)s AND at < %(until)s) e
+ GROUP BY GROUPING SETS ((hour, bot, kind, currency),
+                         (hour, bot, kind, content, campaign, currency))
 UNION ALL
-SELECT date_trunc('hour', first_seen_at, %(zone)s), bot_id, 'new_person', 0, 0, '', count(*), 0
+SELECT date_trunc('hour', first_seen_at, %(zone)s), bot_id, 'new_person', -1, -1, '', count(*), 0
   FROM bot_people
  WHERE first_seen_at >= %(from)s AND first_seen_at < %(until)s
  GROUP BY 1, 2

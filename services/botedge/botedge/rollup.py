@@ -35,14 +35,20 @@ def hour_start(at: dt.datetime, zone: ZoneInfo) -> dt.datetime:
 
 
 async def roll_up(
-    pool: Pool, now: dt.datetime, *, keep_days: int = 90, grace: dt.timedelta = GRACE
+    pool: Pool,
+    now: dt.datetime | None = None,
+    *,
+    keep_days: int = 90,
+    grace: dt.timedelta = GRACE,
 ) -> int:
-    """One round; how many hours it closed."""
+    """One round up to `now` (the database's clock unless told: a worker whose own clock ran
+    ahead must not close hours still being written); how many hours it closed."""
     async with connection(pool) as conn, conn.transaction():
         cur = await conn.execute(Q["rollup_state"])
         state = await cur.fetchone()
         if state is None:
             return 0
+        now = now or state["now"]
         zone_name = str(state["workspace_zone"])
         zone = ZoneInfo(zone_name)
         done_until = state["done_until"]

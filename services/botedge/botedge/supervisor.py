@@ -306,9 +306,7 @@ class WorkerSupervisor:
         """The statistics' closed hours counted, each STATS_INTERVAL."""
 
         async def count() -> None:
-            hours = await rollup.roll_up(
-                self.pool, self.clock.now(), keep_days=self.settings.stat_days
-            )
+            hours = await rollup.roll_up(self.pool, keep_days=self.settings.stat_days)
             if hours:
                 log.info("stats roll-up: %d hours closed", hours)
 

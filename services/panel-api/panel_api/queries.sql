@@ -840,43 +840,58 @@ SELECT NULL::timestamptz, d::date
  WHERE %(granularity)s = 'day'
  ORDER BY 1, 2;
 
+-- stats_bounds --
+-- The range as instants of the workspace's zone, and how far the roll-up counted in that zone
+-- (nothing while it is in another): passed back to stats_counts as values, so its plan scans
+-- only the range.
+SELECT w.time_zone AS zone,
+       (%(from)s::date::timestamp AT TIME ZONE w.time_zone) AS lo,
+       ((%(to)s::date + 1)::timestamp AT TIME ZONE w.time_zone) AS hi,
+       CASE WHEN r.zone = w.time_zone THEN r.done_until
+            ELSE '1970-01-01 00:00:00+00'::timestamptz END AS rolled
+  FROM workspace w
+  LEFT JOIN stat_rollup r ON true;
+
 -- stats_counts --
--- Counts per hour or day, kind and currency over the range: the closed hours from the roll-up
--- (while it is in the workspace's zone), the rest from the events themselves.
-WITH w AS (
-    SELECT w.time_zone AS zone,
-           (%(from)s::date::timestamp AT TIME ZONE w.time_zone) AS lo,
-           ((%(to)s::date + 1)::timestamp AT TIME ZONE w.time_zone) AS hi,
-           CASE WHEN r.zone = w.time_zone THEN r.done_until
-                ELSE '-infinity'::timestamptz END AS rolled
-      FROM workspace w
-      LEFT JOIN stat_rollup r ON true
-), counted AS (
+-- Counts per hour or day, kind and currency over [lo, hi): the closed hours from the roll-up,
+-- the rest from the events themselves.
+WITH counted AS (
+    -- Unfiltered: the hours' totals; by content or campaign: their own rows.
     SELECT h.hour, h.kind, h.currency, h.events, h.amount
-      FROM stat_hours h, w
-     WHERE h.hour >= w.lo AND h.hour < least(w.hi, w.rolled)
+      FROM stat_hours h
+     WHERE h.hour >= %(lo)s AND h.hour < least(%(hi)s::timestamptz, %(rolled)s::timestamptz)
        AND (%(bot_id)s::integer IS NULL OR h.bot_id = %(bot_id)s)
+       AND %(content_id)s::integer IS NULL AND %(campaign_id)s::integer IS NULL
+       AND h.content_id = -1
+    UNION ALL
+    SELECT h.hour, h.kind, h.currency, h.events, h.amount
+      FROM stat_hours h
+     WHERE h.hour >= %(lo)s AND h.hour < least(%(hi)s::timestamptz, %(rolled)s::timestamptz)
+       AND (%(bot_id)s::integer IS NULL OR h.bot_id = %(bot_id)s)
+       AND (%(content_id)s::integer IS NOT NULL OR %(campaign_id)s::integer IS NOT NULL)
+       AND h.content_id >= 0
        AND (%(content_id)s::integer IS NULL OR h.content_id = %(content_id)s)
        AND (%(campaign_id)s::integer IS NULL OR h.campaign_id = %(campaign_id)s)
     UNION ALL
-    SELECT date_trunc('hour', e.at, w.zone), e.kind, coalesce(e.currency, ''), 1,
+    SELECT date_trunc('hour', e.at, %(zone)s), e.kind, coalesce(e.currency, ''), 1,
            coalesce(e.amount, 0)
-      FROM stat_events e, w
-     WHERE e.at >= greatest(w.lo, w.rolled) AND e.at < w.hi
+      FROM stat_events e
+     WHERE e.at >= greatest(%(lo)s::timestamptz, %(rolled)s::timestamptz) AND e.at < %(hi)s
        AND (%(bot_id)s::integer IS NULL OR e.bot_id = %(bot_id)s)
        AND (%(content_id)s::integer IS NULL OR e.content_id = %(content_id)s)
        AND (%(campaign_id)s::integer IS NULL OR e.campaign_id = %(campaign_id)s)
     UNION ALL
-    SELECT date_trunc('hour', bp.first_seen_at, w.zone), 'new_person', '', 1, 0
-      FROM bot_people bp, w
-     WHERE bp.first_seen_at >= greatest(w.lo, w.rolled) AND bp.first_seen_at < w.hi
+    SELECT date_trunc('hour', bp.first_seen_at, %(zone)s), 'new_person', '', 1, 0
+      FROM bot_people bp
+     WHERE bp.first_seen_at >= greatest(%(lo)s::timestamptz, %(rolled)s::timestamptz)
+       AND bp.first_seen_at < %(hi)s
        AND (%(bot_id)s::integer IS NULL OR bp.bot_id = %(bot_id)s)
        AND %(content_id)s::integer IS NULL AND %(campaign_id)s::integer IS NULL
 )
 SELECT CASE WHEN %(granularity)s = 'hour' THEN c.hour END AS hour,
-       CASE WHEN %(granularity)s = 'day' THEN (c.hour AT TIME ZONE w.zone)::date END AS day,
+       CASE WHEN %(granularity)s = 'day' THEN (c.hour AT TIME ZONE %(zone)s)::date END AS day,
        c.kind, c.currency, sum(c.events)::bigint AS events, sum(c.amount)::bigint AS amount
-  FROM counted c, w
+  FROM counted c
  GROUP BY 1, 2, 3, 4;
 
 -- stats_campaigns --

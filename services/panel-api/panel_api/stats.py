@@ -138,7 +138,8 @@ class Statistics:
                 "campaign_id": where.campaign_id,
             }
             slots = await store.rows(conn, "stats_slots", params)
-            counts = await store.rows(conn, "stats_counts", params)
+            bounds = await store.row(conn, "stats_bounds", params)
+            counts = await store.rows(conn, "stats_counts", {**params, **(bounds or {})})
             campaigns = await store.rows(conn, "stats_campaigns", params)
         return _assemble(
             start, to, where.granularity, str(zone_row["zone"]), slots, counts, campaigns

@@ -51,21 +51,28 @@ def events(
     """`n` events of the panel's bot at random moments over `hours` from `start`."""
     rng = random.Random(seed)
     made = [
-        (rng.choice(KINDS), start + dt.timedelta(seconds=rng.randrange(hours * 3600)))
+        (
+            rng.choice(KINDS),
+            start + dt.timedelta(seconds=rng.randrange(hours * 3600)),
+            rng.choice((None, 1, 2)),
+        )
         for _ in range(n)
     ]
     with psycopg.connect(panel.database_url) as conn:
-        with conn.cursor().copy("COPY stat_events (kind, at, bot_id) FROM STDIN") as copy:
-            for kind, at in made:
-                copy.write_row((kind, at, panel.bot))
+        with conn.cursor().copy(
+            "COPY stat_events (kind, at, content_id, bot_id) FROM STDIN"
+        ) as copy:
+            for kind, at, content in made:
+                copy.write_row((kind, at, content, panel.bot))
     return made
 
 
 def series(
-    panel: Panel, first: dt.date, last: dt.date, granularity: str
+    panel: Panel, first: dt.date, last: dt.date, granularity: str, content: int | None = None
 ) -> dict[str, Counter[str]]:
+    only = f"&content_id={content}" if content else ""
     answer = panel.call(
-        "GET", f"/v1/stats?from={first}&to={last}&granularity={granularity}", role="viewer"
+        "GET", f"/v1/stats?from={first}&to={last}&granularity={granularity}{only}", role="viewer"
     )
     assert answer.status_code == 200, answer.text
     return {
@@ -75,14 +82,17 @@ def series(
 
 
 def expected(
-    made: list[tuple[str, dt.datetime]],
+    made: list[tuple[str, dt.datetime, int | None]],
     zone: ZoneInfo,
     first: dt.date,
     last: dt.date,
     granularity: str,
+    content: int | None = None,
 ) -> dict[str, Counter[str]]:
     counted: dict[str, Counter[str]] = {}
-    for kind, at in made:
+    for kind, at, of in made:
+        if content is not None and of != content:
+            continue
         day = at.astimezone(zone).date()
         if not first <= day <= last:
             continue
@@ -123,10 +133,11 @@ def test_rollup__every_series_equals_a_count_over_the_raw_events(
 
     def all_equal() -> None:
         for granularity in ("hour", "day"):
-            same(
-                series(panel, first, last, granularity),
-                expected(made, zone, first, last, granularity),
-            )
+            for content in (None, 2):
+                same(
+                    series(panel, first, last, granularity, content),
+                    expected(made, zone, first, last, granularity, content),
+                )
 
     # Half rolled up, half read live.
     middle = dt.datetime.combine(first + dt.timedelta(days=2), dt.time(13, 17), zone)
