@@ -118,3 +118,33 @@ def test_my_chat_member__the_bots_rights_in_a_channel_follow_its_promotions(
     assert standing() == [("Later", "channel", "administrator", True, True, True)]
     asyncio.run(apply(database_url, change({"status": "left"})))
     assert standing() == [("Later", "channel", "left", False, False, False)]
+
+
+def test_statistics__a_start_and_a_block_in_a_private_chat_are_counted_not_a_group_start(
+    database_url: str,
+) -> None:
+    bot, _, _ = insert_bot(database_url)
+    person = {"id": 4242, "is_bot": False, "first_name": "A"}
+    private = {"id": 4242, "type": "private", "first_name": "A"}
+    start = {"message_id": 1, "from": person, "chat": private, "date": 1, "text": "/start"}
+    group = {**start, "chat": {"id": -100777, "type": "supergroup", "title": "G"}}
+    kicked = {
+        "chat": private,
+        "from": person,
+        "date": 2,
+        "old_chat_member": {"status": "member", "user": {"id": 1, "is_bot": True}},
+        "new_chat_member": {"status": "kicked", "user": {"id": 1, "is_bot": True}},
+    }
+    for kind, body, chat in (
+        ("message", start, 4242),
+        ("message", group, -100777),
+        ("my_chat_member", kicked, 4242),
+    ):
+        asyncio.run(apply(database_url, update(bot, kind, body, chat)))
+    with psycopg.connect(database_url) as conn:
+        counted = conn.execute(
+            "SELECT s.kind, p.telegram_user_id FROM stat_events s"
+            " JOIN people p ON p.id = s.person_id WHERE s.bot_id = %s ORDER BY s.id",
+            (bot,),
+        ).fetchall()
+    assert counted == [("start", 4242), ("blocked", 4242)]

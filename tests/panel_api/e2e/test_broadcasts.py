@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
-import httpx
 import psycopg
 import pytest
 
@@ -28,31 +26,22 @@ from tests.conftest import (
     service_env,
     wait_until,
 )
-from tests.panel_api.e2e.conftest import PASSWORD, call_as, owner_and_viewer
+from tests.panel_api.e2e.conftest import PASSWORD, Panel, owner_and_viewer
 
 BOT = 5550001
 PEOPLE = range(7_300_001, 7_300_031)
 
 
 @dataclass
-class Panel:
-    url: str
-    tokens: dict[str, str]
-    bot: int
-    database_url: str
+class EdgePanel(Panel):
+    """The panel with the simulated Telegram it sends through, and a worker's environment."""
+
     sim: str
     env: dict[str, str]
 
-    def call(self, method: str, path: str, body: Any = None, role: str = "owner") -> httpx.Response:
-        return call_as(self.tokens[role], method, f"{self.url}{path}", body)
-
-    def query(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
-        with psycopg.connect(self.database_url) as conn:
-            return conn.execute(sql, args).fetchall()  # type: ignore[arg-type]
-
 
 @pytest.fixture
-def panel(serve: Serve, database_url: str) -> Iterator[Panel]:
+def panel(serve: Serve, database_url: str) -> Iterator[EdgePanel]:
     """The panel with botedge's API and the simulated Telegram behind it; a bot with 30 people
     who started it (@p7300001 ...), the first two of whom blocked it."""
     sim = serve_simtelegram(serve, SIM_ENFORCE_LIMITS="false")
@@ -72,11 +61,11 @@ def panel(serve: Serve, database_url: str) -> Iterator[Panel]:
     assert seed(database_url, "owner@example.com", PASSWORD, TEST_BCRYPT_ROUNDS) is True
     settings = panel_settings(database_url, BOTEDGE_URL=botedge.url)
     with serve_in_thread(create_app(settings)) as url:
-        yield Panel(url, owner_and_viewer(url), bot, database_url, sim.url, env)
+        yield EdgePanel(url, owner_and_viewer(url), bot, database_url, sim.url, env)
 
 
 def test_broadcast__a_worker_sends_it_to_everyone_reachable_with_its_progress(
-    panel: Panel, start_service: Callable[..., ServiceProcess]
+    panel: EdgePanel, start_service: Callable[..., ServiceProcess]
 ) -> None:
     audience = panel.call("GET", f"/v1/broadcasts/audience?bot={panel.bot}", role="viewer")
     assert audience.json() == {
@@ -130,7 +119,7 @@ def test_broadcast__a_worker_sends_it_to_everyone_reachable_with_its_progress(
     assert action == "broadcasts.send"
 
 
-def test_broadcast__refusals_at_their_fields_and_nothing_written(panel: Panel) -> None:
+def test_broadcast__refusals_at_their_fields_and_nothing_written(panel: EdgePanel) -> None:
     with psycopg.connect(panel.database_url) as conn:
         [(other_bot,)] = conn.execute(
             "INSERT INTO bots (telegram_bot_id, username, token_encrypted,"
@@ -172,7 +161,7 @@ def test_broadcast__refusals_at_their_fields_and_nothing_written(panel: Panel) -
     assert panel.query("SELECT count(*) FROM broadcasts") == [(0,)]
 
 
-def test_broadcast__a_test_message_first_then_cancel_before_it_starts(panel: Panel) -> None:
+def test_broadcast__a_test_message_first_then_cancel_before_it_starts(panel: EdgePanel) -> None:
     body = {"bot_id": panel.bot, "text": "Tonight <i>live</i>"}
     sent = panel.call("POST", "/v1/broadcasts/test", {**body, "to": f"@p{PEOPLE[5]}"})
     assert sent.status_code == 200, sent.text
