@@ -73,6 +73,8 @@ export async function stats(url) {
     await call("GET", `/v1/stats?${new URLSearchParams(Object.entries(wanted).filter(([, x]) => x))}`);
     navigate(wanted);
   }, { then: async () => {} });
+  // It only reads: a viewer's page has it too.
+  form.setAttribute("data-reads", "");
   const csv = words("button", "exportCsv", { type: "button", id: "stats-csv" });
   csv.addEventListener("click", () => download(`/v1/stats.csv?${asked}`).catch(show));
   const revenue = found.revenue.length
