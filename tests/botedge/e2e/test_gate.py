@@ -174,7 +174,20 @@ def test_gate__content_kept_in_memory_until_it_changes(edge: Edge) -> None:
     setup = gate_setup(edge)
     for chat in (NEWS, TALK):
         edge.sim_post("/_sim/join", {"chat_id": chat, "user_id": VISITOR})
+    [(before,)] = edge.query("SELECT now()")
     worker = edge.start_worker()
+    # The worker's first round of the rights watch rewrites the bot's channel rows, and any
+    # change there empties the cache: wait for it before counting reads.
+    edge.wait_until(
+        lambda: (
+            edge.query(
+                "SELECT bool_and(coalesce(checked_at > %s, false)) FROM bot_channels", before
+            )
+            == [(True,)]
+        ),
+        30,
+        "the rights watch's first round",
+    )
 
     def lookups() -> str:
         text = HTTP.get(f"{worker.url}/metrics").text
