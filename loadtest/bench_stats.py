@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from psycopg.rows import dict_row
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -73,17 +74,15 @@ def series_times(url: str, runs: int) -> list[float]:
         "bot_id": None,
         "content_id": None,
         "campaign_id": None,
+        "now": dt.datetime.now(dt.UTC),
     }
     took = []
-    with psycopg.connect(url) as conn:
+    with psycopg.connect(url, row_factory=dict_row) as conn:
         for _ in range(runs):
             started = time.perf_counter()
             conn.execute(PANEL["stats_slots"], params).fetchall()
-            bounds = conn.execute(PANEL["stats_bounds"], params).fetchone()
-            rows = conn.execute(
-                PANEL["stats_counts"],
-                {**params, **dict(zip(("zone", "lo", "hi", "rolled"), bounds or (), strict=False))},
-            ).fetchall()
+            bounds = conn.execute(PANEL["stats_bounds"], params).fetchone() or {}
+            rows = conn.execute(PANEL["stats_counts"], {**params, **bounds}).fetchall()
             conn.execute(PANEL["stats_campaigns"], params).fetchall()
             took.append((time.perf_counter() - started) * 1000)
     if not rows:

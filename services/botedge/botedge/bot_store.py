@@ -5,6 +5,7 @@ Every function takes a connection from `botedge.db.connection(pool)`.
 
 from __future__ import annotations
 
+import datetime as dt
 import secrets
 from dataclasses import dataclass
 from typing import Any
@@ -145,10 +146,17 @@ async def release_lease(conn: Connection, name: str, holder: str) -> None:
 
 
 async def record_person(
-    conn: Connection, bot_id: int, user: Any, *, met: bool = True
+    conn: Connection,
+    bot_id: int,
+    user: Any,
+    *,
+    met: bool = True,
+    counted: str | None = None,
+    at: dt.datetime | None = None,
 ) -> PersonId | None:
     """Upsert the person behind a `from` and, with `met`, note that this bot met them (a
-    channel member seen in `chat_member` is not a visitor of the bot); their id."""
+    channel member seen in `chat_member` is not a visitor of the bot); their id. `counted`
+    names a statistics event of theirs at `at`, written by the same statement."""
     if not isinstance(user, dict) or user.get("is_bot") or not isinstance(user.get("id"), int):
         return None
     if user["id"] in NOT_PEOPLE:
@@ -164,6 +172,8 @@ async def record_person(
             "language_code": user.get("language_code"),
             "bot_id": bot_id,
             "met": met,
+            "counted": counted,
+            "at": at,
         },
     )
     return None if row is None else PersonId(int(row["id"]))

@@ -338,27 +338,20 @@ def content_reply(chat_id: ChatId, content: Content) -> Reply:
 
 
 async def _deliver_once(conn: Connection, visit: Visit, content: Content) -> bool:
+    """Through the gate: counted each time, and the content's delivery recorded (and counted)
+    the first time; whether this was the first."""
     if visit.person_id is None:
         return False
     cur = await conn.execute(
         Q["record_delivery"],
-        {"content_id": content.id, "person_id": visit.person_id, "now": visit.now},
+        {
+            "content_id": content.id,
+            "person_id": visit.person_id,
+            "bot_id": visit.update.bot_id,
+            "now": visit.now,
+        },
     )
     return await cur.fetchone() is not None
-
-
-async def _count(conn: Connection, visit: Visit, kind: stats.Kind, content: Content) -> None:
-    await stats.record(conn, kind, visit.update.bot_id, visit.person_id, visit.now, content.id)
-
-
-async def _passed(conn: Connection, visit: Visit, content: Content) -> bool:
-    """Through the gate: counted each time, the content's delivery the first time; whether
-    this was the first."""
-    await _count(conn, visit, "gate_passed", content)
-    first = await _deliver_once(conn, visit, content)
-    if first:
-        await _count(conn, visit, "content_delivered", content)
-    return first
 
 
 class _Start:
@@ -381,10 +374,17 @@ class _Start:
                 "parse_mode": "HTML",
                 "reply_markup": gate_markup(check.content, check),
             }
-            await _count(conn, visit, "gate_shown", check.content)
+            await stats.record(
+                conn,
+                "gate_shown",
+                visit.update.bot_id,
+                visit.person_id,
+                visit.now,
+                check.content.id,
+            )
             return [Reply(chat_id, "sendMessage", payload)]
         # The link opened again after the gate: the content again; recorded the first time.
-        await _passed(conn, visit, check.content)
+        await _deliver_once(conn, visit, check.content)
         return [content_reply(chat_id, check.content)]
 
 
@@ -421,7 +421,7 @@ class _Press:
                 replies.append(Reply(chat_id, "editMessageText", edit))
             return replies
         replies = [Reply(chat_id, "answerCallbackQuery", answer)]
-        if not await _passed(conn, visit, check.content):
+        if not await _deliver_once(conn, visit, check.content):
             # Already sent to this person: a second press sends nothing more.
             return replies
         if isinstance(message_id, int):

@@ -181,10 +181,9 @@ class BotLogic:
 
     async def apply(self, conn: Connection, update: InboxRow, prepared: Any) -> list[Reply]:
         body = update.body
-        person_id = await bot_store.record_person(conn, update.bot_id, body.get("from"))
-        counted = _counted(update)
-        if counted is not None:
-            await stats.record(conn, counted, update.bot_id, person_id, self.clock.now())
+        person_id = await bot_store.record_person(
+            conn, update.bot_id, body.get("from"), counted=_counted(update), at=self.clock.now()
+        )
         if prepared is not None:
             route, arg, value = prepared
             visit = Visit(update, arg, person_id, self.clock.now())

@@ -209,7 +209,8 @@ UPDATE inbox
 RETURNING id, bot_id;
 
 -- upsert_person --
--- The person and, when `met`, that this bot met them: one round trip on every update.
+-- The person and, when `met`, that this bot met them: one round trip on every update. With
+-- `counted` (a /start, a block), the statistics' event too.
 WITH person AS (
     INSERT INTO people (telegram_user_id, username, first_name, last_name, language_code)
     VALUES (%(telegram_user_id)s, %(username)s, %(first_name)s, %(last_name)s,
@@ -223,6 +224,9 @@ WITH person AS (
     INSERT INTO bot_people (bot_id, person_id, first_seen_at, last_seen_at)
     SELECT %(bot_id)s, id, now(), now() FROM person WHERE %(met)s
     ON CONFLICT (bot_id, person_id) DO UPDATE SET last_seen_at = now(), unreachable_at = NULL
+), counted AS (
+    INSERT INTO stat_events (at, kind, bot_id, person_id)
+    SELECT %(at)s, %(counted)s, %(bot_id)s, id FROM person WHERE %(counted)s::text IS NOT NULL
 )
 SELECT id FROM person;
 
@@ -387,10 +391,20 @@ ON CONFLICT (bot_id, channel_id) DO UPDATE
    SET checked_at = now(), last_error = excluded.last_error;
 
 -- record_delivery --
-INSERT INTO content_deliveries (content_id, person_id, delivered_at)
-VALUES (%(content_id)s, %(person_id)s, %(now)s)
-ON CONFLICT DO NOTHING
-RETURNING content_id;
+-- Through the gate: counted each time, and the content's delivery recorded and counted the
+-- first time, in one statement; a row back when this was the first.
+WITH delivered AS (
+    INSERT INTO content_deliveries (content_id, person_id, delivered_at)
+    VALUES (%(content_id)s, %(person_id)s, %(now)s)
+    ON CONFLICT DO NOTHING
+    RETURNING content_id
+), counted AS (
+    INSERT INTO stat_events (at, kind, bot_id, person_id, content_id)
+    SELECT %(now)s, 'gate_passed', %(bot_id)s, %(person_id)s, %(content_id)s
+    UNION ALL
+    SELECT %(now)s, 'content_delivered', %(bot_id)s, %(person_id)s, content_id FROM delivered
+)
+SELECT content_id FROM delivered;
 
 -- channel_by_chat --
 SELECT id FROM channels WHERE telegram_chat_id = %(chat_id)s;

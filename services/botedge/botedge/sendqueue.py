@@ -79,14 +79,7 @@ class SendQueue:
 
     def keep_only(self, pending: set[int]) -> None:
         """After a full read: drop rows no longer pending (sent or cancelled elsewhere)."""
-        for row_id in [r for r in self.where if r not in pending]:
-            chat_id = self.where[row_id]
-            chat = self.chats[chat_id]
-            if chat.busy and chat.rows[0].id == row_id:
-                continue
-            chat.rows = [r for r in chat.rows if r.id != row_id]
-            del self.where[row_id]
-            self._schedule(chat_id)
+        self.drop(lambda row: row.id not in pending)
 
     def drop(self, unwanted: Callable[[OutboxRow], bool]) -> int:
         """Drop the rows `unwanted` picks (a cancelled broadcast's), except one in flight; how

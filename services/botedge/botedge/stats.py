@@ -1,6 +1,8 @@
-"""Statistics events, written in the transaction of what they count: a /start, the gate shown or
-passed, a content delivered, a block. Campaign joins and leaves are counted by the statements
-that credit them, payments by billing's. The hourly roll-up is `botedge.rollup`."""
+"""Statistics events, written in the transaction of what they count. Most ride on a statement
+the update runs anyway: a /start or a block on the person's upsert (`bot_store.record_person`),
+a pass of the gate and a first delivery on the delivery's insert, campaign joins and leaves on
+their crediting, payments on billing's. The gate shown is written here. The hourly roll-up is
+`botedge.rollup`."""
 
 from __future__ import annotations
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shared.jsonsafe import storage_problem
+from shared.telegram_text import utf16_units
 
 # The update kinds stored in the inbox; every other kind is answered 200 and counted.
 KINDS = (
@@ -51,10 +52,6 @@ def _int_at(obj: Any, *path: str) -> int:
     if not -BIGINT_MAX <= obj <= BIGINT_MAX:
         raise MalformedUpdate(f"{'.'.join(path)} is out of range")
     return obj
-
-
-def utf16_units(text: str) -> int:
-    return len(text.encode("utf-16-le")) // 2
 
 
 def parse(payload: Any) -> Incoming:

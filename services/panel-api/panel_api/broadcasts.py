@@ -34,6 +34,7 @@ from panel_api.ledger import Id
 from shared.clock import Clock
 from shared.db import Connection
 from shared.errors import json_body
+from shared.telegram_text import utf16_units
 from shared.web import runtime
 
 Q = store.Q
@@ -210,7 +211,7 @@ def _draft(body: NewBroadcast) -> dict[str, Any]:
             "a broadcast is a text or a content, not both", field="content_id", code="invalid"
         )
     if text:
-        if _utf16(text) > TEXT_LIMIT:
+        if utf16_units(text) > TEXT_LIMIT:
             raise errors.InvalidValue(
                 f"Telegram takes a message of at most {TEXT_LIMIT} characters",
                 field="text",
@@ -223,7 +224,7 @@ def _draft(body: NewBroadcast) -> dict[str, Any]:
         raise errors.InvalidValue("a button needs a link", field="button_url", code="required")
     if button_url and not button_text:
         raise errors.InvalidValue("a button needs a label", field="button_text", code="required")
-    if button_text and _utf16(button_text) > BUTTON_LIMIT:
+    if button_text and utf16_units(button_text) > BUTTON_LIMIT:
         raise errors.InvalidValue(
             f"Telegram takes a button label of at most {BUTTON_LIMIT} characters",
             field="button_text",
@@ -286,10 +287,6 @@ async def _one(conn: Connection, broadcast_id: int) -> Broadcast:
     if row is None:
         raise errors.NotFound("no broadcast by that id")
     return msgspec.convert(row, Broadcast)
-
-
-def _utf16(text: str) -> int:
-    return len(text.encode("utf-16-le")) // 2
 
 
 # What Telegram's HTML reads: these tags, and the four named entities and numeric ones.

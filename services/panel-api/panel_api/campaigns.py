@@ -34,6 +34,7 @@ from panel_api.ledger import Id
 from shared.clock import Clock
 from shared.db import Connection
 from shared.errors import json_body
+from shared.telegram_text import utf16_units
 from shared.web import runtime
 
 Q = store.Q
@@ -127,7 +128,7 @@ class Campaigns:
         name = body.name.strip()
         if not name:
             raise errors.InvalidValue("a campaign needs a name", field="name", code="required")
-        if len(name.encode("utf-16-le")) // 2 > NAME_LIMIT:
+        if utf16_units(name) > NAME_LIMIT:
             raise errors.InvalidValue(
                 f"Telegram takes a link name of at most {NAME_LIMIT} characters",
                 field="name",

@@ -821,10 +821,6 @@ SELECT p.telegram_user_id, bp.blocked_at IS NOT NULL AS blocked
  ORDER BY p.telegram_user_id = %(user_id)s DESC
  LIMIT 1;
 
--- stats_zone --
-SELECT time_zone AS zone, (%(now)s::timestamptz AT TIME ZONE time_zone)::date AS today
-  FROM workspace;
-
 -- stats_slots --
 -- Every hour (its start) or day of the range, in the workspace's zone: a day of a
 -- daylight-saving change has 23 or 25 hours.
@@ -841,16 +837,22 @@ SELECT NULL::timestamptz, d::date
  ORDER BY 1, 2;
 
 -- stats_bounds --
--- The range as instants of the workspace's zone, and how far the roll-up counted in that zone
--- (nothing while it is in another): passed back to stats_counts as values, so its plan scans
--- only the range.
-SELECT w.time_zone AS zone,
-       (%(from)s::date::timestamp AT TIME ZONE w.time_zone) AS lo,
-       ((%(to)s::date + 1)::timestamp AT TIME ZONE w.time_zone) AS hi,
-       CASE WHEN r.zone = w.time_zone THEN r.done_until
-            ELSE '1970-01-01 00:00:00+00'::timestamptz END AS rolled
-  FROM workspace w
-  LEFT JOIN stat_rollup r ON true;
+-- The range asked (the last 30 days of the workspace's zone unless given) as days and as
+-- instants of the zone, and how far the roll-up counted in that zone (nothing while it is in
+-- another): passed to stats_counts as values, so its plan scans only the range.
+WITH w AS (
+    SELECT w.time_zone AS zone,
+           coalesce(%(to)s::date, (%(now)s::timestamptz AT TIME ZONE w.time_zone)::date) AS last,
+           CASE WHEN r.zone = w.time_zone THEN r.done_until
+                ELSE '1970-01-01 00:00:00+00'::timestamptz END AS rolled
+      FROM workspace w
+      LEFT JOIN stat_rollup r ON true
+), range AS (
+    SELECT zone, coalesce(%(from)s::date, last - 29) AS first, last, rolled FROM w
+)
+SELECT zone, first, last, first::timestamp AT TIME ZONE zone AS lo,
+       (last + 1)::timestamp AT TIME ZONE zone AS hi, rolled
+  FROM range;
 
 -- stats_counts --
 -- Counts per hour or day, kind and currency over [lo, hi): the closed hours from the roll-up,

@@ -114,11 +114,12 @@ class Statistics:
     async def _read(self, request: Request) -> Stats:
         where = query(request, StatsQuery)
         async with store.connection(runtime(request).pool) as conn:
-            zone_row = await store.row(conn, "stats_zone", {"now": self.clock.now()})
-            if zone_row is None:
+            bounds = await store.row(
+                conn, "stats_bounds", {"now": self.clock.now(), "from": where.from_, "to": where.to}
+            )
+            if bounds is None:
                 raise errors.StoreError("the workspace has no row")
-            to = where.to or zone_row["today"]
-            start = where.from_ or to - dt.timedelta(days=29)
+            start, to = bounds["first"], bounds["last"]
             if start > to:
                 raise errors.InvalidValue(
                     "the range ends before it starts", field="from", code="out-of-range"
@@ -138,11 +139,10 @@ class Statistics:
                 "campaign_id": where.campaign_id,
             }
             slots = await store.rows(conn, "stats_slots", params)
-            bounds = await store.row(conn, "stats_bounds", params)
-            counts = await store.rows(conn, "stats_counts", {**params, **(bounds or {})})
+            counts = await store.rows(conn, "stats_counts", {**params, **bounds})
             campaigns = await store.rows(conn, "stats_campaigns", params)
         return _assemble(
-            start, to, where.granularity, str(zone_row["zone"]), slots, counts, campaigns
+            start, to, where.granularity, str(bounds["zone"]), slots, counts, campaigns
         )
 
 
