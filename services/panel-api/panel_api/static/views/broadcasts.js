@@ -138,7 +138,7 @@ export async function broadcast(_url, id) {
   const facts = element("dl", { class: "facts", id: "broadcast-facts" },
     words("dt", "bot"), element("dd", {}, element("bdi", { dir: "ltr", text: "@" + b.bot_username })),
     words("dt", "message"), element("dd", {}, said(b)),
-    ...(b.button_text ? [words("dt", "buttonText"), element("dd", {}, element("bdi", { text: b.button_text }), " ",
+    ...(b.button_text ? [words("dt", "messageButton"), element("dd", {}, element("bdi", { text: b.button_text }), " ",
       element("code", { dir: "ltr", text: b.button_url }))] : []),
     words("dt", "createdBy"), element("dd", { text: b.created_by ?? "—" }),
     words("dt", "created"), element("dd", { text: when(b.created_at) ?? "" }));
