@@ -1,5 +1,4 @@
-"""`python -m panel_api`: serve the panel API. `python -m panel_api seed`: demo data;
-`python -m panel_api history`: a month of made-up history for the demo."""
+"""`python -m panel_api`: serve the panel API. `python -m panel_api seed`: demo data."""
 
 from __future__ import annotations
 
@@ -39,24 +38,12 @@ def seed_demo() -> None:
     sys.stdout.flush()
 
 
-def seed_demo_history() -> None:
-    from panel_api.seed import seed_history
-
-    database_url = exit_on_error(lambda: Reader(os.environ).database_url())
-    jsonlog.configure("seed", "INFO", [database_url])
-    wrote = seed_history(database_url.reveal())
-    print("seeded a month of demo history" if wrote else "payments exist; no demo history")
-    sys.stdout.flush()
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m panel_api")
-    parser.add_argument("command", nargs="?", choices=("serve", "seed", "history"), default="serve")
+    parser.add_argument("command", nargs="?", choices=("serve", "seed"), default="serve")
     args = parser.parse_args(argv)
     if args.command == "seed":
         seed_demo()
-    elif args.command == "history":
-        seed_demo_history()
     else:
         serve()
 

@@ -25,15 +25,3 @@ def seed(
             {"email": owner_email.lower(), "password_hash": Passwords(rounds).hash(owner_password)},
         )
     return True
-
-
-def seed_history(database_url: str) -> bool:
-    """A month of made-up business, once, into a database with no payments yet (after the
-    demo bot and channel exist); True when this call wrote it."""
-    with psycopg.connect(database_url) as conn, conn.transaction():
-        conn.execute(sqlq.Q["lock_seed"])
-        if conn.execute("SELECT 1 FROM payments LIMIT 1").fetchone() is not None:
-            return False
-        # Several statements, no parameters: sent as one simple query.
-        conn.execute(sqlq.Q["demo_history"], prepare=False)
-    return True

@@ -278,7 +278,9 @@ class Launcher:
         demo_bot = self._add_demo_bot(child_env)
         demo_gate = self._demo_gate(child_env) if demo_bot else None
         if demo_gate:
-            self._demo_history(child_env)
+            self._demo_month(
+                dict(child_env, PANEL_URL=f"http://127.0.0.1:{ports['panel-api']}"), demo_gate
+            )
         # The sweep every minute, as compose runs it: grace, expiry and removals happen.
         self.procs["sweep"] = subprocess.Popen(  # noqa: S603 - our own module
             [sys.executable, "-m", "billing", "sweep", "--every", str(SWEEP_EVERY)],
@@ -348,9 +350,12 @@ class Launcher:
         shown: dict[str, Any] = json.loads(made)
         return shown
 
-    def _demo_history(self, env: dict[str, str]) -> None:
-        """A month of made-up business for the panel's pages, into a database without any."""
-        _demo_step("write the demo history", env, "panel_api", "history")
+    def _demo_month(self, env: dict[str, str], gate: dict[str, Any]) -> None:
+        """A month of made-up business played through the system, into one nobody has used."""
+        log.info("playing a month of demo activity (DEMO_MONTH=0 turns it off)")
+        played = _demo_step("play the demo month", env, "simulators.demo_month", json.dumps(gate))
+        if played:
+            log.info("demo month: %s", played.strip())
 
     def _banner(
         self,

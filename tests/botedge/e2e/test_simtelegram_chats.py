@@ -173,3 +173,22 @@ def test_messages_batch__delivered_in_order_and_answered_with_their_ids(sim: Sim
     assert [u["message"]["text"] for u in got] == ["m0", "m1", "m2"]
     assert [u["message"]["from"]["id"] for u in got] == [700, 701, 702]
     assert answer.json() == {"update_ids": [u["update_id"] for u in got]}
+
+
+def test_block__the_bot_is_told_kicked_and_its_sends_then_refused(sim: Sim) -> None:
+    assert sim.api("sendMessage", chat_id=4242, text="before")["ok"]
+    sim.api("getUpdates", timeout=0, allowed_updates=["message", "my_chat_member"])
+    assert sim.control("block", {"token": sim.token, "user_id": 4242}).status_code == 200
+    (update,) = sim.updates()
+    change = update["my_chat_member"]
+    assert (change["chat"]["id"], change["chat"]["type"]) == (4242, "private")
+    assert (change["old_chat_member"]["status"], change["new_chat_member"]["status"]) == (
+        "member",
+        "kicked",
+    )
+    assert change["new_chat_member"]["user"]["id"] == sim.bot_id
+    refused = sim.api("sendMessage", chat_id=4242, text="after")
+    assert (refused["error_code"], refused["description"]) == (
+        403,
+        "Forbidden: bot was blocked by the user",
+    )

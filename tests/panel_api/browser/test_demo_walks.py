@@ -1,12 +1,16 @@
-"""The demo as a newcomer walks it: `make run`'s launcher brings everything up, and each walk
-goes through the pages alone: the simulated Telegram's chat window, the checkout, the simulated
-TRON wallet and the owner's panel. Screenshots go to tests/artifacts/walks/."""
+"""The demo as a newcomer walks it: `make run`'s launcher brings everything up (with a small
+demo month, which must come out as its plan says), and each walk goes through the pages alone:
+the simulated Telegram's chat window, the checkout, the simulated TRON wallet and the owner's
+panel. Screenshots go to tests/artifacts/walks/."""
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import os
 import re
 import signal
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -16,19 +20,26 @@ import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
 from shared.testing import free_port
+from simulators.demo_month import DAY, Plan, plan
 from simulators.launcher import CHILDREN
-from tests.conftest import ROOT
+from tests.conftest import HTTP, ROOT, wait_until
 from tests.panel_api.browser.conftest import sign_in
 from tests.shared.e2e.test_launcher import launcher_env, start_launcher, wait_all_ready
 
 pytestmark = [pytest.mark.slow]
 WALKS = ROOT / "tests" / "artifacts" / "walks"
+# A small month whose plan has a visitor on each walk, campaign joins and a leave, a block, a
+# declined card, and buyers active, in grace and expired.
+SEED, VISITORS = 286, 12
 
 
 @dataclass(frozen=True)
 class Demo:
     ports: dict[str, int]
     banner: str
+    # When the launcher started and when its banner was out: the month was played in between.
+    started: dt.datetime
+    up: dt.datetime
 
     def url(self, name: str) -> str:
         return f"http://127.0.0.1:{self.ports[name]}"
@@ -44,13 +55,16 @@ class Demo:
 def demo(tmp_path: Path) -> Iterator[Demo]:
     ports = {child.name: free_port() for child in CHILDREN}
     log = tmp_path / "launcher.log"
-    proc = start_launcher(launcher_env(tmp_path / "data", ports), log)
+    env = launcher_env(tmp_path / "data", ports)
+    env.update(DEMO_MONTH=str(VISITORS), DEMO_SEED=str(SEED))
+    started = dt.datetime.now(dt.UTC)
+    proc = start_launcher(env, log)
     # A payment goes through billing and botedge, and a TRON claim is checked every 5 s.
     expect.set_options(timeout=30_000)
     try:
         wait_all_ready(ports, proc, log)
         WALKS.mkdir(parents=True, exist_ok=True)
-        yield Demo(ports, log.read_text())
+        yield Demo(ports, log.read_text(), started, dt.datetime.now(dt.UTC))
     finally:
         expect.set_options(timeout=5_000)
         os.killpg(proc.pid, signal.SIGTERM)
@@ -240,12 +254,100 @@ def walk_the_owner(page: Page, demo: Demo) -> None:
     shot(page, "owner-orders")
 
 
-def test_walks__a_visitor_three_subscribers_an_advertiser_and_the_owner_through_the_pages(
+def planned_events(month: Plan) -> list[tuple[dt.timedelta, str]]:
+    """What each person of the plan leaves in the statistics, and how long ago."""
+    events = []
+    for v in month.visitors:
+        kinds = ["new_person", "start"]
+        kinds += ["gate_shown"] if v.walk != "start" else []
+        kinds += ["gate_passed", "content_delivered"] if v.walk == "gate" else []
+        # A buyer's /start, and the offer's link: /start pay_<channel>.
+        kinds += ["start", "start"] if v.gateway else []
+        kinds += ["payment"] if v.gateway and not v.declines else []
+        kinds += ["campaign_join"] if v.campaign is not None else []
+        kinds += ["campaign_leave"] if v.leaves else []
+        kinds += ["blocked"] if v.blocks else []
+        events += [(v.ago, kind) for kind in kinds]
+    return events + [(a.ago, "new_person") for a in month.advertisers]
+
+
+def check_the_month(demo: Demo) -> None:
+    """The month the launcher played is the plan's: each event on its day (an event the few
+    seconds of playing could put on either side of midnight may be on either), memberships in
+    the states their payment's age gives once the sweep has run, the campaigns' joins and
+    leaves, both broadcasts sent to everyone who did not block the bot, and the ad orders."""
+    lines = [json.loads(line) for line in demo.banner.splitlines() if '"demo month: ' in line]
+    assert len(lines) == 1, demo.banner
+    assert json.loads(lines[0]["msg"].removeprefix("demo month: "))["failed"] == {}
+    month = plan(SEED, VISITORS)
+    token = HTTP.post(
+        f"{demo.url('panel-api')}/v1/auth/login",
+        json={"email": "owner@example.com", "password": demo.password},
+    ).json()["access_token"]
+
+    def get(path: str, **params: object) -> dict:
+        answer = HTTP.get(
+            f"{demo.url('panel-api')}/v1/{path}",
+            params=params,
+            headers={"authorization": f"Bearer {token}"},
+        )
+        assert answer.status_code == 200, answer.text
+        return dict(answer.json())
+
+    today = dt.date.today()
+    stats = get("stats", **{"from": str(today - dt.timedelta(days=45)), "to": str(today)})
+    assert stats["zone"] == "UTC"
+    sure: Counter[tuple[str, str]] = Counter()
+    unsure: Counter[tuple[str, str]] = Counter()
+    totals = Counter(kind for _, kind in planned_events(month))
+    for ago, kind in planned_events(month):
+        first, last = str((demo.started - ago).date()), str((demo.up - ago).date())
+        if first == last:
+            sure[first, kind] += 1
+        else:
+            unsure[first, kind] += 1
+            unsure[last, kind] += 1
+    seen: Counter[str] = Counter()
+    for point in stats["series"]:
+        for kind in totals:
+            key = (point["at"], kind)
+            assert sure[key] <= point[kind] <= sure[key] + unsure[key], (key, point)
+            seen[kind] += point[kind]
+    assert seen == totals
+    assert len({day for day, _ in sure}) >= 8
+
+    buyers = [v for v in month.visitors if v.gateway and not v.declines]
+    states = Counter(
+        "active" if v.ago < 30 * DAY else "grace" if v.ago < 33 * DAY else "expired" for v in buyers
+    )
+    assert set(states) == {"active", "grace", "expired"}
+    # The sweep runs once the month is played, and every minute.
+    wait_until(
+        lambda: Counter(m["status"] for m in get("memberships", limit=200)["items"]) == states,
+        90,
+        "the sweep to move the lapsed memberships",
+    )
+    campaigns = {c["name"]: c for c in get("campaigns")["items"]}
+    for n, name in enumerate(("Spring sponsor", "Podcast ad")):
+        joined = [v for v in month.visitors if v.campaign == n]
+        assert (campaigns[name]["joins"], campaigns[name]["leaves"]) == (
+            len(joined),
+            sum(v.leaves for v in joined),
+        )
+    reachable = len(month.visitors) + len(month.advertisers) - sum(v.blocks for v in month.visitors)
+    sent = [(b["state"], b["recipients"], b["sent"]) for b in get("broadcasts")["items"]]
+    assert sent == [("done", reachable, reachable)] * 2
+    orders = Counter(o["status"] for o in get("ad-orders", limit=50)["items"])
+    assert orders == {"requested": 1, "rejected": 1, "part_paid": 1, "paid": 2}
+
+
+def test_walks__the_demo_month_as_planned_then_a_visitor_subscribers_advertiser_and_owner(
     browser: Browser, demo: Demo
 ) -> None:
-    """The four walks in order on one system (the owner's looks at what the others did), each
-    in a browser context of its own; the visitor's on a phone, as the pages must work from
-    390 px."""
+    """The demo month first, then the four walks in order on the same system (the owner's
+    looks at what the others did), each in a browser context of its own; the visitor's on a
+    phone, as the pages must work from 390 px."""
+    check_the_month(demo)
     with fresh_page(browser, 390, 844) as phone:
         walk_a_visitor(phone, demo)
     for gateway in ("stripe", "subgate", "wayforpay"):

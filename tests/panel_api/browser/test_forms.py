@@ -15,7 +15,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from panel_api.app import create_app
-from panel_api.seed import seed, seed_history
+from panel_api.seed import seed
 from shared.testing import serve_in_thread
 from tests.botedge.conftest import insert_bot
 from tests.botedge.e2e.conftest import FAST
@@ -32,6 +32,7 @@ from tests.conftest import (
 from tests.panel_api.browser.conftest import ARTIFACTS, PASSWORD, sign_in
 from tests.panel_api.e2e.conftest import SHOP, start_billing
 from tests.panel_api.e2e.conftest import sign_in as api_sign_in
+from tests.panel_api.history import seed_history
 
 SPONSOR = -1001000000701
 FA_DIGITS = str.maketrans("۰۱۲۳۴۵۶۷۸۹", "0123456789")

@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import Page, Route, expect
 
 from panel_api.app import create_app
-from panel_api.seed import seed, seed_history
+from panel_api.seed import seed
 from shared.clock import ManualClock
 from shared.testing import serve_in_thread
 from tests.botedge.conftest import insert_bot, new_token
@@ -26,6 +26,7 @@ from tests.conftest import (
 )
 from tests.panel_api.browser.conftest import ARTIFACTS, PASSWORD, sign_in
 from tests.panel_api.e2e.conftest import SHOP, owner_and_viewer, start_billing
+from tests.panel_api.history import seed_history
 
 
 def test_page__sign_in_then_a_reload_keeps_the_session(page: Page, panel: str) -> None:

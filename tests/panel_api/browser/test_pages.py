@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import Page, Route, expect
 
 from panel_api.app import create_app
-from panel_api.seed import seed, seed_history
+from panel_api.seed import seed
 from shared.clock import ManualClock
 from shared.testing import serve_in_thread
 from tests.botedge.conftest import insert_bot
@@ -23,6 +23,7 @@ from tests.panel_api.browser.conftest import (
     accessibility_problems,
     sign_in,
 )
+from tests.panel_api.history import seed_history
 
 VIEWS = (
     "dashboard",

@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from panel_api.app import create_app
-from panel_api.seed import seed, seed_history
+from panel_api.seed import seed
 from shared.testing import serve_in_thread
 from tests.botedge.conftest import insert_bot
 from tests.conftest import HTTP, TEST_BCRYPT_ROUNDS, panel_settings
@@ -165,44 +165,6 @@ def test_dashboard__members_active_and_in_grace_at_the_end_of_each_day(
     assert by_day[5] == by_day[4] == (3, 0)  # and 703
     assert by_day[3] == by_day[2] == (2, 1)  # 701 in grace
     assert by_day[1] == by_day[0] == (2, 0)  # 701 gone
-
-
-def test_demo_history__a_month_behind_every_page_written_once(
-    board: tuple[str, dict[str, str]], database_url: str
-) -> None:
-    url, tokens = board
-    assert seed_history(database_url) is True
-    assert seed_history(database_url) is False
-    owner = {"Authorization": f"Bearer {tokens['owner']}"}
-    figures = HTTP.get(f"{url}/v1/dashboard", headers=owner).json()
-    assert figures["members_active"] > 0 and figures["members_grace"] > 0
-    assert (
-        figures["ad_orders_waiting"],
-        figures["access_events_failing"],
-        figures["dead_updates"],
-    ) == (2, 1, 1)
-    days = {r["day"] for r in figures["revenue"]}
-    payments = HTTP.get(f"{url}/v1/payments?limit=200", headers=owner).json()["items"]
-    gateways = {p["gateway"] for p in payments}
-    assert len(days) >= 20 and gateways == {"subgate", "wayforpay", "stripe"}
-    orders = HTTP.get(f"{url}/v1/ad-orders?limit=50", headers=owner).json()["items"]
-    assert {o["status"] for o in orders} == {
-        "requested",
-        "approved",
-        "part_paid",
-        "paid",
-        "rejected",
-        "cancelled",
-        "expired",
-    }
-    for path in ("people", "memberships", "invoices", "gateway-events", "access-events"):
-        listed = HTTP.get(f"{url}/v1/{path}", headers=owner)
-        assert listed.status_code == 200 and listed.json()["items"], path
-    statuses = {
-        m["status"]
-        for m in HTTP.get(f"{url}/v1/memberships?limit=200", headers=owner).json()["items"]
-    }
-    assert statuses == {"active", "grace", "expired"}
 
 
 def test_dashboard__the_ad_shops_income_counts_by_the_coin_paid(

@@ -16,11 +16,12 @@ import psycopg
 import pytest
 
 from panel_api.app import create_app
-from panel_api.seed import seed, seed_history
+from panel_api.seed import seed
 from shared.testing import serve_in_thread
 from tests.botedge.conftest import insert_bot
 from tests.conftest import HTTP, TEST_BCRYPT_ROUNDS, panel_settings
 from tests.panel_api.e2e.conftest import PASSWORD, owner_and_viewer
+from tests.panel_api.history import seed_history
 
 
 class Lists:

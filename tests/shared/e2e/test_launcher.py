@@ -30,6 +30,8 @@ def launcher_env(data_dir: Path, ports: dict[str, int]) -> dict[str, str]:
     for child in CHILDREN:
         env[child.port_variable] = str(ports[child.name])
     env["POSTGRES_PORT"] = str(free_port())
+    # The demo month takes most of a minute; the tests that want it ask for a small one.
+    env["DEMO_MONTH"] = "0"
     return env
 
 

@@ -218,6 +218,31 @@ async def control_leave(request: Request) -> Response:
     return JSONResponse({"update_ids": move(world, chat, int(body["user_id"]), "left", None)})
 
 
+async def control_block(request: Request) -> Response:
+    """`{user_id, bot_id | bot_username | token}`: the person blocks the bot. As in Telegram,
+    the bot is told with a `my_chat_member` update (it is now `kicked`) and its sends to them
+    answer 403 "bot was blocked by the user"."""
+    world: World = request.app.state.world
+    body = await fields(request)
+    bot = control_target(world, body)
+    user_id = int(body["user_id"])
+    world.faults.blocked_users.add(user_id)
+    person = member(user_id, "member", world.name_of(user_id))["user"]
+    update = world.add_update(
+        bot,
+        {
+            "my_chat_member": {
+                "chat": {"id": user_id, "type": "private", "first_name": person["first_name"]},
+                "from": person,
+                "date": int(time.time()),
+                "old_chat_member": {"user": bot.user(), "status": "member"},
+                "new_chat_member": {"user": bot.user(), "status": "kicked", "until_date": 0},
+            }
+        },
+    )
+    return JSONResponse({"update_id": update["update_id"]})
+
+
 async def control_press(request: Request) -> Response:
     """`{user_id, message_id, data}` presses the callback button with that data on that
     message. `{user_id, button}` presses the button whose label is or starts with `button` on
@@ -431,7 +456,9 @@ async def control_view(request: Request) -> Response:
             "requested": user_id in group.join_requests,
         }
         for group in sorted(world.chats.values(), key=lambda c: c.id)
+        # As in Telegram, a private channel is seen only by those in it or asking to be.
         if group.type != "private"
+        and (group.username or user_id in group.members or user_id in group.join_requests)
     ]
     notices = [text for revision, text in world.notices.get(user_id, ()) if revision > after]
     return JSONResponse(
@@ -477,6 +504,7 @@ ROUTES = [
     Route("/_sim/join", control_join, methods=["POST"]),
     Route("/_sim/leave", control_leave, methods=["POST"]),
     Route("/_sim/press", control_press, methods=["POST"]),
+    Route("/_sim/block", control_block, methods=["POST"]),
     Route("/_sim/reset", control_reset, methods=["POST"]),
     Route("/_sim/people", control_people, methods=["GET", "POST"]),
     Route("/_sim/view", control_view, methods=["GET"]),
