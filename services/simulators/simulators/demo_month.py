@@ -378,16 +378,15 @@ class Player:
             await asyncio.gather(
                 *(one(u, v) for u, v in zip(visitor_ids, month.visitors, strict=True))
             )
-            # After the visits: a broadcast reaches the people the bot has met.
-            sent = await asyncio.gather(
-                *(self.broadcast(b) for b in month.broadcasts), return_exceptions=True
-            )
-            for result, broadcast in zip(sent, month.broadcasts, strict=True):
-                if isinstance(result, int):
-                    broadcasts.append((result, broadcast))
-                else:
+            # After the visits: a broadcast reaches the people the bot has met. One after
+            # the other, oldest first, so their numbers follow their days (the bot's send limit
+            # sets the pace either way).
+            for broadcast in month.broadcasts:
+                try:
+                    broadcasts.append((await self.broadcast(broadcast), broadcast))
+                except (StepFailed, httpx.HTTPError) as error:
                     self.failed["a broadcast"] += 1
-                    log.warning("demo month: a broadcast did not finish: %s", result)
+                    log.warning("demo month: a broadcast did not finish: %s", error)
 
         broadcasts: list[tuple[int, Broadcast]] = []
         await asyncio.gather(
