@@ -165,7 +165,8 @@ class Player:
 
     def __init__(self, env: dict[str, str], gate: dict[str, Any], client: httpx.AsyncClient):
         self.sim = env["TELEGRAM_API_BASE"].rstrip("/") + "/_sim"
-        self.bot_api = env["TELEGRAM_API_BASE"].rstrip("/") + f"/bot{env['DEMO_BOT_TOKEN']}"
+        self.token = env["DEMO_BOT_TOKEN"]
+        self.bot_api = env["TELEGRAM_API_BASE"].rstrip("/") + f"/bot{self.token}"
         self.chain = env["TRONGRID_URL"].rstrip("/") + "/_sim"
         self.panel = env["PANEL_URL"].rstrip("/") + "/v1"
         self.database_url = env["DATABASE_URL"]
@@ -180,7 +181,8 @@ class Player:
     async def call(self, method: str, url: str, **kwargs: Any) -> Any:
         response = await self.http.request(method, url, **kwargs)
         if response.status_code >= 400:
-            raise StepFailed(f"{method} {url}: {response.status_code} {response.text[:200]}")
+            shown = url.replace(self.token, "<token>")
+            raise StepFailed(f"{method} {shown}: {response.status_code} {response.text[:200]}")
         json_body = response.headers.get("content-type", "").startswith("application/json")
         return response.json() if json_body else None
 
@@ -431,6 +433,8 @@ async def run(env: dict[str, str], gate: dict[str, Any], month: Plan) -> dict[st
 def main() -> int:
     """Plays the month once; prints what it did as one JSON line."""
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    # Its request lines would carry the bot's token in the Bot API's paths.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     env = dict(os.environ)
     visitors = int(env.get("DEMO_MONTH") or 150)
     if visitors <= 0:
