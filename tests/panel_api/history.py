@@ -8,6 +8,8 @@ from pathlib import Path
 
 import psycopg
 
+from panel_api import sqlq
+
 HISTORY = (Path(__file__).parent / "history.sql").read_text(encoding="utf-8")
 
 
@@ -15,7 +17,7 @@ def seed_history(database_url: str) -> bool:
     """Once, into a database with no payments yet (after a bot and a paid channel exist); True
     when this call wrote it."""
     with psycopg.connect(database_url) as conn, conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('seed:workspace', 0))")
+        conn.execute(sqlq.Q["lock_seed"])
         if conn.execute("SELECT 1 FROM payments LIMIT 1").fetchone() is not None:
             return False
         # Several statements, no parameters: sent as one simple query.

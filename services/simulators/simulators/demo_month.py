@@ -36,13 +36,13 @@ from typing import Any, Literal
 import httpx
 import psycopg
 
+from billing.gateways import BY_NAME, GATEWAYS
 from shared import sqlfile
 
 log = logging.getLogger("demo_month")
 Q = sqlfile.load("simulators", "demo_month.sql")
 
 DAY = dt.timedelta(days=1)
-GATEWAYS = (("stripe", "Stripe"), ("subgate", "Subgate"), ("wayforpay", "WayForPay"))
 CAMPAIGNS = ("Spring sponsor", "Podcast ad")
 FIRST_NAMES = (
     "Ali", "Sara", "Reza", "Mina", "Omid", "Neda", "Amir", "Leila", "Dana", "Kian", "Maria",
@@ -107,7 +107,7 @@ def plan(seed: int, visitors: int) -> Plan:
         lapsed = buys and rng.random() < 0.15
         # Denser toward today: a business that grew over the month.
         ago = within(30.5 * DAY, 40 * DAY) if lapsed else 30 * DAY * (1 - math.sqrt(rng.random()))
-        gateway = rng.choice(GATEWAYS)[0] if buys else None
+        gateway = rng.choice(GATEWAYS).name if buys else None
         campaign = rng.randrange(len(CAMPAIGNS)) if rng.random() < 0.35 else None
         people.append(
             Visitor(
@@ -276,7 +276,7 @@ class Player:
             await self.call("POST", f"{self.sim}/block", json={**self.bot, "user_id": user_id})
 
     async def buy(self, user_id: int, visitor: Visitor) -> None:
-        title = dict(GATEWAYS)[str(visitor.gateway)]
+        title = BY_NAME[str(visitor.gateway)].title
         await self.say(user_id, "/start")
         await self.press(user_id, "Demo paid channel")
         await self.press(user_id, f"Pay with {title}")
@@ -352,11 +352,17 @@ class Player:
             self.failed[what] += 1
             log.warning("demo month: %s did not finish: %s", what, error)
 
-    async def settled(self) -> bool:
-        async with await psycopg.AsyncConnection.connect(self.database_url) as conn:
-            cur = await conn.execute(Q["month_busy"])
-            row = await cur.fetchone()
-        return row is not None and row[0] == 0
+    async def settle(self) -> None:
+        """Until the services have done all the month's people asked of them."""
+        async with await psycopg.AsyncConnection.connect(
+            self.database_url, autocommit=True
+        ) as conn:
+
+            async def settled() -> bool:
+                row = await (await conn.execute(Q["month_busy"])).fetchone()
+                return row is not None and row[0] == 0
+
+            await self.until(settled, "the system to finish the month's work", 60)
 
     async def play(self, month: Plan) -> dict[str, Any]:
         started = time.monotonic()
@@ -395,7 +401,7 @@ class Player:
             visits_then_broadcasts(),
             *(shop(u, a) for u, a in zip(advertiser_ids, month.advertisers, strict=True)),
         )
-        await self.until(self.settled, "the system to finish the month's work", 60)
+        await self.settle()
         self.move_back(ids, month, broadcasts)
         return {
             "visitors": len(month.visitors),
