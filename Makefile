@@ -56,7 +56,7 @@ page: $(NODE_STAMP)
 PYTEST_WORKERS ?= 4
 
 pytest: $(STAMP) $(NODE_STAMP)
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --durations=15 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --maxschedchunk 1 --durations=15 $(PYTEST_ARGS)
 
 # Unit tests and the integration tests that start no process of their own.
 test-fast: $(STAMP) $(NODE_STAMP)

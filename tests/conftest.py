@@ -70,9 +70,15 @@ TEST_BCRYPT_ROUNDS = 4
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The slow tests first: each parallel worker starts on one, and the run does not end with
-    one long test left on one worker while the others wait."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    """The slow tests first, longest first: with tests handed out one at a time
+    (`--maxschedchunk 1` in the Makefile), each parallel worker takes the next longest, and the
+    run does not end with one long test left on one worker while the others wait."""
+
+    def seconds(item: pytest.Item) -> float:
+        marker = item.get_closest_marker("slow")
+        return float(marker.args[0]) if marker and marker.args else 10.0 if marker else 0.0
+
+    items.sort(key=seconds, reverse=True)
 
 
 def service_env(database_url: str, **overrides: str) -> dict[str, str]:

@@ -10,7 +10,7 @@ from loadtest.scenarios import LOAD_USERS
 from loadtest.stack import stack
 
 
-@pytest.mark.slow
+@pytest.mark.slow(30)
 def test_ten_seconds_at_a_low_rate__every_update_answered_exactly_once(database_url: str) -> None:
     with stack(workers=2, telegram_ms=5, database_url=database_url) as running:
         bots = updates.set_up(running, 3)

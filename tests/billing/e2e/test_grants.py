@@ -117,6 +117,7 @@ def test_grant__refused_plainly(billing: Billing) -> None:
     assert billing.query("SELECT count(*) FROM membership_events") == [(0,)]
 
 
+@pytest.mark.slow(11)
 def test_grant__a_thousand_imported_kept_by_the_first_sweep_then_grace_then_removal(
     billing: Billing,
 ) -> None:

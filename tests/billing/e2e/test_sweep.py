@@ -254,7 +254,7 @@ async def race(
         return answers[sweeps:] + answers[:sweeps]
 
 
-@pytest.mark.slow
+@pytest.mark.slow(12)
 @pytest.mark.parametrize("shared_paid_at", [True, False])
 def test_five_payments_race_five_sweeps__always_active_and_replayable(
     billing: Served, database_url: str, shared_paid_at: bool
@@ -314,7 +314,7 @@ def test_five_payments_race_five_sweeps__always_active_and_replayable(
     assert 0 < swept_first < runs
 
 
-@pytest.mark.slow
+@pytest.mark.slow(24)
 def test_two_hundred_memberships_twenty_deliveries_each_three_sweeps(
     billing: Served, database_url: str
 ) -> None:

@@ -6,11 +6,14 @@ from __future__ import annotations
 import datetime as dt
 import signal
 
+import pytest
+
 from tests.billing.e2e import gateways
 from tests.botedge.e2e.conftest import FAST_ACCESS, MANAGER, PAID, PAYER, Shop
 from tests.conftest import HTTP, SECRETS
 
 
+@pytest.mark.slow(26)
 def test_payment__one_invite_link_sent_even_with_a_worker_killed_mid_call(shop: Shop) -> None:
     edge = shop.edge
     # Slow Telegram: the first worker is killed while it waits on the invite link.
@@ -99,6 +102,7 @@ def test_grant__no_manager_bot_fails_after_its_attempts_with_the_reason(shop: Sh
     assert "no manager bot" in error
 
 
+@pytest.mark.slow(13)
 def test_expiry__one_removal_even_with_a_worker_killed_mid_removal(shop: Shop) -> None:
     edge = shop.edge
     shop.pay(PAYER, "pay-1")

@@ -217,6 +217,7 @@ def test_ad_shop__one_hash_from_two_advertisers_at_once_is_one_claim(rig: Rig) -
     assert edge.query("SELECT count(*) FROM tron_claims") == [(1,)]
 
 
+@pytest.mark.slow(13)
 def test_ad_shop__a_worker_killed_on_the_approved_event_queues_its_message_once(
     rig: Rig,
 ) -> None:

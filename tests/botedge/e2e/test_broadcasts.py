@@ -10,6 +10,7 @@ from collections import Counter
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.botedge.e2e.conftest import Edge
 from tests.conftest import HTTP, SECRETS
@@ -66,6 +67,7 @@ def received(edge: Edge, text: str) -> Counter[int]:
     return Counter(m["chat_id"] for m in edge.sim_get("/_sim/sent") if m["text"] == text)
 
 
+@pytest.mark.slow(17)
 def test_broadcast_to_2000__killed_mid_fan_out__each_once_marks_and_replies_first(
     edge: Edge,
 ) -> None:

@@ -54,7 +54,7 @@ def test_polling__after_a_quiet_week_ids_below_the_offset_are_still_taken(edge: 
     ) == [(500,), (offset - 1,)]
 
 
-@pytest.mark.slow
+@pytest.mark.slow(18)
 def test_polling__webhook_conflict_is_recorded_and_backed_off(edge: Edge) -> None:
     bot_id, token, _ = edge.add_bot(9202, mode="polling")
     # Someone set a webhook for this token behind our back: getUpdates answers 409.
@@ -98,6 +98,7 @@ def test_polling__revoked_token_marks_the_bot(edge: Edge) -> None:
     assert len(edge.sim_get("/_sim/calls", bot_id=9203)) <= 3
 
 
+@pytest.mark.slow(16)
 def test_polling__a_long_poll_does_not_hold_up_a_stop(edge: Edge) -> None:
     bot_id, _, _ = edge.add_bot(9204, mode="polling")
     worker = edge.start_worker(

@@ -72,7 +72,7 @@ def all_sent(edge: Edge, bot_telegram_id: int) -> bool:
     return len(edge.sim_get("/_sim/sent", bot_id=bot_telegram_id)) >= PEOPLE * PER_PERSON
 
 
-@pytest.mark.slow
+@pytest.mark.slow(14)
 def test_two_hundred_people_ten_updates_two_workers(edge: Edge) -> None:
     bot_id, _, secret = edge.add_bot(8101)
     edge.start_api()
@@ -91,7 +91,7 @@ def test_two_hundred_people_ten_updates_two_workers(edge: Edge) -> None:
     assert all("Traceback" not in w.output() for w in edge.workers)
 
 
-@pytest.mark.slow
+@pytest.mark.slow(20)
 def test_worker_killed_mid_run__every_update_still_answered_once(edge: Edge) -> None:
     bot_id, _, secret = edge.add_bot(8102)
     edge.start_api()

@@ -52,7 +52,7 @@ def queue(edge: Edge, bot_id: int, chats: int, per_chat: int) -> None:
     )
 
 
-@pytest.mark.slow
+@pytest.mark.slow(16)
 def test_two_workers__only_the_lease_holder_sends_and_hands_over_on_stop(edge: Edge) -> None:
     bot_id, _, _ = edge.add_bot(9101)
     queue(edge, bot_id, chats=20, per_chat=15)
@@ -204,6 +204,7 @@ def test_replies_before_broadcasts_and_5xx_retried_in_order(edge: Edge) -> None:
     assert failures, "the fault was injected"
 
 
+@pytest.mark.slow(11)
 def test_429_pause__outlives_a_killed_worker(edge: Edge) -> None:
     bot_id, _, _ = edge.add_bot(9110)
     queue(edge, bot_id, chats=1, per_chat=1)
@@ -239,7 +240,7 @@ def test_429_pause__outlives_a_killed_worker(edge: Edge) -> None:
     assert min(c["started"] for c in after) >= told + retry_after - 0.3, after
 
 
-@pytest.mark.slow
+@pytest.mark.slow(19)
 def test_token_check_at_start__backs_off_on_5xx_and_honours_429(edge: Edge) -> None:
     bot_id, _, _ = edge.add_bot(9111)
     queue(edge, bot_id, chats=1, per_chat=1)
@@ -276,6 +277,7 @@ def test_short_lease__still_sends(edge: Edge) -> None:
     assert texts_by_chat(edge.sim_get("/_sim/sent", bot_id=9112)) == expected(3, 2)
 
 
+@pytest.mark.slow(13)
 def test_database_blip_after_telegram_accepted__each_message_sent_once(
     edge: Edge, pg_cluster: Cluster
 ) -> None:

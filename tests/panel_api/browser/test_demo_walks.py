@@ -26,7 +26,7 @@ from tests.conftest import HTTP, ROOT, wait_until
 from tests.panel_api.browser.conftest import sign_in
 from tests.shared.e2e.test_launcher import launcher_env, start_launcher, wait_all_ready
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow(110)]
 WALKS = ROOT / "tests" / "artifacts" / "walks"
 # A small month whose plan has a visitor on each walk, campaign joins and a leave, a block, a
 # declined card, and buyers active, in grace and expired.

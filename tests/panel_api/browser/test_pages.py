@@ -56,6 +56,7 @@ def business(panel: str, database_url: str) -> str:
     return panel
 
 
+@pytest.mark.slow(50)
 @pytest.mark.parametrize("language", ["en", "fa"])
 def test_pages__every_page_at_1280_and_390_px_without_sideways_scroll(
     page: Page,

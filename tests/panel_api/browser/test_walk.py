@@ -3,6 +3,7 @@ then a visitor in the simulated Telegram meets the gate and gets the content onc
 
 from __future__ import annotations
 
+import pytest
 from playwright.sync_api import Page, expect
 
 from botedge.gate import GATE_OPENING
@@ -18,6 +19,7 @@ NEWS = -1001000000901
 BOT = 5550901
 
 
+@pytest.mark.slow(15)
 def test_walk__an_empty_workspace_to_a_gated_content_a_visitor_meets(
     page: Page,
     edge: Edge,  # noqa: F811

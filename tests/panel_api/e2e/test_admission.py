@@ -108,7 +108,7 @@ def test_import__whitelist_lists_the_bad_ids_and_adds_each_once(rig: Rig) -> Non
     assert no_date.status_code == 422
 
 
-@pytest.mark.slow
+@pytest.mark.slow(20)
 def test_import__a_thousand_granted_until_a_date_kept_then_grace_then_removal(rig: Rig) -> None:
     until = rig.clock.now() + 7 * DAY
     ids = [600_000 + n for n in range(1000)]

@@ -208,7 +208,7 @@ def exercise(
     run()
 
 
-@pytest.mark.slow
+@pytest.mark.slow(20)
 def test_every_route_as_each_role__conforms_to_the_openapi_document(panel: Panel) -> None:
     document = HTTP.get(f"{panel.url}/openapi.json").json()
     schema = schemathesis.openapi.from_dict(document)

@@ -146,6 +146,7 @@ def _in_order(conn: psycopg.Connection, field: str, values: list[Any], descendin
     return values == (expected[::-1] if descending else expected)
 
 
+@pytest.mark.slow(12)
 def test_every_list__each_sort_either_way_walked_by_its_cursor(lists: Lists) -> None:
     paths = _sorted_paths(lists.url)
     assert len(paths) == 17

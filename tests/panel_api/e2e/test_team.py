@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import httpx
@@ -13,7 +14,7 @@ from panel_api.access import RANK, Role
 from panel_api.app import create_app
 from panel_api.contract import OPERATIONS
 from panel_api.seed import seed
-from shared.testing import serve_in_thread
+from shared.testing import Cluster, serve_in_thread
 from tests.conftest import HTTP, TEST_BCRYPT_ROUNDS, panel_settings
 from tests.panel_api.e2e.conftest import call_as
 from tests.panel_api.e2e.test_sessions import refresh, refresh_cookie
@@ -40,8 +41,9 @@ def login(url: str, email: str, password: str) -> str:
     return str(response.json()["access_token"])
 
 
-@pytest.fixture
-def panel(database_url: str) -> Iterator[Panel]:
+@contextmanager
+def team_panel(database_url: str) -> Iterator[Panel]:
+    """A panel with its owner and one member of each other role, each signed in."""
     assert seed(database_url, "owner@example.com", OWNER_PASSWORD, TEST_BCRYPT_ROUNDS) is True
     with serve_in_thread(create_app(panel_settings(database_url))) as url:
         owner = login(url, "owner@example.com", OWNER_PASSWORD)
@@ -60,6 +62,24 @@ def panel(database_url: str) -> Iterator[Panel]:
         yield Panel(url, tokens, ids)
 
 
+@pytest.fixture
+def panel(database_url: str) -> Iterator[Panel]:
+    with team_panel(database_url) as made:
+        yield made
+
+
+@pytest.fixture(scope="module")
+def roles_panel(pg_cluster: Cluster, template_database: str) -> Iterator[Panel]:
+    """One panel for the role checks of every route: they change nothing a later one reads
+    (bodies are empty, ids name nothing but the viewer, whom only an empty PATCH touches)."""
+    name = pg_cluster.create_database(template_database)
+    try:
+        with team_panel(pg_cluster.url(name)) as made:
+            yield made
+    finally:
+        pg_cluster.drop_database(name)
+
+
 # Each guarded route with the least role it takes.
 LEAST_ROLE = {key: op.least for key, op in OPERATIONS.items() if op.least is not None}
 
@@ -71,7 +91,10 @@ def concrete(path: str, panel: Panel) -> str:
 
 
 @pytest.mark.parametrize(("method", "path"), sorted(LEAST_ROLE))
-def test_roles__every_guarded_route_with_every_role(panel: Panel, method: str, path: str) -> None:
+def test_roles__every_guarded_route_with_every_role(
+    roles_panel: Panel, method: str, path: str
+) -> None:
+    panel = roles_panel
     least = LEAST_ROLE[(method, path)]
     for role in Role:
         response = panel.call(method, concrete(path, panel), role, json={})
@@ -91,8 +114,11 @@ def test_roles__every_guarded_route_with_every_role(panel: Panel, method: str, p
 
 
 @pytest.mark.parametrize(("method", "path"), sorted(LEAST_ROLE))
-def test_roles__every_guarded_route_needs_a_token(panel: Panel, method: str, path: str) -> None:
-    response = HTTP.request(method, f"{panel.url}{concrete(path, panel)}", json={})
+def test_roles__every_guarded_route_needs_a_token(
+    roles_panel: Panel, method: str, path: str
+) -> None:
+    url = f"{roles_panel.url}{concrete(path, roles_panel)}"
+    response = HTTP.request(method, url, json={})
     assert response.status_code == 401
     assert response.headers["content-type"] == "application/problem+json"
 

@@ -90,7 +90,7 @@ def ports() -> dict[str, int]:
     return {child.name: free_port() for child in CHILDREN}
 
 
-@pytest.mark.slow
+@pytest.mark.slow(14)
 def test_launcher__sigterm_stops_every_child_and_postgres(
     tmp_path: Path, ports: dict[str, int]
 ) -> None:
@@ -137,7 +137,7 @@ def test_launcher__sigterm_stops_every_child_and_postgres(
             os.killpg(proc.pid, signal.SIGKILL)
 
 
-@pytest.mark.slow
+@pytest.mark.slow(17)
 def test_launcher__killed_launcher_leaves_postgres_the_next_one_reuses_and_ctrl_c_stops_all(
     tmp_path: Path, ports: dict[str, int]
 ) -> None:
@@ -189,7 +189,7 @@ def test_launcher__killed_launcher_leaves_postgres_the_next_one_reuses_and_ctrl_
                 os.killpg(proc.pid, signal.SIGKILL)
 
 
-@pytest.mark.slow
+@pytest.mark.slow(21)
 def test_launcher__a_restart_in_the_middle_of_a_conversation_loses_nothing(
     tmp_path: Path, ports: dict[str, int]
 ) -> None:

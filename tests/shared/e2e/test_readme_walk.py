@@ -37,7 +37,7 @@ def test_readme_walk__the_block_is_the_whole_walk() -> None:
     assert re.search(r"<[a-z][^>]*>", walk) is None, walk
 
 
-@pytest.mark.slow
+@pytest.mark.slow(25)
 def test_readme_walk__runs_as_printed_and_the_person_ends_in_every_channel_with_a_paid_order(
     tmp_path: Path,
 ) -> None:
