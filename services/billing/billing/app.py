@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Awaitable, Callable
-from typing import Annotated
+from collections.abc import Awaitable, Callable, Collection
+from typing import Annotated, Any
 
 import msgspec
 from prometheus_client import Counter
@@ -59,6 +59,8 @@ STATUS: dict[type[errors.BillingError], int] = {
     errors.StaleTimestamp: 401,
     errors.UnknownGateway: 404,
     errors.UnknownChannel: 404,
+    errors.UnknownPlan: 404,
+    errors.GatewayNotOffered: 422,
     errors.InvalidBody: 422,
     errors.UnknownAdOrder: 404,
     errors.OrderConflict: 409,
@@ -71,12 +73,15 @@ STATUS: dict[type[errors.BillingError], int] = {
 # Telegram user ids and our channel ids as the database stores them (bigint, integer).
 TelegramUserId = Annotated[int, msgspec.Meta(gt=0, le=2**63 - 1)]
 ChannelId = Annotated[int, msgspec.Meta(gt=0, lt=2**31)]
+PlanId = Annotated[int, msgspec.Meta(gt=0, lt=2**31)]
 
 
 class InvoiceRequest(msgspec.Struct, forbid_unknown_fields=True):
     telegram_user_id: TelegramUserId
     channel_id: ChannelId
     gateway: str
+    # Without it, the channel's default plan.
+    plan_id: PlanId | None = None
 
 
 class GrantRequest(msgspec.Struct, forbid_unknown_fields=True):
@@ -95,6 +100,32 @@ def _order_id(request: Request) -> int:
     if order_id >= 2**31:
         raise errors.UnknownAdOrder("no ad order by that id")
     return order_id
+
+
+def _offer(channel_id: int, offer: invoices.Offer, enabled: Collection[str]) -> dict[str, Any]:
+    """The channel's offer as the bot reads it: its plans on sale, and the first of them (the
+    default, when it is on sale) in the fields the offer had before plans were listed."""
+    plans = [
+        {
+            "id": plan["id"],
+            "name": plan["name"],
+            "amount": money.minor_to_text(int(plan["price_minor"]), plan["currency"]),
+            "currency": plan["currency"],
+            "period_days": plan["period_days"],
+            "gateways": invoices.plan_gateways(plan, enabled),
+            "is_default": plan["is_default"],
+        }
+        for plan in offer.plans
+    ]
+    first = next((plan for plan in plans if plan["is_default"]), plans[0])
+    return {
+        "channel_id": channel_id,
+        "title": offer.title,
+        "amount": first["amount"],
+        "currency": first["currency"],
+        "period_days": first["period_days"],
+        "plans": plans,
+    }
 
 
 def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Starlette:
@@ -130,10 +161,13 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
             raise Problem(422, "unknown-gateway", f"gateway {body.gateway!r} is not enabled")
         async with store.connection(runtime(request).pool) as conn:
             invoice = await invoices.create_invoice(
-                conn, body.telegram_user_id, body.channel_id, body.gateway, clock.now()
+                conn,
+                body.telegram_user_id,
+                body.channel_id,
+                body.gateway,
+                body.plan_id,
+                clock.now(),
             )
-        if invoice is None:
-            raise errors.UnknownChannel("no paid channel with a default plan by that id")
         amount = money.minor_to_text(invoice.amount_minor, invoice.currency)
         pay_url = settings.pay_urls[body.gateway].format(
             order_reference=invoice.order_reference, amount=amount, currency=invoice.currency
@@ -144,6 +178,7 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
                 "amount": amount,
                 "currency": invoice.currency,
                 "gateway": body.gateway,
+                "plan_id": invoice.plan_id,
                 "pay_url": pay_url,
             },
             status_code=201,
@@ -164,17 +199,7 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
         if wanted.channel_id is not None:
             async with store.connection(runtime(request).pool) as conn:
                 offer = await invoices.channel_offer(conn, wanted.channel_id)
-            answer["offer"] = (
-                None
-                if offer is None
-                else {
-                    "channel_id": wanted.channel_id,
-                    "title": offer["title"],
-                    "amount": money.minor_to_text(int(offer["price_minor"]), offer["currency"]),
-                    "currency": offer["currency"],
-                    "period_days": offer["period_days"],
-                }
-            )
+            answer["offer"] = None if offer is None else _offer(wanted.channel_id, offer, verifiers)
         return JSONResponse(answer)
 
     async def grant(request: Request) -> Response:

@@ -48,6 +48,18 @@ class UnknownChannel(BillingError):
     slug = "unknown-channel"
 
 
+class UnknownPlan(BillingError):
+    """No plan by that id on sale in that paid channel."""
+
+    slug = "unknown-plan"
+
+
+class GatewayNotOffered(BillingError):
+    """The gateway is on, but the plan is not sold through it."""
+
+    slug = "gateway-not-offered"
+
+
 class DatabaseUnavailable(BillingError):
     """PostgreSQL could not be reached or dropped the connection; retrying later may work."""
 

@@ -1,14 +1,15 @@
-"""Invoices: what paying for a channel costs, and an order for it at its default plan, which
-the gateway's callback later pays (`store.record_delivery`)."""
+"""Invoices: what paying for a channel costs (its plans on sale), and an order at one of them,
+which the gateway's callback later pays (`store.record_delivery`)."""
 
 from __future__ import annotations
 
 import datetime as dt
 import secrets
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from billing import store
+from billing import errors, store
 from billing.store import Q
 from shared.db import Connection
 
@@ -18,24 +19,50 @@ class Invoice:
     order_reference: str
     amount_minor: int
     currency: str
+    plan_id: int
 
 
-async def channel_offer(conn: Connection, channel_id: int) -> dict[str, Any] | None:
-    """What paying for the channel costs: its title and default plan; None when not paid."""
-    cur = await conn.execute(Q["channel_offer"], {"channel_id": channel_id})
-    row = await cur.fetchone()
-    return dict(row) if row else None
+@dataclass(frozen=True)
+class Offer:
+    title: str
+    # On sale, in the bot's order; each with the gateways it is sold through of those on.
+    plans: list[dict[str, Any]]
+
+
+def plan_gateways(plan: dict[str, Any], enabled: Collection[str]) -> list[str]:
+    """The gateways a plan is sold through, of those on: all of them unless it names some."""
+    named = plan["gateways"]
+    return sorted(g for g in enabled if named is None or g in named)
+
+
+async def channel_offer(conn: Connection, channel_id: int) -> Offer | None:
+    """The channel's title and plans on sale; None when it is not a paid channel or sells no
+    plan."""
+    cur = await conn.execute(Q["channel_plans"], {"channel_id": channel_id})
+    rows = await cur.fetchall()
+    if not rows:
+        return None
+    return Offer(str(rows[0]["title"]), [dict(row) for row in rows])
 
 
 async def create_invoice(
-    conn: Connection, telegram_user_id: int, channel_id: int, gateway: str, now: dt.datetime
-) -> Invoice | None:
-    """None when the channel is not a paid channel with a default plan."""
+    conn: Connection,
+    telegram_user_id: int,
+    channel_id: int,
+    gateway: str,
+    plan_id: int | None,
+    now: dt.datetime,
+) -> Invoice:
+    """An invoice at the plan asked for, or at the channel's default plan."""
     async with conn.transaction():
-        cur = await conn.execute(Q["default_plan"], {"channel_id": channel_id})
+        cur = await conn.execute(Q["invoice_plan"], {"channel_id": channel_id, "plan_id": plan_id})
         plan = await cur.fetchone()
+        if plan is None and plan_id is not None:
+            raise errors.UnknownPlan("no plan by that id on sale in that paid channel")
         if plan is None:
-            return None
+            raise errors.UnknownChannel("no paid channel with a default plan by that id")
+        if plan["gateways"] is not None and gateway not in plan["gateways"]:
+            raise errors.GatewayNotOffered(f"the plan is not sold through {gateway}")
         cur = await conn.execute(Q["upsert_person"], {"telegram_user_id": telegram_user_id})
         person = await store.one_row(cur)
         # Unguessable, so an order reference cannot be used to probe other people's invoices.
@@ -55,4 +82,4 @@ async def create_invoice(
                 "now": now,
             },
         )
-        return Invoice(reference, int(plan["price_minor"]), str(plan["currency"]))
+        return Invoice(reference, int(plan["price_minor"]), str(plan["currency"]), int(plan["id"]))

@@ -4,18 +4,23 @@ INSERT INTO people (telegram_user_id) VALUES (%(telegram_user_id)s)
 ON CONFLICT (telegram_user_id) DO UPDATE SET updated_at = people.updated_at
 RETURNING id;
 
--- default_plan --
--- The plan an invoice for a paid channel is priced from.
-SELECT p.id, p.price_minor, p.currency, p.period_days, p.grace_days
+-- invoice_plan --
+-- The plan an invoice is priced from: the one asked for, when it is on sale in that paid
+-- channel, else the channel's default.
+SELECT p.id, p.price_minor, p.currency, p.period_days, p.grace_days, p.gateways
   FROM plans p
   JOIN channels c ON c.id = p.channel_id
- WHERE p.channel_id = %(channel_id)s AND c.is_paid AND p.is_default AND p.active;
+ WHERE p.channel_id = %(channel_id)s AND c.is_paid AND p.active AND p.kind = 'regular'
+   AND CASE WHEN %(plan_id)s::integer IS NULL THEN p.is_default ELSE p.id = %(plan_id)s END;
 
--- channel_offer --
-SELECT c.title, p.price_minor, p.currency, p.period_days
+-- channel_plans --
+-- A paid channel's plans on sale, in the order the bot lists them.
+SELECT c.title, p.id, p.name, p.price_minor, p.currency, p.period_days, p.gateways,
+       p.is_default
   FROM plans p
   JOIN channels c ON c.id = p.channel_id
- WHERE p.channel_id = %(channel_id)s AND c.is_paid AND p.is_default AND p.active;
+ WHERE p.channel_id = %(channel_id)s AND c.is_paid AND p.active AND p.kind = 'regular'
+ ORDER BY p.position, p.id;
 
 -- insert_invoice --
 INSERT INTO invoices (order_reference, person_id, channel_id, plan_id, amount_minor, currency,

@@ -1,8 +1,10 @@
 """Paying for a channel from the bot.
 
-`t.me/<bot>?start=pay_<channel id>` shows the channel's price and a button per gateway billing
-has on (`GET /internal/gateways`). A press asks billing for an invoice (`POST /internal/invoices`)
-and edits the message to a button with its `pay_url`. Both calls are made in `prepare`, before
+`t.me/<bot>?start=pay_<channel id>` shows the channel's plans on sale (`GET /internal/gateways`):
+one plan is shown with a button per gateway it is sold through; several are a button each,
+and a press shows that plan's gateways (with a way back to all of them). A gateway's press asks
+billing for an invoice at that plan (`POST /internal/invoices`) and edits the message to a
+button with its `pay_url`. Both calls are made in `prepare`, before
 the update's transaction; billing unreachable retries the update. A retried press may leave an
 unused invoice behind (unguessable, and it expires in 24 hours); only the last one is shown.
 Access itself comes from billing once the gateway's callback is in (`access.py`).
@@ -29,21 +31,38 @@ log = logging.getLogger("botedge.pay")
 NOT_PAID = "This link does not lead to a paid channel (any more)."
 NO_GATEWAYS = "Payments are not open here right now. Please try again later."
 GATEWAY_OFF = "That way to pay is not available any more."
+PLAN_OFF = "That plan is not on sale any more."
+
+
+@dataclass(frozen=True)
+class PlanOffer:
+    id: int
+    name: str
+    amount: str
+    currency: str
+    period_days: int
+    # The gateways it is sold through, of those billing has on.
+    gateways: tuple[str, ...]
+
+    def price(self) -> str:
+        days = "1 day" if self.period_days == 1 else f"{self.period_days} days"
+        return f"{self.amount} {self.currency} for {days}"
 
 
 @dataclass(frozen=True)
 class Offer:
     channel_id: int
     title: str
-    amount: str
-    currency: str
-    period_days: int
-    gateways: tuple[str, ...]
+    # On sale and payable through at least one gateway that is on, in the owner's order.
+    plans: tuple[PlanOffer, ...]
     # Each gateway's name as people read it, as billing's registry gives it.
     titles: dict[str, str] = field(default_factory=dict)
 
     def gateway_title(self, gateway: str) -> str:
         return self.titles.get(gateway, gateway)
+
+    def plan(self, plan_id: int) -> PlanOffer | None:
+        return next((p for p in self.plans if p.id == plan_id), None)
 
 
 @dataclass(frozen=True)
@@ -93,18 +112,28 @@ class BillingClient:
         offer = body.get("offer")
         if not isinstance(offer, dict):
             return None
+        plans = (
+            PlanOffer(
+                int(plan["id"]),
+                str(plan["name"]),
+                str(plan["amount"]),
+                str(plan["currency"]),
+                int(plan["period_days"]),
+                tuple(str(g) for g in plan["gateways"]),
+            )
+            for plan in offer.get("plans") or ()
+        )
         return Offer(
             channel_id,
             str(offer["title"]),
-            str(offer["amount"]),
-            str(offer["currency"]),
-            int(offer["period_days"]),
-            tuple(str(g) for g in body.get("gateways") or ()),
+            tuple(plan for plan in plans if plan.gateways),
             {str(k): str(v) for k, v in (body.get("titles") or {}).items()},
         )
 
-    async def invoice(self, telegram_user_id: int, channel_id: int, gateway: str) -> Invoice | str:
-        """A new invoice, or why there is none: "not_paid" or "gateway_off"."""
+    async def invoice(
+        self, telegram_user_id: int, channel_id: int, gateway: str, plan_id: int
+    ) -> Invoice | str:
+        """A new invoice, or why there is none: "not_paid", "plan_off" or "gateway_off"."""
         response = await self._call(
             "POST",
             "/internal/invoices",
@@ -112,10 +141,12 @@ class BillingClient:
                 "telegram_user_id": telegram_user_id,
                 "channel_id": channel_id,
                 "gateway": gateway,
+                "plan_id": plan_id,
             },
         )
         if response.status_code == 404:
-            return "not_paid"
+            problem = response.json() if response.content else {}
+            return "plan_off" if problem.get("type") == "/problems/unknown-plan" else "not_paid"
         if response.status_code == 422:
             return "gateway_off"
         if response.status_code != 201:
@@ -125,32 +156,54 @@ class BillingClient:
 
 
 def offer_message(offer: Offer | None) -> tuple[str, dict[str, Any] | None]:
-    """The offer's text and its buttons (none when there is nothing to press)."""
+    """The offer's text and its buttons (none when there is nothing to press): a single plan's
+    gateways, or a button per plan."""
     if offer is None:
         return NOT_PAID, None
-    if not offer.gateways:
+    if not offer.plans:
         return NO_GATEWAYS, None
-    days = "1 day" if offer.period_days == 1 else f"{offer.period_days} days"
+    if len(offer.plans) == 1:
+        return plan_message(offer, offer.plans[0])
+    text = f"<b>{escape_html(offer.title)}</b>\nChoose a plan:"
+    rows = [
+        [
+            {
+                "text": f"{plan.name}: {plan.price()}",
+                "callback_data": f"plan:{offer.channel_id}:{plan.id}",
+            }
+        ]
+        for plan in offer.plans
+    ]
+    return text, {"inline_keyboard": rows}
+
+
+def plan_message(offer: Offer, plan: PlanOffer) -> tuple[str, dict[str, Any]]:
+    """One plan's price and a button per gateway it is sold through; with other plans on sale,
+    a button back to them."""
+    named = f" ({escape_html(plan.name)})" if len(offer.plans) > 1 else ""
     text = (
-        f"<b>{escape_html(offer.title)}</b>: {escape_html(offer.amount)} "
-        f"{escape_html(offer.currency)} for {days}.\nChoose how to pay:"
+        f"<b>{escape_html(offer.title)}</b>{named}: {escape_html(plan.price())}.\n"
+        "Choose how to pay:"
     )
     rows = [
         [
             {
                 "text": f"Pay with {offer.gateway_title(g)}",
-                "callback_data": f"pay:{offer.channel_id}:{g}",
+                "callback_data": f"pay:{offer.channel_id}:{g}:{plan.id}",
             }
         ]
-        for g in offer.gateways
+        for g in plan.gateways
     ]
+    if len(offer.plans) > 1:
+        rows.append([{"text": "« All plans", "callback_data": f"plan:{offer.channel_id}"}])
     return text, {"inline_keyboard": rows}
 
 
-def invoice_message(offer: Offer, invoice: Invoice) -> tuple[str, dict[str, Any]]:
+def invoice_message(offer: Offer, plan: PlanOffer, invoice: Invoice) -> tuple[str, dict[str, Any]]:
     price = f"{escape_html(invoice.amount)} {escape_html(invoice.currency)}"
+    named = f" ({escape_html(plan.name)})" if len(offer.plans) > 1 else ""
     text = (
-        f"Pay <b>{price}</b> for <b>{escape_html(offer.title)}</b> with "
+        f"Pay <b>{price}</b> for <b>{escape_html(offer.title)}</b>{named} with "
         f"{offer.gateway_title(invoice.gateway)}. The link is valid for 24 hours; once the payment "
         "arrives, your invite link comes here."
     )
@@ -168,6 +221,7 @@ class Pay:
 
     def register(self, routes: Routes) -> None:
         routes.start_prefixes["pay_"] = _Offer(self.billing)
+        routes.callbacks["plan:"] = _PlanPress(self.billing)
         routes.callbacks["pay:"] = _Press(self.billing)
 
 
@@ -188,49 +242,99 @@ class _Offer:
         return [Reply(chat_id, "sendMessage", payload)]
 
 
+def _edited(
+    update: InboxRow, text: str, markup: dict[str, Any] | None, notice: str | None = None
+) -> list[Reply]:
+    """A press answered, and the message pressed edited to show `text` (sent anew when the
+    message is not there to edit)."""
+    chat_id = update.chat_key
+    answer: dict[str, Any] = {"callback_query_id": str(update.body.get("id", ""))}
+    if notice:
+        answer["text"] = notice
+    payload: dict[str, Any] = {
+        "chat_id": chat_id,
+        "text": text,
+        "parse_mode": "HTML",
+        "reply_markup": markup or {"inline_keyboard": []},
+    }
+    replies = [Reply(chat_id, "answerCallbackQuery", answer)]
+    message_id = (update.body.get("message") or {}).get("message_id")
+    if isinstance(message_id, int):
+        replies.append(Reply(chat_id, "editMessageText", {**payload, "message_id": message_id}))
+    else:
+        replies.append(Reply(chat_id, "sendMessage", payload))
+    return replies
+
+
+@dataclass(frozen=True)
+class PlanPressed:
+    offer: Offer | None
+    # None: every plan.
+    plan_id: int | None
+
+
+class _PlanPress:
+    """`plan:<channel>:<plan>` shows that plan's gateways; `plan:<channel>`, every plan."""
+
+    def __init__(self, billing: BillingClient) -> None:
+        self.billing = billing
+
+    async def prepare(self, ctx: Context, update: InboxRow, arg: str) -> PlanPressed:
+        channel, _, plan = arg.partition(":")
+        channel_id = _channel_id(channel)
+        offer = await self.billing.offer(channel_id) if channel_id else None
+        return PlanPressed(offer, _channel_id(plan) if plan else None)
+
+    async def apply(self, conn: Connection, visit: Visit, pressed: PlanPressed) -> list[Reply]:
+        offer = pressed.offer
+        plan = None
+        if offer is not None and pressed.plan_id is not None:
+            plan = offer.plan(pressed.plan_id)
+        if offer is not None and plan is not None:
+            text, markup = plan_message(offer, plan)
+            return _edited(visit.update, text, markup)
+        notice = PLAN_OFF if offer is not None and pressed.plan_id is not None else None
+        text, shown = offer_message(offer)
+        return _edited(visit.update, text, shown, notice)
+
+
 @dataclass(frozen=True)
 class Pressed:
     offer: Offer | None
+    plan: PlanOffer | None
     outcome: Invoice | str
 
 
 class _Press:
+    """`pay:<channel>:<gateway>:<plan>` makes an invoice; without a plan (a button sent before
+    plans were listed), at the channel's first plan."""
+
     def __init__(self, billing: BillingClient) -> None:
         self.billing = billing
 
     async def prepare(self, ctx: Context, update: InboxRow, arg: str) -> Pressed:
-        channel, _, gateway = arg.partition(":")
+        channel, _, rest = arg.partition(":")
+        gateway, _, plan_text = rest.partition(":")
         channel_id = _channel_id(channel)
         offer = await self.billing.offer(channel_id) if channel_id else None
         if offer is None:
-            return Pressed(None, "not_paid")
-        if gateway not in offer.gateways:
-            return Pressed(offer, "gateway_off")
-        outcome = await self.billing.invoice(update.sender_id, channel_id, gateway)
-        return Pressed(offer, outcome)
+            return Pressed(None, None, "not_paid")
+        plan = offer.plan(_channel_id(plan_text)) if plan_text else next(iter(offer.plans), None)
+        if plan is None:
+            return Pressed(offer, None, "plan_off")
+        if gateway not in plan.gateways:
+            return Pressed(offer, plan, "gateway_off")
+        outcome = await self.billing.invoice(update.sender_id, channel_id, gateway, plan.id)
+        return Pressed(offer, plan, outcome)
 
     async def apply(self, conn: Connection, visit: Visit, pressed: Pressed) -> list[Reply]:
-        update = visit.update
-        chat_id = update.chat_key
-        answer: dict[str, Any] = {"callback_query_id": str(update.body.get("id", ""))}
-        if pressed.offer is not None and isinstance(pressed.outcome, Invoice):
-            text, markup = invoice_message(pressed.offer, pressed.outcome)
-        else:
-            offer = None if pressed.outcome == "not_paid" else pressed.offer
-            if pressed.outcome == "gateway_off":
-                answer["text"] = GATEWAY_OFF
-            text, shown = offer_message(offer)
-            markup = shown or {"inline_keyboard": []}
-        replies = [Reply(chat_id, "answerCallbackQuery", answer)]
-        message_id = (update.body.get("message") or {}).get("message_id")
-        payload: dict[str, Any] = {
-            "chat_id": chat_id,
-            "text": text,
-            "parse_mode": "HTML",
-            "reply_markup": markup,
-        }
-        if isinstance(message_id, int):
-            replies.append(Reply(chat_id, "editMessageText", {**payload, "message_id": message_id}))
-        else:
-            replies.append(Reply(chat_id, "sendMessage", payload))
-        return replies
+        offer, plan, outcome = pressed.offer, pressed.plan, pressed.outcome
+        if offer is not None and plan is not None and isinstance(outcome, Invoice):
+            text, markup = invoice_message(offer, plan, outcome)
+            return _edited(visit.update, text, markup)
+        if outcome == "gateway_off" and offer is not None and plan is not None:
+            text, markup = plan_message(offer, plan)
+            return _edited(visit.update, text, markup, GATEWAY_OFF)
+        notice = PLAN_OFF if outcome == "plan_off" else None
+        text, shown = offer_message(None if outcome == "not_paid" else offer)
+        return _edited(visit.update, text, shown, notice)

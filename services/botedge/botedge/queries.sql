@@ -619,7 +619,7 @@ WITH paid AS (
     UPDATE channels SET is_paid = true WHERE telegram_chat_id = %(chat_id)s RETURNING id
 )
 INSERT INTO plans (channel_id, name, price_minor, currency, period_days, grace_days, is_default)
-SELECT id, 'default', 500, 'USD', 30, 3, true FROM paid
+SELECT id, 'Monthly', 500, 'USD', 30, 3, true FROM paid
 ON CONFLICT (channel_id) WHERE is_default DO NOTHING;
 
 -- admission_of --

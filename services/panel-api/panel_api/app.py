@@ -26,6 +26,7 @@ from panel_api.gate import Gate
 from panel_api.internal import Internal
 from panel_api.ledger import Ledger
 from panel_api.passwords import Passwords
+from panel_api.plans import Plans
 from panel_api.settings import PanelSettings
 from panel_api.stats import Statistics
 from panel_api.team import Team
@@ -110,6 +111,7 @@ def create_app(
     admission = Admission(clock, billing)
     shop = AdShop(clock, billing)
     campaigns = Campaigns(clock, botedge)
+    plans = Plans(clock)
     broadcasts = Broadcasts(clock, botedge)
     statistics = Statistics(clock)
     return create_service_app(
@@ -125,6 +127,7 @@ def create_app(
                     bots,
                     gate,
                     admission,
+                    plans,
                     shop,
                     campaigns,
                     broadcasts,

@@ -105,6 +105,7 @@ from panel_api.ledger import (
     TelegramPerson,
     Visitor,
 )
+from panel_api.plans import NewPlan, Plan, PlanChange, PlanQuery, Plans
 from panel_api.sessions import COOKIE, CSRF_HEADER, CSRF_VALUE
 from panel_api.stats import Statistics, Stats, StatsQuery
 from panel_api.team import (
@@ -391,6 +392,32 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         Channel,
         body=ChannelChange,
         handler=Gate.change_channel,
+    ),
+    ("GET", "/v1/plans"): Operation(
+        "Plans: what the bot offers for each paid channel, on sale or not, in the bot's order",
+        Role.VIEWER,
+        Page[Plan],
+        query=PlanQuery,
+        handler=Plans.plans,
+    ),
+    ("POST", "/v1/plans"): Operation(
+        "Add a plan to a channel (its first plan becomes its default)",
+        Role.ADMIN,
+        Plan,
+        status=201,
+        body=NewPlan,
+        handler=Plans.add_plan,
+    ),
+    ("GET", "/v1/plans/{plan_id:int}"): Operation(
+        "A plan", Role.VIEWER, Plan, problems=(404,), handler=Plans.plan
+    ),
+    ("PATCH", "/v1/plans/{plan_id:int}"): Operation(
+        "Change a plan: its name, price, gateways, place, on sale or not, or make it the default",
+        Role.ADMIN,
+        Plan,
+        body=PlanChange,
+        problems=(404, 409),
+        handler=Plans.change_plan,
     ),
     ("GET", "/v1/channels/{channel_id:int}/whitelist"): Operation(
         "Who may be in a paid channel without paying",

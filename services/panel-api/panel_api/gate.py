@@ -33,8 +33,9 @@ from panel_api.access import (
 )
 from panel_api.internal import Internal, relayed
 from panel_api.ledger import Id
+from panel_api.plans import Currency, GraceDays, PeriodDays, Price, price_minor
 from shared.clock import Clock
-from shared.currencies import exponent, major_text, minor_units
+from shared.currencies import major_text
 from shared.db import Connection
 from shared.errors import json_body
 from shared.web import runtime
@@ -58,40 +59,20 @@ class ChannelFound(msgspec.Struct):
     rights: dict[str, Any]
 
 
-Currency = Annotated[str, msgspec.Meta(pattern=r"^[A-Z]{3}$")]
-PeriodDays = Annotated[int, msgspec.Meta(ge=1, le=3660)]
-GraceDays = Annotated[int, msgspec.Meta(ge=0, le=365)]
-# The most a plan may cost, in minor units.
-MAX_PRICE_MINOR = 10**12
+class DefaultPrice(msgspec.Struct, forbid_unknown_fields=True):
+    """The channel page's price: its default plan."""
 
-
-class NewPlan(msgspec.Struct, forbid_unknown_fields=True):
     # In the currency's major units ("12.50" USD, "500" JPY), as a person types it.
-    price: Annotated[str, msgspec.Meta(max_length=20, pattern=r"^[0-9]{1,13}(\.[0-9]{1,6})?$")]
+    price: Price
     currency: Currency
     period_days: PeriodDays
     grace_days: GraceDays
 
     def price_minor(self) -> int:
-        if exponent(self.currency) is None:
-            raise errors.InvalidValue(
-                f"{self.currency} is not a currency", field="plan.currency", code="not-one-of"
-            )
-        minor = minor_units(self.price, self.currency)
-        if minor is None:
-            raise errors.InvalidValue(
-                f"{self.currency} has {exponent(self.currency)} digits after the point",
-                field="plan.price",
-                code="too-precise",
-            )
-        if not 0 < minor <= MAX_PRICE_MINOR:
-            raise errors.InvalidValue(
-                "the price is zero or too high", field="plan.price", code="out-of-range"
-            )
-        return minor
+        return price_minor(self.price, self.currency, "plan.")
 
 
-class Plan(msgspec.Struct):
+class DefaultPlan(msgspec.Struct):
     price_minor: int
     currency: str
     period_days: int
@@ -112,7 +93,7 @@ ReminderHours = Annotated[
 class ChannelChange(msgspec.Struct, forbid_unknown_fields=True):
     is_paid: bool | msgspec.UnsetType = msgspec.UNSET
     manager_bot_id: Id | msgspec.UnsetType | None = msgspec.UNSET
-    plan: NewPlan | msgspec.UnsetType = msgspec.UNSET
+    plan: DefaultPrice | msgspec.UnsetType = msgspec.UNSET
     reminder_hours: ReminderHours | msgspec.UnsetType = msgspec.UNSET
     admission: Literal["single_use_link", "join_request"] | msgspec.UnsetType = msgspec.UNSET
 
@@ -139,7 +120,7 @@ class Channel(msgspec.Struct):
     chat_type: str | None
     is_paid: bool
     manager_bot_id: int | None
-    plan: Plan | None
+    plan: DefaultPlan | None
     bots: list[BotStanding]
     reminder_hours: list[int] = msgspec.field(default_factory=list)
     admission: str = "single_use_link"
@@ -298,21 +279,21 @@ class Gate:
             )
             plan = None
             if not isinstance(body.plan, msgspec.UnsetType):
-                plan = Plan(
+                plan = DefaultPlan(
                     body.plan.price_minor(),
                     body.plan.currency,
                     body.plan.period_days,
                     body.plan.grace_days,
                 )
-                await conn.execute(Q["retire_default_plan"], {"channel_id": channel_id})
                 await conn.execute(
-                    Q["insert_default_plan"],
+                    Q["replace_default_plan"],
                     {
                         "channel_id": channel_id,
                         "price_minor": plan.price_minor,
                         "currency": plan.currency,
                         "period_days": plan.period_days,
                         "grace_days": plan.grace_days,
+                        "now": self.clock.now(),
                     },
                 )
             after = {

@@ -52,6 +52,8 @@ class NewInvoice(msgspec.Struct, forbid_unknown_fields=True):
     telegram_user_id: Annotated[int, msgspec.Meta(gt=0, le=2**63 - 1)]
     channel_id: Id
     gateway: Annotated[str, msgspec.Meta(max_length=40)]
+    # Without it, the channel's default plan.
+    plan_id: Id | None = None
 
 
 class InvoiceMade(msgspec.Struct):
@@ -61,6 +63,7 @@ class InvoiceMade(msgspec.Struct):
     amount: str
     currency: str
     gateway: str
+    plan_id: int
     pay_url: str
 
 

@@ -295,14 +295,23 @@ UPDATE channels
 -- bot_exists --
 SELECT username FROM bots WHERE id = %(id)s;
 
--- retire_default_plan --
--- Invoices copy price and period when made: a new plan changes only later ones.
-UPDATE plans SET is_default = false WHERE channel_id = %(channel_id)s AND is_default;
-
--- insert_default_plan --
-INSERT INTO plans (channel_id, name, price_minor, currency, period_days, grace_days, is_default)
-VALUES (%(channel_id)s, 'default', %(price_minor)s, %(currency)s, %(period_days)s,
-        %(grace_days)s, true);
+-- replace_default_plan --
+-- The channel page's price makes a new default plan in the old one's place (its name, gateways
+-- and place in the list); the old one stays, off sale, for the invoices made from it.
+WITH retired AS (
+    UPDATE plans SET is_default = false, active = false, updated_at = %(now)s
+     WHERE channel_id = %(channel_id)s AND is_default
+ RETURNING name, gateways, position
+)
+INSERT INTO plans (channel_id, name, price_minor, currency, period_days, grace_days, is_default,
+                   gateways, position, updated_at)
+SELECT %(channel_id)s,
+       coalesce(r.name, CASE WHEN %(period_days)s::integer = 30 THEN 'Monthly'
+                             ELSE %(period_days)s::integer || ' days' END),
+       %(price_minor)s, %(currency)s, %(period_days)s, %(grace_days)s, true, r.gateways,
+       coalesce(r.position, 0), %(now)s
+  FROM (VALUES (1)) AS one (n)
+  LEFT JOIN retired r ON true;
 
 -- clear_default_gate --
 UPDATE bot_channels SET default_gate = false WHERE bot_id = %(bot_id)s AND default_gate;
@@ -725,3 +734,46 @@ SELECT c.id AS campaign_id, c.name,
    AND (%(campaign_id)s::integer IS NULL OR c.id = %(campaign_id)s)
  GROUP BY c.id, c.name
  ORDER BY joins DESC, c.id;
+
+-- plans_list --
+-- Every plan with its channel's title.
+SELECT p.id, p.channel_id, c.title AS channel_title, p.name, p.kind, p.price_minor, p.currency,
+       p.period_days, p.grace_days, p.gateways, p.position, p.active, p.is_default,
+       p.created_at, p.updated_at
+  FROM plans p
+  JOIN channels c ON c.id = p.channel_id
+ WHERE (%(id)s::integer IS NULL OR p.id = %(id)s)
+   AND (%(channel_id)s::integer IS NULL OR p.channel_id = %(channel_id)s)
+   AND (%(active)s::boolean IS NULL OR p.active = %(active)s);
+
+-- lock_channel_plans --
+-- Plans of one channel change one at a time: the names on sale and the default are the
+-- channel's (the channel page's price takes the same lock, `channel_for_update`).
+SELECT id FROM channels WHERE id = %(channel_id)s FOR NO KEY UPDATE;
+
+-- plan_name_on_sale --
+SELECT id FROM plans
+ WHERE channel_id = %(channel_id)s AND active AND lower(name) = lower(%(name)s)
+   AND (%(id)s::integer IS NULL OR id <> %(id)s);
+
+-- insert_plan --
+-- A channel's first plan is its default.
+INSERT INTO plans (channel_id, name, price_minor, currency, period_days, grace_days, gateways,
+                   position, is_default, created_at)
+VALUES (%(channel_id)s, %(name)s, %(price_minor)s, %(currency)s, %(period_days)s,
+        %(grace_days)s, %(gateways)s, %(position)s,
+        NOT EXISTS (SELECT FROM plans WHERE channel_id = %(channel_id)s AND is_default),
+        %(now)s)
+RETURNING id;
+
+-- clear_default_plan --
+UPDATE plans SET is_default = false, updated_at = %(now)s
+ WHERE channel_id = %(channel_id)s AND is_default;
+
+-- update_plan --
+UPDATE plans
+   SET name = %(name)s, price_minor = %(price_minor)s, currency = %(currency)s,
+       period_days = %(period_days)s, grace_days = %(grace_days)s, gateways = %(gateways)s,
+       position = %(position)s, active = %(active)s, is_default = %(is_default)s,
+       updated_at = %(now)s
+ WHERE id = %(id)s;

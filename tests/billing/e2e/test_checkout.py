@@ -29,6 +29,17 @@ def test_gateways__the_ones_on_and_a_channels_offer(billing: Served, database_ur
         "amount": "12.50",
         "currency": "UAH",
         "period_days": 30,
+        "plans": [
+            {
+                "id": offer["plans"][0]["id"],
+                "name": "default",
+                "amount": "12.50",
+                "currency": "UAH",
+                "period_days": 30,
+                "gateways": ["stripe", "subgate", "wayforpay"],
+                "is_default": True,
+            }
+        ],
     }
     unknown = HTTP.get(url, params={"channel_id": channel + 1}, headers=BEARER).json()
     assert unknown["offer"] is None

@@ -87,7 +87,7 @@ def rig(edge: Edge, serve: Serve, database_url: str) -> Iterator[Rig]:
     bot_id, _, _ = edge.add_bot(BOT, mode="polling")
     assert seed(database_url, "owner@example.com", PASSWORD, TEST_BCRYPT_ROUNDS) is True
     with serve_in_thread(create_app(panel_settings(database_url, BILLING_URL=billing.url))) as url:
-        panel = Panel(url, owner_and_viewer(url), bot_id, database_url)
+        panel = Panel(url, owner_and_viewer(url), bot_id, database_url, billing.url)
         assert panel.call("PATCH", "/v1/workspace", {"tron_address": SHOP}).status_code == 200
         yield Rig(edge, chain, panel, bot_id)
 

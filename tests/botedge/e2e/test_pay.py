@@ -28,6 +28,11 @@ class Store:
     billing: ServiceProcess
     start: Callable[..., ServiceProcess]
 
+    def button(self, gateway: str) -> str:
+        """A gateway's button for the channel's one plan."""
+        [(plan,)] = self.edge.query("SELECT id FROM plans WHERE channel_id = %s", self.channel)
+        return f"pay:{self.channel}:{gateway}:{plan}"
+
     def restart_billing(self, *without: str) -> None:
         if self.billing.proc.poll() is None:
             self.billing.proc.kill()
@@ -63,7 +68,7 @@ class Store:
         self.say(f"/start pay_{self.channel}")
         self.edge.wait_until(lambda: bool(self.sent()), 30, "the offer")
         offer = self.sent()[-1]
-        self.press(offer["message_id"], f"pay:{self.channel}:{gateway}")
+        self.press(offer["message_id"], self.button(gateway))
         self.edge.wait_until(lambda: bool(self.edits()), 30, "the pay link")
         [[button]] = self.edits()[-1]["reply_markup"]["inline_keyboard"]
         return str(button["url"])
@@ -111,9 +116,9 @@ def test_pay__offer_link_checkout_pay_invite_link_joined(store: Store) -> None:
     [(payload,)] = edge.query("SELECT payload FROM outbox WHERE method = 'sendMessage'")
     markup = payload["reply_markup"]["inline_keyboard"]
     buttons = [b["callback_data"] for row in markup for b in row]
-    assert buttons == [f"pay:{store.channel}:{g}" for g in ("stripe", "subgate", "wayforpay")]
+    assert buttons == [store.button(g) for g in ("stripe", "subgate", "wayforpay")]
 
-    store.press(offer["message_id"], f"pay:{store.channel}:subgate")
+    store.press(offer["message_id"], store.button("subgate"))
     edge.wait_until(lambda: bool(store.edits()), 30, "the pay link")
     [edit] = store.edits()
     assert edit["message_id"] == offer["message_id"]
@@ -211,7 +216,7 @@ def test_pay__a_gateway_turned_off_is_said_and_makes_no_invoice(store: Store) ->
     edge.wait_until(lambda: bool(store.sent()), 30, "the offer")
     # The owner turns WayForPay off after the offer was shown; its button is pressed.
     store.restart_billing("WAYFORPAY_MERCHANT_ACCOUNT", "WAYFORPAY_SECRET_KEY")
-    store.press(store.sent()[0]["message_id"], f"pay:{store.channel}:wayforpay")
+    store.press(store.sent()[0]["message_id"], store.button("wayforpay"))
     edge.wait_until(lambda: bool(store.edits()), 30, "the offer again")
     answers = edge.query(
         "SELECT payload FROM outbox WHERE method = 'answerCallbackQuery' AND state = 'sent'"
@@ -220,8 +225,8 @@ def test_pay__a_gateway_turned_off_is_said_and_makes_no_invoice(store: Store) ->
     [edit] = store.edits()
     assert edit["text"].endswith("Choose how to pay:")
     assert [row[0]["callback_data"] for row in edit["reply_markup"]["inline_keyboard"]] == [
-        f"pay:{store.channel}:stripe",
-        f"pay:{store.channel}:subgate",
+        store.button("stripe"),
+        store.button("subgate"),
     ]
     assert edge.query("SELECT count(*) FROM invoices") == [(0,)]
 
@@ -241,3 +246,76 @@ def test_pay__billing_unreachable_the_update_is_retried_until_it_answers(store: 
     assert store.sent()[0]["text"].startswith("<b>Paid</b>: 12.50 UAH")
     assert edge.query("SELECT state FROM inbox") == [("done",)]
     assert len(store.sent()) == 1
+
+
+def test_pay__several_plans_one_chosen_back_then_another_and_one_taken_off_sale(
+    store: Store,
+) -> None:
+    edge = store.edge
+    [(year,)] = edge.query(
+        "INSERT INTO plans (channel_id, name, price_minor, currency, period_days, grace_days,"
+        " gateways, position) VALUES (%s, 'Year', 12000, 'UAH', 365, 3, '{subgate}', 1)"
+        " RETURNING id",
+        store.channel,
+    )
+    [(default,)] = edge.query(
+        "UPDATE plans SET name = 'Month' WHERE channel_id = %s AND is_default RETURNING id",
+        store.channel,
+    )
+    edge.start_worker()
+    store.say(f"/start pay_{store.channel}")
+    edge.wait_until(lambda: bool(store.sent()), 30, "the plans")
+    [offer] = store.sent()
+    assert offer["text"] == "<b>Paid</b>\nChoose a plan:"
+    [(payload,)] = edge.query("SELECT payload FROM outbox WHERE method = 'sendMessage'")
+    rows = payload["reply_markup"]["inline_keyboard"]
+    assert [row[0]["callback_data"] for row in rows] == [
+        f"plan:{store.channel}:{default}",
+        f"plan:{store.channel}:{year}",
+    ]
+    assert rows[1][0]["text"] == "Year: 120.00 UAH for 365 days"
+
+    def shown(count: int) -> dict[str, Any]:
+        edge.wait_until(lambda: len(store.edits()) >= count, 30, f"edit {count}")
+        return store.edits()[count - 1]
+
+    store.press(offer["message_id"], f"plan:{store.channel}:{year}")
+    chosen = shown(1)
+    assert chosen["text"] == "<b>Paid</b> (Year): 120.00 UAH for 365 days.\nChoose how to pay:"
+    assert [row[0]["callback_data"] for row in chosen["reply_markup"]["inline_keyboard"]] == [
+        f"pay:{store.channel}:subgate:{year}",
+        f"plan:{store.channel}",
+    ]
+    store.press(offer["message_id"], f"plan:{store.channel}")
+    assert shown(2)["text"] == "<b>Paid</b>\nChoose a plan:"
+    store.press(offer["message_id"], f"plan:{store.channel}:{year}")
+    shown(3)
+    store.press(offer["message_id"], f"pay:{store.channel}:subgate:{year}")
+    invoice = shown(4)
+    assert invoice["text"].startswith("Pay <b>120.00 UAH</b> for <b>Paid</b> (Year) with Subgate.")
+    assert edge.query("SELECT plan_id, amount_minor, period_days FROM invoices") == [
+        (year, 12000, 365)
+    ]
+
+    # The owner stops selling the year while someone still has its button.
+    store.say(f"/start pay_{store.channel}", user=BUYER + 1)
+    edge.wait_until(lambda: bool(store.sent(BUYER + 1)), 30, "the plans again")
+    again = store.sent(BUYER + 1)[0]
+    store.press(again["message_id"], f"plan:{store.channel}:{year}", user=BUYER + 1)
+    shown(5)
+    edge.query("UPDATE plans SET active = false WHERE id = %s RETURNING id", year)
+    store.press(again["message_id"], f"pay:{store.channel}:subgate:{year}", user=BUYER + 1)
+    refused = shown(6)
+    edge.wait_until(
+        lambda: any(
+            a[0].get("text") == "That plan is not on sale any more."
+            for a in edge.query(
+                "SELECT payload FROM outbox WHERE method = 'answerCallbackQuery' AND state = 'sent'"
+            )
+        ),
+        30,
+        "the refusal",
+    )
+    # One plan left: its gateways straight away.
+    assert refused["text"] == "<b>Paid</b>: 12.50 UAH for 30 days.\nChoose how to pay:"
+    assert edge.query("SELECT count(*) FROM invoices") == [(1,)]

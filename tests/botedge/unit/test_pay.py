@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from botedge.handlers import RetryLater
-from botedge.pay import BillingClient, Invoice, Offer, offer_message
+from botedge.pay import BillingClient, Invoice, Offer, PlanOffer, offer_message, plan_message
 from shared.settings import Secret
 
 
@@ -28,7 +28,7 @@ def client(status: int, body: Any = None, *, fail: bool = False) -> BillingClien
 
 
 def invoice(billing: BillingClient) -> Invoice | str:
-    return asyncio.run(billing.invoice(7, 3, "subgate"))
+    return asyncio.run(billing.invoice(7, 3, "subgate", 5))
 
 
 @pytest.mark.parametrize(("status", "fail"), [(503, False), (500, False), (429, False), (0, True)])
@@ -37,30 +37,85 @@ def test_invoice__unreachable_or_failing_billing_is_retried(status: int, fail: b
         invoice(client(status, fail=fail))
 
 
-def test_invoice__not_paid_and_gateway_off_are_answers_not_retries() -> None:
+def test_invoice__not_paid_plan_off_and_gateway_off_are_answers_not_retries() -> None:
     assert invoice(client(404, {"type": "/problems/unknown-channel"})) == "not_paid"
+    assert invoice(client(404, {"type": "/problems/unknown-plan"})) == "plan_off"
+    assert invoice(client(422, {"type": "/problems/gateway-not-offered"})) == "gateway_off"
     assert invoice(client(422, {"type": "/problems/unknown-gateway"})) == "gateway_off"
     made = invoice(client(201, {"pay_url": "https://pay/x", "amount": "1.00", "currency": "USD"}))
     assert made == Invoice("https://pay/x", "1.00", "USD", "subgate")
 
 
-def test_offer_message__escaped_title_and_a_button_per_gateway() -> None:
-    offer = Offer(
-        3,
-        "A <b> & C",
-        "12.50",
-        "UAH",
-        1,
-        ("stripe", "subgate"),
-        {"stripe": "Stripe", "subgate": "Subgate"},
-    )
-    text, markup = offer_message(offer)
+TITLES = {"stripe": "Stripe", "subgate": "Subgate"}
+MONTH = PlanOffer(5, "Month", "12.50", "UAH", 1, ("stripe", "subgate"))
+YEAR = PlanOffer(6, "Year <1>", "120", "JPY", 365, ("subgate",))
+
+
+def test_offer_message__one_plan_escaped_title_and_a_button_per_gateway() -> None:
+    text, markup = offer_message(Offer(3, "A <b> & C", (MONTH,), TITLES))
     assert text == "<b>A &lt;b&gt; &amp; C</b>: 12.50 UAH for 1 day.\nChoose how to pay:"
     assert markup == {
         "inline_keyboard": [
-            [{"text": "Pay with Stripe", "callback_data": "pay:3:stripe"}],
-            [{"text": "Pay with Subgate", "callback_data": "pay:3:subgate"}],
+            [{"text": "Pay with Stripe", "callback_data": "pay:3:stripe:5"}],
+            [{"text": "Pay with Subgate", "callback_data": "pay:3:subgate:5"}],
         ]
     }
     assert offer_message(None)[1] is None
-    assert offer_message(Offer(3, "A", "1", "USD", 30, ()))[0].startswith("Payments are not open")
+    assert offer_message(Offer(3, "A", ()))[0].startswith("Payments are not open")
+
+
+def test_offer_message__several_plans_a_button_each_then_the_plans_gateways_and_back() -> None:
+    offer = Offer(3, "Club", (MONTH, YEAR), TITLES)
+    text, markup = offer_message(offer)
+    assert text == "<b>Club</b>\nChoose a plan:"
+    assert markup == {
+        "inline_keyboard": [
+            [{"text": "Month: 12.50 UAH for 1 day", "callback_data": "plan:3:5"}],
+            [{"text": "Year <1>: 120 JPY for 365 days", "callback_data": "plan:3:6"}],
+        ]
+    }
+    text, markup = plan_message(offer, YEAR)
+    assert text == "<b>Club</b> (Year &lt;1&gt;): 120 JPY for 365 days.\nChoose how to pay:"
+    assert markup == {
+        "inline_keyboard": [
+            [{"text": "Pay with Subgate", "callback_data": "pay:3:subgate:6"}],
+            [{"text": "« All plans", "callback_data": "plan:3"}],
+        ]
+    }
+    # Telegram's limit on callback data, with the largest ids.
+    widest = PlanOffer(2**31 - 1, "x", "1", "USD", 1, ("wayforpay",))
+    _, markup = plan_message(Offer(2**31 - 1, "x", (widest, MONTH)), widest)
+    assert all(
+        len(b["callback_data"].encode()) <= 64 for row in markup["inline_keyboard"] for b in row
+    )
+
+
+def test_offer__plans_without_a_gateway_on_are_left_out() -> None:
+    body = {
+        "gateways": ["subgate"],
+        "titles": {"subgate": "Subgate"},
+        "offer": {
+            "title": "Club",
+            "plans": [
+                {
+                    "id": 1,
+                    "name": "M",
+                    "amount": "5.00",
+                    "currency": "USD",
+                    "period_days": 30,
+                    "gateways": [],
+                },
+                {
+                    "id": 2,
+                    "name": "Y",
+                    "amount": "50.00",
+                    "currency": "USD",
+                    "period_days": 365,
+                    "gateways": ["subgate"],
+                },
+            ],
+        },
+    }
+    offer = asyncio.run(client(200, body).offer(3))
+    assert offer is not None
+    assert [plan.id for plan in offer.plans] == [2]

@@ -592,3 +592,63 @@ def test_forms__statistics_by_hour_a_refused_range_at_its_field_and_the_funnel(
     page.goto(f"{stack.url}/")
     expect(page.locator("#funnel [data-figure=content_delivered]")).to_contain_text("3")
     page.screenshot(path=str(ARTIFACTS / "stats-en.png"), full_page=True)
+
+
+def test_forms__a_yearly_plan_refused_at_its_fields_then_made_the_default_in_persian_on_a_phone(
+    page: Page, stack: Stack
+) -> None:
+    page.set_viewport_size({"width": 390, "height": 844})
+    sign_in(page, stack.url)
+    persian(page)
+    page.goto(f"{stack.url}/plans")
+    monthly = page.locator("#plans tbody tr", has_text="Monthly")
+    expect(monthly.locator("[data-standing]")).to_have_text("پیش‌فرض")
+    form = page.locator("#add-plan")
+    form.locator("input[name=name]").fill("Yearly")
+    form.locator("input[name=price]").fill("50.5")
+    form.locator("input[name=currency]").fill("JPY")
+    form.locator("input[name=period_days]").fill("۳۶۵")
+    form.locator("button[type=submit]").click()
+    # Yen have no fraction: said at the price, in Persian.
+    expect(form.locator("[data-problem=price]")).to_have_text(
+        "برای این ارز رقم‌های پس از ممیز زیاد است."
+    )
+    expect(form.locator("input[name=price]")).to_be_focused()
+    form.locator("input[name=price]").fill("50")
+    form.locator("input[name=currency]").fill("usd")
+    form.locator("input[name=gateways][value=subgate]").check()
+    form.locator("input[name=position]").fill("1")
+    form.locator("button[type=submit]").click()
+    expect(page.locator("#add-plan-done")).to_contain_text("Yearly")
+    yearly = page.locator("#plans tbody tr", has_text="Yearly")
+    expect(yearly).to_contain_text("Subgate")
+    expect(yearly.locator("[data-standing]")).to_have_text("در فروش")
+
+    # Renamed to a name the channel already sells: refused at the name.
+    yearly.locator("button[data-action=edit]").click()
+    editing = page.locator("#plans tr.editing form")
+    editing.locator("input[name=name]").fill("monthly")
+    editing.locator("button[type=submit]").click()
+    expect(editing.locator("[data-problem=name]")).to_have_text("پیش‌تر به کار رفته است.")
+    editing.locator("input[name=name]").fill("Yearly")
+    editing.locator("input[name=price]").fill("45")
+    editing.locator("button[type=submit]").click()
+    expect(yearly).to_contain_text("\u06f4\u06f5")
+
+    yearly.locator("button[data-action=makeDefault]").click()
+    expect(yearly.locator("[data-standing]")).to_have_text("پیش‌فرض")
+    # The old default can now be taken off sale, after asking.
+    monthly.locator("button[data-action=stopSelling]").click()
+    monthly.locator("button[data-confirm=stopSelling]").click()
+    expect(monthly.locator("[data-standing]")).to_have_text("بیرون از فروش")
+    expect(yearly.locator("button[data-action=stopSelling]")).to_have_count(0)
+    page.screenshot(path=str(ARTIFACTS / "plans-fa.png"), full_page=True)
+    with psycopg.connect(stack.database_url) as conn:
+        plans = conn.execute(
+            "SELECT name, price_minor, gateways, position, active, is_default FROM plans"
+            " ORDER BY id"
+        ).fetchall()
+    assert plans == [
+        ("Monthly", 500, None, 0, False, False),
+        ("Yearly", 4500, ["subgate"], 1, True, True),
+    ]

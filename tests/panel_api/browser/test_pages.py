@@ -29,6 +29,7 @@ VIEWS = (
     "dashboard",
     "bots",
     "channels",
+    "plans",
     "contents",
     "campaigns",
     "broadcasts",

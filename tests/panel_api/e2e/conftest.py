@@ -43,6 +43,8 @@ class Panel:
     tokens: dict[str, str]
     bot: int
     database_url: str
+    # billing behind the panel ("" without one), to ask it what botedge asks.
+    billing_url: str
 
     def call(self, method: str, path: str, body: Any = None, role: str = "owner") -> httpx.Response:
         return call_as(self.tokens[role], method, f"{self.url}{path}", body)
@@ -84,4 +86,4 @@ def panel(serve: Serve, database_url: str) -> Iterator[Panel]:
     assert seed(database_url, "owner@example.com", PASSWORD, TEST_BCRYPT_ROUNDS) is True
     settings = panel_settings(database_url, BILLING_URL=billing)
     with serve_in_thread(create_app(settings)) as url:
-        yield Panel(url, owner_and_viewer(url), bot, database_url)
+        yield Panel(url, owner_and_viewer(url), bot, database_url, billing)

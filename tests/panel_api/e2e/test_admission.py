@@ -53,7 +53,7 @@ def rig(database_url: str) -> Iterator[Rig]:
     with serve_in_thread(billing) as billing_url:
         settings = panel_settings(database_url, BILLING_URL=billing_url)
         with serve_in_thread(create_app(settings, clock=clock)) as url:
-            panel = Panel(url, owner_and_viewer(url), 0, database_url)
+            panel = Panel(url, owner_and_viewer(url), 0, database_url, billing_url)
             yield Rig(panel, billing_url, clock, channel)
 
 

@@ -61,7 +61,7 @@ def panel(serve: Serve, database_url: str) -> Iterator[EdgePanel]:
     assert seed(database_url, "owner@example.com", PASSWORD, TEST_BCRYPT_ROUNDS) is True
     settings = panel_settings(database_url, BOTEDGE_URL=botedge.url)
     with serve_in_thread(create_app(settings)) as url:
-        yield EdgePanel(url, owner_and_viewer(url), bot, database_url, sim.url, env)
+        yield EdgePanel(url, owner_and_viewer(url), bot, database_url, "", sim.url, env)
 
 
 def test_broadcast__a_worker_sends_it_to_everyone_reachable_with_its_progress(

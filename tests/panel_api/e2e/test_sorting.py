@@ -54,6 +54,12 @@ def lists(database_url: str) -> Iterator[Lists]:
             "INSERT INTO channels (telegram_chat_id, title)"
             " SELECT -100900 - n, 'ch ' || (n % 2) FROM generate_series(1, 4) n"
         )
+        # Plans with ties in name and place, one in each new channel.
+        conn.execute(
+            "INSERT INTO plans (channel_id, name, price_minor, currency, period_days,"
+            " grace_days, position) SELECT id, 'plan ' || (id % 2), 100, 'USD', 30, 0, id % 2"
+            " FROM channels WHERE telegram_chat_id BETWEEN -100904 AND -100901"
+        )
         conn.execute(
             "INSERT INTO contents (bot_id, code, kind, body)"
             " SELECT %s, 'code' || (n %% 3) || '_' || n, 'text', 'hi' FROM generate_series(1, 5) n",
@@ -149,7 +155,7 @@ def _in_order(conn: psycopg.Connection, field: str, values: list[Any], descendin
 @pytest.mark.slow(12)
 def test_every_list__each_sort_either_way_walked_by_its_cursor(lists: Lists) -> None:
     paths = _sorted_paths(lists.url)
-    assert len(paths) == 17
+    assert len(paths) == 18
     walked = 0
     with psycopg.connect(lists.database_url) as conn:
         for template, sorts in paths.items():

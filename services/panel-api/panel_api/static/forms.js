@@ -109,7 +109,9 @@ function controlOf(field, id) {
     input.value = value;
   } else {
     const box = document.createElement("input");
-    box.type = type;
+    // A number is typed into a text box with the digit keyboard: a number box takes Latin
+    // digits only, and a Persian keyboard types Persian ones (the view reads both).
+    box.type = type === "number" ? "text" : type;
     if (type === "checkbox") box.checked = value === "true"; else box.value = value;
     if (type === "number") box.inputMode = "numeric";
     input = box;

@@ -149,6 +149,12 @@ export const WORDS = {
     newPeople: "New people", blockedBot: "Blocked the bot", statsSeries: "Over time",
     "payments.count": "in {count} payments", noCampaignsYet: "No campaigns yet.",
     revenueByCurrency: "Revenue", visitors30: "Visitors, last 30 days", noPaymentsInRange: "No payments in this range.",
+    plans: "Plans", plan: "Plan", addPlan: "Add a plan", planName: "Name, shown in the bot", soldThrough: "Sold through",
+    planPosition: "Place in the bot's list", allGateways: "every gateway on", defaultPlan: "Default",
+    onSale: "On sale", offSale: "Off sale", makeDefault: "Make default", stopSelling: "Stop selling",
+    sellAgain: "Sell again", planMade: "Plan {name} added to {channel}.", "audit.plans": "Plans",
+    plansIntro: "What the bot offers for each paid channel. A new price applies to invoices made from then on; the default plan is the one the channel page's price edits.",
+    "hint.plan_gateways": "None ticked: every gateway that is on.", "hint.plan_position": "Lower first; 0 to 999.",
   },
   fa: {
     brand: "گیت‌هاوس", language: "زبان", signIn: "ورود", signOut: "خروج",
@@ -294,6 +300,12 @@ export const WORDS = {
     newPeople: "افراد تازه", blockedBot: "ربات را مسدود کردند", statsSeries: "در گذر زمان",
     "payments.count": "در {count} پرداخت", noCampaignsYet: "هنوز کارزاری نیست.",
     revenueByCurrency: "درآمد", visitors30: "بازدیدکنندگان ۳۰ روز گذشته", noPaymentsInRange: "در این بازه پرداختی نبوده است.",
+    plans: "طرح‌ها", plan: "طرح", addPlan: "افزودن طرح", planName: "نام، که در ربات دیده می‌شود", soldThrough: "فروش از راه",
+    planPosition: "جایگاه در فهرست ربات", allGateways: "همهٔ درگاه‌های روشن", defaultPlan: "پیش‌فرض",
+    onSale: "در فروش", offSale: "بیرون از فروش", makeDefault: "پیش‌فرض شود", stopSelling: "توقف فروش",
+    sellAgain: "فروش دوباره", planMade: "طرح {name} به {channel} افزوده شد.", "audit.plans": "طرح‌ها",
+    plansIntro: "آنچه ربات برای هر کانال پولی پیشنهاد می‌کند. قیمت تازه از این پس برای صورت‌حساب‌های تازه به کار می‌رود؛ طرح پیش‌فرض همان است که قیمت صفحهٔ کانال ویرایش می‌کند.",
+    "hint.plan_gateways": "اگر هیچ‌کدام را برنگزینید: همهٔ درگاه‌های روشن.", "hint.plan_position": "کمتر، بالاتر؛ از ۰ تا ۹۹۹.",
   },
 };
 const KEY = "gatehouse.language";

@@ -62,8 +62,10 @@ function historyButton(membership) {
 
 /** The form for a new invoice, or why there can be none. @returns {Promise<HTMLElement>} */
 async function newInvoice() {
-  const paid = (await everything("/v1/channels")).filter((c) => c.is_paid);
-  if (!paid.length) return words("p", "noPaidChannel", { class: "empty" });
+  const [channelList, planList] = await Promise.all([everything("/v1/channels"), everything("/v1/plans?active=true")]);
+  const paid = new Set(channelList.filter((c) => c.is_paid).map((c) => c.id));
+  const onSale = planList.filter((p) => paid.has(p.channel_id));
+  if (!onSale.length) return words("p", "noPaidChannel", { class: "empty" });
   // Only the gateways billing holds keys for.
   /** @type {{ gateways: string[], titles: Record<string, string> } | null} */
   const offered = await call("GET", "/v1/gateways").catch(() => null);
@@ -71,15 +73,17 @@ async function newInvoice() {
   if (!offered.gateways.length) return words("p", "noGateways", { class: "empty", id: "no-gateways" });
   return formOf("new-invoice", [
     { name: "telegram_user_id", label: "telegramUser", required: true, ltr: true },
-    { name: "channel_id", label: "channel", choices: channelChoices(paid) },
+    { name: "plan", label: "plan", choices: onSale.map((p) => ({
+      value: `${p.channel_id}:${p.id}`, text: `${p.channel_title} · ${p.name} (${money(p.price, p.currency)})` })) },
     { name: "gateway", label: "gateway", choices: offered.gateways.map((g) => ({ value: g, text: offered.titles[g] ?? g })) },
   ], "makeInvoice", async (v) => {
+    const [channel, plan] = v.plan.split(":").map(Number);
     const made = await call("POST", "/v1/invoices", {
-      telegram_user_id: wholeNumber(v.telegram_user_id), channel_id: Number(v.channel_id), gateway: v.gateway,
+      telegram_user_id: wholeNumber(v.telegram_user_id), channel_id: channel, plan_id: plan, gateway: v.gateway,
     });
     return element("span", {},
       t("invoiceMade", { amount: money(made.amount, made.currency) }), " ", copyable(made.pay_url));
-  });
+  }, { refusals: { "unknown-plan": ["plan", "not-found"], "gateway-not-offered": ["gateway", "not-one-of"] } });
 }
 
 /** @param {URL} url */

@@ -1,0 +1,295 @@
+"""A paid channel's plans for the owner's panel: what the bot offers for the channel (a month, a
+quarter, a year), each with its name, price, the gateways it is sold through, its place in the
+bot's list, and on sale or not. One plan per channel is its default: what an invoice without a
+plan is priced from, and what the channel page's price edits (`gate.py`).
+
+Invoices copy a plan's price and period when they are made: a change applies to later ones.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated, Any, Literal
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import Response
+
+from panel_api import errors, store
+from panel_api.access import (
+    CREATED,
+    ID,
+    Caller,
+    Column,
+    Listing,
+    Paged,
+    answer,
+    audit,
+    mapped,
+    path_id,
+    query,
+)
+from panel_api.ledger import Id
+from shared.clock import Clock
+from shared.currencies import exponent, major_text, minor_units
+from shared.db import Connection
+from shared.errors import json_body
+from shared.web import runtime
+
+Q = store.Q
+
+Currency = Annotated[str, msgspec.Meta(pattern=r"^[A-Z]{3}$")]
+Price = Annotated[str, msgspec.Meta(max_length=20, pattern=r"^[0-9]{1,13}(\.[0-9]{1,6})?$")]
+PeriodDays = Annotated[int, msgspec.Meta(ge=1, le=3660)]
+GraceDays = Annotated[int, msgspec.Meta(ge=0, le=365)]
+PlanName = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=r"^[^\x00-\x1f\x7f]+$")]
+# A gateway as billing names it; one that is not on is kept and offered once it is.
+GatewayName = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_]{0,31}$")]
+Gateways = Annotated[list[GatewayName], msgspec.Meta(min_length=1, max_length=16)]
+Position = Annotated[int, msgspec.Meta(ge=0, le=999)]
+# The most a plan may cost, in minor units.
+MAX_PRICE_MINOR = 10**12
+
+
+def price_minor(price: str, currency: str, prefix: str = "") -> int:
+    """A price as a person types it ("12.50" USD, "500" JPY) in the currency's minor units;
+    a refusal names `prefix` + the field."""
+    if exponent(currency) is None:
+        raise errors.InvalidValue(
+            f"{currency} is not a currency", field=f"{prefix}currency", code="not-one-of"
+        )
+    minor = minor_units(price, currency)
+    if minor is None:
+        raise errors.InvalidValue(
+            f"{currency} has {exponent(currency)} digits after the point",
+            field=f"{prefix}price",
+            code="too-precise",
+        )
+    if not 0 < minor <= MAX_PRICE_MINOR:
+        raise errors.InvalidValue(
+            "the price is zero or too high", field=f"{prefix}price", code="out-of-range"
+        )
+    return minor
+
+
+class NewPlan(msgspec.Struct, forbid_unknown_fields=True):
+    channel_id: Id
+    name: PlanName
+    # In the currency's major units, as a person types it.
+    price: Price
+    currency: Currency
+    period_days: PeriodDays
+    grace_days: GraceDays = 3
+    # None: every gateway billing has on.
+    gateways: Gateways | None = None
+    position: Position = 0
+
+
+class PlanChange(msgspec.Struct, forbid_unknown_fields=True):
+    name: PlanName | msgspec.UnsetType = msgspec.UNSET
+    price: Price | msgspec.UnsetType = msgspec.UNSET
+    currency: Currency | msgspec.UnsetType = msgspec.UNSET
+    period_days: PeriodDays | msgspec.UnsetType = msgspec.UNSET
+    grace_days: GraceDays | msgspec.UnsetType = msgspec.UNSET
+    gateways: Gateways | msgspec.UnsetType | None = msgspec.UNSET
+    position: Position | msgspec.UnsetType = msgspec.UNSET
+    active: bool | msgspec.UnsetType = msgspec.UNSET
+    # Only true: the channel's default moves here (the old default stays on sale).
+    is_default: Literal[True] | msgspec.UnsetType = msgspec.UNSET
+
+
+class Plan(msgspec.Struct):
+    id: int
+    channel_id: int
+    channel_title: str
+    name: str
+    kind: str
+    price_minor: int
+    currency: str
+    period_days: int
+    grace_days: int
+    gateways: list[str] | None
+    position: int
+    active: bool
+    is_default: bool
+    created_at: dt.datetime
+    updated_at: dt.datetime | None
+    # The price as text in the currency's major units, for people.
+    price: str = ""
+
+    def __post_init__(self) -> None:
+        self.price = major_text(self.price_minor, self.currency)
+
+
+PLANS = Listing(
+    "plans_list",
+    key=(ID,),
+    sorts=(ID, Column("position", int), Column("name", str), CREATED),
+)
+
+
+class PlanQuery(Paged, kw_only=True):
+    channel: Id | None = None
+    active: bool | None = None
+    sort: PLANS.sort_values = "position"  # type: ignore[name-defined]
+
+
+class Plans:
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+
+    async def plans(self, request: Request, caller: Caller) -> Response:
+        where = query(request, PlanQuery)
+        found = await PLANS.page(
+            request, where, {"id": None, "channel_id": where.channel, "active": where.active}
+        )
+        return answer(mapped(found, _plan))
+
+    async def plan(self, request: Request, caller: Caller) -> Response:
+        plan_id = path_id(request, "plan_id", "plan")
+        async with store.connection(runtime(request).pool) as conn:
+            return answer(await _one(conn, plan_id))
+
+    async def add_plan(self, request: Request, caller: Caller) -> Response:
+        body = await json_body(request, NewPlan, limit=4096)
+        name = _name(body.name)
+        params = {
+            "channel_id": body.channel_id,
+            "name": name,
+            "price_minor": price_minor(body.price, body.currency),
+            "currency": body.currency,
+            "period_days": body.period_days,
+            "grace_days": body.grace_days,
+            "gateways": _gateways(body.gateways),
+            "position": body.position,
+            "now": self.clock.now(),
+        }
+        async with store.connection(runtime(request).pool) as conn, conn.transaction():
+            await _lock_channel(conn, body.channel_id)
+            await _check_name(conn, body.channel_id, name, None)
+            inserted = await store.row(conn, "insert_plan", params)
+            if inserted is None:
+                raise errors.StoreError("the new plan was not written")
+            made = await _one(conn, int(inserted["id"]))
+            await audit(
+                conn, caller, self.clock, "plans.add", f"plan:{made.id}", None, _audited(made)
+            )
+        return answer(made, status=201)
+
+    async def change_plan(self, request: Request, caller: Caller) -> Response:
+        plan_id = path_id(request, "plan_id", "plan")
+        body = await json_body(request, PlanChange, limit=4096)
+        async with store.connection(runtime(request).pool) as conn, conn.transaction():
+            await _lock_channel(conn, (await _one(conn, plan_id)).channel_id)
+            # Read again under the lock: what the change is made to.
+            before = await _one(conn, plan_id)
+            after = _changed(before, body)
+            renamed = after.name.lower() != before.name.lower()
+            if after.active and (renamed or not before.active):
+                await _check_name(conn, before.channel_id, after.name, plan_id)
+            if before.is_default and not after.active:
+                raise errors.Conflict(
+                    "the default plan stays on sale: make another plan the default first"
+                )
+            if after.is_default and not before.is_default:
+                if not after.active:
+                    raise errors.InvalidValue(
+                        "a plan off sale cannot be the default", field="is_default", code="invalid"
+                    )
+                await conn.execute(
+                    Q["clear_default_plan"],
+                    {"channel_id": before.channel_id, "now": self.clock.now()},
+                )
+            await conn.execute(
+                Q["update_plan"],
+                {
+                    "id": plan_id,
+                    "name": after.name,
+                    "price_minor": after.price_minor,
+                    "currency": after.currency,
+                    "period_days": after.period_days,
+                    "grace_days": after.grace_days,
+                    "gateways": after.gateways,
+                    "position": after.position,
+                    "active": after.active,
+                    "is_default": after.is_default,
+                    "now": self.clock.now(),
+                },
+            )
+            changed = await _one(conn, plan_id)
+            await audit(
+                conn,
+                caller,
+                self.clock,
+                "plans.update",
+                f"plan:{plan_id}",
+                _audited(before),
+                _audited(changed),
+            )
+        return answer(changed)
+
+
+def _name(name: str) -> str:
+    name = name.strip()
+    if not name:
+        raise errors.InvalidValue("a plan needs a name", field="name", code="required")
+    return name
+
+
+def _gateways(gateways: list[str] | None) -> list[str] | None:
+    if gateways is not None and len(set(gateways)) != len(gateways):
+        raise errors.InvalidValue("a gateway is named twice", field="gateways", code="duplicate")
+    return None if gateways is None else sorted(gateways)
+
+
+def _changed(plan: Plan, change: PlanChange) -> Plan:
+    """The plan as the change leaves it, every field checked."""
+    values: dict[str, Any] = {
+        f: v for f in change.__struct_fields__ if (v := getattr(change, f)) is not msgspec.UNSET
+    }
+    if "name" in values:
+        values["name"] = _name(values["name"])
+    if "gateways" in values:
+        values["gateways"] = _gateways(values["gateways"])
+    if "price" in values or "currency" in values:
+        currency = values.get("currency", plan.currency)
+        price = values.pop("price", plan.price)
+        values["price_minor"] = price_minor(price, currency)
+    return msgspec.structs.replace(plan, **values)
+
+
+async def _lock_channel(conn: Connection, channel_id: int) -> None:
+    """Plans of one channel change one at a time (the name on sale and the default are per
+    channel); a channel that does not exist is named at its field."""
+    cur = await conn.execute(Q["lock_channel_plans"], {"channel_id": channel_id})
+    if await cur.fetchone() is None:
+        raise errors.InvalidValue("no channel by that id", field="channel_id", code="not-found")
+
+
+async def _check_name(conn: Connection, channel_id: int, name: str, plan_id: int | None) -> None:
+    cur = await conn.execute(
+        Q["plan_name_on_sale"], {"channel_id": channel_id, "name": name, "id": plan_id}
+    )
+    if await cur.fetchone() is not None:
+        raise errors.InvalidValue(
+            "the channel already sells a plan by that name", field="name", code="taken"
+        )
+
+
+async def _one(conn: Connection, plan_id: int) -> Plan:
+    cur = await conn.execute(Q["plans_list"], {"id": plan_id, "channel_id": None, "active": None})
+    row = await cur.fetchone()
+    if row is None:
+        raise errors.NotFound("no plan by that id")
+    return _plan(dict(row))
+
+
+def _plan(row: dict[str, Any]) -> Plan:
+    return msgspec.convert(row, Plan, strict=False)
+
+
+def _audited(plan: Plan) -> dict[str, Any]:
+    entry: dict[str, Any] = msgspec.to_builtins(plan)
+    for derived in ("channel_title", "price", "created_at", "updated_at"):
+        entry.pop(derived)
+    return entry

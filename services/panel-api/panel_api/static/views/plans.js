@@ -1,0 +1,99 @@
+// @ts-check
+// Plans: what the bot offers for each paid channel (a month, a quarter, a year), each with its
+// price, the gateways it is sold through and its place in the bot's list; on sale or not, and
+// which one is the channel's default.
+import { call, may } from "../api.js";
+import { element, words } from "../dom.js";
+import { actionButton, editRow, formOf } from "../forms.js";
+import { money, number, t } from "../i18n.js";
+import { listView } from "../list.js";
+import { channelChoices, everything, wholeNumber } from "./common.js";
+
+/** The gateways billing has on, with their names; none when billing cannot say right now.
+ * @returns {Promise<{ value: string, text: string }[]>} */
+async function gatewayChoices() {
+  try {
+    const { gateways, titles } = await call("GET", "/v1/gateways");
+    return gateways.map((/** @type {string} */ g) => ({ value: g, text: titles?.[g] ?? g }));
+  } catch {
+    return [];
+  }
+}
+
+/** The fields of a plan, with what it holds now (`plan`) or a new one's defaults.
+ * @param {{ value: string, text: string }[]} gateways @param {any} [plan]
+ * @returns {import("../forms.js").Field[]} */
+function planFields(gateways, plan) {
+  return [
+    { name: "name", label: "planName", value: plan?.name ?? "", required: true },
+    { name: "price", label: "price", value: plan?.price ?? "", required: true, ltr: true },
+    { name: "currency", label: "currency", value: plan?.currency ?? "USD", required: true, ltr: true },
+    { name: "period_days", label: "periodDays", type: "number", value: String(plan?.period_days ?? 30), required: true },
+    { name: "grace_days", label: "graceDays", type: "number", value: String(plan?.grace_days ?? 3), required: true },
+    ...(gateways.length ? [{ name: "gateways", label: "soldThrough", type: "checks", choices: gateways,
+      value: (plan?.gateways ?? []).join(","), hint: "hint.plan_gateways" }] : []),
+    { name: "position", label: "planPosition", type: "number", value: String(plan?.position ?? 0), hint: "hint.plan_position" },
+  ];
+}
+
+/** The API's body from a plan form's values. @param {Record<string, string>} v */
+function planBody(v) {
+  /** @type {Record<string, unknown>} */
+  const body = {
+    name: v.name, price: v.price, currency: v.currency.toUpperCase(),
+    period_days: wholeNumber(v.period_days), grace_days: wholeNumber(v.grace_days),
+    position: wholeNumber(v.position || "0"),
+  };
+  if ("gateways" in v) body.gateways = v.gateways ? v.gateways.split(",") : null;
+  return body;
+}
+
+/** @param {{ active: boolean, is_default: boolean }} p */
+function standing(p) {
+  const key = p.is_default ? "defaultPlan" : p.active ? "onSale" : "offSale";
+  return element("span", { "data-standing": key, text: t(key) });
+}
+
+/** @param {URL} url */
+export async function plans(url) {
+  const admin = may("admin");
+  const [channelList, gateways] = await Promise.all([everything("/v1/channels"), admin ? gatewayChoices() : []]);
+  const titles = Object.fromEntries(gateways.map((g) => [g.value, g.text]));
+  const before = [words("p", "plansIntro", { class: "intro" })];
+  if (admin) {
+    before.push(words("h2", "addPlan"), !channelList.length
+      ? words("p", "addChannelFirst", { class: "empty" })
+      : formOf("add-plan", [
+        { name: "channel_id", label: "channel", choices: channelChoices(channelList) },
+        ...planFields(gateways),
+      ], "add", async (v) => {
+        const made = await call("POST", "/v1/plans", { channel_id: Number(v.channel_id), ...planBody(v) });
+        return t("planMade", { name: made.name, channel: made.channel_title });
+      }));
+  }
+  return listView(url, {
+    id: "plans", path: "/v1/plans", before,
+    filters: [
+      { name: "channel", label: "channel", choices: channelChoices(channelList) },
+      { name: "active", label: "status", choices: [{ value: "true", text: t("onSale") }, { value: "false", text: t("offSale") }] },
+    ],
+    columns: [
+      { label: "name", sort: "name", value: (p) => element("bdi", { text: p.name }) },
+      { label: "channel", value: (p) => element("a", { href: `/channels/${p.channel_id}` }, element("bdi", { text: p.channel_title })) },
+      { label: "price", value: (p) => money(p.price, p.currency) },
+      { label: "periodDays", value: (p) => number(p.period_days) },
+      { label: "soldThrough", value: (p) => p.gateways ? p.gateways.map((/** @type {string} */ g) => titles[g] ?? g).join(", ") : t("allGateways") },
+      { label: "planPosition", sort: "position", value: (p) => number(p.position) },
+      { label: "status", value: (p) => standing(p) },
+    ],
+    actions: admin ? (p) => [
+      editRow("edit", () => formOf(`edit-plan-${p.id}`, planFields(gateways, p), "save", async (v) => {
+        await call("PATCH", `/v1/plans/${p.id}`, planBody(v));
+        return t("saved");
+      })),
+      ...(p.active && !p.is_default ? [actionButton("makeDefault", () => call("PATCH", `/v1/plans/${p.id}`, { is_default: true }))] : []),
+      ...(p.is_default ? [] : [actionButton(p.active ? "stopSelling" : "sellAgain",
+        () => call("PATCH", `/v1/plans/${p.id}`, { active: !p.active }), { confirm: p.active })]),
+    ] : null,
+  });
+}

@@ -1,0 +1,145 @@
+"""Plans through the panel: added, changed, taken off sale and made the default by an admin,
+every write audited; refusals named at their fields; and the bot's offer (billing) follows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.conftest import HTTP, SECRETS
+from tests.panel_api.e2e.conftest import Panel
+
+
+def paid_channel(panel: Panel, chat_id: int, title: str) -> int:
+    [(channel,)] = panel.query(
+        "INSERT INTO channels (telegram_chat_id, title, is_paid) VALUES (%s, %s, true)"
+        " RETURNING id",
+        chat_id,
+        title,
+    )
+    return int(channel)
+
+
+def add(panel: Panel, **plan: Any) -> dict[str, Any]:
+    made = panel.call("POST", "/v1/plans", plan)
+    assert made.status_code == 201, made.text
+    return dict(made.json())
+
+
+def offered(panel: Panel, channel: int) -> list[tuple[str, str, list[str]]]:
+    """The plans the bot is offered for the channel, as botedge asks billing for them."""
+    answer = HTTP.get(
+        f"{panel.billing_url}/internal/gateways",
+        params={"channel_id": channel},
+        headers={"Authorization": f"Bearer {SECRETS['SERVICE_TOKEN']}"},
+    ).json()
+    return [(p["name"], p["amount"], p["gateways"]) for p in answer["offer"]["plans"]]
+
+
+def test_plans__added_in_order_the_first_is_the_default_and_each_write_is_audited(
+    panel: Panel,
+) -> None:
+    club = paid_channel(panel, -1001000000901, "Club")
+    month = add(panel, channel_id=club, name="Month", price="5", currency="USD", period_days=30)
+    year = add(
+        panel,
+        channel_id=club,
+        name="Year",
+        price="50.00",
+        currency="USD",
+        period_days=365,
+        grace_days=7,
+        gateways=["subgate", "stripe"],
+        position=2,
+    )
+    assert (month["is_default"], month["price"], month["gateways"]) == (True, "5.00", None)
+    assert (year["is_default"], year["gateways"], year["price_minor"]) == (
+        False,
+        ["stripe", "subgate"],
+        5000,
+    )
+    listed = panel.call("GET", f"/v1/plans?channel={club}", role="viewer").json()["items"]
+    assert [p["name"] for p in listed] == ["Month", "Year"]
+    assert listed[0]["channel_title"] == "Club"
+
+    # Year becomes the default; Month stays on sale, and then is taken off it.
+    made_default = panel.call("PATCH", f"/v1/plans/{year['id']}", {"is_default": True})
+    assert made_default.json()["is_default"] is True
+    off = panel.call("PATCH", f"/v1/plans/{month['id']}", {"active": False})
+    assert (off.status_code, off.json()["active"], off.json()["is_default"]) == (200, False, False)
+    # The default stays on sale.
+    kept = panel.call("PATCH", f"/v1/plans/{year['id']}", {"active": False})
+    assert (kept.status_code, kept.json()["type"]) == (409, "/problems/conflict")
+    on_sale = panel.call("GET", f"/v1/plans?channel={club}&active=true").json()["items"]
+    assert [p["name"] for p in on_sale] == ["Year"]
+    # A new price for Year: invoices made from now on.
+    repriced = panel.call(
+        "PATCH", f"/v1/plans/{year['id']}", {"price": "45", "gateways": None, "position": 0}
+    )
+    assert (repriced.json()["price"], repriced.json()["gateways"]) == ("45.00", None)
+
+    audited = panel.query(
+        "SELECT action, target FROM audit_log WHERE action LIKE 'plans.%%' ORDER BY id"
+    )
+    assert audited == [
+        ("plans.add", f"plan:{month['id']}"),
+        ("plans.add", f"plan:{year['id']}"),
+        ("plans.update", f"plan:{year['id']}"),
+        ("plans.update", f"plan:{month['id']}"),
+        ("plans.update", f"plan:{year['id']}"),
+    ]
+    # A viewer reads plans but changes none.
+    refused = panel.call("PATCH", f"/v1/plans/{year['id']}", {"name": "Mine"}, role="viewer")
+    assert refused.status_code == 403
+
+
+def test_plans__the_bot_is_offered_what_the_panel_set(panel: Panel) -> None:
+    club = paid_channel(panel, -1001000000901, "Club")
+    add(panel, channel_id=club, name="Month", price="5", currency="USD", period_days=30)
+    year = add(
+        panel,
+        channel_id=club,
+        name="Year",
+        price="50",
+        currency="USD",
+        period_days=365,
+        gateways=["subgate"],
+    )
+    every = sorted(panel.call("GET", "/v1/gateways").json()["gateways"])
+    quarter = add(
+        panel, channel_id=club, name="Quarter", price="14", currency="USD", period_days=90
+    )
+    assert panel.call("PATCH", f"/v1/plans/{quarter['id']}", {"position": 1}).status_code == 200
+    assert panel.call("PATCH", f"/v1/plans/{year['id']}", {"position": 2}).status_code == 200
+    assert offered(panel, club) == [
+        ("Month", "5.00", every),
+        ("Quarter", "14.00", every),
+        ("Year", "50.00", ["subgate"]),
+    ]
+    panel.call("PATCH", f"/v1/plans/{quarter['id']}", {"active": False})
+    panel.call("PATCH", f"/v1/plans/{year['id']}", {"name": "Yearly", "price": "40"})
+    assert offered(panel, club) == [("Month", "5.00", every), ("Yearly", "40.00", ["subgate"])]
+
+
+def test_plans__refusals_at_their_fields_and_nothing_written(panel: Panel) -> None:
+    club = paid_channel(panel, -1001000000901, "Club")
+    add(panel, channel_id=club, name="Month", price="5", currency="USD", period_days=30)
+    base = {"channel_id": club, "name": "Year", "price": "50", "currency": "USD", "period_days": 1}
+    for change, field, code in (
+        ({"name": "month"}, "name", "taken"),
+        ({"name": "  "}, "name", "required"),
+        ({"price": "0"}, "price", "out-of-range"),
+        ({"price": "5.5", "currency": "JPY"}, "price", "too-precise"),
+        ({"currency": "ABC"}, "currency", "not-one-of"),
+        ({"period_days": 0}, "period_days", "out-of-range"),
+        ({"gateways": ["subgate", "subgate"]}, "gateways", "duplicate"),
+        ({"gateways": []}, "gateways", "too-short"),
+        ({"gateways": ["Sub Gate"]}, "gateways[0]", "bad-format"),
+        ({"position": 1000}, "position", "out-of-range"),
+        ({"channel_id": 99999}, "channel_id", "not-found"),
+    ):
+        refused = panel.call("POST", "/v1/plans", {**base, **change})
+        assert refused.status_code == 422, (change, refused.text)
+        assert refused.json()["errors"] == [{"field": field, "code": code}], change
+    assert panel.query("SELECT count(*) FROM plans WHERE channel_id = %s", club) == [(1,)]
+    assert panel.call("PATCH", "/v1/plans/99999", {"name": "x"}).status_code == 404
+    assert panel.call("GET", "/v1/plans/99999").status_code == 404
