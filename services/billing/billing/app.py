@@ -61,6 +61,7 @@ STATUS: dict[type[errors.BillingError], int] = {
     errors.UnknownChannel: 404,
     errors.UnknownPlan: 404,
     errors.GatewayNotOffered: 422,
+    errors.CouponRefused: 422,
     errors.InvalidBody: 422,
     errors.UnknownAdOrder: 404,
     errors.OrderConflict: 409,
@@ -82,6 +83,8 @@ class InvoiceRequest(msgspec.Struct, forbid_unknown_fields=True):
     gateway: str
     # Without it, the channel's default plan.
     plan_id: PlanId | None = None
+    # A coupon's code as the person typed it.
+    coupon: Annotated[str, msgspec.Meta(min_length=1, max_length=64)] | None = None
 
 
 class GrantRequest(msgspec.Struct, forbid_unknown_fields=True):
@@ -166,6 +169,7 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
                 body.channel_id,
                 body.gateway,
                 body.plan_id,
+                body.coupon,
                 clock.now(),
             )
         amount = money.minor_to_text(invoice.amount_minor, invoice.currency)
@@ -180,6 +184,9 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
                 "gateway": body.gateway,
                 "plan_id": invoice.plan_id,
                 "pay_url": pay_url,
+                # Before the coupon, and what it took off (0 without one).
+                "list_price": money.minor_to_text(invoice.list_price_minor, invoice.currency),
+                "discount": money.minor_to_text(invoice.discount_minor, invoice.currency),
             },
             status_code=201,
         )

@@ -54,6 +54,13 @@ class UnknownPlan(BillingError):
     slug = "unknown-plan"
 
 
+class CouponRefused(BillingError):
+    """The coupon does not apply: unknown, expired, used up, or not for this plan or person;
+    the field code says which."""
+
+    slug = "coupon-refused"
+
+
 class GatewayNotOffered(BillingError):
     """The gateway is on, but the plan is not sold through it."""
 

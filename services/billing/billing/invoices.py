@@ -9,7 +9,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from billing import errors, store
+from billing import coupons, errors, store
 from billing.store import Q
 from shared.db import Connection
 
@@ -20,6 +20,8 @@ class Invoice:
     amount_minor: int
     currency: str
     plan_id: int
+    list_price_minor: int
+    discount_minor: int
 
 
 @dataclass(frozen=True)
@@ -51,9 +53,12 @@ async def create_invoice(
     channel_id: int,
     gateway: str,
     plan_id: int | None,
+    coupon_code: str | None,
     now: dt.datetime,
 ) -> Invoice:
-    """An invoice at the plan asked for, or at the channel's default plan."""
+    """An invoice at the plan asked for, or at the channel's default plan, less the coupon's
+    discount. A coupon is redeemed under its row's lock, so its total is a count taken there;
+    a refused one writes nothing."""
     async with conn.transaction():
         cur = await conn.execute(Q["invoice_plan"], {"channel_id": channel_id, "plan_id": plan_id})
         plan = await cur.fetchone()
@@ -65,16 +70,24 @@ async def create_invoice(
             raise errors.GatewayNotOffered(f"the plan is not sold through {gateway}")
         cur = await conn.execute(Q["upsert_person"], {"telegram_user_id": telegram_user_id})
         person = await store.one_row(cur)
+        price = int(plan["price_minor"])
+        coupon = None
+        if coupon_code is not None:
+            coupon = await _coupon(conn, coupon_code, plan, person["id"], channel_id, now)
+        off = 0 if coupon is None else coupons.discount(coupon, price)
         # Unguessable, so an order reference cannot be used to probe other people's invoices.
         reference = "gh_" + secrets.token_urlsafe(18)
-        await conn.execute(
+        cur = await conn.execute(
             Q["insert_invoice"],
             {
                 "order_reference": reference,
                 "person_id": person["id"],
                 "channel_id": channel_id,
                 "plan_id": plan["id"],
-                "amount_minor": plan["price_minor"],
+                "amount_minor": price - off,
+                "list_price_minor": None if coupon is None else price,
+                "discount_minor": off,
+                "coupon_id": None if coupon is None else coupon.id,
                 "currency": plan["currency"],
                 "period_days": plan["period_days"],
                 "grace_days": plan["grace_days"],
@@ -82,4 +95,45 @@ async def create_invoice(
                 "now": now,
             },
         )
-        return Invoice(reference, int(plan["price_minor"]), str(plan["currency"]), int(plan["id"]))
+        invoice = await store.one_row(cur)
+        if coupon is not None:
+            await conn.execute(
+                Q["insert_redemption"],
+                {
+                    "coupon_id": coupon.id,
+                    "person_id": person["id"],
+                    "invoice_id": invoice["id"],
+                    "per_person": coupon.per_person,
+                    "now": now,
+                },
+            )
+        return Invoice(reference, price - off, str(plan["currency"]), int(plan["id"]), price, off)
+
+
+async def _coupon(
+    conn: Connection,
+    code: str,
+    plan: dict[str, Any],
+    person_id: int,
+    channel_id: int,
+    now: dt.datetime,
+) -> coupons.Coupon:
+    """The coupon by its code, locked, when it applies; else `CouponRefused` naming why."""
+    cur = await conn.execute(Q["coupon_for_update"], {"code": code.strip()})
+    row = await cur.fetchone()
+    if row is None:
+        raise errors.CouponRefused("no coupon by that code", field="coupon", code="not-found")
+    coupon = coupons.Coupon.of(dict(row))
+    cur = await conn.execute(
+        Q["coupon_standing"],
+        {"coupon_id": coupon.id, "person_id": person_id, "channel_id": channel_id},
+    )
+    found = await store.one_row(cur)
+    standing = coupons.Standing(
+        int(found["uses"]), int(found["person_uses"]), found["membership_status"]
+    )
+    refused = coupons.refusal(coupon, int(plan["id"]), str(plan["currency"]), standing, now)
+    if refused is not None:
+        field_code, detail = refused
+        raise errors.CouponRefused(detail, field="coupon", code=field_code)
+    return coupon

@@ -23,12 +23,44 @@ SELECT c.title, p.id, p.name, p.price_minor, p.currency, p.period_days, p.gatewa
  ORDER BY p.position, p.id;
 
 -- insert_invoice --
-INSERT INTO invoices (order_reference, person_id, channel_id, plan_id, amount_minor, currency,
-                      period_days, grace_days, gateway, created_at, expires_at)
+INSERT INTO invoices (order_reference, person_id, channel_id, plan_id, amount_minor,
+                      list_price_minor, discount_minor, coupon_id, currency, period_days,
+                      grace_days, gateway, created_at, expires_at)
 VALUES (%(order_reference)s, %(person_id)s, %(channel_id)s, %(plan_id)s, %(amount_minor)s,
-        %(currency)s, %(period_days)s, %(grace_days)s, %(gateway)s, %(now)s,
-        %(now)s + interval '24 hours')
+        %(list_price_minor)s, %(discount_minor)s, %(coupon_id)s, %(currency)s,
+        %(period_days)s, %(grace_days)s, %(gateway)s, %(now)s, %(now)s + interval '24 hours')
 RETURNING id;
+
+-- coupon_for_update --
+-- The coupon by its code, whatever its case; locked, so its uses are counted one invoice at a
+-- time.
+SELECT id, percent_off, amount_off_minor, currency, expires_at, max_redemptions, per_person,
+       plan_ids, customers, active
+  FROM coupons
+ WHERE upper(code) = upper(%(code)s)
+   FOR UPDATE;
+
+-- coupon_standing --
+-- The coupon's uses not released, all and the person's, and the person's membership of the
+-- channel (none: a new customer; expired: a lapsed one).
+SELECT (SELECT count(*) FROM coupon_redemptions
+         WHERE coupon_id = %(coupon_id)s AND released_at IS NULL)::integer AS uses,
+       (SELECT count(*) FROM coupon_redemptions
+         WHERE coupon_id = %(coupon_id)s AND person_id = %(person_id)s
+           AND released_at IS NULL)::integer AS person_uses,
+       (SELECT status FROM memberships
+         WHERE person_id = %(person_id)s AND channel_id = %(channel_id)s) AS membership_status;
+
+-- insert_redemption --
+-- The person's lowest free use of the coupon; the unique key on it is the per-person limit.
+INSERT INTO coupon_redemptions (coupon_id, person_id, invoice_id, seq, redeemed_at)
+SELECT %(coupon_id)s, %(person_id)s, %(invoice_id)s, s, %(now)s
+  FROM generate_series(1, %(per_person)s::integer) s
+ WHERE NOT EXISTS (SELECT FROM coupon_redemptions r
+                    WHERE r.coupon_id = %(coupon_id)s AND r.person_id = %(person_id)s
+                      AND r.seq = s AND r.released_at IS NULL)
+ ORDER BY s
+ LIMIT 1;
 
 -- lock_membership_of_invoice --
 -- Every payment and sweep decision for one membership runs under this lock, so they apply in
@@ -261,8 +293,15 @@ WITH stale AS (
      LIMIT %(limit)s
      FOR UPDATE SKIP LOCKED
 )
-UPDATE invoices i SET status = 'expired' FROM stale WHERE i.id = stale.id
-RETURNING i.id;
+, expired AS (
+    UPDATE invoices i SET status = 'expired' FROM stale WHERE i.id = stale.id RETURNING i.id
+), released AS (
+    -- The coupon use of an invoice nobody paid is given back.
+    UPDATE coupon_redemptions r SET released_at = %(now)s
+      FROM expired e
+     WHERE r.invoice_id = e.id AND r.released_at IS NULL
+)
+SELECT id FROM expired;
 
 -- checkout_lapsed_notices --
 -- The person behind each invoice just expired hears of it once, with a way to pay again,

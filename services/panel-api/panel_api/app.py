@@ -22,6 +22,7 @@ from panel_api.bots import Bots
 from panel_api.broadcasts import Broadcasts
 from panel_api.campaigns import Campaigns
 from panel_api.contract import OPERATIONS, openapi
+from panel_api.coupons import Coupons
 from panel_api.gate import Gate
 from panel_api.internal import Internal
 from panel_api.ledger import Ledger
@@ -112,6 +113,7 @@ def create_app(
     shop = AdShop(clock, billing)
     campaigns = Campaigns(clock, botedge)
     plans = Plans(clock)
+    coupons = Coupons(clock)
     broadcasts = Broadcasts(clock, botedge)
     statistics = Statistics(clock)
     return create_service_app(
@@ -128,6 +130,7 @@ def create_app(
                     gate,
                     admission,
                     plans,
+                    coupons,
                     shop,
                     campaigns,
                     broadcasts,

@@ -65,6 +65,16 @@ from panel_api.campaigns import (
     Campaigns,
     NewCampaign,
 )
+from panel_api.coupons import (
+    Coupon,
+    CouponChange,
+    CouponQuery,
+    Coupons,
+    NewCoupon,
+    Redemption,
+    RedemptionExport,
+    RedemptionQuery,
+)
 from panel_api.first_run import Setup, SetupBody
 from panel_api.gate import (
     Channel as Channel,
@@ -418,6 +428,47 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         body=PlanChange,
         problems=(404, 409),
         handler=Plans.change_plan,
+    ),
+    ("GET", "/v1/coupons"): Operation(
+        "Coupons with their uses (not given back) and how many of those were paid",
+        Role.VIEWER,
+        Page[Coupon],
+        query=CouponQuery,
+        handler=Coupons.coupons,
+    ),
+    ("POST", "/v1/coupons"): Operation(
+        "Add a coupon: a percentage or an amount off, with its limits",
+        Role.ADMIN,
+        Coupon,
+        status=201,
+        body=NewCoupon,
+        handler=Coupons.add_coupon,
+    ),
+    ("GET", "/v1/coupons/{coupon_id:int}"): Operation(
+        "A coupon", Role.VIEWER, Coupon, problems=(404,), handler=Coupons.coupon
+    ),
+    ("PATCH", "/v1/coupons/{coupon_id:int}"): Operation(
+        "Change a coupon's limits, plans and customers, or switch it off",
+        Role.ADMIN,
+        Coupon,
+        body=CouponChange,
+        problems=(404,),
+        handler=Coupons.change_coupon,
+    ),
+    ("GET", "/v1/coupon-redemptions"): Operation(
+        "Each use of a coupon: who, for which invoice, and what came of it",
+        Role.VIEWER,
+        Page[Redemption],
+        query=RedemptionQuery,
+        handler=Coupons.redemptions,
+    ),
+    ("GET", "/v1/exports/coupon-redemptions.csv"): Operation(
+        "Coupon uses as CSV, filtered and sorted as the list is; streamed",
+        Role.ADMIN,
+        str,
+        query=RedemptionExport,
+        media_type="text/csv; charset=utf-8",
+        handler=Coupons.redemptions_csv,
     ),
     ("GET", "/v1/channels/{channel_id:int}/whitelist"): Operation(
         "Who may be in a paid channel without paying",

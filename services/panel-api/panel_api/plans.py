@@ -51,9 +51,9 @@ Position = Annotated[int, msgspec.Meta(ge=0, le=999)]
 MAX_PRICE_MINOR = 10**12
 
 
-def price_minor(price: str, currency: str, prefix: str = "") -> int:
+def price_minor(price: str, currency: str, prefix: str = "", field: str = "price") -> int:
     """A price as a person types it ("12.50" USD, "500" JPY) in the currency's minor units;
-    a refusal names `prefix` + the field."""
+    a refusal names `prefix` + the field (`field` for the price)."""
     if exponent(currency) is None:
         raise errors.InvalidValue(
             f"{currency} is not a currency", field=f"{prefix}currency", code="not-one-of"
@@ -62,12 +62,12 @@ def price_minor(price: str, currency: str, prefix: str = "") -> int:
     if minor is None:
         raise errors.InvalidValue(
             f"{currency} has {exponent(currency)} digits after the point",
-            field=f"{prefix}price",
+            field=f"{prefix}{field}",
             code="too-precise",
         )
     if not 0 < minor <= MAX_PRICE_MINOR:
         raise errors.InvalidValue(
-            "the price is zero or too high", field=f"{prefix}price", code="out-of-range"
+            "the amount is zero or too high", field=f"{prefix}{field}", code="out-of-range"
         )
     return minor
 

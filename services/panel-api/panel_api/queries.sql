@@ -777,3 +777,55 @@ UPDATE plans
        position = %(position)s, active = %(active)s, is_default = %(is_default)s,
        updated_at = %(now)s
  WHERE id = %(id)s;
+
+-- coupons_list --
+-- Every coupon with its uses: invoices made with it and not given back, and of them paid.
+SELECT c.id, c.code, c.percent_off, c.amount_off_minor, c.currency, c.expires_at,
+       c.max_redemptions, c.per_person, c.plan_ids, c.customers, c.active, c.created_at,
+       c.updated_at, u.uses, u.paid
+  FROM coupons c
+ CROSS JOIN LATERAL (
+       SELECT count(*) FILTER (WHERE r.released_at IS NULL)::integer AS uses,
+              count(*) FILTER (WHERE i.status = 'paid')::integer AS paid
+         FROM coupon_redemptions r
+         JOIN invoices i ON i.id = r.invoice_id
+        WHERE r.coupon_id = c.id) u
+ WHERE (%(id)s::integer IS NULL OR c.id = %(id)s)
+   AND (%(active)s::boolean IS NULL OR c.active = %(active)s);
+
+-- insert_coupon --
+-- Nothing when the code is taken, whatever its case.
+INSERT INTO coupons (code, percent_off, amount_off_minor, currency, expires_at,
+                     max_redemptions, per_person, plan_ids, customers, created_at)
+VALUES (%(code)s, %(percent_off)s, %(amount_off_minor)s, %(currency)s, %(expires_at)s,
+        %(max_redemptions)s, %(per_person)s, %(plan_ids)s, %(customers)s, %(now)s)
+ON CONFLICT DO NOTHING
+RETURNING id;
+
+-- lock_coupon --
+-- The row billing locks to redeem it: a change waits for a redemption in flight.
+SELECT id FROM coupons WHERE id = %(id)s FOR UPDATE;
+
+-- update_coupon --
+UPDATE coupons
+   SET expires_at = %(expires_at)s, max_redemptions = %(max_redemptions)s,
+       per_person = %(per_person)s, plan_ids = %(plan_ids)s, customers = %(customers)s,
+       active = %(active)s, updated_at = %(now)s
+ WHERE id = %(id)s;
+
+-- plans_by_id --
+SELECT id, currency FROM plans WHERE id = ANY(%(ids)s::integer[]);
+
+-- coupon_redemptions_list --
+-- Each use of a coupon: who, the invoice it was made for and what came of it.
+SELECT r.id, r.coupon_id, c.code AS coupon_code, p.telegram_user_id, p.username, p.first_name,
+       i.order_reference, ch.title AS channel_title, pl.name AS plan_name, i.currency,
+       i.list_price_minor, i.discount_minor, i.amount_minor, i.status AS invoice_status,
+       r.redeemed_at, r.released_at
+  FROM coupon_redemptions r
+  JOIN coupons c ON c.id = r.coupon_id
+  JOIN people p ON p.id = r.person_id
+  JOIN invoices i ON i.id = r.invoice_id
+  JOIN channels ch ON ch.id = i.channel_id
+  JOIN plans pl ON pl.id = i.plan_id
+ WHERE (%(coupon_id)s::integer IS NULL OR r.coupon_id = %(coupon_id)s);

@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import date
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -21,6 +22,7 @@ from tests.botedge.conftest import insert_bot
 from tests.botedge.e2e.conftest import FAST
 from tests.conftest import (
     HTTP,
+    SECRETS,
     TEST_BCRYPT_ROUNDS,
     Serve,
     ServiceProcess,
@@ -44,6 +46,7 @@ class Stack:
     url: str
     database_url: str
     sim: str
+    billing: str = ""
 
 
 @pytest.fixture
@@ -68,7 +71,7 @@ def stack(database_url: str, serve: Serve) -> Iterator[Stack]:
     assert seed(database_url, "owner@example.com", PASSWORD, TEST_BCRYPT_ROUNDS) is True
     settings = panel_settings(database_url, BOTEDGE_URL=botedge.url, BILLING_URL=billing)
     with serve_in_thread(create_app(settings)) as url:
-        yield Stack(url, database_url, sim.url)
+        yield Stack(url, database_url, sim.url, billing)
 
 
 def persian(page: Page) -> None:
@@ -652,3 +655,62 @@ def test_forms__a_yearly_plan_refused_at_its_fields_then_made_the_default_in_per
         ("Monthly", 500, None, 0, False, False),
         ("Yearly", 4500, ["subgate"], 1, True, True),
     ]
+
+
+def test_forms__a_coupon_refused_at_its_field_then_used_and_its_uses_exported_on_a_phone(
+    page: Page, stack: Stack
+) -> None:
+    page.set_viewport_size({"width": 390, "height": 844})
+    sign_in(page, stack.url)
+    page.goto(f"{stack.url}/coupons")
+    form = page.locator("#add-coupon")
+    form.locator("input[name=code]").fill("Spring-20")
+    form.locator("input[name=percent_off]").fill("120")
+    form.locator("input[name=plan_ids]").first.check()
+    form.locator("button[type=submit]").click()
+    expect(form.locator("[data-problem=percent_off]")).to_have_text("Outside what is allowed.")
+    expect(form.locator("input[name=percent_off]")).to_be_focused()
+    form.locator("input[name=percent_off]").fill("20")
+    form.locator("input[name=max_redemptions]").fill("5")
+    form.locator("button[type=submit]").click()
+    expect(page.locator("#add-coupon-done")).to_have_text("Coupon Spring-20 added.")
+    row = page.locator("#coupons tbody tr", has_text="Spring-20")
+    expect(row).to_contain_text("20%")
+    expect(row).to_contain_text("0 / 5")
+
+    # Someone pays with it from the bot: billing redeems it.
+    with psycopg.connect(stack.database_url) as conn:
+        [(channel, plan)] = conn.execute(
+            "SELECT channel_id, id FROM plans WHERE is_default"
+        ).fetchall()
+    made = HTTP.post(
+        f"{stack.billing}/internal/invoices",
+        json={
+            "telegram_user_id": 4242,
+            "channel_id": channel,
+            "gateway": "subgate",
+            "plan_id": plan,
+            "coupon": "SPRING-20",
+        },
+        headers={"Authorization": f"Bearer {SECRETS['SERVICE_TOKEN']}"},
+    )
+    assert made.json()["amount"] == "4.00", made.text
+    page.reload()
+    expect(row).to_contain_text("1 / 5")
+    row.locator("a[href^='/coupon-uses']").click()
+    uses = page.locator("#coupon-uses tbody tr")
+    expect(uses).to_have_count(1)
+    expect(uses.first).to_contain_text("4242")
+    expect(uses.first).to_contain_text("$1.00")
+    with page.expect_download() as downloaded:
+        page.click("#coupon-uses-csv")
+    lines = Path(downloaded.value.path()).read_text(encoding="utf-8-sig").splitlines()
+    assert lines[0].startswith("coupon_code,telegram_user_id")
+    assert lines[1].startswith("Spring-20,4242,")
+    page.screenshot(path=str(ARTIFACTS / "coupon-uses.png"), full_page=True)
+
+    page.goto(f"{stack.url}/coupons")
+    row.locator("button[data-action=deactivate]").click()
+    row.locator("button[data-confirm=deactivate]").click()
+    expect(row.locator("[data-standing]")).to_have_text("disabled")
+    page.screenshot(path=str(ARTIFACTS / "coupons.png"), full_page=True)

@@ -30,6 +30,7 @@ VIEWS = (
     "bots",
     "channels",
     "plans",
+    "coupons",
     "contents",
     "campaigns",
     "broadcasts",

@@ -10,6 +10,7 @@ import { account, audit, bots, deadUpdates, team, workspace } from "./views/admi
 import { broadcast, broadcasts } from "./views/broadcasts.js";
 import { campaign, campaigns } from "./views/campaigns.js";
 import { plans } from "./views/plans.js";
+import { coupons, couponUses } from "./views/coupons.js";
 import { stats } from "./views/stats.js";
 import { admission, channel, channels, contents } from "./views/channels.js";
 import { dashboard } from "./views/dashboard.js";
@@ -37,6 +38,8 @@ route("/bots", { title: "bots", render: bots });
 route("/channels", { title: "channels", render: channels });
 route("/channels/:id", { title: "channel", render: channel });
 route("/plans", { title: "plans", render: plans });
+route("/coupons", { title: "coupons", render: coupons });
+route("/coupon-uses", { title: "couponUsesPage", render: couponUses });
 route("/contents", { title: "contents", render: contents });
 route("/campaigns", { title: "campaigns", render: campaigns });
 route("/campaigns/:id", { title: "campaign", render: campaign });

@@ -13,7 +13,7 @@ export function when(value) {
 
 /** Every item of a short list (bots, channels) for a form's choices. @param {string} path */
 export async function everything(path) {
-  return /** @type {any[]} */ ((await call("GET", `${path}?limit=200`)).items);
+  return /** @type {any[]} */ ((await call("GET", `${path}${path.includes("?") ? "&" : "?"}limit=200`)).items);
 }
 
 /** @param {any[]} channels */
