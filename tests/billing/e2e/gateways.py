@@ -53,6 +53,18 @@ def new_id(conn: psycopg.Connection[Any], insert: str, *params: object) -> int:
     return int(row[0])
 
 
+def insert_row(database_url: str, table: str, values: dict[str, Any]) -> int:
+    """One row of `values` (column names of ours, never input) into `table`; its id."""
+    columns = ", ".join(values)
+    marks = ", ".join(["%s"] * len(values))
+    with psycopg.connect(database_url) as conn:
+        return new_id(
+            conn,
+            f"INSERT INTO {table} ({columns}) VALUES ({marks}) RETURNING id",
+            *values.values(),
+        )
+
+
 def add_paid_channel(
     database_url: str,
     *,

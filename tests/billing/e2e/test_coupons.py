@@ -19,17 +19,8 @@ SERVICE = {"Authorization": f"Bearer {SECRETS['SERVICE_TOKEN']}"}
 
 
 def add_coupon(database_url: str, code: str, **values: Any) -> int:
-    coupon: dict[str, Any] = {"percent_off": 20, "created_at": dt.datetime.now(dt.UTC)}
-    coupon.update(values)
-    columns = ", ".join(coupon)
-    marks = ", ".join(["%s"] * len(coupon))
-    with psycopg.connect(database_url) as conn:
-        return gateways.new_id(
-            conn,
-            f"INSERT INTO coupons (code, {columns}) VALUES (%s, {marks}) RETURNING id",
-            code,
-            *coupon.values(),
-        )
+    coupon = {"code": code, "percent_off": 20, "created_at": dt.datetime.now(dt.UTC)}
+    return gateways.insert_row(database_url, "coupons", {**coupon, **values})
 
 
 def invoice(billing: Served, channel: int, user: int = 7, **more: Any) -> httpx.Response:

@@ -16,16 +16,7 @@ SERVICE = {"Authorization": f"Bearer {SECRETS['SERVICE_TOKEN']}"}
 
 def add_plan(database_url: str, channel: int, **values: Any) -> int:
     plan = {"price_minor": 5000, "currency": "USD", "period_days": 365, "grace_days": 3}
-    plan.update(values)
-    columns = ", ".join(plan)
-    marks = ", ".join(["%s"] * len(plan))
-    with psycopg.connect(database_url) as conn:
-        return gateways.new_id(
-            conn,
-            f"INSERT INTO plans (channel_id, {columns}) VALUES (%s, {marks}) RETURNING id",
-            channel,
-            *plan.values(),
-        )
+    return gateways.insert_row(database_url, "plans", {"channel_id": channel, **plan, **values})
 
 
 def invoice(billing: Served, **body: Any) -> Any:
