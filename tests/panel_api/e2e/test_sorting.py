@@ -60,6 +60,27 @@ def lists(database_url: str) -> Iterator[Lists]:
             " grace_days, position) SELECT id, 'plan ' || (id % 2), 100, 'USD', 30, 0, id % 2"
             " FROM channels WHERE telegram_chat_id BETWEEN -100904 AND -100901"
         )
+        # Coupons with ties in their uses (2, 1, 1, 0), each use an invoice of the paid plan.
+        conn.execute(
+            "INSERT INTO coupons (code, percent_off, created_at)"
+            " SELECT 'CODE' || n, 10, now() - n * interval '1 hour' FROM generate_series(1, 4) n"
+        )
+        conn.execute(
+            "WITH p AS (INSERT INTO people (telegram_user_id) SELECT 7200000 + n"
+            " FROM generate_series(1, 4) n RETURNING id, telegram_user_id - 7200000 AS n),"
+            " c AS (SELECT id, substr(code, 5)::integer AS n FROM coupons),"
+            " pl AS (SELECT id, channel_id FROM plans WHERE is_default AND channel_id = %s),"
+            " i AS (INSERT INTO invoices (order_reference, person_id, channel_id, plan_id,"
+            " amount_minor, list_price_minor, discount_minor, coupon_id, currency, period_days,"
+            " grace_days, gateway, expires_at)"
+            " SELECT 'gh_sort' || p.n, p.id, pl.channel_id, pl.id, 90, 100, 10, c.id, 'USD', 30,"
+            " 3, 'subgate', now() + interval '1 day' FROM p, pl, c"
+            " WHERE (c.n, p.n) IN ((1, 1), (1, 2), (2, 3), (3, 4))"
+            " RETURNING id, person_id, coupon_id)"
+            " INSERT INTO coupon_redemptions (coupon_id, person_id, invoice_id, seq, redeemed_at)"
+            " SELECT coupon_id, person_id, id, 1, date_trunc('hour', now()) FROM i",
+            (channel[0],),
+        )
         conn.execute(
             "INSERT INTO contents (bot_id, code, kind, body)"
             " SELECT %s, 'code' || (n %% 3) || '_' || n, 'text', 'hi' FROM generate_series(1, 5) n",
@@ -155,7 +176,7 @@ def _in_order(conn: psycopg.Connection, field: str, values: list[Any], descendin
 @pytest.mark.slow(12)
 def test_every_list__each_sort_either_way_walked_by_its_cursor(lists: Lists) -> None:
     paths = _sorted_paths(lists.url)
-    assert len(paths) == 18
+    assert len(paths) == 20
     walked = 0
     with psycopg.connect(lists.database_url) as conn:
         for template, sorts in paths.items():
