@@ -290,7 +290,11 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         handler=Bots.list_dead,
     ),
     ("POST", "/v1/dead-updates/{inbox_id:int}/replay"): Operation(
-        "Queue a dead update again", Role.ADMIN, Replayed, handler=Bots.replay
+        "Queue a dead update again (botedge does it)",
+        Role.ADMIN,
+        Replayed,
+        problems=(404, 503),
+        handler=Bots.replay,
     ),
     ("GET", "/v1/dashboard"): Operation(
         "Counts that need attention and 30 days of revenue by day and currency (payments, and"
