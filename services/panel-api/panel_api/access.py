@@ -346,6 +346,15 @@ def _value(given: Any, kind: type) -> Any:
 _DECIMAL = re.compile(r"-?[0-9]{1,40}(\.[0-9]{1,40})?")
 
 
+def given(change: msgspec.Struct) -> dict[str, Any]:
+    """The fields a change (a PATCH body) sets: those it names, null included."""
+    return {
+        name: value
+        for name in change.__struct_fields__
+        if (value := getattr(change, name)) is not msgspec.UNSET
+    }
+
+
 def mapped(page: Page[dict[str, Any]], make: Callable[[dict[str, Any]], T]) -> Page[T]:
     """A page's rows made into what the answer shows."""
     return Page([make(row) for row in page.items], page.next_cursor)

@@ -7,6 +7,7 @@ customers; and who used each. billing redeems them when it makes an invoice
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -25,7 +26,8 @@ from panel_api.access import (
     Word,
     answer,
     audit,
-    mapped,
+    converted,
+    given,
     path_id,
     query,
 )
@@ -151,7 +153,7 @@ class Coupons:
     async def coupons(self, request: Request, caller: Caller) -> Response:
         where = query(request, CouponQuery)
         found = await COUPONS.page(request, where, {"id": None, "active": where.active})
-        return answer(mapped(found, lambda row: msgspec.convert(row, Coupon, strict=False)))
+        return answer(converted(found, Coupon))
 
     async def coupon(self, request: Request, caller: Caller) -> Response:
         coupon_id = path_id(request, "coupon_id", "coupon")
@@ -193,9 +195,7 @@ class Coupons:
         async with store.connection(runtime(request).pool) as conn, conn.transaction():
             await conn.execute(Q["lock_coupon"], {"id": coupon_id})
             before = await _one(conn, coupon_id)
-            values: dict[str, Any] = {
-                f: v for f in body.__struct_fields__ if (v := getattr(body, f)) is not msgspec.UNSET
-            }
+            values = given(body)
             if "plan_ids" in values:
                 values["plan_ids"] = _plan_ids(values["plan_ids"])
                 await _check_plans(conn, values["plan_ids"], before.currency)
@@ -228,7 +228,7 @@ class Coupons:
     async def redemptions(self, request: Request, caller: Caller) -> Response:
         where = query(request, RedemptionQuery)
         found = await REDEMPTIONS.page(request, where, {"coupon_id": where.coupon})
-        return answer(mapped(found, lambda row: msgspec.convert(row, Redemption, strict=False)))
+        return answer(converted(found, Redemption))
 
     async def redemptions_csv(self, request: Request, caller: Caller) -> Response:
         where = query(request, RedemptionExport)
@@ -241,9 +241,9 @@ class Coupons:
             "channel_title",
             "plan_name",
             "currency",
-            ("list_price", lambda row: major_text(row["list_price_minor"], row["currency"])),
-            ("discount", lambda row: major_text(row["discount_minor"], row["currency"])),
-            ("amount", lambda row: major_text(row["amount_minor"], row["currency"])),
+            ("list_price", _major("list_price_minor")),
+            ("discount", _major("discount_minor")),
+            ("amount", _major("amount_minor")),
             "invoice_status",
             "redeemed_at",
             "released_at",
@@ -253,6 +253,11 @@ class Coupons:
         return exports.download(
             request, REDEMPTIONS, where.sort, params, columns, "coupon-redemptions", today
         )
+
+
+def _major(field: str) -> Callable[[dict[str, Any]], str]:
+    """A row's amount in minor units as text in its currency's major units."""
+    return lambda row: major_text(row[field], row["currency"])
 
 
 def _amount_off(body: NewCoupon) -> int | None:
@@ -298,7 +303,7 @@ async def _one(conn: Connection, coupon_id: int) -> Coupon:
     row = await cur.fetchone()
     if row is None:
         raise errors.NotFound("no coupon by that id")
-    return msgspec.convert(dict(row), Coupon, strict=False)
+    return msgspec.convert(dict(row), Coupon)
 
 
 def _audited(coupon: Coupon) -> dict[str, Any]:

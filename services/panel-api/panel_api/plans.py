@@ -25,7 +25,8 @@ from panel_api.access import (
     Paged,
     answer,
     audit,
-    mapped,
+    converted,
+    given,
     path_id,
     query,
 )
@@ -143,7 +144,7 @@ class Plans:
         found = await PLANS.page(
             request, where, {"id": None, "channel_id": where.channel, "active": where.active}
         )
-        return answer(mapped(found, _plan))
+        return answer(converted(found, Plan))
 
     async def plan(self, request: Request, caller: Caller) -> Response:
         plan_id = path_id(request, "plan_id", "plan")
@@ -180,8 +181,8 @@ class Plans:
         plan_id = path_id(request, "plan_id", "plan")
         body = await json_body(request, PlanChange, limit=4096)
         async with store.connection(runtime(request).pool) as conn, conn.transaction():
-            await _lock_channel(conn, (await _one(conn, plan_id)).channel_id)
-            # Read again under the lock: what the change is made to.
+            if await store.row(conn, "lock_channel_of_plan", {"id": plan_id}) is None:
+                raise errors.NotFound("no plan by that id")
             before = await _one(conn, plan_id)
             after = _changed(before, body)
             renamed = after.name.lower() != before.name.lower()
@@ -244,9 +245,7 @@ def _gateways(gateways: list[str] | None) -> list[str] | None:
 
 def _changed(plan: Plan, change: PlanChange) -> Plan:
     """The plan as the change leaves it, every field checked."""
-    values: dict[str, Any] = {
-        f: v for f in change.__struct_fields__ if (v := getattr(change, f)) is not msgspec.UNSET
-    }
+    values = given(change)
     if "name" in values:
         values["name"] = _name(values["name"])
     if "gateways" in values:
@@ -281,11 +280,7 @@ async def _one(conn: Connection, plan_id: int) -> Plan:
     row = await cur.fetchone()
     if row is None:
         raise errors.NotFound("no plan by that id")
-    return _plan(dict(row))
-
-
-def _plan(row: dict[str, Any]) -> Plan:
-    return msgspec.convert(row, Plan, strict=False)
+    return msgspec.convert(dict(row), Plan)
 
 
 def _audited(plan: Plan) -> dict[str, Any]:

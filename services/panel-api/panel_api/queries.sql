@@ -751,6 +751,12 @@ SELECT p.id, p.channel_id, c.title AS channel_title, p.name, p.kind, p.price_min
 -- channel's (the channel page's price takes the same lock, `channel_for_update`).
 SELECT id FROM channels WHERE id = %(channel_id)s FOR NO KEY UPDATE;
 
+-- lock_channel_of_plan --
+-- The same lock, taken from the plan's side.
+SELECT c.id FROM plans p JOIN channels c ON c.id = p.channel_id
+ WHERE p.id = %(id)s
+   FOR NO KEY UPDATE OF c;
+
 -- plan_name_on_sale --
 SELECT id FROM plans
  WHERE channel_id = %(channel_id)s AND active AND lower(name) = lower(%(name)s)
