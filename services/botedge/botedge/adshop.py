@@ -26,7 +26,16 @@ from psycopg.types.json import Jsonb
 
 from botedge import sqlq
 from botedge.ad_messages import short_hash, usdt
-from botedge.handlers import Context, Routes, Visit, default_reply
+from botedge.handlers import (
+    Context,
+    Routes,
+    Step,
+    Visit,
+    default_reply,
+    end_step,
+    read_step,
+    set_step,
+)
 from botedge.ids import ChatId
 from botedge.inbox_store import InboxRow
 from botedge.outbox_store import Reply
@@ -105,13 +114,6 @@ class Slot:
         if self.accepts_usdt and self.accepts_trx:
             return "USDT (TRC-20) or TRX"
         return "USDT (TRC-20)" if self.accepts_usdt else "TRX"
-
-
-@dataclass(frozen=True)
-class Step:
-    name: str
-    data: dict[str, Any]
-    expired: bool
 
 
 def shop_text(slots: list[Slot]) -> str:
@@ -204,36 +206,6 @@ class _Quiet:
         return None
 
 
-async def _step(conn: Connection, visit: Visit) -> Step | None:
-    cur = await conn.execute(
-        Q["conversation"], {"bot_id": visit.update.bot_id, "person_id": visit.person_id}
-    )
-    row = await cur.fetchone()
-    if row is None:
-        return None
-    return Step(str(row["step"]), dict(row["data"]), row["expires_at"] <= visit.now)
-
-
-async def _set_step(conn: Connection, visit: Visit, step: str, data: dict[str, Any]) -> None:
-    await conn.execute(
-        Q["set_conversation"],
-        {
-            "bot_id": visit.update.bot_id,
-            "person_id": visit.person_id,
-            "step": step,
-            "data": Jsonb(data),
-            "expires_at": visit.now + STEP_TTL,
-            "now": visit.now,
-        },
-    )
-
-
-async def _end(conn: Connection, visit: Visit) -> None:
-    await conn.execute(
-        Q["end_conversation"], {"bot_id": visit.update.bot_id, "person_id": visit.person_id}
-    )
-
-
 async def _slots(conn: Connection, bot_id: int) -> list[Slot]:
     cur = await conn.execute(Q["shop_slots"], {"bot_id": bot_id})
     return [Slot.from_row(row) for row in await cur.fetchall()]
@@ -262,11 +234,11 @@ class _Press(_Quiet):
         if what == "slot":
             return await self._slot(conn, visit, number)
         if what == "cancel":
-            await _end(conn, visit)
+            await end_step(conn, visit)
             return [_answer(update, "Cancelled"), _text(update.chat_key, "Booking cancelled.")]
-        step = await _step(conn, visit)
+        step = await read_step(conn, visit)
         if step is not None and step.expired:
-            await _end(conn, visit)
+            await end_step(conn, visit)
             return [_answer(update), _text(update.chat_key, EXPIRED)]
         if what == "confirm":
             return await self._confirm(conn, visit, step)
@@ -289,7 +261,7 @@ class _Press(_Quiet):
             "accepts_trx": slot.accepts_trx,
             "request_key": str(uuid.uuid4()),
         }
-        await _set_step(conn, visit, "ad", data)
+        await set_step(conn, visit, "ad", data, STEP_TTL)
         text = (
             f"Booking <b>{escape_html(slot.title)}</b> for {usdt(slot.price_micros)}, "
             f"paid in {slot.coins}.\n\n{SEND_AD}"
@@ -317,7 +289,7 @@ class _Press(_Quiet):
             },
         )
         row = await cur.fetchone()
-        await _end(conn, visit)
+        await end_step(conn, visit)
         if row is None:
             text = "That slot is no longer on sale, so nothing was booked. See /ads for others."
             return [_answer(update), _text(update.chat_key, text)]
@@ -335,7 +307,7 @@ class _Press(_Quiet):
             return [_answer(update, "Send the transaction hash again.")]
         orders = await _awaiting(conn, visit)
         chosen = next((o for o in orders if int(o["id"]) == order_id), None)
-        await _end(conn, visit)
+        await end_step(conn, visit)
         if chosen is None:
             text = "That order is no longer waiting for payment."
             return [_answer(update), _text(update.chat_key, text)]
@@ -376,17 +348,17 @@ class _Message(_Quiet):
         problem = hash_problem(message.get("text"))
         if problem is not None:
             return [_text(chat_id, problem)]
-        step = await _step(conn, visit)
+        step = await read_step(conn, visit)
         if step is None:
             return await default_reply(conn, visit.update.bot_id, message)
         if step.expired:
-            await _end(conn, visit)
+            await end_step(conn, visit)
             return [_text(chat_id, EXPIRED)]
         if step.name in ("ad", "confirm"):
             ad = ad_of(message)
             if ad is None:
                 return [_text(chat_id, SEND_AD, _buttons(CANCEL))]
-            await _set_step(conn, visit, "confirm", {**step.data, "ad": ad})
+            await set_step(conn, visit, "confirm", {**step.data, "ad": ad}, STEP_TTL)
             markup = _buttons(("Send for review", "ads:confirm"), CANCEL)
             return [_text(chat_id, preview(step.data, ad), markup)]
         return [_text(chat_id, "Choose one of the buttons above, or send /ads to start over.")]
@@ -401,7 +373,7 @@ class _Message(_Quiet):
             return [_text(chat_id, NOTHING_WAITING)]
         if len(orders) == 1:
             return [await _claim(conn, visit, tx_hash, orders[0])]
-        await _set_step(conn, visit, "which_order", {"tx_hash": tx_hash})
+        await set_step(conn, visit, "which_order", {"tx_hash": tx_hash}, STEP_TTL)
         rows = (
             (
                 f"#{o['id']} {o['title']} · "

@@ -1,7 +1,8 @@
 """`python -m botedge.demo`: `make run`'s demo gate in the simulated Telegram.
 
 The demo paid channel and two sponsor channels exist there with the demo bot as their admin;
-the bot manages the paid channel (sold for 5 USD a month, `/start pay_<id>`), and a content
+the bot manages the paid channel (sold for 5 USD a month or 50 USD a year, coupon `WELCOME20`
+taking 20% off the year for newcomers, `/start pay_<id>`), and a content
 `welcome` sits behind the two sponsors; a private channel, the club, is where the demo's
 campaigns invite people (Telegram names the link of a join only in a private chat). The
 shop has an address (unless one was set) and the bot an ad slot for 10 USDT or TRX. Safe to
@@ -61,6 +62,7 @@ def main() -> int:
             )
         conn.execute(q["demo_manager"], {"bot_id": bot["id"], "chat_id": PAID[0]})
         conn.execute(q["demo_paid"], {"chat_id": PAID[0]})
+        conn.execute(q["demo_yearly"], {"chat_id": PAID[0]})
         paid = conn.execute(q["channel_by_chat"], {"chat_id": PAID[0]}).fetchone()
         club = conn.execute(q["channel_by_chat"], {"chat_id": CLUB[0]}).fetchone()
         content = conn.execute(q["demo_content"], {"bot_id": bot["id"]}).fetchone()

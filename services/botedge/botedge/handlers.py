@@ -15,13 +15,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from psycopg.types.json import Jsonb
+
 from botedge import bot_store, channels, outbox_store, sqlq, stats
+from botedge.db import connection
 from botedge.ids import ChatId, PersonId
 from botedge.inbox_store import InboxRow
 from botedge.outbox_store import Reply
 from botedge.telegram import BotApi
 from shared.clock import SYSTEM_CLOCK, Clock
-from shared.db import Connection
+from shared.db import Connection, Pool
 
 WELCOME = "Welcome! Here is what I can do:"
 CONTENT_HELP = "• Open a content link you were given, and I send you the content."
@@ -43,11 +46,23 @@ class RetryLater(Exception):
 
 
 @dataclass(frozen=True)
+class Step:
+    """Where the person is in a conversation with the bot (`conversations`): the step's name,
+    what it carries, and whether it has lapsed."""
+
+    name: str
+    data: dict[str, Any]
+    expired: bool
+
+
+@dataclass(frozen=True)
 class Context:
-    """What a route's `prepare` may use: the worker's Bot API client and this bot's token."""
+    """What a route's `prepare` may use: the worker's Bot API client and this bot's token; for
+    a message taken by a step's route, that step."""
 
     api: BotApi
     token: str
+    step: Step | None = None
 
 
 @dataclass(frozen=True)
@@ -79,6 +94,9 @@ class Routes:
     commands: dict[str, Route] = field(default_factory=dict)
     # Any other message in a private chat (text, a forwarded post, ...); one feature's.
     messages: Route | None = None
+    # Such a message from a person at one of these conversation steps, by the step's name;
+    # the route is prepared with the step in its context.
+    steps: dict[str, Route] = field(default_factory=dict)
     # Callback data by the prefix up to and including its first ":".
     callbacks: dict[str, Route] = field(default_factory=dict)
     # Update kinds taken whole (chat_member, ...).
@@ -113,6 +131,40 @@ def start_payload(message: dict[str, Any]) -> str | None:
     return command[1]
 
 
+async def read_step(conn: Connection, visit: Visit) -> Step | None:
+    """The person's conversation step with this bot, its row locked."""
+    cur = await conn.execute(
+        sqlq.Q["conversation"], {"bot_id": visit.update.bot_id, "person_id": visit.person_id}
+    )
+    row = await cur.fetchone()
+    if row is None:
+        return None
+    return Step(str(row["step"]), dict(row["data"]), row["expires_at"] <= visit.now)
+
+
+async def set_step(
+    conn: Connection, visit: Visit, step: str, data: dict[str, Any], ttl: dt.timedelta
+) -> None:
+    """The person's next message goes to `step` for `ttl` (the one step they are at)."""
+    await conn.execute(
+        sqlq.Q["set_conversation"],
+        {
+            "bot_id": visit.update.bot_id,
+            "person_id": visit.person_id,
+            "step": step,
+            "data": Jsonb(data),
+            "expires_at": visit.now + ttl,
+            "now": visit.now,
+        },
+    )
+
+
+async def end_step(conn: Connection, visit: Visit) -> None:
+    await conn.execute(
+        sqlq.Q["end_conversation"], {"bot_id": visit.update.bot_id, "person_id": visit.person_id}
+    )
+
+
 async def move_chat(conn: Connection, old_chat_id: int, new_chat_id: int) -> None:
     """A group became a supergroup under a new id: what we keep about it follows."""
     await bot_store.move_channel(conn, old_chat_id, new_chat_id)
@@ -128,8 +180,11 @@ class BotLogic:
         tokens: Callable[[int], str | None] | None = None,
         features: Sequence[Feature] = (),
         clock: Clock = SYSTEM_CLOCK,
+        pool: Pool | None = None,
     ) -> None:
         self.clock = clock
+        # Where a person's conversation step is read from, for `Routes.steps`.
+        self.pool = pool
         self.api = api
         self.tokens = tokens
         self.routes = Routes()
@@ -167,6 +222,13 @@ class BotLogic:
 
     async def prepare(self, update: InboxRow) -> Any:
         found = self.route(update)
+        step = None
+        if found is not None and found[0] is self.routes.messages and self.routes.steps:
+            # A person's updates are applied one at a time, so the step read here is the one
+            # their message answers.
+            step = await self._step(update)
+            if step is not None and step.name in self.routes.steps:
+                found = self.routes.steps[step.name], ""
         if found is None:
             return None
         route, arg = found
@@ -177,7 +239,20 @@ class BotLogic:
         if token is None or self.api is None:
             # Loaded every few seconds: a bot added a moment ago is known soon.
             raise RetryLater(f"bot {update.bot_id} is not loaded in this worker yet")
-        return route, arg, await route.prepare(Context(self.api, token), update, arg)
+        return route, arg, await route.prepare(Context(self.api, token, step), update, arg)
+
+    async def _step(self, update: InboxRow) -> Step | None:
+        if self.pool is None or not isinstance(update.sender_id, int):
+            return None
+        async with connection(self.pool) as conn:
+            cur = await conn.execute(
+                sqlq.Q["conversation_of_sender"],
+                {"bot_id": update.bot_id, "telegram_user_id": update.sender_id},
+            )
+            row = await cur.fetchone()
+        if row is None:
+            return None
+        return Step(str(row["step"]), dict(row["data"]), row["expires_at"] <= self.clock.now())
 
     async def apply(self, conn: Connection, update: InboxRow, prepared: Any) -> list[Reply]:
         body = update.body

@@ -12,13 +12,15 @@ Access itself comes from billing once the gateway's callback is in (`access.py`)
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
-from botedge.handlers import Context, RetryLater, Routes, Visit
+from botedge.handlers import Context, RetryLater, Routes, Visit, end_step, set_step
 from botedge.inbox_store import InboxRow
 from botedge.outbox_store import Reply
 from botedge.telegram import KEEPALIVE_SECONDS
@@ -32,6 +34,15 @@ NOT_PAID = "This link does not lead to a paid channel (any more)."
 NO_GATEWAYS = "Payments are not open here right now. Please try again later."
 GATEWAY_OFF = "That way to pay is not available any more."
 PLAN_OFF = "That plan is not on sale any more."
+ASK_COUPON = "Send your coupon code as a message."
+NOT_A_CODE = "That does not look like a coupon code: letters, digits, - and _, 3 to 32 of them."
+COUPON_EXPIRED = "That was a while ago: press “I have a coupon” under the pay link again."
+
+COUPON_STEP = "coupon"
+# How long the bot waits for the code after "I have a coupon".
+COUPON_TTL = dt.timedelta(hours=1)
+_CODE = re.compile(r"[A-Za-z0-9_-]{3,32}", re.ASCII)
+CANCEL_COUPON = {"text": "Cancel", "callback_data": "coupon:cancel"}
 
 
 @dataclass(frozen=True)
@@ -71,6 +82,15 @@ class Invoice:
     amount: str
     currency: str
     gateway: str
+    # The plan's price and the coupon's code, when a coupon took something off.
+    list_price: str | None = None
+    coupon: str | None = None
+
+
+@dataclass(frozen=True)
+class CouponRefused:
+    # billing's words for why ("the coupon has expired").
+    detail: str
 
 
 def billing_http() -> httpx.AsyncClient:
@@ -131,28 +151,43 @@ class BillingClient:
         )
 
     async def invoice(
-        self, telegram_user_id: int, channel_id: int, gateway: str, plan_id: int
-    ) -> Invoice | str:
-        """A new invoice, or why there is none: "not_paid", "plan_off" or "gateway_off"."""
-        response = await self._call(
-            "POST",
-            "/internal/invoices",
-            json={
-                "telegram_user_id": telegram_user_id,
-                "channel_id": channel_id,
-                "gateway": gateway,
-                "plan_id": plan_id,
-            },
-        )
+        self,
+        telegram_user_id: int,
+        channel_id: int,
+        gateway: str,
+        plan_id: int,
+        coupon: str | None = None,
+    ) -> Invoice | CouponRefused | str:
+        """A new invoice, or why there is none: the coupon's refusal, "not_paid", "plan_off"
+        or "gateway_off"."""
+        asked: dict[str, Any] = {
+            "telegram_user_id": telegram_user_id,
+            "channel_id": channel_id,
+            "gateway": gateway,
+            "plan_id": plan_id,
+        }
+        if coupon is not None:
+            asked["coupon"] = coupon
+        response = await self._call("POST", "/internal/invoices", json=asked)
+        problem = response.json() if response.status_code in (404, 422) and response.content else {}
         if response.status_code == 404:
-            problem = response.json() if response.content else {}
             return "plan_off" if problem.get("type") == "/problems/unknown-plan" else "not_paid"
         if response.status_code == 422:
+            if problem.get("type") == "/problems/coupon-refused":
+                return CouponRefused(str(problem.get("detail") or "it does not apply"))
             return "gateway_off"
         if response.status_code != 201:
             raise RetryLater(f"billing /internal/invoices: {response.status_code}")
         body = response.json()
-        return Invoice(str(body["pay_url"]), str(body["amount"]), str(body["currency"]), gateway)
+        off = body.get("discount") not in (None, "0", "0.00") and coupon is not None
+        return Invoice(
+            str(body["pay_url"]),
+            str(body["amount"]),
+            str(body["currency"]),
+            gateway,
+            str(body["list_price"]) if off else None,
+            coupon.strip().upper() if off and coupon else None,
+        )
 
 
 def offer_message(offer: Offer | None) -> tuple[str, dict[str, Any] | None]:
@@ -200,15 +235,25 @@ def plan_message(offer: Offer, plan: PlanOffer) -> tuple[str, dict[str, Any]]:
 
 
 def invoice_message(offer: Offer, plan: PlanOffer, invoice: Invoice) -> tuple[str, dict[str, Any]]:
+    """The pay link; without a coupon on it, a button to enter one."""
     price = f"{escape_html(invoice.amount)} {escape_html(invoice.currency)}"
     named = f" ({escape_html(plan.name)})" if len(offer.plans) > 1 else ""
+    off = ""
+    if invoice.coupon is not None and invoice.list_price is not None:
+        off = (
+            f" instead of {escape_html(invoice.list_price)} {escape_html(invoice.currency)}, "
+            f"with coupon <code>{escape_html(invoice.coupon)}</code>,"
+        )
     text = (
-        f"Pay <b>{price}</b> for <b>{escape_html(offer.title)}</b>{named} with "
+        f"Pay <b>{price}</b>{off} for <b>{escape_html(offer.title)}</b>{named} with "
         f"{offer.gateway_title(invoice.gateway)}. The link is valid for 24 hours; once the payment "
         "arrives, your invite link comes here."
     )
-    button = {"text": f"Pay {invoice.amount} {invoice.currency}", "url": invoice.pay_url}
-    return text, {"inline_keyboard": [[button]]}
+    rows = [[{"text": f"Pay {invoice.amount} {invoice.currency}", "url": invoice.pay_url}]]
+    if invoice.coupon is None:
+        data = f"coupon:{offer.channel_id}:{invoice.gateway}:{plan.id}"
+        rows.append([{"text": "I have a coupon", "callback_data": data}])
+    return text, {"inline_keyboard": rows}
 
 
 def _channel_id(text: str) -> int:
@@ -223,6 +268,8 @@ class Pay:
         routes.start_prefixes["pay_"] = _Offer(self.billing)
         routes.callbacks["plan:"] = _PlanPress(self.billing)
         routes.callbacks["pay:"] = _Press(self.billing)
+        routes.callbacks["coupon:"] = _CouponPress()
+        routes.steps[COUPON_STEP] = _CouponCode(self.billing)
 
 
 class _Offer:
@@ -302,7 +349,8 @@ class _PlanPress:
 class Pressed:
     offer: Offer | None
     plan: PlanOffer | None
-    outcome: Invoice | str
+    # A refusal only comes of a coupon, which a gateway's press does not carry.
+    outcome: Invoice | CouponRefused | str
 
 
 class _Press:
@@ -338,3 +386,91 @@ class _Press:
         notice = PLAN_OFF if outcome == "plan_off" else None
         text, shown = offer_message(None if outcome == "not_paid" else offer)
         return _edited(visit.update, text, shown, notice)
+
+
+def _text(update: InboxRow, text: str, markup: dict[str, Any] | None = None) -> Reply:
+    payload: dict[str, Any] = {"chat_id": update.chat_key, "text": text, "parse_mode": "HTML"}
+    if markup:
+        payload["reply_markup"] = markup
+    return Reply(update.chat_key, "sendMessage", payload)
+
+
+class _CouponPress:
+    """`coupon:<channel>:<gateway>:<plan>` under a pay link: the person's next message is the
+    code (`_CouponCode`). `coupon:cancel` drops the wait."""
+
+    reads_telegram = False
+
+    async def prepare(self, ctx: Context, update: InboxRow, arg: str) -> None:
+        return None
+
+    async def apply(self, conn: Connection, visit: Visit, prepared: None) -> list[Reply]:
+        update = visit.update
+        answer = Reply(
+            update.chat_key,
+            "answerCallbackQuery",
+            {"callback_query_id": str(update.body.get("id", ""))},
+        )
+        if visit.person_id is None:
+            return [answer]
+        if visit.arg == "cancel":
+            await end_step(conn, visit)
+            return [answer, _text(update, "No coupon, then: the pay link above still works.")]
+        channel, gateway, plan = [*visit.arg.split(":"), "", ""][:3]
+        if not (_channel_id(channel) and _channel_id(plan) and gateway):
+            return [answer]
+        data = {"channel_id": int(channel), "gateway": gateway, "plan_id": int(plan)}
+        await set_step(conn, visit, COUPON_STEP, data, COUPON_TTL)
+        return [answer, _text(update, ASK_COUPON, {"inline_keyboard": [[CANCEL_COUPON]]})]
+
+
+@dataclass(frozen=True)
+class CouponTyped:
+    offer: Offer | None
+    plan: PlanOffer | None
+    # The invoice made with it, billing's refusal, or what else came of it ("expired",
+    # "not_a_code", "not_paid", "plan_off", "gateway_off").
+    outcome: Invoice | CouponRefused | str
+
+
+class _CouponCode:
+    """The message after "I have a coupon": a new invoice for the same plan and gateway with
+    the coupon on it, or billing's reason it does not apply (and another try)."""
+
+    def __init__(self, billing: BillingClient) -> None:
+        self.billing = billing
+
+    async def prepare(self, ctx: Context, update: InboxRow, arg: str) -> CouponTyped:
+        step = ctx.step
+        if step is None or step.expired:
+            return CouponTyped(None, None, "expired")
+        code = str(update.body.get("text") or "").strip()
+        if not _CODE.fullmatch(code):
+            return CouponTyped(None, None, "not_a_code")
+        channel_id = int(step.data["channel_id"])
+        offer = await self.billing.offer(channel_id)
+        plan = None if offer is None else offer.plan(int(step.data["plan_id"]))
+        if offer is None or plan is None:
+            return CouponTyped(offer, None, "not_paid" if offer is None else "plan_off")
+        gateway = str(step.data["gateway"])
+        outcome = await self.billing.invoice(update.sender_id, channel_id, gateway, plan.id, code)
+        return CouponTyped(offer, plan, outcome)
+
+    async def apply(self, conn: Connection, visit: Visit, typed: CouponTyped) -> list[Reply]:
+        update, outcome = visit.update, typed.outcome
+        cancel = {"inline_keyboard": [[CANCEL_COUPON]]}
+        if outcome == "not_a_code":
+            return [_text(update, NOT_A_CODE, cancel)]
+        if isinstance(outcome, CouponRefused):
+            why = escape_html(outcome.detail)
+            text = f"That coupon cannot be used: {why}. Send another code, or Cancel."
+            return [_text(update, text, cancel)]
+        await end_step(conn, visit)
+        if isinstance(outcome, Invoice) and typed.offer is not None and typed.plan is not None:
+            return [_text(update, *invoice_message(typed.offer, typed.plan, outcome))]
+        said = {
+            "expired": COUPON_EXPIRED,
+            "plan_off": PLAN_OFF,
+            "gateway_off": GATEWAY_OFF,
+        }.get(str(outcome), NOT_PAID)
+        return [_text(update, said)]

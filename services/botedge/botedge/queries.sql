@@ -545,6 +545,13 @@ SELECT step, data, expires_at
  WHERE bot_id = %(bot_id)s AND person_id = %(person_id)s
    FOR UPDATE;
 
+-- conversation_of_sender --
+-- Read before the update's transaction, to route the person's message to their step.
+SELECT c.step, c.data, c.expires_at
+  FROM conversations c
+  JOIN people p ON p.id = c.person_id
+ WHERE c.bot_id = %(bot_id)s AND p.telegram_user_id = %(telegram_user_id)s;
+
 -- set_conversation --
 INSERT INTO conversations (bot_id, person_id, step, data, expires_at, updated_at)
 VALUES (%(bot_id)s, %(person_id)s, %(step)s, %(data)s, %(expires_at)s, %(now)s)
@@ -621,6 +628,20 @@ WITH paid AS (
 INSERT INTO plans (channel_id, name, price_minor, currency, period_days, grace_days, is_default)
 SELECT id, 'Monthly', 500, 'USD', 30, 3, true FROM paid
 ON CONFLICT (channel_id) WHERE is_default DO NOTHING;
+
+-- demo_yearly --
+-- A year at 50 USD beside the month, and a coupon for 20% off it for newcomers.
+WITH channel AS (
+    SELECT id FROM channels WHERE telegram_chat_id = %(chat_id)s
+), year AS (
+    INSERT INTO plans (channel_id, name, price_minor, currency, period_days, grace_days, position)
+    SELECT id, 'Yearly', 5000, 'USD', 365, 3, 1 FROM channel
+    ON CONFLICT (channel_id, lower(name)) WHERE active DO NOTHING
+    RETURNING id
+)
+INSERT INTO coupons (code, percent_off, plan_ids, customers, per_person, created_at)
+SELECT 'WELCOME20', 20, ARRAY[id], 'new', 1, now() FROM year
+ON CONFLICT (upper(code)) DO NOTHING;
 
 -- admission_of --
 -- A paid channel's admission as the bot sees it: is the person entitled (an active or grace

@@ -114,6 +114,7 @@ class WorkerSupervisor:
                     pay.Pay(pay.BillingClient(http, settings.billing_url, settings.service_token)),
                 ],
                 clock=clock,
+                pool=pool,
             ),
             self.notifier,
             self.listener.event("inbox"),

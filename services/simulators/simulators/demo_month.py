@@ -279,6 +279,7 @@ class Player:
         title = BY_NAME[str(visitor.gateway)].title
         await self.say(user_id, "/start")
         await self.press(user_id, "Demo paid channel")
+        await self.press(user_id, "Monthly")
         await self.press(user_id, f"Pay with {title}")
         checkout = await self.press(user_id, "Pay 5.00 USD")
         action = "decline" if visitor.declines else "pay"

@@ -392,7 +392,7 @@ class Launcher:
             lines += [
                 f"  {demo_gate['link']}  a content behind two sponsor channels",
                 f"  /start pay_{demo_gate['paid_channel_id']}  the demo paid channel, 5 USD for 30"
-                " days",
+                " days or 50 USD for a year (coupon WELCOME20: 20% off the year)",
                 f"  /ads  the ad shop, paid in USDT or TRX to {demo_gate['shop']}",
                 'From a script: the README\'s "Walk the demo from a script" does all three with'
                 " curl.",

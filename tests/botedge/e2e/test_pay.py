@@ -70,8 +70,8 @@ class Store:
         offer = self.sent()[-1]
         self.press(offer["message_id"], self.button(gateway))
         self.edge.wait_until(lambda: bool(self.edits()), 30, "the pay link")
-        [[button]] = self.edits()[-1]["reply_markup"]["inline_keyboard"]
-        return str(button["url"])
+        [pay], _coupon = self.edits()[-1]["reply_markup"]["inline_keyboard"]
+        return str(pay["url"])
 
 
 def checkout_env(checkout: str) -> dict[str, str]:
@@ -123,7 +123,8 @@ def test_pay__offer_link_checkout_pay_invite_link_joined(store: Store) -> None:
     [edit] = store.edits()
     assert edit["message_id"] == offer["message_id"]
     assert edit["text"].startswith("Pay <b>12.50 UAH</b> for <b>Paid</b> with Subgate.")
-    [[button]] = edit["reply_markup"]["inline_keyboard"]
+    [button], [coupon] = edit["reply_markup"]["inline_keyboard"]
+    assert coupon["text"] == "I have a coupon"
     url = urlsplit(button["url"])
     assert button["url"].startswith(f"{store.checkout.url}/checkout/subgate/gh_")
     assert parse_qs(url.query) == {"amount": ["12.50"], "currency": ["UAH"]}
@@ -319,3 +320,66 @@ def test_pay__several_plans_one_chosen_back_then_another_and_one_taken_off_sale(
     # One plan left: its gateways straight away.
     assert refused["text"] == "<b>Paid</b>: 12.50 UAH for 30 days.\nChoose how to pay:"
     assert edge.query("SELECT count(*) FROM invoices") == [(1,)]
+
+
+def test_pay__a_coupon_typed_under_the_pay_link_makes_a_discounted_one_that_is_paid(
+    store: Store,
+) -> None:
+    edge = store.edge
+    edge.query(
+        "INSERT INTO coupons (code, percent_off, created_at) VALUES ('Spring', 20, now())"
+        " RETURNING id"
+    )
+    edge.start_worker()
+    store.pay_link("subgate")
+    [plan] = store.button("subgate").rsplit(":", 1)[1:]
+    [edit] = store.edits()
+    assert [row[0].get("callback_data") for row in edit["reply_markup"]["inline_keyboard"]] == [
+        None,
+        f"coupon:{store.channel}:subgate:{plan}",
+    ]
+
+    def said(count: int) -> str:
+        edge.wait_until(lambda: len(store.sent()) >= count, 30, f"message {count}")
+        return str(store.sent()[count - 1]["text"])
+
+    # Pressed, then thought better of it: nothing waits for a code any more.
+    store.press(edit["message_id"], f"coupon:{store.channel}:subgate:{plan}")
+    assert said(2) == "Send your coupon code as a message."
+    store.press(store.sent()[1]["message_id"], "coupon:cancel")
+    assert said(3).startswith("No coupon, then")
+    assert edge.query("SELECT count(*) FROM conversations") == [(0,)]
+    store.say("spring")
+    assert said(4).startswith('I did not understand "spring"')
+
+    store.press(edit["message_id"], f"coupon:{store.channel}:subgate:{plan}")
+    said(5)
+    store.say("20% off")
+    assert said(6).startswith("That does not look like a coupon code")
+    store.say("AUTUMN")
+    assert said(7) == (
+        "That coupon cannot be used: no coupon by that code. Send another code, or Cancel."
+    )
+    store.say("spring")
+    assert said(8).startswith(
+        "Pay <b>10.00 UAH</b> instead of 12.50 UAH, with coupon <code>SPRING</code>, for"
+        " <b>Paid</b> with Subgate."
+    )
+    assert edge.query("SELECT count(*) FROM conversations") == [(0,)]
+    [(payload,)] = edge.query(
+        "SELECT payload FROM outbox WHERE payload->>'text' LIKE %s", "%instead of%"
+    )
+    [[button]] = payload["reply_markup"]["inline_keyboard"]
+    assert button["text"] == "Pay 10.00 UAH"
+    assert edge.query(
+        "SELECT amount_minor, list_price_minor, discount_minor FROM invoices ORDER BY id"
+    ) == [(1250, None, 0), (1000, 1250, 250)]
+
+    done = HTTP.post(button["url"], data={"action": "pay", "amount": "10.00", "currency": "UAH"})
+    assert done.status_code == 200 and "Paid." in done.text
+    assert edge.query("SELECT outcome FROM gateway_events") == [("applied",)]
+    assert edge.query(
+        "SELECT c.code, i.status FROM coupon_redemptions r JOIN coupons c ON c.id = r.coupon_id"
+        " JOIN invoices i ON i.id = r.invoice_id WHERE r.released_at IS NULL"
+    ) == [("Spring", "paid")]
+    assert "access to Paid is open" in said(9)

@@ -155,17 +155,47 @@ def walk_a_subscriber(page: Page, demo: Demo, gateway: str, decline_first: bool 
 
 
 def checkout(page: Page, gateway: str, press: str) -> None:
-    """From the newest offer: the gateway, its pay button, and `press` on the checkout page."""
+    """From the newest offer: the monthly plan, the gateway, its pay button, and `press` on
+    the checkout page."""
+    from_bot(page, "Choose a plan").get_by_role("button", name=re.compile("^Monthly")).click()
     offer = from_bot(page, "Pay with")
     offer.get_by_role("button", name=re.compile(f"Pay with .*{gateway}", re.IGNORECASE)).click()
-    pay = from_bot(page, "5.00 USD").get_by_role("button", name=re.compile("Pay 5"))
+    pay_at_the_checkout(page, "5.00 USD", press)
+
+
+def pay_at_the_checkout(page: Page, amount: str, press: str) -> None:
+    """The newest pay link for `amount` opened, and `press` on the checkout page."""
+    pay = from_bot(page, amount).get_by_role("button", name=f"Pay {amount}")
     with page.context.expect_page() as opened:
         pay.click()
     tab = opened.value
-    expect(tab.locator("body")).to_contain_text("5.00 USD")
+    expect(tab.locator("body")).to_contain_text(amount)
     tab.get_by_role("button", name=press).click()
     expect(tab.locator("body")).to_contain_text("Paid." if press == "Pay" else "was declined")
     tab.close()
+
+
+def walk_a_yearly_subscriber_with_a_coupon(page: Page, demo: Demo) -> None:
+    """Picks the yearly plan, has a coupon refused, then WELCOME20 takes 20% off; pays the
+    discounted link and joins."""
+    new_person(page, demo, "Yearly with a coupon")
+    say(page, "/start")
+    from_bot(page, "Demo paid channel").get_by_role("button", name=re.compile("Demo paid")).click()
+    from_bot(page, "Choose a plan").get_by_role("button", name=re.compile("^Yearly")).click()
+    from_bot(page, "(Yearly)").get_by_role("button", name="Pay with Stripe").click()
+    from_bot(page, "50.00 USD").get_by_role("button", name="I have a coupon").click()
+    from_bot(page, "Send your coupon code")
+    say(page, "NOSUCHCODE")
+    from_bot(page, "That coupon cannot be used: no coupon by that code")
+    say(page, "welcome20")
+    discounted = from_bot(page, "instead of 50.00 USD")
+    expect(discounted).to_contain_text("Pay 40.00 USD")
+    expect(discounted).to_contain_text("WELCOME20")
+    shot(page, "subscriber-coupon")
+    pay_at_the_checkout(page, "40.00 USD", "Pay")
+    invite = from_bot(page, "access to Demo paid channel is open")
+    invite.get_by_role("button").first.click()
+    expect(channel(page, "Demo paid channel")).to_contain_text("member")
 
 
 def pay_in_the_wallet(page: Page, demo: Demo, kind: str, to: str, amount: str) -> str:
@@ -252,6 +282,15 @@ def walk_the_owner(page: Page, demo: Demo) -> None:
     page.goto(f"{demo.url('panel-api')}/orders?status=paid")
     expect(page.locator("#orders tbody tr", has_text="Fresh coffee")).to_contain_text("10 USDT")
     shot(page, "owner-orders")
+    # The coupon's one use, by the yearly subscriber, paid.
+    page.goto(f"{demo.url('panel-api')}/coupons")
+    row = page.locator("#coupons tbody tr", has_text="WELCOME20")
+    row.locator("a[href^='/coupon-uses']").click()
+    used = page.locator("#coupon-uses tbody tr")
+    expect(used).to_have_count(1)
+    expect(used).to_contain_text("Yearly with a coupon")
+    expect(used).to_contain_text("$10.00")
+    shot(page, "owner-coupon-uses")
 
 
 def planned_events(month: Plan) -> list[tuple[dt.timedelta, str]]:
@@ -344,7 +383,7 @@ def check_the_month(demo: Demo) -> None:
 def test_walks__the_demo_month_as_planned_then_a_visitor_subscribers_advertiser_and_owner(
     browser: Browser, demo: Demo
 ) -> None:
-    """The demo month first, then the four walks in order on the same system (the owner's
+    """The demo month first, then the walks in order on the same system (the owner's
     looks at what the others did), each in a browser context of its own; the visitor's on a
     phone, as the pages must work from 390 px."""
     check_the_month(demo)
@@ -353,6 +392,8 @@ def test_walks__the_demo_month_as_planned_then_a_visitor_subscribers_advertiser_
     for gateway in ("stripe", "subgate", "wayforpay"):
         with fresh_page(browser) as page:
             walk_a_subscriber(page, demo, gateway, decline_first=gateway != "subgate")
+    with fresh_page(browser, 390, 844) as phone:
+        walk_a_yearly_subscriber_with_a_coupon(phone, demo)
     with fresh_page(browser) as page:
         walk_an_advertiser(page, browser, demo)
     with fresh_page(browser) as page:
