@@ -62,6 +62,7 @@ STATUS: dict[type[errors.BillingError], int] = {
     errors.UnknownPlan: 404,
     errors.GatewayNotOffered: 422,
     errors.CouponRefused: 422,
+    errors.TrialRefused: 409,
     errors.InvalidBody: 422,
     errors.UnknownAdOrder: 404,
     errors.OrderConflict: 409,
@@ -94,6 +95,12 @@ class GrantRequest(msgspec.Struct, forbid_unknown_fields=True):
     reason: Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
 
 
+class TrialRequest(msgspec.Struct, forbid_unknown_fields=True):
+    telegram_user_id: TelegramUserId
+    channel_id: ChannelId
+    plan_id: PlanId
+
+
 class GatewaysQuery(msgspec.Struct, forbid_unknown_fields=True):
     channel_id: ChannelId | None = None
 
@@ -115,12 +122,15 @@ def _offer(channel_id: int, offer: invoices.Offer, enabled: Collection[str]) -> 
             "amount": money.minor_to_text(int(plan["price_minor"]), plan["currency"]),
             "currency": plan["currency"],
             "period_days": plan["period_days"],
-            "gateways": invoices.plan_gateways(plan, enabled),
+            "kind": plan["kind"],
+            # A trial is not paid through any.
+            "gateways": [] if plan["kind"] == "trial" else invoices.plan_gateways(plan, enabled),
             "is_default": plan["is_default"],
         }
         for plan in offer.plans
     ]
-    first = next((plan for plan in plans if plan["is_default"]), plans[0])
+    paid = [plan for plan in plans if plan["kind"] != "trial"] or plans
+    first = next((plan for plan in paid if plan["is_default"]), paid[0])
     return {
         "channel_id": channel_id,
         "title": offer.title,
@@ -227,6 +237,17 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
         changed, membership = done
         return JSONResponse({"applied": changed, "membership": membership.as_json()})
 
+    async def trial(request: Request) -> Response:
+        """The channel's free trial for the person: 201 with the membership, or 409 when they
+        had it (or a membership there) before."""
+        require_bearer(request, settings.service_token)
+        body = await json_body(request, TrialRequest, limit=4096)
+        async with store.connection(runtime(request).pool) as conn:
+            membership = await store.take_trial(
+                conn, body.telegram_user_id, body.channel_id, body.plan_id, clock.now()
+            )
+        return JSONResponse({"membership": membership.as_json()}, status_code=201)
+
     background = Background(settings, clock)
 
     async def approve(request: Request) -> Response:
@@ -266,6 +287,7 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
             Route("/internal/invoices", create_invoice, methods=["POST"]),
             Route("/internal/gateways", gateways, methods=["GET"]),
             Route("/internal/grants", grant, methods=["POST"]),
+            Route("/internal/trials", trial, methods=["POST"]),
             Route("/internal/ad-orders/{order_id:int}/approve", approve, methods=["POST"]),
             Route(
                 "/internal/ad-orders/{order_id:int}/reject",

@@ -61,6 +61,12 @@ class CouponRefused(BillingError):
     slug = "coupon-refused"
 
 
+class TrialRefused(BillingError):
+    """The person had the channel's free trial, or a membership there, before."""
+
+    slug = "trial-refused"
+
+
 class GatewayNotOffered(BillingError):
     """The gateway is on, but the plan is not sold through it."""
 

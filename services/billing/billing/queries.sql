@@ -14,12 +14,12 @@ SELECT p.id, p.price_minor, p.currency, p.period_days, p.grace_days, p.gateways
    AND CASE WHEN %(plan_id)s::integer IS NULL THEN p.is_default ELSE p.id = %(plan_id)s END;
 
 -- channel_plans --
--- A paid channel's plans on sale, in the order the bot lists them.
-SELECT c.title, p.id, p.name, p.price_minor, p.currency, p.period_days, p.gateways,
+-- A paid channel's plans on sale, its trial among them, in the order the bot lists them.
+SELECT c.title, p.id, p.name, p.kind, p.price_minor, p.currency, p.period_days, p.gateways,
        p.is_default
   FROM plans p
   JOIN channels c ON c.id = p.channel_id
- WHERE p.channel_id = %(channel_id)s AND c.is_paid AND p.active AND p.kind = 'regular'
+ WHERE p.channel_id = %(channel_id)s AND c.is_paid AND p.active AND p.kind IN ('regular', 'trial')
  ORDER BY p.position, p.id;
 
 -- insert_invoice --
@@ -188,6 +188,22 @@ SELECT c.id, c.reminder_hours,
                   WHERE p.channel_id = c.id AND p.is_default), 0) AS grace_days
   FROM channels c
  WHERE c.id = %(channel_id)s AND c.is_paid;
+
+-- trial_plan --
+-- A trial on sale in a paid channel, with what its access needs: its days, its grace and the
+-- channel's reminder hours.
+SELECT p.name, p.period_days, p.grace_days, c.reminder_hours
+  FROM plans p
+  JOIN channels c ON c.id = p.channel_id
+ WHERE p.id = %(plan_id)s AND p.channel_id = %(channel_id)s AND c.is_paid AND p.active
+   AND p.kind = 'trial';
+
+-- insert_trial --
+-- Once per person and channel: nothing comes back when they had it.
+INSERT INTO trials (person_id, channel_id, plan_id, taken_at)
+VALUES (%(person_id)s, %(channel_id)s, %(plan_id)s, %(now)s)
+ON CONFLICT (person_id, channel_id) DO NOTHING
+RETURNING plan_id;
 
 -- lock_membership --
 SELECT pg_advisory_xact_lock(%(person_id)s, %(channel_id)s);

@@ -357,19 +357,68 @@ async def grant_access(
         channel = await cur.fetchone()
         if channel is None:
             return None
-        cur = await conn.execute(Q["upsert_person"], {"telegram_user_id": telegram_user_id})
-        key = MembershipKey(PersonId(int((await one_row(cur))["id"])), ChannelId(channel_id))
-        await conn.execute(Q["lock_membership"], key.params())
+        key = await _locked_key(conn, telegram_user_id, channel_id)
         before = await _membership(conn, key)
-        expires_at = grant(before.expires_at if before else None, until)
-        status = next_status(Status.ACTIVE, expires_at, now, int(channel["grace_days"]))
-        if before is not None and (before.expires_at, before.status) == (expires_at, status):
-            return False, before
-        reminders = tuple(channel["reminder_hours"] or ())
-        after = Membership(status, expires_at, int(channel["grace_days"]), reminders)
-        await _write_membership(conn, key, after, now)
-        event_id = await _membership_event(
-            conn, key, before, after, now, cause="grant", until=until, reason=reason
+        return await _granted(conn, key, channel, before, until, "grant", reason, now)
+
+
+async def take_trial(
+    conn: Connection, telegram_user_id: int, channel_id: int, plan_id: int, now: dt.datetime
+) -> Membership:
+    """The channel's free trial for the person, under the membership's lock: access for the
+    trial plan's days, with its own membership event (`trial`) and a `grant` access event.
+    `UnknownPlan` when it is not a trial on sale in that paid channel; `TrialRefused`, nothing
+    written, when the person had it before (the key of `trials`) or had a membership there."""
+    async with conn.transaction():
+        cur = await conn.execute(Q["trial_plan"], {"channel_id": channel_id, "plan_id": plan_id})
+        plan = await cur.fetchone()
+        if plan is None:
+            raise errors.UnknownPlan("no free trial by that id on sale in that paid channel")
+        key = await _locked_key(conn, telegram_user_id, channel_id)
+        cur = await conn.execute(
+            Q["insert_trial"], {**key.params(), "plan_id": plan_id, "now": now}
         )
-        await _access_event(conn, "grant", key, event_id, after.expires_at, now)
-        return True, after
+        if await cur.fetchone() is None:
+            raise errors.TrialRefused("you have had this channel's free trial already")
+        before = await _membership(conn, key)
+        if before is not None:
+            raise errors.TrialRefused("the free trial is for people new to this channel")
+        until = now + dt.timedelta(days=int(plan["period_days"]))
+        _, after = await _granted(conn, key, plan, None, until, "trial", str(plan["name"]), now)
+        return after
+
+
+async def _locked_key(conn: Connection, telegram_user_id: int, channel_id: int) -> MembershipKey:
+    """The person's membership key in the channel (the person recorded if new), its advisory
+    lock taken."""
+    cur = await conn.execute(Q["upsert_person"], {"telegram_user_id": telegram_user_id})
+    key = MembershipKey(PersonId(int((await one_row(cur))["id"])), ChannelId(channel_id))
+    await conn.execute(Q["lock_membership"], key.params())
+    return key
+
+
+async def _granted(
+    conn: Connection,
+    key: MembershipKey,
+    channel: DictRow,
+    before: Membership | None,
+    until: dt.datetime,
+    cause: str,
+    reason: str,
+    now: dt.datetime,
+) -> tuple[bool, Membership]:
+    """Access until `until` (or as long as it ran already) written under the lock: the
+    membership, its event of `cause` and a `grant` access event; nothing when it moves
+    nothing. `channel` gives the grace days and reminder hours."""
+    expires_at = grant(before.expires_at if before else None, until)
+    status = next_status(Status.ACTIVE, expires_at, now, int(channel["grace_days"]))
+    if before is not None and (before.expires_at, before.status) == (expires_at, status):
+        return False, before
+    reminders = tuple(channel["reminder_hours"] or ())
+    after = Membership(status, expires_at, int(channel["grace_days"]), reminders)
+    await _write_membership(conn, key, after, now)
+    event_id = await _membership_event(
+        conn, key, before, after, now, cause=cause, until=until, reason=reason
+    )
+    await _access_event(conn, "grant", key, event_id, after.expires_at, now)
+    return True, after

@@ -52,12 +52,19 @@ class PlanOffer:
     amount: str
     currency: str
     period_days: int
-    # The gateways it is sold through, of those billing has on.
+    # The gateways it is sold through, of those billing has on; none for a trial.
     gateways: tuple[str, ...]
+    kind: str = "regular"
+
+    @property
+    def trial(self) -> bool:
+        return self.kind == "trial"
 
     def price(self) -> str:
         days = "1 day" if self.period_days == 1 else f"{self.period_days} days"
-        return f"{self.amount} {self.currency} for {days}"
+        return (
+            f"free for {days}, once" if self.trial else f"{self.amount} {self.currency} for {days}"
+        )
 
 
 @dataclass(frozen=True)
@@ -140,15 +147,36 @@ class BillingClient:
                 str(plan["currency"]),
                 int(plan["period_days"]),
                 tuple(str(g) for g in plan["gateways"]),
+                str(plan.get("kind") or "regular"),
             )
             for plan in offer.get("plans") or ()
         )
         return Offer(
             channel_id,
             str(offer["title"]),
-            tuple(plan for plan in plans if plan.gateways),
+            tuple(plan for plan in plans if plan.gateways or plan.trial),
             {str(k): str(v) for k, v in (body.get("titles") or {}).items()},
         )
+
+    async def trial(self, telegram_user_id: int, channel_id: int, plan_id: int) -> str:
+        """The channel's free trial taken ("started"), or why not: billing's words when the
+        person had it, "plan_off" when it is not on sale."""
+        response = await self._call(
+            "POST",
+            "/internal/trials",
+            json={
+                "telegram_user_id": telegram_user_id,
+                "channel_id": channel_id,
+                "plan_id": plan_id,
+            },
+        )
+        if response.status_code == 201:
+            return "started"
+        if response.status_code == 409:
+            return str(response.json().get("detail") or "you have had it already")
+        if response.status_code == 404:
+            return "plan_off"
+        raise RetryLater(f"billing /internal/trials: {response.status_code}")
 
     async def invoice(
         self,
@@ -216,6 +244,14 @@ def plan_message(offer: Offer, plan: PlanOffer) -> tuple[str, dict[str, Any]]:
     """One plan's price and a button per gateway it is sold through; with other plans on sale,
     a button back to them."""
     named = f" ({escape_html(plan.name)})" if len(offer.plans) > 1 else ""
+    back = [{"text": "« All plans", "callback_data": f"plan:{offer.channel_id}"}]
+    if plan.trial:
+        text = f"<b>{escape_html(offer.title)}</b>{named}: {escape_html(plan.price())}."
+        start = {
+            "text": "Start the free trial",
+            "callback_data": f"trial:{offer.channel_id}:{plan.id}",
+        }
+        return text, {"inline_keyboard": [[start], *([back] if len(offer.plans) > 1 else [])]}
     text = (
         f"<b>{escape_html(offer.title)}</b>{named}: {escape_html(plan.price())}.\n"
         "Choose how to pay:"
@@ -230,7 +266,7 @@ def plan_message(offer: Offer, plan: PlanOffer) -> tuple[str, dict[str, Any]]:
         for g in plan.gateways
     ]
     if len(offer.plans) > 1:
-        rows.append([{"text": "« All plans", "callback_data": f"plan:{offer.channel_id}"}])
+        rows.append(back)
     return text, {"inline_keyboard": rows}
 
 
@@ -269,6 +305,7 @@ class Pay:
         routes.callbacks["plan:"] = _PlanPress(self.billing)
         routes.callbacks["pay:"] = _Press(self.billing)
         routes.callbacks["coupon:"] = _CouponPress()
+        routes.callbacks["trial:"] = _TrialPress(self.billing)
         routes.steps[COUPON_STEP] = _CouponCode(self.billing)
 
 
@@ -474,3 +511,51 @@ class _CouponCode:
             "gateway_off": GATEWAY_OFF,
         }.get(str(outcome), NOT_PAID)
         return [_text(update, said)]
+
+
+@dataclass(frozen=True)
+class TrialPressed:
+    offer: Offer | None
+    plan: PlanOffer | None
+    # "started", "plan_off", "not_paid", or billing's words for why not.
+    outcome: str
+
+
+class _TrialPress:
+    """`trial:<channel>:<plan>` takes the free trial; the invite link follows from billing's
+    access event, as after a payment."""
+
+    def __init__(self, billing: BillingClient) -> None:
+        self.billing = billing
+
+    async def prepare(self, ctx: Context, update: InboxRow, arg: str) -> TrialPressed:
+        channel, _, plan_text = arg.partition(":")
+        channel_id = _channel_id(channel)
+        offer = await self.billing.offer(channel_id) if channel_id else None
+        plan = None if offer is None else offer.plan(_channel_id(plan_text))
+        if offer is None or plan is None or not plan.trial:
+            return TrialPressed(offer, None, "not_paid" if offer is None else "plan_off")
+        outcome = await self.billing.trial(update.sender_id, channel_id, plan.id)
+        return TrialPressed(offer, plan, outcome)
+
+    async def apply(self, conn: Connection, visit: Visit, pressed: TrialPressed) -> list[Reply]:
+        offer, plan, outcome = pressed.offer, pressed.plan, pressed.outcome
+        if outcome == "started" and offer is not None and plan is not None:
+            days = "1 day" if plan.period_days == 1 else f"{plan.period_days} days"
+            text = (
+                f"Your free trial of <b>{escape_html(offer.title)}</b> has started: {days}. "
+                "Your invite link comes here in a moment."
+            )
+            return _edited(visit.update, text, None)
+        if outcome in ("plan_off", "not_paid"):
+            text, shown = offer_message(None if outcome == "not_paid" else offer)
+            return _edited(visit.update, text, shown, PLAN_OFF if outcome == "plan_off" else None)
+        paid = [p for p in (offer.plans if offer else ()) if not p.trial]
+        markup = None
+        if offer is not None and paid:
+            markup = {
+                "inline_keyboard": [
+                    [{"text": "See the plans", "callback_data": f"plan:{offer.channel_id}"}]
+                ]
+            }
+        return _edited(visit.update, f"No free trial: {escape_html(outcome)}.", markup)

@@ -383,3 +383,55 @@ def test_pay__a_coupon_typed_under_the_pay_link_makes_a_discounted_one_that_is_p
         " JOIN invoices i ON i.id = r.invoice_id WHERE r.released_at IS NULL"
     ) == [("Spring", "paid")]
     assert "access to Paid is open" in said(9)
+
+
+def test_pay__a_free_trial_taken_from_the_plans_brings_the_invite_and_not_twice(
+    store: Store,
+) -> None:
+    edge = store.edge
+    [(trial,)] = edge.query(
+        "INSERT INTO plans (channel_id, name, kind, price_minor, currency, period_days,"
+        " grace_days, position) VALUES (%s, 'Free week', 'trial', 0, 'UAH', 7, 1, 1)"
+        " RETURNING id",
+        store.channel,
+    )
+    edge.start_worker()
+    store.say(f"/start pay_{store.channel}")
+    edge.wait_until(lambda: bool(store.sent()), 30, "the plans")
+    offer = store.sent()[0]
+    [(payload,)] = edge.query("SELECT payload FROM outbox WHERE method = 'sendMessage'")
+    rows = payload["reply_markup"]["inline_keyboard"]
+    assert rows[1][0] == {
+        "text": "Free week: free for 7 days, once",
+        "callback_data": f"plan:{store.channel}:{trial}",
+    }
+
+    def shown(count: int) -> dict[str, Any]:
+        edge.wait_until(lambda: len(store.edits()) >= count, 30, f"edit {count}")
+        return store.edits()[count - 1]
+
+    store.press(offer["message_id"], f"plan:{store.channel}:{trial}")
+    chosen = shown(1)
+    assert chosen["text"] == "<b>Paid</b> (Free week): free for 7 days, once."
+    assert [row[0]["callback_data"] for row in chosen["reply_markup"]["inline_keyboard"]] == [
+        f"trial:{store.channel}:{trial}",
+        f"plan:{store.channel}",
+    ]
+    store.press(offer["message_id"], f"trial:{store.channel}:{trial}")
+    assert shown(2)["text"].startswith("Your free trial of <b>Paid</b> has started: 7 days.")
+    edge.wait_until(
+        lambda: any("access to Paid is open" in str(m["text"]) for m in store.sent()),
+        30,
+        "the invite link",
+    )
+    assert edge.query("SELECT cause, reason FROM membership_events") == [("trial", "Free week")]
+
+    # Again from the start: said plainly, nothing more written.
+    store.say(f"/start pay_{store.channel}")
+    edge.wait_until(lambda: len(store.sent()) == 3, 30, "the plans again")
+    again = store.sent()[2]
+    store.press(again["message_id"], f"plan:{store.channel}:{trial}")
+    shown(3)
+    store.press(again["message_id"], f"trial:{store.channel}:{trial}")
+    assert shown(4)["text"] == "No free trial: you have had this channel's free trial already."
+    assert edge.query("SELECT count(*) FROM membership_events") == [(1,)]
