@@ -76,10 +76,13 @@ def price_minor(price: str, currency: str, prefix: str = "", field: str = "price
 class NewPlan(msgspec.Struct, forbid_unknown_fields=True):
     channel_id: Id
     name: PlanName
-    # In the currency's major units, as a person types it.
-    price: Price
-    currency: Currency
-    period_days: PeriodDays
+    # A trial is free (no price, no gateways) and taken once per person.
+    kind: Literal["regular", "trial"] = "regular"
+    # In the currency's major units, as a person types it; required unless a trial.
+    price: Price | None = None
+    # Required unless a trial, which takes the default plan's.
+    currency: Currency | None = None
+    period_days: PeriodDays = 30
     grace_days: GraceDays = 3
     # None: every gateway billing has on.
     gateways: Gateways | None = None
@@ -115,6 +118,8 @@ class Plan(msgspec.Struct):
     is_default: bool
     created_at: dt.datetime
     updated_at: dt.datetime | None
+    # For a trial, the people who took it.
+    taken: int = 0
     # The price as text in the currency's major units, for people.
     price: str = ""
 
@@ -154,10 +159,19 @@ class Plans:
     async def add_plan(self, request: Request, caller: Caller) -> Response:
         body = await json_body(request, NewPlan, limit=4096)
         name = _name(body.name)
+        trial = body.kind == "trial"
+        if trial:
+            _free(body.price, body.currency, body.gateways)
+        elif body.price is None or body.currency is None:
+            field = "price" if body.price is None else "currency"
+            raise errors.InvalidValue(f"a plan needs a {field}", field=field, code="required")
         params = {
             "channel_id": body.channel_id,
             "name": name,
-            "price_minor": price_minor(body.price, body.currency),
+            "kind": body.kind,
+            "price_minor": 0
+            if body.price is None
+            else price_minor(body.price, body.currency or ""),
             "currency": body.currency,
             "period_days": body.period_days,
             "grace_days": body.grace_days,
@@ -168,6 +182,8 @@ class Plans:
         async with store.connection(runtime(request).pool) as conn, conn.transaction():
             await _lock_channel(conn, body.channel_id)
             await _check_name(conn, body.channel_id, name, None)
+            if trial:
+                await _check_one_trial(conn, body.channel_id, None)
             inserted = await store.row(conn, "insert_plan", params)
             if inserted is None:
                 raise errors.StoreError("the new plan was not written")
@@ -188,6 +204,8 @@ class Plans:
             renamed = after.name.lower() != before.name.lower()
             if after.active and (renamed or not before.active):
                 await _check_name(conn, before.channel_id, after.name, plan_id)
+            if after.kind == "trial" and after.active and not before.active:
+                await _check_one_trial(conn, before.channel_id, plan_id)
             if before.is_default and not after.active:
                 raise errors.Conflict(
                     "the default plan stays on sale: make another plan the default first"
@@ -243,9 +261,26 @@ def _gateways(gateways: list[str] | None) -> list[str] | None:
     return None if gateways is None else sorted(gateways)
 
 
+def _free(price: str | None, currency: str | None, gateways: list[str] | None) -> None:
+    """A trial is priced at nothing and paid through no gateway: saying otherwise is refused
+    at the field."""
+    if price is not None and minor_units(price, currency or "USD") != 0:
+        raise errors.InvalidValue("a free trial has no price", field="price", code="invalid")
+    if gateways is not None:
+        raise errors.InvalidValue(
+            "a free trial is not paid through a gateway", field="gateways", code="invalid"
+        )
+
+
 def _changed(plan: Plan, change: PlanChange) -> Plan:
     """The plan as the change leaves it, every field checked."""
     values = given(change)
+    if plan.kind == "trial":
+        _free(values.pop("price", None), None, values.get("gateways"))
+        if values.pop("is_default", False):
+            raise errors.InvalidValue(
+                "a free trial cannot be the default", field="is_default", code="invalid"
+            )
     if "name" in values:
         values["name"] = _name(values["name"])
     if "gateways" in values:
@@ -263,6 +298,14 @@ async def _lock_channel(conn: Connection, channel_id: int) -> None:
     cur = await conn.execute(Q["lock_channel_plans"], {"channel_id": channel_id})
     if await cur.fetchone() is None:
         raise errors.InvalidValue("no channel by that id", field="channel_id", code="not-found")
+
+
+async def _check_one_trial(conn: Connection, channel_id: int, plan_id: int | None) -> None:
+    cur = await conn.execute(Q["trial_on_sale"], {"channel_id": channel_id, "id": plan_id})
+    if await cur.fetchone() is not None:
+        raise errors.InvalidValue(
+            "the channel has a free trial on sale already", field="kind", code="taken"
+        )
 
 
 async def _check_name(conn: Connection, channel_id: int, name: str, plan_id: int | None) -> None:
@@ -285,6 +328,6 @@ async def _one(conn: Connection, plan_id: int) -> Plan:
 
 def _audited(plan: Plan) -> dict[str, Any]:
     entry: dict[str, Any] = msgspec.to_builtins(plan)
-    for derived in ("channel_title", "price", "created_at", "updated_at"):
+    for derived in ("channel_title", "price", "created_at", "updated_at", "taken"):
         entry.pop(derived)
     return entry

@@ -739,7 +739,8 @@ SELECT c.id AS campaign_id, c.name,
 -- Every plan with its channel's title.
 SELECT p.id, p.channel_id, c.title AS channel_title, p.name, p.kind, p.price_minor, p.currency,
        p.period_days, p.grace_days, p.gateways, p.position, p.active, p.is_default,
-       p.created_at, p.updated_at
+       p.created_at, p.updated_at,
+       (SELECT count(*) FROM trials t WHERE t.plan_id = p.id)::integer AS taken
   FROM plans p
   JOIN channels c ON c.id = p.channel_id
  WHERE (%(id)s::integer IS NULL OR p.id = %(id)s)
@@ -763,14 +764,24 @@ SELECT id FROM plans
    AND (%(id)s::integer IS NULL OR id <> %(id)s);
 
 -- insert_plan --
--- A channel's first plan is its default.
-INSERT INTO plans (channel_id, name, price_minor, currency, period_days, grace_days, gateways,
-                   position, is_default, created_at)
-VALUES (%(channel_id)s, %(name)s, %(price_minor)s, %(currency)s, %(period_days)s,
-        %(grace_days)s, %(gateways)s, %(position)s,
-        NOT EXISTS (SELECT FROM plans WHERE channel_id = %(channel_id)s AND is_default),
+-- A channel's first regular plan is its default. A trial without a currency takes the
+-- default plan's.
+INSERT INTO plans (channel_id, name, kind, price_minor, currency, period_days, grace_days,
+                   gateways, position, is_default, created_at)
+VALUES (%(channel_id)s, %(name)s, %(kind)s, %(price_minor)s,
+        coalesce(%(currency)s, (SELECT currency FROM plans
+                                 WHERE channel_id = %(channel_id)s AND is_default), 'USD'),
+        %(period_days)s, %(grace_days)s, %(gateways)s, %(position)s,
+        %(kind)s = 'regular'
+        AND NOT EXISTS (SELECT FROM plans WHERE channel_id = %(channel_id)s AND is_default),
         %(now)s)
 RETURNING id;
+
+-- trial_on_sale --
+-- The channel's free trial on sale, other than this plan.
+SELECT id FROM plans
+ WHERE channel_id = %(channel_id)s AND kind = 'trial' AND active
+   AND id IS DISTINCT FROM %(id)s;
 
 -- clear_default_plan --
 UPDATE plans SET is_default = false, updated_at = %(now)s

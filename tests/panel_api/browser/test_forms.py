@@ -597,7 +597,7 @@ def test_forms__statistics_by_hour_a_refused_range_at_its_field_and_the_funnel(
     page.screenshot(path=str(ARTIFACTS / "stats-en.png"), full_page=True)
 
 
-def test_forms__a_yearly_plan_refused_at_its_fields_then_made_the_default_in_persian_on_a_phone(
+def test_forms__a_yearly_plan_refused_at_its_fields_made_default_and_a_trial_in_persian_on_a_phone(
     page: Page, stack: Stack
 ) -> None:
     page.set_viewport_size({"width": 390, "height": 844})
@@ -645,15 +645,29 @@ def test_forms__a_yearly_plan_refused_at_its_fields_then_made_the_default_in_per
     monthly.locator("button[data-confirm=stopSelling]").click()
     expect(monthly.locator("[data-standing]")).to_have_text("بیرون از فروش")
     expect(yearly.locator("button[data-action=stopSelling]")).to_have_count(0)
+
+    # A free trial: no price, currency or gateways to fill.
+    form.locator("select[name=kind]").select_option("trial")
+    expect(form.locator("input[name=price]")).to_be_hidden()
+    expect(form.locator("input[name=gateways]").first).to_be_hidden()
+    form.locator("input[name=name]").fill("Free week")
+    form.locator("input[name=period_days]").fill("\u06f7")
+    form.locator("button[type=submit]").click()
+    expect(page.locator("#add-plan-done")).to_contain_text("Free week")
+    trial = page.locator("#plans tbody tr", has_text="Free week")
+    expect(trial.locator("[data-kind]")).to_have_text("آزمایش رایگان")
+    expect(trial).to_contain_text("رایگان")
+    expect(trial.locator("button[data-action=makeDefault]")).to_have_count(0)
     page.screenshot(path=str(ARTIFACTS / "plans-fa.png"), full_page=True)
     with psycopg.connect(stack.database_url) as conn:
         plans = conn.execute(
-            "SELECT name, price_minor, gateways, position, active, is_default FROM plans"
+            "SELECT name, kind, price_minor, gateways, position, active, is_default FROM plans"
             " ORDER BY id"
         ).fetchall()
     assert plans == [
-        ("Monthly", 500, None, 0, False, False),
-        ("Yearly", 4500, ["subgate"], 1, True, True),
+        ("Monthly", "regular", 500, None, 0, False, False),
+        ("Yearly", "regular", 4500, ["subgate"], 1, True, True),
+        ("Free week", "trial", 0, None, 0, True, False),
     ]
 
 

@@ -143,3 +143,55 @@ def test_plans__refusals_at_their_fields_and_nothing_written(panel: Panel) -> No
     assert panel.query("SELECT count(*) FROM plans WHERE channel_id = %s", club) == [(1,)]
     assert panel.call("PATCH", "/v1/plans/99999", {"name": "x"}).status_code == 404
     assert panel.call("GET", "/v1/plans/99999").status_code == 404
+
+
+def test_plans__a_free_trial_one_on_sale_per_channel_free_and_never_the_default(
+    panel: Panel,
+) -> None:
+    club = paid_channel(panel, -1001000000901, "Club")
+    add(panel, channel_id=club, name="Month", price="5", currency="EUR", period_days=30)
+    trial = add(panel, channel_id=club, name="Free week", kind="trial", period_days=7)
+    assert (trial["kind"], trial["price_minor"], trial["currency"], trial["is_default"]) == (
+        "trial",
+        0,
+        "EUR",
+        False,
+    )
+    assert trial["taken"] == 0
+    base = {"channel_id": club, "name": "Another", "kind": "trial", "period_days": 3}
+    for change, field, code in (
+        ({}, "kind", "taken"),
+        ({"price": "1"}, "price", "invalid"),
+        ({"gateways": ["subgate"]}, "gateways", "invalid"),
+        ({"kind": "regular"}, "price", "required"),
+        ({"kind": "regular", "price": "1"}, "currency", "required"),
+    ):
+        refused = panel.call("POST", "/v1/plans", {**base, **change})
+        assert refused.status_code == 422, (change, refused.text)
+        assert refused.json()["errors"] == [{"field": field, "code": code}], change
+    made_default = panel.call("PATCH", f"/v1/plans/{trial['id']}", {"is_default": True})
+    assert made_default.json()["errors"] == [{"field": "is_default", "code": "invalid"}]
+    longer = panel.call("PATCH", f"/v1/plans/{trial['id']}", {"period_days": 14})
+    assert longer.json()["period_days"] == 14
+    assert panel.query("SELECT count(*) FROM plans WHERE channel_id = %s", club) == [(2,)]
+    assert [
+        a
+        for a, *_ in panel.query(
+            "SELECT action FROM audit_log WHERE action LIKE %s ORDER BY id", "plans.%%"
+        )
+    ] == [
+        "plans.add",
+        "plans.add",
+        "plans.update",
+    ]
+    # The bot is offered the trial after the month, with no gateway.
+    answer = HTTP.get(
+        f"{panel.billing_url}/internal/gateways",
+        params={"channel_id": club},
+        headers={"Authorization": f"Bearer {SECRETS['SERVICE_TOKEN']}"},
+    ).json()
+    assert [(p["name"], p["kind"], p["gateways"]) for p in answer["offer"]["plans"]][1] == (
+        "Free week",
+        "trial",
+        [],
+    )

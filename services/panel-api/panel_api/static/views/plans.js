@@ -24,26 +24,36 @@ async function gatewayChoices() {
  * @param {{ value: string, text: string }[]} gateways @param {any} [plan]
  * @returns {import("../forms.js").Field[]} */
 function planFields(gateways, plan) {
+  // A new plan picks its kind; a trial's price and gateways are not asked.
+  /** @type {[string, string[]] | undefined} */
+  const paid = plan ? undefined : ["kind", ["regular"]];
+  const priced = plan?.kind !== "trial";
   return [
+    ...(plan ? [] : [{ name: "kind", label: "planKind", choices: ["regular", "trial"].map((k) => ({ value: k, text: t(`kind.${k}`) })), hint: "hint.plan_trial" }]),
     { name: "name", label: "planName", value: plan?.name ?? "", required: true },
-    { name: "price", label: "price", value: plan?.price ?? "", required: true, ltr: true },
-    { name: "currency", label: "currency", value: plan?.currency ?? "USD", required: true, ltr: true },
+    ...(priced ? [
+      { name: "price", label: "price", value: plan?.price ?? "", required: true, ltr: true, showIf: paid },
+      { name: "currency", label: "currency", value: plan?.currency ?? "USD", required: true, ltr: true, showIf: paid },
+    ] : []),
     { name: "period_days", label: "periodDays", type: "number", value: String(plan?.period_days ?? 30), required: true },
     { name: "grace_days", label: "graceDays", type: "number", value: String(plan?.grace_days ?? 3), required: true },
-    ...(gateways.length ? [{ name: "gateways", label: "soldThrough", type: "checks", choices: gateways,
-      value: (plan?.gateways ?? []).join(","), hint: "hint.plan_gateways" }] : []),
+    ...(gateways.length && priced ? [{ name: "gateways", label: "soldThrough", type: "checks", choices: gateways,
+      value: (plan?.gateways ?? []).join(","), hint: "hint.plan_gateways", showIf: paid }] : []),
     { name: "position", label: "planPosition", type: "number", value: String(plan?.position ?? 0), hint: "hint.plan_position" },
   ];
 }
 
-/** The API's body from a plan form's values. @param {Record<string, string>} v */
+/** The API's body from a plan form's values (a trial's without price, currency or gateways).
+ * @param {Record<string, string>} v */
 function planBody(v) {
   /** @type {Record<string, unknown>} */
   const body = {
-    name: v.name, price: v.price, currency: v.currency.toUpperCase(),
-    period_days: wholeNumber(v.period_days), grace_days: wholeNumber(v.grace_days),
+    name: v.name, period_days: wholeNumber(v.period_days), grace_days: wholeNumber(v.grace_days),
     position: wholeNumber(v.position || "0"),
   };
+  if (v.kind) body.kind = v.kind;
+  if (v.kind === "trial") return body;
+  if ("price" in v) Object.assign(body, { price: v.price, currency: v.currency.toUpperCase() });
   if ("gateways" in v) body.gateways = v.gateways ? v.gateways.split(",") : null;
   return body;
 }
@@ -80,9 +90,11 @@ export async function plans(url) {
     columns: [
       { label: "name", sort: "name", value: (p) => element("bdi", { text: p.name }) },
       { label: "channel", value: (p) => element("a", { href: `/channels/${p.channel_id}` }, element("bdi", { text: p.channel_title })) },
-      { label: "price", value: (p) => money(p.price, p.currency) },
+      { label: "planKind", value: (p) => element("span", { "data-kind": p.kind, text: t(`kind.${p.kind}`) }) },
+      { label: "price", value: (p) => p.kind === "trial" ? t("free") : money(p.price, p.currency) },
       { label: "periodDays", value: (p) => number(p.period_days) },
-      { label: "soldThrough", value: (p) => p.gateways ? p.gateways.map((/** @type {string} */ g) => titles[g] ?? g).join(", ") : t("allGateways") },
+      { label: "soldThrough", value: (p) => p.kind === "trial" ? "" : p.gateways ? p.gateways.map((/** @type {string} */ g) => titles[g] ?? g).join(", ") : t("allGateways") },
+      { label: "trialsTaken", value: (p) => p.kind === "trial" ? number(p.taken) : "" },
       { label: "planPosition", sort: "position", value: (p) => number(p.position) },
       { label: "status", value: (p) => standing(p) },
     ],
@@ -91,7 +103,7 @@ export async function plans(url) {
         await call("PATCH", `/v1/plans/${p.id}`, planBody(v));
         return t("saved");
       })),
-      ...(p.active && !p.is_default ? [actionButton("makeDefault", () => call("PATCH", `/v1/plans/${p.id}`, { is_default: true }))] : []),
+      ...(p.active && !p.is_default && p.kind !== "trial" ? [actionButton("makeDefault", () => call("PATCH", `/v1/plans/${p.id}`, { is_default: true }))] : []),
       ...(p.is_default ? [] : [actionButton(p.active ? "stopSelling" : "sellAgain",
         () => call("PATCH", `/v1/plans/${p.id}`, { active: !p.active }), { confirm: p.active })]),
     ] : null,
