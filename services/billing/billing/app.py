@@ -63,6 +63,8 @@ STATUS: dict[type[errors.BillingError], int] = {
     errors.GatewayNotOffered: 422,
     errors.CouponRefused: 422,
     errors.TrialRefused: 409,
+    errors.CodeRefused: 422,
+    errors.TooManyGuesses: 429,
     errors.InvalidBody: 422,
     errors.UnknownAdOrder: 404,
     errors.OrderConflict: 409,
@@ -99,6 +101,12 @@ class TrialRequest(msgspec.Struct, forbid_unknown_fields=True):
     telegram_user_id: TelegramUserId
     channel_id: ChannelId
     plan_id: PlanId
+
+
+class RedeemRequest(msgspec.Struct, forbid_unknown_fields=True):
+    telegram_user_id: TelegramUserId
+    # As the person sent it; checked against the codes whatever its case.
+    code: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
 
 
 class GatewaysQuery(msgspec.Struct, forbid_unknown_fields=True):
@@ -248,6 +256,22 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
             )
         return JSONResponse({"membership": membership.as_json()}, status_code=201)
 
+    async def redeem(request: Request) -> Response:
+        """An access code's days for the person: 200 with the channel and the membership;
+        422 `code-refused` or 429 `too-many-guesses` otherwise."""
+        require_bearer(request, settings.service_token)
+        body = await json_body(request, RedeemRequest, limit=4096)
+        async with store.connection(runtime(request).pool) as conn:
+            done = await store.redeem_code(conn, body.telegram_user_id, body.code, clock.now())
+        return JSONResponse(
+            {
+                "channel_id": done.channel_id,
+                "title": done.title,
+                "days": done.days,
+                "membership": done.membership.as_json(),
+            }
+        )
+
     background = Background(settings, clock)
 
     async def approve(request: Request) -> Response:
@@ -288,6 +312,7 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
             Route("/internal/gateways", gateways, methods=["GET"]),
             Route("/internal/grants", grant, methods=["POST"]),
             Route("/internal/trials", trial, methods=["POST"]),
+            Route("/internal/access-codes/redeem", redeem, methods=["POST"]),
             Route("/internal/ad-orders/{order_id:int}/approve", approve, methods=["POST"]),
             Route(
                 "/internal/ad-orders/{order_id:int}/reject",

@@ -67,6 +67,18 @@ class TrialRefused(BillingError):
     slug = "trial-refused"
 
 
+class CodeRefused(BillingError):
+    """An access code that is unknown, off, expired or used up, or used by this person."""
+
+    slug = "code-refused"
+
+
+class TooManyGuesses(BillingError):
+    """Too many wrong access codes from this person lately."""
+
+    slug = "too-many-guesses"
+
+
 class GatewayNotOffered(BillingError):
     """The gateway is on, but the plan is not sold through it."""
 

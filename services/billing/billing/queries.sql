@@ -205,6 +205,41 @@ VALUES (%(person_id)s, %(channel_id)s, %(plan_id)s, %(now)s)
 ON CONFLICT (person_id, channel_id) DO NOTHING
 RETURNING plan_id;
 
+-- code_misses --
+-- The person's wrong codes in the window, and when the first of them was sent.
+SELECT count(*) AS count, min(at) AS oldest
+  FROM access_code_misses
+ WHERE telegram_user_id = %(telegram_user_id)s AND at > %(since)s;
+
+-- insert_code_miss --
+WITH gone AS (
+    DELETE FROM access_code_misses
+     WHERE telegram_user_id = %(telegram_user_id)s AND at <= %(since)s
+)
+INSERT INTO access_code_misses (telegram_user_id, at) VALUES (%(telegram_user_id)s, %(now)s);
+
+-- access_code_for_update --
+-- A code that is on, of a paid channel, locked so its uses are counted one at a time
+-- (`code_uses`, a statement of its own: its snapshot is taken once the lock is held); with what
+-- its grant needs (grace days from the default plan, the channel's reminder hours).
+SELECT a.id, a.channel_id, a.days, a.max_uses, a.expires_at, c.title, c.reminder_hours,
+       coalesce((SELECT p.grace_days FROM plans p
+                  WHERE p.channel_id = c.id AND p.is_default), 0) AS grace_days
+  FROM access_codes a
+  JOIN channels c ON c.id = a.channel_id
+ WHERE a.code = %(code)s AND a.active AND c.is_paid
+   FOR UPDATE OF a;
+
+-- code_uses --
+SELECT count(*) AS uses FROM access_code_uses WHERE code_id = %(code_id)s;
+
+-- insert_code_use --
+-- Once per person and code: nothing comes back when they used it.
+INSERT INTO access_code_uses (code_id, person_id, used_at)
+VALUES (%(code_id)s, %(person_id)s, %(now)s)
+ON CONFLICT (code_id, person_id) DO NOTHING
+RETURNING code_id;
+
 -- lock_membership --
 SELECT pg_advisory_xact_lock(%(person_id)s, %(channel_id)s);
 

@@ -9,6 +9,7 @@ import datetime as dt
 import json
 import logging
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 
 from psycopg import AsyncCursor
 from psycopg.rows import DictRow
@@ -386,6 +387,63 @@ async def take_trial(
         until = now + dt.timedelta(days=int(plan["period_days"]))
         _, after = await _granted(conn, key, plan, None, until, "trial", str(plan["name"]), now)
         return after
+
+
+# Wrong codes a person may send in `GUESS_WINDOW` before the next must wait.
+GUESSES = 5
+GUESS_WINDOW = dt.timedelta(minutes=10)
+
+
+@dataclass(frozen=True)
+class Redeemed:
+    channel_id: int
+    title: str
+    days: int
+    membership: Membership
+
+
+async def redeem_code(
+    conn: Connection, telegram_user_id: int, code: str, now: dt.datetime
+) -> Redeemed:
+    """An access code's days for the person, through the grants path (reason `access_code`),
+    extending from the end of what they have. `TooManyGuesses` after `GUESSES` wrong codes in
+    `GUESS_WINDOW`; `CodeRefused`, nothing granted, for a code that is unknown, off, expired,
+    used up, or used by them before. An unknown code counts as a guess."""
+    async with conn.transaction():
+        cur = await conn.execute(
+            Q["code_misses"], {"telegram_user_id": telegram_user_id, "since": now - GUESS_WINDOW}
+        )
+        misses = await one_row(cur)
+        if int(misses["count"]) >= GUESSES:
+            wait = misses["oldest"] + GUESS_WINDOW - now
+            raise errors.TooManyGuesses(
+                "too many wrong codes; try again later",
+                retry_after=max(1, int(wait.total_seconds()) + 1),
+            )
+        cur = await conn.execute(Q["access_code_for_update"], {"code": code.strip().upper()})
+        row = await cur.fetchone()
+        live = row is not None and (row["expires_at"] is None or row["expires_at"] > now)
+        if row is not None and live:
+            cur = await conn.execute(Q["code_uses"], {"code_id": row["id"]})
+            live = int((await one_row(cur))["uses"]) < int(row["max_uses"])
+        if row is not None and live:
+            key = await _locked_key(conn, telegram_user_id, int(row["channel_id"]))
+            cur = await conn.execute(
+                Q["insert_code_use"], {"code_id": row["id"], **key.params(), "now": now}
+            )
+            if await cur.fetchone() is None:
+                raise errors.CodeRefused("you have used this code already")
+            before = await _membership(conn, key)
+            until = extend(before.expires_at if before else None, now, int(row["days"]))
+            _, after = await _granted(conn, key, row, before, until, "grant", "access_code", now)
+            return Redeemed(int(row["channel_id"]), str(row["title"]), int(row["days"]), after)
+    if row is None:
+        async with conn.transaction():
+            await conn.execute(
+                Q["insert_code_miss"],
+                {"telegram_user_id": telegram_user_id, "since": now - GUESS_WINDOW, "now": now},
+            )
+    raise errors.CodeRefused("the code is unknown, used up or expired")
 
 
 async def _locked_key(conn: Connection, telegram_user_id: int, channel_id: int) -> MembershipKey:

@@ -11,6 +11,7 @@ that transaction.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -94,6 +95,9 @@ class Routes:
     commands: dict[str, Route] = field(default_factory=dict)
     # Any other message in a private chat (text, a forwarded post, ...); one feature's.
     messages: Route | None = None
+    # A private text that is all of one of these patterns (an access code), before `messages`;
+    # the text is the argument.
+    texts: list[tuple[re.Pattern[str], Route]] = field(default_factory=list)
     # Such a message from a person at one of these conversation steps, by the step's name;
     # the route is prepared with the step in its context.
     steps: dict[str, Route] = field(default_factory=dict)
@@ -218,6 +222,11 @@ class BotLogic:
         if command is not None:
             found = self.routes.commands.get(command[0])
             return (found, command[1]) if found else None
+        text = body.get("text")
+        if isinstance(text, str):
+            for pattern, route in self.routes.texts:
+                if pattern.fullmatch(text.strip()):
+                    return route, text.strip()
         return (self.routes.messages, "") if self.routes.messages else None
 
     async def prepare(self, update: InboxRow) -> Any:

@@ -38,6 +38,12 @@ ASK_COUPON = "Send your coupon code as a message."
 NOT_A_CODE = "That does not look like a coupon code: letters, digits, - and _, 3 to 32 of them."
 COUPON_EXPIRED = "That was a while ago: press “I have a coupon” under the pay link again."
 
+CODE_REFUSED = "That code is unknown, used up or expired."
+CODE_USED = "You have used this code already."
+# An access code as sent: 10 to 32 symbols of base32 (A-Z, 2-7), letters and digits both, so
+# that a long word is not taken for one.
+ACCESS_CODE = re.compile(r"(?=.*[2-7])(?=.*[A-Za-z])[A-Za-z2-7]{10,32}", re.ASCII)
+
 COUPON_STEP = "coupon"
 # How long the bot waits for the code after "I have a coupon".
 COUPON_TTL = dt.timedelta(hours=1)
@@ -178,6 +184,23 @@ class BillingClient:
             return "plan_off"
         raise RetryLater(f"billing /internal/trials: {response.status_code}")
 
+    async def redeem(self, telegram_user_id: int, code: str) -> dict[str, Any] | str:
+        """An access code's grant (`{"title", "days", "membership"}`), or what to tell the
+        person instead."""
+        response = await self._call(
+            "POST",
+            "/internal/access-codes/redeem",
+            json={"telegram_user_id": telegram_user_id, "code": code},
+        )
+        if response.status_code == 200:
+            return dict(response.json())
+        if response.status_code == 422:
+            return CODE_USED if "already" in str(response.json().get("detail")) else CODE_REFUSED
+        if response.status_code == 429:
+            minutes = -(-int(response.headers.get("retry-after", "600")) // 60)
+            return f"Too many wrong codes: try again in {minutes} min."
+        raise RetryLater(f"billing /internal/access-codes/redeem: {response.status_code}")
+
     async def invoice(
         self,
         telegram_user_id: int,
@@ -306,6 +329,8 @@ class Pay:
         routes.callbacks["pay:"] = _Press(self.billing)
         routes.callbacks["coupon:"] = _CouponPress()
         routes.callbacks["trial:"] = _TrialPress(self.billing)
+        routes.start_prefixes["code_"] = _AccessCode(self.billing)
+        routes.texts.append((ACCESS_CODE, _AccessCode(self.billing)))
         routes.steps[COUPON_STEP] = _CouponCode(self.billing)
 
 
@@ -559,3 +584,30 @@ class _TrialPress:
                 ]
             }
         return _edited(visit.update, f"No free trial: {escape_html(outcome)}.", markup)
+
+
+class _AccessCode:
+    """`/start code_<code>`, or the code sent as a message: its free days through billing's
+    grants path; the invite link follows from billing's access event."""
+
+    def __init__(self, billing: BillingClient) -> None:
+        self.billing = billing
+
+    async def prepare(self, ctx: Context, update: InboxRow, arg: str) -> dict[str, Any] | str:
+        if not ACCESS_CODE.fullmatch(arg):
+            return CODE_REFUSED
+        return await self.billing.redeem(update.sender_id, arg)
+
+    async def apply(
+        self, conn: Connection, visit: Visit, redeemed: dict[str, Any] | str
+    ) -> list[Reply]:
+        if isinstance(redeemed, str):
+            return [_text(visit.update, redeemed)]
+        until = str(redeemed["membership"]["expires_at"])[:10]
+        days = int(redeemed["days"])
+        text = (
+            f"Your code gives you {days} day{'s' if days != 1 else ''} of "
+            f"<b>{escape_html(str(redeemed['title']))}</b>: access until {until}. Your invite "
+            "link comes here in a moment."
+        )
+        return [_text(visit.update, text)]

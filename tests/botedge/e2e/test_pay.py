@@ -435,3 +435,36 @@ def test_pay__a_free_trial_taken_from_the_plans_brings_the_invite_and_not_twice(
     store.press(again["message_id"], f"trial:{store.channel}:{trial}")
     assert shown(4)["text"] == "No free trial: you have had this channel's free trial already."
     assert edge.query("SELECT count(*) FROM membership_events") == [(1,)]
+
+
+def test_pay__an_access_code_sent_by_two_people_at_once_admits_one(store: Store) -> None:
+    edge = store.edge
+    edge.query(
+        "INSERT INTO access_codes (code, channel_id, days, created_at)"
+        " VALUES ('K7QW2MZP4XRT', %s, 14, now()), ('B3NV5TJW6LQA', %s, 7, now()) RETURNING id",
+        store.channel,
+        store.channel,
+    )
+    edge.start_worker()
+    # Two people send the single-use code at once; a third opens its start link after.
+    store.say("k7qw2mzp4xrt", user=BUYER)
+    store.say("K7QW2MZP4XRT", user=BUYER + 1)
+
+    def last(user: int) -> str:
+        edge.wait_until(lambda: bool(store.sent(user)), 30, f"an answer to {user}")
+        return str(store.sent(user)[0]["text"])
+
+    answers = sorted([last(BUYER), last(BUYER + 1)])
+    assert answers[0].startswith("That code is unknown, used up or expired.")
+    assert answers[1].startswith("Your code gives you 14 days of <b>Paid</b>: access until")
+    assert edge.query("SELECT count(*), min(reason) FROM membership_events") == [(1, "access_code")]
+    store.say("/start code_B3NV5TJW6LQA", user=BUYER + 2)
+    assert last(BUYER + 2).startswith("Your code gives you 7 days of <b>Paid</b>")
+    edge.wait_until(
+        lambda: any("access to Paid is open" in str(m["text"]) for m in store.sent(BUYER + 2)),
+        30,
+        "the invite link",
+    )
+    # A long word is not taken for a code.
+    store.say("thankyouverymuch", user=BUYER + 3)
+    assert last(BUYER + 3).startswith('I did not understand "thankyouverymuch"')
