@@ -18,6 +18,8 @@ CREATE TABLE access_codes (
 CREATE INDEX access_codes_by_channel ON access_codes (channel_id, id);
 
 CREATE TABLE access_code_uses (
+    -- For the panel's list of uses.
+    id        bigint      GENERATED ALWAYS AS IDENTITY UNIQUE,
     code_id   integer     NOT NULL REFERENCES access_codes (id),
     person_id integer     NOT NULL REFERENCES people (id),
     used_at   timestamptz NOT NULL,

@@ -16,6 +16,7 @@ from starlette.routing import Route
 
 from panel_api import auth, errors, first_run, page
 from panel_api.access import Access
+from panel_api.access_codes import AccessCodes
 from panel_api.admission import Admission
 from panel_api.adshop import AdShop
 from panel_api.bots import Bots
@@ -114,6 +115,7 @@ def create_app(
     campaigns = Campaigns(clock, botedge)
     plans = Plans(clock)
     coupons = Coupons(clock)
+    access_codes = AccessCodes(clock)
     broadcasts = Broadcasts(clock, botedge)
     statistics = Statistics(clock)
     return create_service_app(
@@ -131,6 +133,7 @@ def create_app(
                     admission,
                     plans,
                     coupons,
+                    access_codes,
                     shop,
                     campaigns,
                     broadcasts,

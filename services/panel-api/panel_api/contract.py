@@ -15,6 +15,17 @@ from typing import Any, Literal
 import msgspec
 
 from panel_api.access import Me, Page, Role
+from panel_api.access_codes import (
+    AccessCode,
+    AccessCodeChange,
+    AccessCodeQuery,
+    AccessCodes,
+    CodeUse,
+    CodeUseExport,
+    CodeUseQuery,
+    Made,
+    NewAccessCodes,
+)
 from panel_api.admission import (
     Admission,
     GrantAnswer,
@@ -473,6 +484,47 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         query=RedemptionExport,
         media_type="text/csv; charset=utf-8",
         handler=Coupons.redemptions_csv,
+    ),
+    ("GET", "/v1/access-codes"): Operation(
+        "Access codes with their uses and the bot's start link that redeems each",
+        Role.VIEWER,
+        Page[AccessCode],
+        query=AccessCodeQuery,
+        handler=AccessCodes.codes,
+    ),
+    ("POST", "/v1/access-codes"): Operation(
+        "Make access codes: free days of a paid channel, for a number of people each",
+        Role.ADMIN,
+        Made,
+        status=201,
+        body=NewAccessCodes,
+        handler=AccessCodes.add_codes,
+    ),
+    ("GET", "/v1/access-codes/{code_id:int}"): Operation(
+        "An access code", Role.VIEWER, AccessCode, problems=(404,), handler=AccessCodes.code
+    ),
+    ("PATCH", "/v1/access-codes/{code_id:int}"): Operation(
+        "Change an access code's uses, expiry or label, or switch it off",
+        Role.ADMIN,
+        AccessCode,
+        body=AccessCodeChange,
+        problems=(404,),
+        handler=AccessCodes.change_code,
+    ),
+    ("GET", "/v1/access-code-uses"): Operation(
+        "Each use of an access code: who and when",
+        Role.VIEWER,
+        Page[CodeUse],
+        query=CodeUseQuery,
+        handler=AccessCodes.uses,
+    ),
+    ("GET", "/v1/exports/access-code-uses.csv"): Operation(
+        "Access code uses as CSV, filtered and sorted as the list is; streamed",
+        Role.ADMIN,
+        str,
+        query=CodeUseExport,
+        media_type="text/csv; charset=utf-8",
+        handler=AccessCodes.uses_csv,
     ),
     ("GET", "/v1/channels/{channel_id:int}/whitelist"): Operation(
         "Who may be in a paid channel without paying",

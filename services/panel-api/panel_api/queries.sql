@@ -846,3 +846,47 @@ SELECT r.id, r.coupon_id, c.code AS coupon_code, p.telegram_user_id, p.username,
   JOIN channels ch ON ch.id = i.channel_id
   JOIN plans pl ON pl.id = i.plan_id
  WHERE (%(coupon_id)s::integer IS NULL OR r.coupon_id = %(coupon_id)s);
+
+-- access_codes_list --
+-- Every access code with its channel, its uses, and the bot whose start link redeems it.
+SELECT a.id, a.code, a.channel_id, ch.title AS channel_title, a.days, a.max_uses, a.expires_at,
+       a.label, a.active, a.created_at, a.updated_at, b.username AS bot_username,
+       (SELECT count(*) FROM access_code_uses u WHERE u.code_id = a.id)::integer AS uses
+  FROM access_codes a
+  JOIN channels ch ON ch.id = a.channel_id
+  LEFT JOIN bots b ON b.id = ch.manager_bot_id
+ WHERE (%(id)s::integer IS NULL OR a.id = %(id)s)
+   AND (%(channel_id)s::integer IS NULL OR a.channel_id = %(channel_id)s)
+   AND (%(active)s::boolean IS NULL OR a.active = %(active)s);
+
+-- paid_channel --
+SELECT id FROM channels WHERE id = %(id)s AND is_paid;
+
+-- insert_access_codes --
+-- Codes drawn at random; one that happens to exist already is left out (the caller draws
+-- again for it).
+INSERT INTO access_codes (code, channel_id, days, max_uses, expires_at, label, created_at)
+SELECT code, %(channel_id)s, %(days)s, %(max_uses)s, %(expires_at)s, %(label)s, %(now)s
+  FROM unnest(%(codes)s::text[]) AS code
+ON CONFLICT (code) DO NOTHING
+RETURNING id;
+
+-- lock_access_code --
+-- The row billing locks to redeem the code: a change waits for a use in flight.
+SELECT id FROM access_codes WHERE id = %(id)s FOR UPDATE;
+
+-- update_access_code --
+UPDATE access_codes
+   SET max_uses = %(max_uses)s, expires_at = %(expires_at)s, label = %(label)s,
+       active = %(active)s, updated_at = %(now)s
+ WHERE id = %(id)s;
+
+-- access_code_uses_list --
+-- Each use of an access code: who, when, and for which channel.
+SELECT u.id, u.code_id, a.code, p.telegram_user_id, p.username, p.first_name,
+       ch.title AS channel_title, a.days, u.used_at
+  FROM access_code_uses u
+  JOIN access_codes a ON a.id = u.code_id
+  JOIN people p ON p.id = u.person_id
+  JOIN channels ch ON ch.id = a.channel_id
+ WHERE (%(code_id)s::integer IS NULL OR u.code_id = %(code_id)s);

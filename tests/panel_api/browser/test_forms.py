@@ -728,3 +728,46 @@ def test_forms__a_coupon_refused_at_its_field_then_used_and_its_uses_exported_on
     row.locator("button[data-confirm=deactivate]").click()
     expect(row.locator("[data-standing]")).to_have_text("disabled")
     page.screenshot(path=str(ARTIFACTS / "coupons.png"), full_page=True)
+
+
+def test_forms__access_codes_refused_at_a_field_then_made_used_and_exported_in_persian_on_a_phone(
+    page: Page, stack: Stack
+) -> None:
+    page.set_viewport_size({"width": 390, "height": 844})
+    sign_in(page, stack.url)
+    persian(page)
+    page.goto(f"{stack.url}/access-codes")
+    form = page.locator("#add-codes")
+    form.locator("input[name=days]").fill("\u06f1\u06f4")
+    form.locator("input[name=count]").fill("\u06f6\u06f0\u06f0")
+    form.locator("button[type=submit]").click()
+    expect(form.locator("[data-problem=count]")).to_have_text("بیرون از بازهٔ مجاز است.")
+    form.locator("input[name=count]").fill("\u06f3")
+    form.locator("input[name=label]").fill("Partners")
+    form.locator("button[type=submit]").click()
+    expect(page.locator("#add-codes-done")).to_have_text("\u06f3 کد ساخته شد.")
+    rows = page.locator("#access-codes tbody tr")
+    expect(rows).to_have_count(3)
+    code = rows.first.locator("code").inner_text()
+    assert re.fullmatch(r"[A-Z2-7]{12}", code), code
+
+    # Someone sends it to the bot: billing redeems it.
+    redeemed = HTTP.post(
+        f"{stack.billing}/internal/access-codes/redeem",
+        json={"telegram_user_id": 4343, "code": code},
+        headers={"Authorization": f"Bearer {SECRETS['SERVICE_TOKEN']}"},
+    )
+    assert redeemed.status_code == 200, redeemed.text
+    page.reload()
+    used = page.locator("#access-codes tbody tr", has_text=code)
+    used.locator("a[href^='/access-code-uses']").click()
+    uses = page.locator("#access-code-uses tbody tr")
+    expect(uses).to_have_count(1)
+    expect(uses.first).to_contain_text("4343")
+    with page.expect_download() as downloaded:
+        page.click("#access-code-uses-csv")
+    lines = Path(downloaded.value.path()).read_text(encoding="utf-8-sig").splitlines()
+    assert lines[1].startswith(f"{code},4343,")
+    page.screenshot(path=str(ARTIFACTS / "access-code-uses-fa.png"), full_page=True)
+    page.goto(f"{stack.url}/access-codes")
+    page.screenshot(path=str(ARTIFACTS / "access-codes-fa.png"), full_page=True)

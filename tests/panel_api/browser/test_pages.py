@@ -31,6 +31,7 @@ VIEWS = (
     "channels",
     "plans",
     "coupons",
+    "access-codes",
     "contents",
     "campaigns",
     "broadcasts",

@@ -167,6 +167,11 @@ export const WORDS = {
     couponsIntro: "A coupon takes a percentage or an amount off a plan's price when someone pays from the bot. A use whose invoice is not paid within 24 hours is given back.",
     "hint.coupon_code": "3 to 32 letters, digits, - or _; case does not matter.", "hint.coupon_total": "Empty: no limit.",
     "hint.coupon_plans": "None ticked: every plan.",
+    accessCodes: "Access codes", codeUsesPage: "Access code uses", addCodes: "Make access codes", codeDays: "Free days",
+    codeCount: "How many codes", codeUses: "People per code", codeLabel: "For whom", codeLink: "Link", startLink: "start link",
+    codesMade: "{count} codes made.", toCodes: "All access codes", "audit.access_codes": "Access codes",
+    codesIntro: "A code gives free days of a paid channel to whoever sends it to the bot or opens its start link, once each, up to its number of people. Codes are drawn at random; someone guessing waits after five wrong ones.",
+    "hint.code_count": "1 to 500, each its own code.", "hint.code_uses": "1: a code for one person.", "hint.code_label": "A note for you; the bot does not show it.",
   },
   fa: {
     brand: "گیت‌هاوس", language: "زبان", signIn: "ورود", signOut: "خروج",
@@ -330,6 +335,11 @@ export const WORDS = {
     couponsIntro: "کد تخفیف، هنگام پرداخت از ربات، درصدی یا مبلغی از قیمت طرح کم می‌کند. استفاده‌ای که صورت‌حسابش تا ۲۴ ساعت پرداخت نشود پس داده می‌شود.",
     "hint.coupon_code": "۳ تا ۳۲ حرف لاتین، رقم، - یا _؛ بزرگی و کوچکی حروف مهم نیست.", "hint.coupon_total": "خالی: بی‌شمار.",
     "hint.coupon_plans": "اگر هیچ‌کدام را برنگزینید: همهٔ طرح‌ها.",
+    accessCodes: "کدهای دسترسی", codeUsesPage: "استفاده از کدهای دسترسی", addCodes: "ساخت کد دسترسی", codeDays: "روزهای رایگان",
+    codeCount: "چند کد", codeUses: "شمار افراد برای هر کد", codeLabel: "برای چه کسی", codeLink: "پیوند", startLink: "پیوند شروع",
+    codesMade: "{count} کد ساخته شد.", toCodes: "همهٔ کدهای دسترسی", "audit.access_codes": "کدهای دسترسی",
+    codesIntro: "هر کد به کسی که آن را برای ربات بفرستد یا پیوند شروعش را باز کند، روزهایی رایگان از یک کانال پولی می‌دهد؛ هر نفر یک بار، تا شمار افرادش. کدها تصادفی ساخته می‌شوند و کسی که حدس بزند پس از پنج کد نادرست باید صبر کند.",
+    "hint.code_count": "از ۱ تا ۵۰۰، هر کدام کدی جدا.", "hint.code_uses": "۱: کدی برای یک نفر.", "hint.code_label": "یادداشتی برای شما؛ ربات آن را نشان نمی‌دهد.",
   },
 };
 const KEY = "gatehouse.language";
