@@ -6,12 +6,7 @@ import { element, words } from "../dom.js";
 import { actionButton, editRow, formOf } from "../forms.js";
 import { number, t } from "../i18n.js";
 import { listView } from "../list.js";
-import { channelChoices, everything, person, when, wholeNumber } from "./common.js";
-
-/** A day's end as the API takes it, or null for none. @param {string} day YYYY-MM-DD */
-function dayEnd(day) {
-  return day ? new Date(`${day}T23:59:59Z`).toISOString() : null;
-}
+import { channelChoices, dayEnd, everything, person, when, wholeNumber } from "./common.js";
 
 /** The fields a code keeps when edited. @param {any} [c] */
 function limitFields(c) {

@@ -61,3 +61,8 @@ export function person(item) {
   node.append(element("bdi", { dir: "ltr", class: "user-id", text: String(item.telegram_user_id) }));
   return node;
 }
+
+/** A day's end (UTC) as the API takes an expiry, or null for none. @param {string} day YYYY-MM-DD */
+export function dayEnd(day) {
+  return day ? new Date(`${day}T23:59:59Z`).toISOString() : null;
+}

@@ -6,14 +6,9 @@ import { element, words } from "../dom.js";
 import { actionButton, editRow, formOf } from "../forms.js";
 import { money, number, t } from "../i18n.js";
 import { listView } from "../list.js";
-import { everything, person, when, wholeNumber } from "./common.js";
+import { dayEnd, everything, person, when, wholeNumber } from "./common.js";
 
 const CUSTOMERS = ["any", "new", "lapsed", "new_or_lapsed"];
-
-/** A day's end as the API takes it, or null for none. @param {string} day YYYY-MM-DD */
-function dayEnd(day) {
-  return day ? new Date(`${day}T23:59:59Z`).toISOString() : null;
-}
 
 /** @param {any[]} planList */
 function planChoices(planList) {
