@@ -36,6 +36,7 @@ def test_gateways__the_ones_on_and_a_channels_offer(billing: Served, database_ur
                 "amount": "12.50",
                 "currency": "UAH",
                 "period_days": 30,
+                "kind": "regular",
                 "gateways": ["stripe", "subgate", "wayforpay"],
                 "is_default": True,
             }
