@@ -432,7 +432,9 @@ async def redeem_code(
                 Q["insert_code_use"], {"code_id": row["id"], **key.params(), "now": now}
             )
             if await cur.fetchone() is None:
-                raise errors.CodeRefused("you have used this code already")
+                raise errors.CodeRefused(
+                    "you have used this code already", field="code", code="taken"
+                )
             before = await _membership(conn, key)
             until = extend(before.expires_at if before else None, now, int(row["days"]))
             _, after = await _granted(conn, key, row, before, until, "grant", "access_code", now)

@@ -33,10 +33,10 @@ from botedge.handlers import (
     Visit,
     default_reply,
     end_step,
+    html_message,
     read_step,
     set_step,
 )
-from botedge.ids import ChatId
 from botedge.inbox_store import InboxRow
 from botedge.outbox_store import Reply
 from botedge.text import escape_html
@@ -116,7 +116,7 @@ class Slot:
         return "USDT (TRC-20)" if self.accepts_usdt else "TRX"
 
 
-def shop_text(slots: list[Slot]) -> str:
+def shophtml_message(slots: list[Slot]) -> str:
     if not slots:
         return NO_SLOTS
     lines = [
@@ -161,13 +161,6 @@ def preview(slot: dict[str, Any], ad: dict[str, Any]) -> str:
         f"{usdt(int(slot['price_micros']))}:\n\n{shown}\n\n"
         "Send it to the owner for review? You can also send another text to replace it."
     )
-
-
-def _text(chat_id: ChatId, text: str, markup: dict[str, Any] | None = None) -> Reply:
-    payload: dict[str, Any] = {"chat_id": chat_id, "text": text, "parse_mode": "HTML"}
-    if markup:
-        payload["reply_markup"] = markup
-    return Reply(chat_id, "sendMessage", payload)
 
 
 def _answer(update: InboxRow, note: str | None = None) -> Reply:
@@ -221,7 +214,7 @@ class _Shop(_Quiet):
                 for slot in slots
             )
         )
-        return [_text(chat_id, shop_text(slots), markup if slots else None)]
+        return [html_message(chat_id, shophtml_message(slots), markup if slots else None)]
 
 
 class _Press(_Quiet):
@@ -235,11 +228,14 @@ class _Press(_Quiet):
             return await self._slot(conn, visit, number)
         if what == "cancel":
             await end_step(conn, visit)
-            return [_answer(update, "Cancelled"), _text(update.chat_key, "Booking cancelled.")]
+            return [
+                _answer(update, "Cancelled"),
+                html_message(update.chat_key, "Booking cancelled."),
+            ]
         step = await read_step(conn, visit)
         if step is not None and step.expired:
             await end_step(conn, visit)
-            return [_answer(update), _text(update.chat_key, EXPIRED)]
+            return [_answer(update), html_message(update.chat_key, EXPIRED)]
         if what == "confirm":
             return await self._confirm(conn, visit, step)
         if what == "order":
@@ -266,7 +262,7 @@ class _Press(_Quiet):
             f"Booking <b>{escape_html(slot.title)}</b> for {usdt(slot.price_micros)}, "
             f"paid in {slot.coins}.\n\n{SEND_AD}"
         )
-        return [_answer(update), _text(update.chat_key, text, _buttons(CANCEL))]
+        return [_answer(update), html_message(update.chat_key, text, _buttons(CANCEL))]
 
     async def _confirm(self, conn: Connection, visit: Visit, step: Step | None) -> list[Reply]:
         update = visit.update
@@ -292,12 +288,12 @@ class _Press(_Quiet):
         await end_step(conn, visit)
         if row is None:
             text = "That slot is no longer on sale, so nothing was booked. See /ads for others."
-            return [_answer(update), _text(update.chat_key, text)]
+            return [_answer(update), html_message(update.chat_key, text)]
         text = (
             f"Order #{row['id']} is with the owner for review. Once it is approved, you will "
             "get the address and the amount to pay here."
         )
-        return [_answer(update, "Sent for review"), _text(update.chat_key, text)]
+        return [_answer(update, "Sent for review"), html_message(update.chat_key, text)]
 
     async def _order(
         self, conn: Connection, visit: Visit, step: Step | None, order_id: int
@@ -310,7 +306,7 @@ class _Press(_Quiet):
         await end_step(conn, visit)
         if chosen is None:
             text = "That order is no longer waiting for payment."
-            return [_answer(update), _text(update.chat_key, text)]
+            return [_answer(update), html_message(update.chat_key, text)]
         return [_answer(update), await _claim(conn, visit, str(step.data["tx_hash"]), chosen)]
 
 
@@ -328,12 +324,12 @@ async def _claim(conn: Connection, visit: Visit, tx_hash: str, order: dict[str, 
         Q["insert_tron_claim"], {"tx_hash": tx_hash, "order_id": order["id"], "now": visit.now}
     )
     if await cur.fetchone() is None:
-        return _text(chat_id, ALREADY_SUBMITTED)
+        return html_message(chat_id, ALREADY_SUBMITTED)
     text = (
         f"Checking transaction <code>{short_hash(tx_hash)}</code> for order #{order['id']}. "
         "I will write here once it is confirmed on TRON, usually within a few minutes."
     )
-    return _text(chat_id, text)
+    return html_message(chat_id, text)
 
 
 class _Message(_Quiet):
@@ -347,30 +343,32 @@ class _Message(_Quiet):
             return await self._hash(conn, visit, tx_hash)
         problem = hash_problem(message.get("text"))
         if problem is not None:
-            return [_text(chat_id, problem)]
+            return [html_message(chat_id, problem)]
         step = await read_step(conn, visit)
         if step is None:
             return await default_reply(conn, visit.update.bot_id, message)
         if step.expired:
             await end_step(conn, visit)
-            return [_text(chat_id, EXPIRED)]
+            return [html_message(chat_id, EXPIRED)]
         if step.name in ("ad", "confirm"):
             ad = ad_of(message)
             if ad is None:
-                return [_text(chat_id, SEND_AD, _buttons(CANCEL))]
+                return [html_message(chat_id, SEND_AD, _buttons(CANCEL))]
             await set_step(conn, visit, "confirm", {**step.data, "ad": ad}, STEP_TTL)
             markup = _buttons(("Send for review", "ads:confirm"), CANCEL)
-            return [_text(chat_id, preview(step.data, ad), markup)]
-        return [_text(chat_id, "Choose one of the buttons above, or send /ads to start over.")]
+            return [html_message(chat_id, preview(step.data, ad), markup)]
+        return [
+            html_message(chat_id, "Choose one of the buttons above, or send /ads to start over.")
+        ]
 
     async def _hash(self, conn: Connection, visit: Visit, tx_hash: str) -> list[Reply]:
         chat_id = visit.update.chat_key
         cur = await conn.execute(Q["claimed_hash"], {"tx_hash": tx_hash})
         if await cur.fetchone() is not None:
-            return [_text(chat_id, ALREADY_SUBMITTED)]
+            return [html_message(chat_id, ALREADY_SUBMITTED)]
         orders = await _awaiting(conn, visit)
         if not orders:
-            return [_text(chat_id, NOTHING_WAITING)]
+            return [html_message(chat_id, NOTHING_WAITING)]
         if len(orders) == 1:
             return [await _claim(conn, visit, tx_hash, orders[0])]
         await set_step(conn, visit, "which_order", {"tx_hash": tx_hash}, STEP_TTL)
@@ -383,4 +381,4 @@ class _Message(_Quiet):
             for o in orders
         )
         text = f"Which order does <code>{short_hash(tx_hash)}</code> pay for?"
-        return [_text(chat_id, text, _buttons(*rows))]
+        return [html_message(chat_id, text, _buttons(*rows))]

@@ -135,6 +135,14 @@ def start_payload(message: dict[str, Any]) -> str | None:
     return command[1]
 
 
+def html_message(chat_id: ChatId, text: str, markup: dict[str, Any] | None = None) -> Reply:
+    """A message in HTML (what people wrote escaped by the caller), with its buttons."""
+    payload: dict[str, Any] = {"chat_id": chat_id, "text": text, "parse_mode": "HTML"}
+    if markup:
+        payload["reply_markup"] = markup
+    return Reply(chat_id, "sendMessage", payload)
+
+
 async def read_step(conn: Connection, visit: Visit) -> Step | None:
     """The person's conversation step with this bot, its row locked."""
     cur = await conn.execute(

@@ -20,7 +20,15 @@ from typing import Any
 
 import httpx
 
-from botedge.handlers import Context, RetryLater, Routes, Visit, end_step, set_step
+from botedge.handlers import (
+    Context,
+    RetryLater,
+    Routes,
+    Visit,
+    end_step,
+    html_message,
+    set_step,
+)
 from botedge.inbox_store import InboxRow
 from botedge.outbox_store import Reply
 from botedge.telegram import KEEPALIVE_SECONDS
@@ -195,7 +203,8 @@ class BillingClient:
         if response.status_code == 200:
             return dict(response.json())
         if response.status_code == 422:
-            return CODE_USED if "already" in str(response.json().get("detail")) else CODE_REFUSED
+            used = {"field": "code", "code": "taken"} in (response.json().get("errors") or [])
+            return CODE_USED if used else CODE_REFUSED
         if response.status_code == 429:
             minutes = -(-int(response.headers.get("retry-after", "600")) // 60)
             return f"Too many wrong codes: try again in {minutes} min."
@@ -230,7 +239,8 @@ class BillingClient:
         if response.status_code != 201:
             raise RetryLater(f"billing /internal/invoices: {response.status_code}")
         body = response.json()
-        off = body.get("discount") not in (None, "0", "0.00") and coupon is not None
+        # A coupon that took nothing off (a percentage of a few minor units) is not shown.
+        off = coupon is not None and body.get("list_price") != body["amount"]
         return Invoice(
             str(body["pay_url"]),
             str(body["amount"]),
@@ -329,8 +339,9 @@ class Pay:
         routes.callbacks["pay:"] = _Press(self.billing)
         routes.callbacks["coupon:"] = _CouponPress()
         routes.callbacks["trial:"] = _TrialPress(self.billing)
-        routes.start_prefixes["code_"] = _AccessCode(self.billing)
-        routes.texts.append((ACCESS_CODE, _AccessCode(self.billing)))
+        code = _AccessCode(self.billing)
+        routes.start_prefixes["code_"] = code
+        routes.texts.append((ACCESS_CODE, code))
         routes.steps[COUPON_STEP] = _CouponCode(self.billing)
 
 
@@ -450,13 +461,6 @@ class _Press:
         return _edited(visit.update, text, shown, notice)
 
 
-def _text(update: InboxRow, text: str, markup: dict[str, Any] | None = None) -> Reply:
-    payload: dict[str, Any] = {"chat_id": update.chat_key, "text": text, "parse_mode": "HTML"}
-    if markup:
-        payload["reply_markup"] = markup
-    return Reply(update.chat_key, "sendMessage", payload)
-
-
 class _CouponPress:
     """`coupon:<channel>:<gateway>:<plan>` under a pay link: the person's next message is the
     code (`_CouponCode`). `coupon:cancel` drops the wait."""
@@ -477,13 +481,19 @@ class _CouponPress:
             return [answer]
         if visit.arg == "cancel":
             await end_step(conn, visit)
-            return [answer, _text(update, "No coupon, then: the pay link above still works.")]
+            return [
+                answer,
+                html_message(update.chat_key, "No coupon, then: the pay link above still works."),
+            ]
         channel, gateway, plan = [*visit.arg.split(":"), "", ""][:3]
         if not (_channel_id(channel) and _channel_id(plan) and gateway):
             return [answer]
         data = {"channel_id": int(channel), "gateway": gateway, "plan_id": int(plan)}
         await set_step(conn, visit, COUPON_STEP, data, COUPON_TTL)
-        return [answer, _text(update, ASK_COUPON, {"inline_keyboard": [[CANCEL_COUPON]]})]
+        return [
+            answer,
+            html_message(update.chat_key, ASK_COUPON, {"inline_keyboard": [[CANCEL_COUPON]]}),
+        ]
 
 
 @dataclass(frozen=True)
@@ -522,20 +532,22 @@ class _CouponCode:
         update, outcome = visit.update, typed.outcome
         cancel = {"inline_keyboard": [[CANCEL_COUPON]]}
         if outcome == "not_a_code":
-            return [_text(update, NOT_A_CODE, cancel)]
+            return [html_message(update.chat_key, NOT_A_CODE, cancel)]
         if isinstance(outcome, CouponRefused):
             why = escape_html(outcome.detail)
             text = f"That coupon cannot be used: {why}. Send another code, or Cancel."
-            return [_text(update, text, cancel)]
+            return [html_message(update.chat_key, text, cancel)]
         await end_step(conn, visit)
         if isinstance(outcome, Invoice) and typed.offer is not None and typed.plan is not None:
-            return [_text(update, *invoice_message(typed.offer, typed.plan, outcome))]
+            return [
+                html_message(update.chat_key, *invoice_message(typed.offer, typed.plan, outcome))
+            ]
         said = {
             "expired": COUPON_EXPIRED,
             "plan_off": PLAN_OFF,
             "gateway_off": GATEWAY_OFF,
         }.get(str(outcome), NOT_PAID)
-        return [_text(update, said)]
+        return [html_message(update.chat_key, said)]
 
 
 @dataclass(frozen=True)
@@ -602,7 +614,7 @@ class _AccessCode:
         self, conn: Connection, visit: Visit, redeemed: dict[str, Any] | str
     ) -> list[Reply]:
         if isinstance(redeemed, str):
-            return [_text(visit.update, redeemed)]
+            return [html_message(visit.update.chat_key, redeemed)]
         until = str(redeemed["membership"]["expires_at"])[:10]
         days = int(redeemed["days"])
         text = (
@@ -610,4 +622,4 @@ class _AccessCode:
             f"<b>{escape_html(str(redeemed['title']))}</b>: access until {until}. Your invite "
             "link comes here in a moment."
         )
-        return [_text(visit.update, text)]
+        return [html_message(visit.update.chat_key, text)]
