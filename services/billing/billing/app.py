@@ -134,6 +134,8 @@ def _offer(channel_id: int, offer: invoices.Offer, enabled: Collection[str]) -> 
             # A trial is not paid through any.
             "gateways": [] if plan["kind"] == "trial" else invoices.plan_gateways(plan, enabled),
             "is_default": plan["is_default"],
+            # A bundle's channels, by title; one payment opens each.
+            "channels": plan["channels"] or [],
         }
         for plan in offer.plans
     ]

@@ -92,6 +92,7 @@ async def create_invoice(
                 "period_days": plan["period_days"],
                 "grace_days": plan["grace_days"],
                 "gateway": gateway,
+                "bundle_channel_ids": plan["bundle_channel_ids"],
                 "now": now,
             },
         )

@@ -135,6 +135,17 @@ class Membership:
 
 
 @dataclass(frozen=True)
+class Held:
+    """A membership an invoice pays for, as read under its lock: one for a channel's plan, one
+    per channel for a bundle's."""
+
+    channel_id: ChannelId
+    membership: Membership | None
+    # The channel's reminder times, hours before expiry.
+    reminders: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class Outcome:
     """What came of one delivery; `recorded` is what gateway_events keeps."""
 

@@ -6,29 +6,47 @@ RETURNING id;
 
 -- invoice_plan --
 -- The plan an invoice is priced from: the one asked for, when it is on sale in that paid
--- channel, else the channel's default.
-SELECT p.id, p.price_minor, p.currency, p.period_days, p.grace_days, p.gateways
-  FROM plans p
-  JOIN channels c ON c.id = p.channel_id
- WHERE p.channel_id = %(channel_id)s AND c.is_paid AND p.active AND p.kind = 'regular'
+-- channel (its own, or a bundle covering the channel, all of whose channels are paid), else
+-- the channel's default. A bundle's channels come in ascending order, as the invoice keeps them.
+SELECT p.id, p.kind, p.price_minor, p.currency, p.period_days, p.grace_days, p.gateways,
+       b.channel_ids AS bundle_channel_ids
+  FROM channels c
+  JOIN plans p ON p.active AND (p.channel_id = c.id OR p.id IN (
+        SELECT pc.plan_id FROM plan_channels pc WHERE pc.channel_id = c.id))
+  LEFT JOIN LATERAL (
+        SELECT array_agg(pc.channel_id ORDER BY pc.channel_id) AS channel_ids,
+               bool_and(bc.is_paid) AS paid
+          FROM plan_channels pc JOIN channels bc ON bc.id = pc.channel_id
+         WHERE pc.plan_id = p.id) b ON p.kind = 'bundle'
+ WHERE c.id = %(channel_id)s AND c.is_paid AND p.kind IN ('regular', 'bundle')
+   AND (p.kind = 'regular' OR b.paid)
    AND CASE WHEN %(plan_id)s::integer IS NULL THEN p.is_default ELSE p.id = %(plan_id)s END;
 
 -- channel_plans --
--- A paid channel's plans on sale, its trial among them, in the order the bot lists them.
+-- A paid channel's plans on sale, its trial and the bundles covering it among them, in the order
+-- the bot lists them; a bundle with the titles of its channels.
 SELECT c.title, p.id, p.name, p.kind, p.price_minor, p.currency, p.period_days, p.gateways,
-       p.is_default
-  FROM plans p
-  JOIN channels c ON c.id = p.channel_id
- WHERE p.channel_id = %(channel_id)s AND c.is_paid AND p.active AND p.kind IN ('regular', 'trial')
+       p.is_default, b.titles AS channels
+  FROM channels c
+  JOIN plans p ON p.active AND (p.channel_id = c.id OR p.id IN (
+        SELECT pc.plan_id FROM plan_channels pc WHERE pc.channel_id = c.id))
+  LEFT JOIN LATERAL (
+        SELECT array_agg(bc.title ORDER BY pc.channel_id) AS titles,
+               bool_and(bc.is_paid) AS paid
+          FROM plan_channels pc JOIN channels bc ON bc.id = pc.channel_id
+         WHERE pc.plan_id = p.id) b ON p.kind = 'bundle'
+ WHERE c.id = %(channel_id)s AND c.is_paid
+   AND (p.kind IN ('regular', 'trial') OR b.paid)
  ORDER BY p.position, p.id;
 
 -- insert_invoice --
 INSERT INTO invoices (order_reference, person_id, channel_id, plan_id, amount_minor,
                       list_price_minor, discount_minor, coupon_id, currency, period_days,
-                      grace_days, gateway, created_at, expires_at)
+                      grace_days, gateway, bundle_channel_ids, created_at, expires_at)
 VALUES (%(order_reference)s, %(person_id)s, %(channel_id)s, %(plan_id)s, %(amount_minor)s,
         %(list_price_minor)s, %(discount_minor)s, %(coupon_id)s, %(currency)s,
-        %(period_days)s, %(grace_days)s, %(gateway)s, %(now)s, %(now)s + interval '24 hours')
+        %(period_days)s, %(grace_days)s, %(gateway)s, %(bundle_channel_ids)s, %(now)s,
+        %(now)s + interval '24 hours')
 RETURNING id;
 
 -- coupon_for_update --
@@ -65,29 +83,37 @@ SELECT %(coupon_id)s, %(person_id)s, %(invoice_id)s, s, %(now)s
 -- lock_membership_of_invoice --
 -- Every payment and sweep decision for one membership runs under this lock, so they apply in
 -- one order and the history records that order. The two-int4 form is reserved for it. Taken
--- through the invoice in one round trip; no row when the order reference is unknown (one row
--- at most: order_reference is unique).
-SELECT pg_advisory_xact_lock(person_id, channel_id)
-  FROM invoices
- WHERE order_reference = %(order_reference)s;
+-- through the invoice in one round trip; no row when the order reference is unknown
+-- (order_reference is unique). A bundle's invoice locks each of its channels' memberships in
+-- ascending channel order (the output list is evaluated after the sort), so two payments that
+-- share channels wait for each other in one order and never deadlock.
+SELECT pg_advisory_xact_lock(i.person_id, ch)
+  FROM invoices i
+ CROSS JOIN LATERAL unnest(coalesce(i.bundle_channel_ids, ARRAY[i.channel_id])) ch
+ WHERE i.order_reference = %(order_reference)s
+ ORDER BY ch;
 
 -- invoice_under_lock --
--- The invoice with its membership (if any) and its channel's reminder times, read under the
--- membership's lock: a statement of its own, so its snapshot is taken after the lock.
+-- The invoice with, for each channel it pays for, the membership (if any) and the channel's
+-- reminder times, read under the memberships' locks: a statement of its own, so its snapshot
+-- is taken after the locks. One row per channel, in ascending channel order.
 SELECT i.id, i.order_reference, i.person_id, i.channel_id, i.amount_minor, i.currency,
-       i.period_days, i.grace_days, i.status, i.gateway, c.reminder_hours,
-       m.status AS membership_status, m.expires_at AS membership_expires_at,
+       i.period_days, i.grace_days, i.status, i.gateway, ch AS paid_channel_id,
+       c.reminder_hours, m.status AS membership_status, m.expires_at AS membership_expires_at,
        m.grace_days AS membership_grace_days
   FROM invoices i
-  JOIN channels c ON c.id = i.channel_id
-  LEFT JOIN memberships m ON m.person_id = i.person_id AND m.channel_id = i.channel_id
- WHERE i.order_reference = %(order_reference)s;
+ CROSS JOIN LATERAL unnest(coalesce(i.bundle_channel_ids, ARRAY[i.channel_id])) ch
+  JOIN channels c ON c.id = ch
+  LEFT JOIN memberships m ON m.person_id = i.person_id AND m.channel_id = ch
+ WHERE i.order_reference = %(order_reference)s
+ ORDER BY ch;
 
 -- apply_payment --
--- An applied payment's writes in one statement: the payment under its redelivery key, the
--- membership as it now stands, its history row, the grant for botedge (carrying that row's id),
--- the invoice paid and the gateway event. Everything hangs on the payment's insert: when its
--- key is taken, nothing is written and no row comes back.
+-- An applied payment's writes in one statement: the payment under its redelivery key, each
+-- membership it pays for as it now stands (one for a channel's plan, several for a bundle), a
+-- history row and a grant for botedge (carrying that row's id) per membership, the invoice paid
+-- and the gateway event. Everything hangs on the payment's insert: when its key is taken,
+-- nothing is written and no row comes back. The arrays are per channel, in one order.
 WITH payment AS (
     INSERT INTO payments (gateway, external_payment_id, invoice_id, person_id, channel_id,
                           amount_minor, currency, paid_at, applied, flag)
@@ -95,12 +121,19 @@ WITH payment AS (
             %(channel_id)s, %(amount_minor)s, %(currency)s, %(paid_at)s, true, %(detail)s)
     ON CONFLICT (gateway, external_payment_id) DO NOTHING
     RETURNING id
+), changes AS (
+    SELECT c.*
+      FROM unnest(%(channel_ids)s::integer[], %(from_statuses)s::text[],
+                  %(old_expires)s::timestamptz[], %(new_expires)s::timestamptz[],
+                  %(next_checks)s::timestamptz[])
+           AS c (channel_id, from_status, old_expires_at, expires_at, next_check_at)
+     WHERE EXISTS (SELECT FROM payment)
 ), membership AS (
     INSERT INTO memberships (person_id, channel_id, status, expires_at, grace_days,
                              next_check_at, updated_at)
-    SELECT %(person_id)s, %(channel_id)s, %(status)s, %(expires_at)s, %(grace_days)s,
-           %(next_check_at)s, %(now)s
-      FROM payment
+    SELECT %(person_id)s, channel_id, %(status)s, expires_at, %(grace_days)s, next_check_at,
+           %(now)s
+      FROM changes
     ON CONFLICT (person_id, channel_id) DO UPDATE
        SET status = excluded.status,
            expires_at = excluded.expires_at,
@@ -111,14 +144,15 @@ WITH payment AS (
     INSERT INTO membership_events (person_id, channel_id, from_status, to_status,
                                    old_expires_at, new_expires_at, cause, payment_id, paid_at,
                                    period_days, at)
-    SELECT %(person_id)s, %(channel_id)s, %(from_status)s, %(status)s, %(old_expires_at)s,
-           %(expires_at)s, 'payment', payment.id, %(paid_at)s, %(period_days)s, %(now)s
-      FROM payment
-    RETURNING id
+    SELECT %(person_id)s, c.channel_id, c.from_status, %(status)s, c.old_expires_at,
+           c.expires_at, 'payment', payment.id, %(paid_at)s, %(period_days)s, %(now)s
+      FROM changes c, payment
+     ORDER BY c.channel_id
+    RETURNING id, channel_id, new_expires_at
 ), access AS (
     INSERT INTO access_events (kind, person_id, channel_id, membership_event_id, expires_at,
                                created_at, available_at)
-    SELECT 'grant', %(person_id)s, %(channel_id)s, id, %(expires_at)s, %(now)s, %(now)s
+    SELECT 'grant', %(person_id)s, channel_id, id, new_expires_at, %(now)s, %(now)s
       FROM event
 ), invoice AS (
     UPDATE invoices

@@ -18,6 +18,7 @@ from billing import errors, sqlq
 from billing.model import (
     ChannelId,
     Delivery,
+    Held,
     InvoiceRecord,
     Kind,
     Membership,
@@ -128,8 +129,8 @@ async def record_delivery(conn: Connection, delivery: Delivery, now: dt.datetime
         # was granted): another delivery may have paid the invoice while we waited. No row
         # when the order reference is unknown, as the lock's statement finds none.
         cur = await conn.execute(Q["invoice_under_lock"], reference)
-        row = await cur.fetchone()
-        if row is None:
+        rows = await cur.fetchall()
+        if not rows:
             outcome = Outcome(Recorded.ORPHAN, False, False, "unknown order reference", None)
             log.warning(
                 "%s payment for unknown order reference %r",
@@ -137,32 +138,33 @@ async def record_delivery(conn: Connection, delivery: Delivery, now: dt.datetime
                 delivery.order_reference,
             )
             return await _record(conn, delivery, outcome, now)
-        return await _apply_payment(
-            conn,
-            InvoiceRecord.from_row(row),
-            _membership_of(row),
-            tuple(row["reminder_hours"] or ()),
-            delivery,
-            now,
-        )
+        held = [
+            Held(
+                ChannelId(row["paid_channel_id"]),
+                _membership_of(row),
+                tuple(row["reminder_hours"] or ()),
+            )
+            for row in rows
+        ]
+        return await _apply_payment(conn, InvoiceRecord.from_row(rows[0]), held, delivery, now)
 
 
 async def _apply_payment(
     conn: Connection,
     invoice: InvoiceRecord,
-    before: Membership | None,
-    reminders: tuple[int, ...],
+    held: list[Held],
     delivery: Delivery,
     now: dt.datetime,
 ) -> Outcome:
-    """`before` is the membership and `reminders` its channel's, both read under the lock."""
+    """`held` are the memberships the invoice pays for, read under their locks."""
     if delivery.paid_at is None or delivery.amount_minor is None:
         raise ValueError("a payment delivery carries paid_at and amount_minor")
+    before = next(h.membership for h in held if h.channel_id == invoice.key.channel_id)
     decision = decide(invoice, delivery, None)
     payment_id: int | None = None
     if decision.verdict is Verdict.APPLIED:
         applied = await _write_applied(
-            conn, invoice, before, reminders, delivery, delivery.paid_at, decision, now
+            conn, invoice, held, delivery, delivery.paid_at, decision, now
         )
         if applied is not None:
             return applied
@@ -216,30 +218,45 @@ async def _apply_payment(
 async def _write_applied(
     conn: Connection,
     invoice: InvoiceRecord,
-    before: Membership | None,
-    reminders: tuple[int, ...],
+    held: list[Held],
     delivery: Delivery,
     paid_at: dt.datetime,
     decision: Decision,
     now: dt.datetime,
 ) -> Outcome | None:
-    """The payment stored and applied in one statement; None when its key was already taken."""
-    expires_at = extend(before.expires_at if before else None, paid_at, invoice.period_days)
-    after = Membership(Status.ACTIVE, expires_at, invoice.grace_days, reminders)
+    """The payment stored and each membership it pays for extended, in one statement; None
+    when its key was already taken."""
+    after = {
+        h.channel_id: Membership(
+            Status.ACTIVE,
+            extend(h.membership.expires_at if h.membership else None, paid_at, invoice.period_days),
+            invoice.grace_days,
+            h.reminders,
+        )
+        for h in held
+    }
     cur = await conn.execute(
         Q["apply_payment"],
         {
             **invoice.key.params(),
             "amount_minor": delivery.amount_minor,
             "currency": delivery.currency,
-            "status": after.status.value,
-            "expires_at": after.expires_at,
-            "grace_days": after.grace_days,
-            "next_check_at": next_check_at(
-                after.status, after.expires_at, after.grace_days, reminders, after=now
-            ),
-            "from_status": before.status.value if before else None,
-            "old_expires_at": before.expires_at if before else None,
+            "status": Status.ACTIVE.value,
+            "grace_days": invoice.grace_days,
+            "channel_ids": [h.channel_id for h in held],
+            "from_statuses": [h.membership.status.value if h.membership else None for h in held],
+            "old_expires": [h.membership.expires_at if h.membership else None for h in held],
+            "new_expires": [after[h.channel_id].expires_at for h in held],
+            "next_checks": [
+                next_check_at(
+                    Status.ACTIVE,
+                    after[h.channel_id].expires_at,
+                    invoice.grace_days,
+                    h.reminders,
+                    after=now,
+                )
+                for h in held
+            ],
             "paid_at": paid_at,
             "period_days": invoice.period_days,
             "invoice_id": invoice.id,
@@ -262,7 +279,8 @@ async def _write_applied(
             delivery.order_reference,
             payment_id,
         )
-    return Outcome(Recorded.APPLIED, False, True, decision.flag, after, payment_id)
+    mine = after[invoice.key.channel_id]
+    return Outcome(Recorded.APPLIED, False, True, decision.flag, mine, payment_id)
 
 
 async def _write_membership(

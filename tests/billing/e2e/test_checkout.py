@@ -39,6 +39,7 @@ def test_gateways__the_ones_on_and_a_channels_offer(billing: Served, database_ur
                 "kind": "regular",
                 "gateways": ["stripe", "subgate", "wayforpay"],
                 "is_default": True,
+                "channels": [],
             }
         ],
     }
