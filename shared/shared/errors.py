@@ -86,6 +86,7 @@ FieldCode = Literal[
     "wrong",
     "no-rights",
     "unreachable",
+    "mixed-currency",
     "invalid",
 ]
 FIELD_CODES: tuple[FieldCode, ...] = get_args(FieldCode)

@@ -48,6 +48,8 @@ PlanName = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=r"^[
 GatewayName = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_]{0,31}$")]
 Gateways = Annotated[list[GatewayName], msgspec.Meta(min_length=1, max_length=16)]
 Position = Annotated[int, msgspec.Meta(ge=0, le=999)]
+# A bundle's channels, its own among them (added when left out).
+BundleChannels = Annotated[list[Id], msgspec.Meta(min_length=1, max_length=50)]
 # The most a plan may cost, in minor units.
 MAX_PRICE_MINOR = 10**12
 
@@ -76,8 +78,9 @@ def price_minor(price: str, currency: str, prefix: str = "", field: str = "price
 class NewPlan(msgspec.Struct, forbid_unknown_fields=True):
     channel_id: Id
     name: PlanName
-    # A trial is free (no price, no gateways) and taken once per person.
-    kind: Literal["regular", "trial"] = "regular"
+    # A trial is free (no price, no gateways) and taken once per person; a bundle covers
+    # several paid channels of its currency (`channels`), and one payment opens each.
+    kind: Literal["regular", "trial", "bundle"] = "regular"
     # In the currency's major units, as a person types it; required unless a trial.
     price: Price | None = None
     # Required unless a trial, which takes the default plan's.
@@ -87,6 +90,8 @@ class NewPlan(msgspec.Struct, forbid_unknown_fields=True):
     # None: every gateway billing has on.
     gateways: Gateways | None = None
     position: Position = 0
+    # A bundle's channels; only a bundle takes them.
+    channels: BundleChannels | None = None
 
 
 class PlanChange(msgspec.Struct, forbid_unknown_fields=True):
@@ -100,6 +105,8 @@ class PlanChange(msgspec.Struct, forbid_unknown_fields=True):
     active: bool | msgspec.UnsetType = msgspec.UNSET
     # Only true: the channel's default moves here (the old default stays on sale).
     is_default: Literal[True] | msgspec.UnsetType = msgspec.UNSET
+    # A bundle's channels; later invoices cover these.
+    channels: BundleChannels | msgspec.UnsetType = msgspec.UNSET
 
 
 class Plan(msgspec.Struct):
@@ -120,6 +127,9 @@ class Plan(msgspec.Struct):
     updated_at: dt.datetime | None
     # For a trial, the people who took it.
     taken: int = 0
+    # For a bundle, the channels it covers (ascending) and their titles.
+    channels: list[int] = []
+    channel_titles: list[str] = []
     # The price as text in the currency's major units, for people.
     price: str = ""
 
@@ -165,6 +175,7 @@ class Plans:
         elif body.price is None or body.currency is None:
             field = "price" if body.price is None else "currency"
             raise errors.InvalidValue(f"a plan needs a {field}", field=field, code="required")
+        covers = _covers(body.kind, body.channel_id, body.channels)
         params = {
             "channel_id": body.channel_id,
             "name": name,
@@ -184,9 +195,13 @@ class Plans:
             await _check_name(conn, body.channel_id, name, None)
             if trial:
                 await _check_one_trial(conn, body.channel_id, None)
+            if covers:
+                await _check_bundle(conn, covers, str(body.currency))
             inserted = await store.row(conn, "insert_plan", params)
             if inserted is None:
                 raise errors.StoreError("the new plan was not written")
+            if covers:
+                await conn.execute(Q["set_plan_channels"], {"id": inserted["id"], "ids": covers})
             made = await _one(conn, int(inserted["id"]))
             await audit(
                 conn, caller, self.clock, "plans.add", f"plan:{made.id}", None, _audited(made)
@@ -206,6 +221,9 @@ class Plans:
                 await _check_name(conn, before.channel_id, after.name, plan_id)
             if after.kind == "trial" and after.active and not before.active:
                 await _check_one_trial(conn, before.channel_id, plan_id)
+            if after.kind == "bundle" and after.active and after != before:
+                await _check_bundle(conn, after.channels, after.currency)
+                await conn.execute(Q["set_plan_channels"], {"id": plan_id, "ids": after.channels})
             if before.is_default and not after.active:
                 raise errors.Conflict(
                     "the default plan stays on sale: make another plan the default first"
@@ -261,6 +279,48 @@ def _gateways(gateways: list[str] | None) -> list[str] | None:
     return None if gateways is None else sorted(gateways)
 
 
+def _covers(kind: str, channel_id: int, channels: list[int] | None) -> list[int]:
+    """A new plan's bundle channels, its own added, in ascending order; [] for another kind.
+    A bundle of fewer than two, or channels to a plan that is no bundle, are refused."""
+    if kind != "bundle":
+        if channels is not None:
+            raise errors.InvalidValue(
+                "only a bundle covers other channels", field="channels", code="invalid"
+            )
+        return []
+    if channels is None:
+        raise errors.InvalidValue("a bundle needs its channels", field="channels", code="required")
+    return _bundle_ids([channel_id, *channels])
+
+
+def _bundle_ids(channels: list[int]) -> list[int]:
+    if len(set(channels)) < 2:
+        raise errors.InvalidValue(
+            "a bundle covers at least two channels", field="channels", code="too-short"
+        )
+    return sorted(set(channels))
+
+
+async def _check_bundle(conn: Connection, channels: list[int], currency: str) -> None:
+    """Every channel of a bundle exists, is paid, and sells in the bundle's currency."""
+    cur = await conn.execute(Q["bundle_channels"], {"ids": channels})
+    found = {int(row["id"]): row for row in await cur.fetchall()}
+    for channel in channels:
+        row = found.get(channel)
+        if row is None:
+            raise errors.InvalidValue(f"no channel {channel}", field="channels", code="not-found")
+        if not row["is_paid"]:
+            raise errors.InvalidValue(
+                f"channel {channel} is not a paid channel", field="channels", code="invalid"
+            )
+        if row["currency"] is not None and row["currency"] != currency:
+            raise errors.InvalidValue(
+                f"channel {channel} sells in {row['currency']}, the bundle in {currency}",
+                field="channels",
+                code="mixed-currency",
+            )
+
+
 def _free(price: str | None, currency: str | None, gateways: list[str] | None) -> None:
     """A trial is priced at nothing and paid through no gateway: saying otherwise is refused
     at the field."""
@@ -281,6 +341,17 @@ def _changed(plan: Plan, change: PlanChange) -> Plan:
             raise errors.InvalidValue(
                 "a free trial cannot be the default", field="is_default", code="invalid"
             )
+    if plan.kind == "bundle":
+        if values.pop("is_default", False):
+            raise errors.InvalidValue(
+                "a bundle cannot be the default", field="is_default", code="invalid"
+            )
+        if "channels" in values:
+            values["channels"] = _bundle_ids([plan.channel_id, *values["channels"]])
+    elif "channels" in values:
+        raise errors.InvalidValue(
+            "only a bundle covers other channels", field="channels", code="invalid"
+        )
     if "name" in values:
         values["name"] = _name(values["name"])
     if "gateways" in values:
@@ -328,6 +399,13 @@ async def _one(conn: Connection, plan_id: int) -> Plan:
 
 def _audited(plan: Plan) -> dict[str, Any]:
     entry: dict[str, Any] = msgspec.to_builtins(plan)
-    for derived in ("channel_title", "price", "created_at", "updated_at", "taken"):
+    for derived in (
+        "channel_title",
+        "channel_titles",
+        "price",
+        "created_at",
+        "updated_at",
+        "taken",
+    ):
         entry.pop(derived)
     return entry

@@ -736,16 +736,42 @@ SELECT c.id AS campaign_id, c.name,
  ORDER BY joins DESC, c.id;
 
 -- plans_list --
--- Every plan with its channel's title.
+-- Every plan with its channel's title; a bundle with the channels it covers (ascending), and
+-- found by any of them.
 SELECT p.id, p.channel_id, c.title AS channel_title, p.name, p.kind, p.price_minor, p.currency,
        p.period_days, p.grace_days, p.gateways, p.position, p.active, p.is_default,
        p.created_at, p.updated_at,
-       (SELECT count(*) FROM trials t WHERE t.plan_id = p.id)::integer AS taken
+       (SELECT count(*) FROM trials t WHERE t.plan_id = p.id)::integer AS taken,
+       coalesce(b.ids, '{}') AS channels, coalesce(b.titles, '{}') AS channel_titles
   FROM plans p
   JOIN channels c ON c.id = p.channel_id
+  LEFT JOIN LATERAL (
+        SELECT array_agg(pc.channel_id ORDER BY pc.channel_id) AS ids,
+               array_agg(bc.title ORDER BY pc.channel_id) AS titles
+          FROM plan_channels pc JOIN channels bc ON bc.id = pc.channel_id
+         WHERE pc.plan_id = p.id) b ON p.kind = 'bundle'
  WHERE (%(id)s::integer IS NULL OR p.id = %(id)s)
-   AND (%(channel_id)s::integer IS NULL OR p.channel_id = %(channel_id)s)
+   AND (%(channel_id)s::integer IS NULL OR p.channel_id = %(channel_id)s
+        OR %(channel_id)s = ANY (b.ids))
    AND (%(active)s::boolean IS NULL OR p.active = %(active)s);
+
+-- bundle_channels --
+-- The channels a bundle is to cover, with whether each is paid and the currency it sells in
+-- (its default plan's).
+SELECT c.id, c.is_paid,
+       (SELECT currency FROM plans WHERE channel_id = c.id AND is_default) AS currency
+  FROM channels c
+ WHERE c.id = ANY (%(ids)s::integer[]);
+
+-- set_plan_channels --
+-- A bundle's channels become exactly those given.
+WITH gone AS (
+    DELETE FROM plan_channels
+     WHERE plan_id = %(id)s AND channel_id <> ALL (%(ids)s::integer[])
+)
+INSERT INTO plan_channels (plan_id, channel_id)
+SELECT %(id)s, unnest(%(ids)s::integer[])
+ON CONFLICT DO NOTHING;
 
 -- lock_channel_plans --
 -- Plans of one channel change one at a time: the names on sale and the default are the

@@ -597,9 +597,21 @@ def test_forms__statistics_by_hour_a_refused_range_at_its_field_and_the_funnel(
     page.screenshot(path=str(ARTIFACTS / "stats-en.png"), full_page=True)
 
 
-def test_forms__a_yearly_plan_refused_at_its_fields_made_default_and_a_trial_in_persian_on_a_phone(
+def test_forms__a_yearly_plan_refused_at_its_fields_made_default_a_trial_and_a_bundle_in_persian(
     page: Page, stack: Stack
 ) -> None:
+    with psycopg.connect(stack.database_url) as conn:
+        for chat, title, currency in (
+            (-1001000000771, "Extra", "USD"),
+            (-1001000000772, "Euro", "EUR"),
+        ):
+            conn.execute(
+                "WITH c AS (INSERT INTO channels (telegram_chat_id, title, is_paid)"
+                " VALUES (%s, %s, true) RETURNING id)"
+                " INSERT INTO plans (channel_id, name, price_minor, currency, period_days,"
+                " grace_days, is_default) SELECT id, 'Month', 500, %s, 30, 3, true FROM c",
+                (chat, title, currency),
+            )
     page.set_viewport_size({"width": 390, "height": 844})
     sign_in(page, stack.url)
     persian(page)
@@ -658,6 +670,28 @@ def test_forms__a_yearly_plan_refused_at_its_fields_made_default_and_a_trial_in_
     expect(trial.locator("[data-kind]")).to_have_text("آزمایش رایگان")
     expect(trial).to_contain_text("رایگان")
     expect(trial.locator("button[data-action=makeDefault]")).to_have_count(0)
+
+    # A bundle: its channels must sell in its currency, said at the channels in Persian.
+    form.locator("select[name=kind]").select_option("bundle")
+    expect(form.locator("input[name=price]")).to_be_visible()
+    form.locator("input[name=name]").fill("All access")
+    form.locator("input[name=price]").fill("8")
+    form.locator("input[name=currency]").fill("USD")
+    form.locator("input[name=period_days]").fill("30")
+    form.locator("label", has_text="Euro").locator("input[name=channels]").check()
+    form.locator("button[type=submit]").click()
+    expect(form.locator("[data-problem=channels]")).to_have_text(
+        "این کانال‌ها به ارزهای گوناگون می‌فروشند."
+    )
+    form.locator("label", has_text="Euro").locator("input[name=channels]").uncheck()
+    form.locator("label", has_text="Extra").locator("input[name=channels]").check()
+    form.locator("button[type=submit]").click()
+    expect(page.locator("#add-plan-done")).to_contain_text("All access")
+    bundle = page.locator("#plans tbody tr", has_text="All access")
+    expect(bundle.locator("[data-kind]")).to_have_text("بسته")
+    expect(bundle.locator("a[href^='/channels/']")).to_have_count(2)
+    expect(bundle).to_contain_text("Extra")
+    expect(bundle.locator("button[data-action=makeDefault]")).to_have_count(0)
     page.screenshot(path=str(ARTIFACTS / "plans-fa.png"), full_page=True)
     with psycopg.connect(stack.database_url) as conn:
         plans = conn.execute(
@@ -666,9 +700,18 @@ def test_forms__a_yearly_plan_refused_at_its_fields_made_default_and_a_trial_in_
         ).fetchall()
     assert plans == [
         ("Monthly", "regular", 500, None, 0, False, False),
+        ("Month", "regular", 500, None, 0, True, True),
+        ("Month", "regular", 500, None, 0, True, True),
         ("Yearly", "regular", 4500, ["subgate"], 1, True, True),
         ("Free week", "trial", 0, None, 0, True, False),
+        ("All access", "bundle", 800, None, 0, True, False),
     ]
+    with psycopg.connect(stack.database_url) as conn:
+        covered = conn.execute(
+            "SELECT c.title FROM plan_channels pc JOIN channels c ON c.id = pc.channel_id"
+            " JOIN plans p ON p.id = pc.plan_id WHERE p.name = 'All access' ORDER BY c.id"
+        ).fetchall()
+    assert len(covered) == 2 and ("Extra",) in covered
 
 
 def test_forms__a_coupon_refused_at_its_field_then_used_and_its_uses_exported_on_a_phone(

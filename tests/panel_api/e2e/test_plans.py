@@ -195,3 +195,61 @@ def test_plans__a_free_trial_one_on_sale_per_channel_free_and_never_the_default(
         "trial",
         [],
     )
+
+
+def test_plans__a_bundle_of_paid_channels_in_one_currency_offered_in_each(
+    panel: Panel,
+) -> None:
+    news = paid_channel(panel, -1001000000901, "News")
+    deals = paid_channel(panel, -1001000000902, "Deals")
+    euro = paid_channel(panel, -1001000000903, "Euro")
+    free = panel.query(
+        "INSERT INTO channels (telegram_chat_id, title) VALUES (-1001000000904, 'Free')"
+        " RETURNING id"
+    )[0][0]
+    for channel, currency in ((news, "USD"), (deals, "USD"), (euro, "EUR")):
+        add(panel, channel_id=channel, name="Month", price="5", currency=currency)
+    base = {"channel_id": news, "name": "Both", "kind": "bundle", "price": "8", "currency": "USD"}
+
+    for change, field, code in (
+        ({}, "channels", "required"),
+        ({"channels": [news]}, "channels", "too-short"),
+        ({"channels": [deals, euro]}, "channels", "mixed-currency"),
+        ({"channels": [deals, free]}, "channels", "invalid"),
+        ({"channels": [99999]}, "channels", "not-found"),
+        ({"kind": "regular", "channels": [deals]}, "channels", "invalid"),
+    ):
+        refused = panel.call("POST", "/v1/plans", {**base, **change})
+        assert refused.status_code == 422, (change, refused.text)
+        assert refused.json()["errors"] == [{"field": field, "code": code}], change
+    assert panel.query("SELECT count(*) FROM plan_channels") == [(0,)]
+
+    both = add(panel, **base, channels=[deals])
+    assert (both["kind"], both["channels"], both["channel_titles"], both["is_default"]) == (
+        "bundle",
+        [news, deals],
+        ["News", "Deals"],
+        False,
+    )
+    # Listed under either channel; offered in each, and in no other.
+    listed = panel.call("GET", f"/v1/plans?channel={deals}", role="viewer").json()["items"]
+    assert sorted(p["name"] for p in listed) == ["Both", "Month"]
+    assert offered(panel, deals)[1] == ("Both", "8.00", offered(panel, deals)[0][2])
+    assert [name for name, *_ in offered(panel, euro)] == ["Month"]
+
+    made_default = panel.call("PATCH", f"/v1/plans/{both['id']}", {"is_default": True})
+    assert made_default.json()["errors"] == [{"field": "is_default", "code": "invalid"}]
+    mixed = panel.call("PATCH", f"/v1/plans/{both['id']}", {"channels": [euro]})
+    assert mixed.json()["errors"] == [{"field": "channels", "code": "mixed-currency"}]
+    third = paid_channel(panel, -1001000000905, "Third")
+    add(panel, channel_id=third, name="Month", price="5", currency="USD")
+    moved = panel.call("PATCH", f"/v1/plans/{both['id']}", {"channels": [third]})
+    assert moved.status_code == 200, moved.text
+    assert moved.json()["channels"] == [news, third]
+    assert [name for name, *_ in offered(panel, deals)] == ["Month"]
+    assert [name for name, *_ in offered(panel, third)] == ["Both", "Month"]
+    audited = panel.query(
+        "SELECT after->'channels' FROM audit_log WHERE target = %s ORDER BY id",
+        f"plan:{both['id']}",
+    )
+    assert audited == [([news, deals],), ([news, third],)]

@@ -20,21 +20,27 @@ async function gatewayChoices() {
   }
 }
 
-/** The fields of a plan, with what it holds now (`plan`) or a new one's defaults.
- * @param {{ value: string, text: string }[]} gateways @param {any} [plan]
- * @returns {import("../forms.js").Field[]} */
-function planFields(gateways, plan) {
-  // A new plan picks its kind; a trial's price and gateways are not asked.
+/** The fields of a plan, with what it holds now (`plan`) or a new one's defaults; `paidChannels`
+ * are what a bundle may cover.
+ * @param {{ value: string, text: string }[]} gateways @param {{ value: string, text: string }[]} paidChannels
+ * @param {any} [plan] @returns {import("../forms.js").Field[]} */
+function planFields(gateways, paidChannels, plan) {
+  // A new plan picks its kind; a trial's price and gateways are not asked, a bundle's channels are.
   /** @type {[string, string[]] | undefined} */
-  const paid = plan ? undefined : ["kind", ["regular"]];
+  const paid = plan ? undefined : ["kind", ["regular", "bundle"]];
+  /** @type {[string, string[]] | undefined} */
+  const bundled = plan ? undefined : ["kind", ["bundle"]];
   const priced = plan?.kind !== "trial";
+  const bundle = !plan || plan.kind === "bundle";
   return [
-    ...(plan ? [] : [{ name: "kind", label: "planKind", choices: ["regular", "trial"].map((k) => ({ value: k, text: t(`kind.${k}`) })), hint: "hint.plan_trial" }]),
+    ...(plan ? [] : [{ name: "kind", label: "planKind", choices: ["regular", "trial", "bundle"].map((k) => ({ value: k, text: t(`kind.${k}`) })), hint: "hint.plan_trial" }]),
     { name: "name", label: "planName", value: plan?.name ?? "", required: true },
     ...(priced ? [
       { name: "price", label: "price", value: plan?.price ?? "", required: true, ltr: true, showIf: paid },
       { name: "currency", label: "currency", value: plan?.currency ?? "USD", required: true, ltr: true, showIf: paid },
     ] : []),
+    ...(bundle ? [{ name: "channels", label: "bundleChannels", type: "checks", choices: paidChannels,
+      value: (plan?.channels ?? []).join(","), hint: "hint.bundle_channels", showIf: bundled }] : []),
     { name: "period_days", label: "periodDays", type: "number", value: String(plan?.period_days ?? 30), required: true },
     { name: "grace_days", label: "graceDays", type: "number", value: String(plan?.grace_days ?? 3), required: true },
     ...(gateways.length && priced ? [{ name: "gateways", label: "soldThrough", type: "checks", choices: gateways,
@@ -43,7 +49,8 @@ function planFields(gateways, plan) {
   ];
 }
 
-/** The API's body from a plan form's values (a trial's without price, currency or gateways).
+/** The API's body from a plan form's values (a trial's without price, currency or gateways; a
+ * bundle's with its channels).
  * @param {Record<string, string>} v */
 function planBody(v) {
   /** @type {Record<string, unknown>} */
@@ -55,6 +62,8 @@ function planBody(v) {
   if (v.kind === "trial") return body;
   if ("price" in v) Object.assign(body, { price: v.price, currency: v.currency.toUpperCase() });
   if ("gateways" in v) body.gateways = v.gateways ? v.gateways.split(",") : null;
+  // None ticked: the API says at the field that a bundle needs them.
+  if ("channels" in v && v.channels) body.channels = v.channels.split(",").map(Number);
   return body;
 }
 
@@ -69,13 +78,14 @@ export async function plans(url) {
   const admin = may("admin");
   const [channelList, gateways] = await Promise.all([everything("/v1/channels"), admin ? gatewayChoices() : []]);
   const titles = Object.fromEntries(gateways.map((g) => [g.value, g.text]));
+  const paidChannels = channelChoices(channelList.filter((c) => c.is_paid));
   const before = [words("p", "plansIntro", { class: "intro" })];
   if (admin) {
     before.push(words("h2", "addPlan"), !channelList.length
       ? words("p", "addChannelFirst", { class: "empty" })
       : formOf("add-plan", [
         { name: "channel_id", label: "channel", choices: channelChoices(channelList) },
-        ...planFields(gateways),
+        ...planFields(gateways, paidChannels),
       ], "add", async (v) => {
         const made = await call("POST", "/v1/plans", { channel_id: Number(v.channel_id), ...planBody(v) });
         return t("planMade", { name: made.name, channel: made.channel_title });
@@ -89,7 +99,10 @@ export async function plans(url) {
     ],
     columns: [
       { label: "name", sort: "name", value: (p) => element("bdi", { text: p.name }) },
-      { label: "channel", value: (p) => element("a", { href: `/channels/${p.channel_id}` }, element("bdi", { text: p.channel_title })) },
+      { label: "channel", value: (p) => p.kind === "bundle"
+        ? element("span", {}, ...p.channels.flatMap((/** @type {number} */ id, /** @type {number} */ n) => [
+          ...(n ? [t("listSep")] : []), element("a", { href: `/channels/${id}` }, element("bdi", { text: p.channel_titles[n] }))]))
+        : element("a", { href: `/channels/${p.channel_id}` }, element("bdi", { text: p.channel_title })) },
       { label: "planKind", value: (p) => element("span", { "data-kind": p.kind, text: t(`kind.${p.kind}`) }) },
       { label: "price", value: (p) => p.kind === "trial" ? t("free") : money(p.price, p.currency) },
       { label: "periodDays", value: (p) => number(p.period_days) },
@@ -99,11 +112,11 @@ export async function plans(url) {
       { label: "status", value: (p) => standing(p) },
     ],
     actions: admin ? (p) => [
-      editRow("edit", () => formOf(`edit-plan-${p.id}`, planFields(gateways, p), "save", async (v) => {
+      editRow("edit", () => formOf(`edit-plan-${p.id}`, planFields(gateways, paidChannels, p), "save", async (v) => {
         await call("PATCH", `/v1/plans/${p.id}`, planBody(v));
         return t("saved");
       })),
-      ...(p.active && !p.is_default && p.kind !== "trial" ? [actionButton("makeDefault", () => call("PATCH", `/v1/plans/${p.id}`, { is_default: true }))] : []),
+      ...(p.active && !p.is_default && p.kind === "regular" ? [actionButton("makeDefault", () => call("PATCH", `/v1/plans/${p.id}`, { is_default: true }))] : []),
       ...(p.is_default ? [] : [actionButton(p.active ? "stopSelling" : "sellAgain",
         () => call("PATCH", `/v1/plans/${p.id}`, { active: !p.active }), { confirm: p.active })]),
     ] : null,
