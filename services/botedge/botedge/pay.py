@@ -69,6 +69,8 @@ class PlanOffer:
     # The gateways it is sold through, of those billing has on; none for a trial.
     gateways: tuple[str, ...]
     kind: str = "regular"
+    # A bundle's channels, by title: one payment opens each.
+    channels: tuple[str, ...] = ()
 
     @property
     def trial(self) -> bool:
@@ -162,6 +164,7 @@ class BillingClient:
                 int(plan["period_days"]),
                 tuple(str(g) for g in plan["gateways"]),
                 str(plan.get("kind") or "regular"),
+                tuple(str(title) for title in plan.get("channels") or ()),
             )
             for plan in offer.get("plans") or ()
         )
@@ -287,7 +290,7 @@ def plan_message(offer: Offer, plan: PlanOffer) -> tuple[str, dict[str, Any]]:
         return text, {"inline_keyboard": [[start], *([back] if len(offer.plans) > 1 else [])]}
     text = (
         f"<b>{escape_html(offer.title)}</b>{named}: {escape_html(plan.price())}.\n"
-        "Choose how to pay:"
+        f"{_bundle_line(plan)}Choose how to pay:"
     )
     rows = [
         [
@@ -303,6 +306,14 @@ def plan_message(offer: Offer, plan: PlanOffer) -> tuple[str, dict[str, Any]]:
     return text, {"inline_keyboard": rows}
 
 
+def _bundle_line(plan: PlanOffer) -> str:
+    """For a bundle, the channels one payment opens, on a line of its own."""
+    if not plan.channels:
+        return ""
+    titles = ", ".join(f"<b>{escape_html(title)}</b>" for title in plan.channels)
+    return f"One payment opens {len(plan.channels)} channels: {titles}.\n"
+
+
 def invoice_message(offer: Offer, plan: PlanOffer, invoice: Invoice) -> tuple[str, dict[str, Any]]:
     """The pay link; without a coupon on it, a button to enter one."""
     price = f"{escape_html(invoice.amount)} {escape_html(invoice.currency)}"
@@ -316,7 +327,7 @@ def invoice_message(offer: Offer, plan: PlanOffer, invoice: Invoice) -> tuple[st
     text = (
         f"Pay <b>{price}</b>{off} for <b>{escape_html(offer.title)}</b>{named} with "
         f"{offer.gateway_title(invoice.gateway)}. The link is valid for 24 hours; once the payment "
-        "arrives, your invite link comes here."
+        f"arrives, your invite {'links come' if plan.channels else 'link comes'} here."
     )
     rows = [[{"text": f"Pay {invoice.amount} {invoice.currency}", "url": invoice.pay_url}]]
     if invoice.coupon is None:

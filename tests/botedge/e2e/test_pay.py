@@ -468,3 +468,54 @@ def test_pay__an_access_code_sent_by_two_people_at_once_admits_one(store: Store)
     # A long word is not taken for a code.
     store.say("thankyouverymuch", user=BUYER + 3)
     assert last(BUYER + 3).startswith('I did not understand "thankyouverymuch"')
+
+
+def test_pay__a_bundle_chosen_in_one_channel_paid_once_brings_an_invite_to_each(
+    store: Store,
+) -> None:
+    edge = store.edge
+    extra_chat = PAID - 1
+    extra = gateways.add_paid_channel(edge.database_url, chat_id=extra_chat, currency="UAH")
+    edge.query(
+        "UPDATE channels SET title = 'Extra', manager_bot_id = (SELECT manager_bot_id FROM"
+        " channels WHERE id = %s) WHERE id = %s RETURNING id",
+        store.channel,
+        extra,
+    )
+    edge.sim_post(
+        "/_sim/chats", {"id": extra_chat, "type": "channel", "title": "Extra", "admin_bots": [BOT]}
+    )
+    [(bundle,)] = edge.query(
+        "WITH p AS (INSERT INTO plans (channel_id, name, kind, price_minor, currency,"
+        " period_days, grace_days, position) VALUES (%s, 'Both', 'bundle', 2000, 'UAH', 30, 3, 1)"
+        " RETURNING id), c AS (INSERT INTO plan_channels SELECT p.id, unnest(ARRAY[%s, %s])"
+        " FROM p) SELECT id FROM p",
+        extra,
+        store.channel,
+        extra,
+    )
+    edge.start_worker()
+    # Sold in Extra, chosen from Paid's plans.
+    store.say(f"/start pay_{store.channel}")
+    edge.wait_until(lambda: bool(store.sent()), 30, "the plans")
+    offer = store.sent()[0]
+    store.press(offer["message_id"], f"plan:{store.channel}:{bundle}")
+    edge.wait_until(lambda: bool(store.edits()), 30, "the bundle")
+    assert store.edits()[0]["text"] == (
+        "<b>Paid</b> (Both): 20.00 UAH for 30 days.\n"
+        "One payment opens 2 channels: <b>Paid</b>, <b>Extra</b>.\nChoose how to pay:"
+    )
+    store.press(offer["message_id"], f"pay:{store.channel}:subgate:{bundle}")
+    edge.wait_until(lambda: len(store.edits()) == 2, 30, "the pay link")
+    link = store.edits()[1]
+    assert link["text"].endswith("your invite links come here.")
+    pay_url = link["reply_markup"]["inline_keyboard"][0][0]["url"]
+
+    done = HTTP.post(pay_url, data={"action": "pay", "amount": "20.00", "currency": "UAH"})
+    assert done.status_code == 200 and "Paid." in done.text
+    edge.wait_until(lambda: len(store.sent()) == 3, 30, "an invite link per channel")
+    said = sorted(str(m["text"]).split(" is open")[0] for m in store.sent()[1:])
+    assert [text.rsplit(" ", 1)[1] for text in said] == ["Extra", "Paid"]
+    assert edge.query(
+        "SELECT channel_id, count(*) FROM membership_events GROUP BY 1 ORDER BY 1"
+    ) == [(store.channel, 1), (extra, 1)]
