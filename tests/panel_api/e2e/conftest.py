@@ -29,11 +29,15 @@ SHOP = str(to_base58check_address(bytes([0x41]) + bytes([0x11]) * 20))
 
 
 def call_as(
-    token: str, method: str, url: str, body: object = None, **headers: str
+    token: str, method: str, url: str, body: object = None, timeout: float = 30, **headers: str
 ) -> httpx.Response:
     """One panel API call as the person whose access token this is."""
     return HTTP.request(
-        method, url, json=body, headers={"Authorization": f"Bearer {token}", **headers}, timeout=30
+        method,
+        url,
+        json=body,
+        headers={"Authorization": f"Bearer {token}", **headers},
+        timeout=timeout,
     )
 
 
@@ -46,8 +50,10 @@ class Panel:
     # billing behind the panel ("" without one), to ask it what botedge asks.
     billing_url: str
 
-    def call(self, method: str, path: str, body: Any = None, role: str = "owner") -> httpx.Response:
-        return call_as(self.tokens[role], method, f"{self.url}{path}", body)
+    def call(
+        self, method: str, path: str, body: Any = None, role: str = "owner", timeout: float = 30
+    ) -> httpx.Response:
+        return call_as(self.tokens[role], method, f"{self.url}{path}", body, timeout)
 
     def query(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
         with psycopg.connect(self.database_url) as conn:

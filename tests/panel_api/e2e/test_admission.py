@@ -116,6 +116,8 @@ def test_import__a_thousand_granted_until_a_date_kept_then_grace_then_removal(ri
         "POST",
         f"/v1/channels/{rig.channel}/import",
         {"ids": ids, "action": "grant", "until": until.isoformat(), "reason": "before us"},
+        # A thousand grants through billing: 5 s alone, several times that beside the suite.
+        timeout=180,
     )
     assert done.status_code == 200, done.text
     assert done.json() == {"accepted": 1000, "added": 1000, "rejected": []}
