@@ -9,6 +9,17 @@ CREATE TABLE plan_channels (
 -- The bot offers a bundle in each channel it covers.
 CREATE INDEX plan_channels_by_channel ON plan_channels (channel_id, plan_id);
 
+-- Each bundle's channels in ascending order, their titles in that order, and whether every one
+-- of them is still paid (a bundle is sold only then).
+CREATE VIEW bundle_channels AS
+SELECT pc.plan_id,
+       array_agg(pc.channel_id ORDER BY pc.channel_id) AS channel_ids,
+       array_agg(c.title ORDER BY pc.channel_id) AS titles,
+       bool_and(c.is_paid) AS all_paid
+  FROM plan_channels pc
+  JOIN channels c ON c.id = pc.channel_id
+ GROUP BY pc.plan_id;
+
 ALTER TABLE plans ADD CONSTRAINT plans_bundle_not_default CHECK (kind <> 'bundle' OR NOT is_default);
 
 -- NULL for one channel's invoice; a bundle's: its channels in ascending order, the invoice's

@@ -13,13 +13,9 @@ SELECT p.id, p.kind, p.price_minor, p.currency, p.period_days, p.grace_days, p.g
   FROM channels c
   JOIN plans p ON p.active AND (p.channel_id = c.id OR p.id IN (
         SELECT pc.plan_id FROM plan_channels pc WHERE pc.channel_id = c.id))
-  LEFT JOIN LATERAL (
-        SELECT array_agg(pc.channel_id ORDER BY pc.channel_id) AS channel_ids,
-               bool_and(bc.is_paid) AS paid
-          FROM plan_channels pc JOIN channels bc ON bc.id = pc.channel_id
-         WHERE pc.plan_id = p.id) b ON p.kind = 'bundle'
+  LEFT JOIN bundle_channels b ON b.plan_id = p.id AND p.kind = 'bundle'
  WHERE c.id = %(channel_id)s AND c.is_paid AND p.kind IN ('regular', 'bundle')
-   AND (p.kind = 'regular' OR b.paid)
+   AND (p.kind = 'regular' OR b.all_paid)
    AND CASE WHEN %(plan_id)s::integer IS NULL THEN p.is_default ELSE p.id = %(plan_id)s END;
 
 -- channel_plans --
@@ -30,13 +26,9 @@ SELECT c.title, p.id, p.name, p.kind, p.price_minor, p.currency, p.period_days, 
   FROM channels c
   JOIN plans p ON p.active AND (p.channel_id = c.id OR p.id IN (
         SELECT pc.plan_id FROM plan_channels pc WHERE pc.channel_id = c.id))
-  LEFT JOIN LATERAL (
-        SELECT array_agg(bc.title ORDER BY pc.channel_id) AS titles,
-               bool_and(bc.is_paid) AS paid
-          FROM plan_channels pc JOIN channels bc ON bc.id = pc.channel_id
-         WHERE pc.plan_id = p.id) b ON p.kind = 'bundle'
+  LEFT JOIN bundle_channels b ON b.plan_id = p.id AND p.kind = 'bundle'
  WHERE c.id = %(channel_id)s AND c.is_paid
-   AND (p.kind IN ('regular', 'trial') OR b.paid)
+   AND (p.kind IN ('regular', 'trial') OR b.all_paid)
  ORDER BY p.position, p.id;
 
 -- insert_invoice --

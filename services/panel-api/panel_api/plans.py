@@ -303,7 +303,7 @@ def _bundle_ids(channels: list[int]) -> list[int]:
 
 async def _check_bundle(conn: Connection, channels: list[int], currency: str) -> None:
     """Every channel of a bundle exists, is paid, and sells in the bundle's currency."""
-    cur = await conn.execute(Q["bundle_channels"], {"ids": channels})
+    cur = await conn.execute(Q["bundle_candidates"], {"ids": channels})
     found = {int(row["id"]): row for row in await cur.fetchall()}
     for channel in channels:
         row = found.get(channel)

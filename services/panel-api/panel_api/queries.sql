@@ -742,20 +742,16 @@ SELECT p.id, p.channel_id, c.title AS channel_title, p.name, p.kind, p.price_min
        p.period_days, p.grace_days, p.gateways, p.position, p.active, p.is_default,
        p.created_at, p.updated_at,
        (SELECT count(*) FROM trials t WHERE t.plan_id = p.id)::integer AS taken,
-       coalesce(b.ids, '{}') AS channels, coalesce(b.titles, '{}') AS channel_titles
+       coalesce(b.channel_ids, '{}') AS channels, coalesce(b.titles, '{}') AS channel_titles
   FROM plans p
   JOIN channels c ON c.id = p.channel_id
-  LEFT JOIN LATERAL (
-        SELECT array_agg(pc.channel_id ORDER BY pc.channel_id) AS ids,
-               array_agg(bc.title ORDER BY pc.channel_id) AS titles
-          FROM plan_channels pc JOIN channels bc ON bc.id = pc.channel_id
-         WHERE pc.plan_id = p.id) b ON p.kind = 'bundle'
+  LEFT JOIN bundle_channels b ON b.plan_id = p.id AND p.kind = 'bundle'
  WHERE (%(id)s::integer IS NULL OR p.id = %(id)s)
    AND (%(channel_id)s::integer IS NULL OR p.channel_id = %(channel_id)s
-        OR %(channel_id)s = ANY (b.ids))
+        OR %(channel_id)s = ANY (b.channel_ids))
    AND (%(active)s::boolean IS NULL OR p.active = %(active)s);
 
--- bundle_channels --
+-- bundle_candidates --
 -- The channels a bundle is to cover, with whether each is paid and the currency it sells in
 -- (its default plan's).
 SELECT c.id, c.is_paid,
