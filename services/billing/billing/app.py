@@ -14,10 +14,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from billing import ad_orders, errors, invoices, money, store
+from billing import ad_orders, errors, invoices, money, stars, store
 from billing import sweep as sweeping
 from billing.background import Background
-from billing.gateways import BY_NAME
+from billing.gateways import STARS, TITLES
 from billing.rates import RateUnavailable
 from billing.settings import BillingSettings
 from billing.webhooks import Stripe, Subgate, Verifier, WayForPay
@@ -61,6 +61,7 @@ STATUS: dict[type[errors.BillingError], int] = {
     errors.UnknownChannel: 404,
     errors.UnknownPlan: 404,
     errors.GatewayNotOffered: 422,
+    errors.NotPayableThere: 422,
     errors.CouponRefused: 422,
     errors.TrialRefused: 409,
     errors.CodeRefused: 422,
@@ -109,6 +110,15 @@ class RedeemRequest(msgspec.Struct, forbid_unknown_fields=True):
     code: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
 
 
+class PreCheckout(msgspec.Struct, forbid_unknown_fields=True):
+    """A `pre_checkout_query` as botedge received it."""
+
+    telegram_user_id: TelegramUserId
+    invoice_payload: Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
+    currency: Annotated[str, msgspec.Meta(pattern="^[A-Z]{3}$")]
+    total_amount: Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]
+
+
 class GatewaysQuery(msgspec.Struct, forbid_unknown_fields=True):
     channel_id: ChannelId | None = None
 
@@ -153,6 +163,9 @@ def _offer(channel_id: int, offer: invoices.Offer, enabled: Collection[str]) -> 
 
 def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Starlette:
     verifiers = build_verifiers(settings)
+    # What an invoice can be made for: the gateways whose webhooks are on, and Stars, whose
+    # payments botedge records.
+    enabled = sorted([*verifiers, STARS.name])
 
     async def payment_webhook(request: Request) -> Response:
         gateway = request.path_params["gateway"]
@@ -180,7 +193,7 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
     async def create_invoice(request: Request) -> Response:
         require_bearer(request, settings.service_token)
         body = await json_body(request, InvoiceRequest, limit=4096)
-        if body.gateway not in verifiers:
+        if body.gateway not in enabled:
             raise Problem(422, "unknown-gateway", f"gateway {body.gateway!r} is not enabled")
         async with store.connection(runtime(request).pool) as conn:
             invoice = await invoices.create_invoice(
@@ -191,11 +204,15 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
                 body.plan_id,
                 body.coupon,
                 clock.now(),
+                enabled,
             )
         amount = money.minor_to_text(invoice.amount_minor, invoice.currency)
-        pay_url = settings.pay_urls[body.gateway].format(
-            order_reference=invoice.order_reference, amount=amount, currency=invoice.currency
-        )
+        # Stars are paid inside Telegram: the bot sends the invoice itself.
+        pay_url = None
+        if body.gateway in settings.pay_urls:
+            pay_url = settings.pay_urls[body.gateway].format(
+                order_reference=invoice.order_reference, amount=amount, currency=invoice.currency
+            )
         return JSONResponse(
             {
                 "order_reference": invoice.order_reference,
@@ -211,6 +228,20 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
             status_code=201,
         )
 
+    async def pre_checkout(request: Request) -> Response:
+        """Whether Telegram may take the Stars: `{"ok": true}`, or `{"ok": false, "reason"}`."""
+        require_bearer(request, settings.service_token)
+        body = await json_body(request, PreCheckout, limit=4096)
+        async with store.connection(runtime(request).pool) as conn:
+            cur = await conn.execute(
+                store.Q["stars_invoice"], {"order_reference": body.invoice_payload}
+            )
+            invoice = await cur.fetchone()
+        reason = stars.refusal(
+            invoice, body.telegram_user_id, body.currency, body.total_amount, clock.now()
+        )
+        return JSONResponse({"ok": True} if reason is None else {"ok": False, "reason": reason})
+
     async def gateways(request: Request) -> Response:
         """The gateways an invoice can be made for; with `channel_id`, the channel's offer too
         (null when it is not a paid channel with a default plan)."""
@@ -220,13 +251,13 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
         except msgspec.ValidationError as error:
             raise errors.InvalidBody(str(error)) from None
         answer: dict[str, object] = {
-            "gateways": sorted(verifiers),
-            "titles": {name: BY_NAME[name].title for name in sorted(verifiers)},
+            "gateways": enabled,
+            "titles": {name: TITLES[name] for name in enabled},
         }
         if wanted.channel_id is not None:
             async with store.connection(runtime(request).pool) as conn:
                 offer = await invoices.channel_offer(conn, wanted.channel_id)
-            answer["offer"] = None if offer is None else _offer(wanted.channel_id, offer, verifiers)
+            answer["offer"] = None if offer is None else _offer(wanted.channel_id, offer, enabled)
         return JSONResponse(answer)
 
     async def grant(request: Request) -> Response:
@@ -312,6 +343,7 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
             Route("/v1/sweep", sweep, methods=["POST"]),
             Route("/internal/invoices", create_invoice, methods=["POST"]),
             Route("/internal/gateways", gateways, methods=["GET"]),
+            Route("/internal/stars/pre-checkout", pre_checkout, methods=["POST"]),
             Route("/internal/grants", grant, methods=["POST"]),
             Route("/internal/trials", trial, methods=["POST"]),
             Route("/internal/access-codes/redeem", redeem, methods=["POST"]),

@@ -1,5 +1,6 @@
 """Billing's work beside its HTTP answers, in every billing process: the TRON verifier's loop,
-and the client the TRX rate sources are asked with."""
+the Stars ledger's loop (woken by botedge's NOTIFY), and the client the TRX rate sources are
+asked with."""
 
 from __future__ import annotations
 
@@ -12,12 +13,17 @@ import httpx
 
 from billing.rates import Rates
 from billing.settings import BillingSettings
+from billing.stars import StarsLedger
 from billing.tron_verifier import TronVerifier
 from billing.trongrid import TronGrid
 from shared.clock import Clock
+from shared.listen import Listener
 from shared.web import Runtime
 
 log = logging.getLogger("billing.background")
+
+# botedge's NOTIFY after it records a Stars payment.
+STARS_CHANNEL = "telegram_payments"
 
 
 class Background:
@@ -39,12 +45,23 @@ class Background:
                 usdt_contract=settings.tron_usdt_contract,
                 interval=settings.tron_check_interval,
             )
-            task = asyncio.get_running_loop().create_task(tron.run(stopping))
+            listener = Listener(settings.common.database_url.reveal(), (STARS_CHANNEL,))
+            listener.start()
+            stars = StarsLedger(state.pool, clock=self.clock)
+            loop = asyncio.get_running_loop()
+            tasks = {
+                "the TRON verifier": loop.create_task(tron.run(stopping)),
+                "the Stars ledger": loop.create_task(
+                    stars.run(stopping, listener.event(STARS_CHANNEL))
+                ),
+            }
             try:
                 yield None
             finally:
                 stopping.set()
-                try:
-                    await asyncio.wait_for(task, settings.common.shutdown_timeout)
-                except TimeoutError:
-                    log.warning("the TRON verifier did not stop in time")
+                for name, task in tasks.items():
+                    try:
+                        await asyncio.wait_for(task, settings.common.shutdown_timeout)
+                    except TimeoutError:
+                        log.warning("%s did not stop in time", name)
+                await listener.stop()

@@ -85,6 +85,12 @@ class GatewayNotOffered(BillingError):
     slug = "gateway-not-offered"
 
 
+class NotPayableThere(BillingError):
+    """The plan's currency is not one the gateway takes (Stars and a card gateway)."""
+
+    slug = "invalid-values"
+
+
 class DatabaseUnavailable(BillingError):
     """PostgreSQL could not be reached or dropped the connection; retrying later may work."""
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from billing import coupons, errors, store
+from billing.gateways import STARS, STARS_CURRENCY
 from billing.store import Q
 from shared.db import Connection
 
@@ -32,9 +33,13 @@ class Offer:
 
 
 def plan_gateways(plan: dict[str, Any], enabled: Collection[str]) -> list[str]:
-    """The gateways a plan is sold through, of those on: all of them unless it names some."""
+    """The gateways a plan is sold through, of those on: all of them unless it names some.
+    A plan in Stars is sold through Telegram Stars alone, and Stars sell nothing else."""
     named = plan["gateways"]
-    return sorted(g for g in enabled if named is None or g in named)
+    stars = plan["currency"] == STARS_CURRENCY
+    return sorted(
+        g for g in enabled if (named is None or g in named) and (g == STARS.name) == stars
+    )
 
 
 async def channel_offer(conn: Connection, channel_id: int) -> Offer | None:
@@ -55,6 +60,7 @@ async def create_invoice(
     plan_id: int | None,
     coupon_code: str | None,
     now: dt.datetime,
+    enabled: Collection[str],
 ) -> Invoice:
     """An invoice at the plan asked for, or at the channel's default plan, less the coupon's
     discount. A coupon is redeemed under its row's lock, so its total is a count taken there;
@@ -68,6 +74,11 @@ async def create_invoice(
             raise errors.UnknownChannel("no paid channel with a default plan by that id")
         if plan["gateways"] is not None and gateway not in plan["gateways"]:
             raise errors.GatewayNotOffered(f"the plan is not sold through {gateway}")
+        if gateway not in plan_gateways(plan, enabled):
+            raise errors.NotPayableThere(
+                f"a plan in {plan['currency']} is not paid through {gateway}: Telegram Stars"
+                f" take plans in {STARS_CURRENCY} only, and only they do"
+            )
         cur = await conn.execute(Q["upsert_person"], {"telegram_user_id": telegram_user_id})
         person = await store.one_row(cur)
         price = int(plan["price_minor"])

@@ -40,6 +40,8 @@ class Delivery:
     extra: dict[str, Any] = field(default_factory=dict)
     # A NOT_SUCCESS that says the payment failed (not one still pending): the person is told.
     declined: bool = False
+    # A subscription's later charge, which pays the invoice it began with once more.
+    renewal: bool = False
 
 
 @dataclass(frozen=True)

@@ -66,5 +66,7 @@ def decide(invoice: InvoiceRecord, delivery: Delivery, existing: PaymentRecord |
             f"paid {delivery.amount_minor} {delivery.currency} (minor units), invoice is "
             f"{invoice.amount_minor} {invoice.currency}",
         )
-    flag = "invoice_already_paid" if invoice.status == "paid" else None
+    # A subscription's renewal pays its paid invoice again by design; anything else paying a
+    # paid invoice is kept and shown to the owner.
+    flag = "invoice_already_paid" if invoice.status == "paid" and not delivery.renewal else None
     return Decision(Verdict.APPLIED, flag, flag)

@@ -527,3 +527,42 @@ SELECT o.id, 'reminder',
  WHERE o.status = 'part_paid' AND o.due_at > %(now)s
 ON CONFLICT (order_id, kind, cause) DO NOTHING
 RETURNING order_id;
+
+-- stars_invoice --
+-- What a Stars pre-checkout is checked against: the invoice its payload names, and whose.
+SELECT i.status, i.expires_at, i.amount_minor, i.currency, i.gateway, p.telegram_user_id
+  FROM invoices i JOIN people p ON p.id = i.person_id
+ WHERE i.order_reference = %(order_reference)s;
+
+-- claim_telegram_payments --
+-- Stars payments botedge recorded, for billing's ledger loop; any number of billing processes.
+WITH due AS (
+    SELECT id FROM telegram_payments
+     WHERE (state = 'pending' OR (state = 'processing' AND claim_expires_at < %(now)s))
+       AND available_at <= %(now)s
+     ORDER BY available_at, id
+     LIMIT %(limit)s
+       FOR UPDATE SKIP LOCKED
+)
+UPDATE telegram_payments t
+   SET state = 'processing', claim_token = gen_random_uuid(),
+       claim_expires_at = %(now)s + make_interval(secs => %(lease)s), attempts = t.attempts + 1
+  FROM due
+ WHERE t.id = due.id
+RETURNING t.id, t.bot_id, t.person_id, t.invoice_payload, t.currency, t.total_amount,
+          t.telegram_payment_charge_id, t.provider_payment_charge_id, t.is_recurring,
+          t.is_first_recurring, t.subscription_expiration_date, t.paid_at, t.attempts,
+          t.claim_token;
+
+-- finish_telegram_payment --
+-- Compare-and-set on the claim: a loop that lost it changes nothing.
+UPDATE telegram_payments
+   SET state = 'done', outcome = %(outcome)s, done_at = %(now)s, claim_token = NULL,
+       claim_expires_at = NULL, last_error = NULL
+ WHERE id = %(id)s AND claim_token = %(token)s AND state = 'processing';
+
+-- retry_telegram_payment --
+UPDATE telegram_payments
+   SET state = 'pending', claim_token = NULL, claim_expires_at = NULL,
+       available_at = %(available_at)s, last_error = %(error)s
+ WHERE id = %(id)s AND claim_token = %(token)s AND state = 'processing';

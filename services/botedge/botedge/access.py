@@ -9,6 +9,8 @@ Through the channel's manager bot (`channels.manager_bot_id`):
 - expiry_notice: "ends in N hours/days" with the pay link, before expiry; dropped when the
   membership was renewed since (its `expires_at` moved) or is no longer active.
 - reminder: a message with the days of grace left and the pay link.
+- A Stars subscription (`star_subscriptions`): while it renews, the notice says Telegram renews
+  it and offers no pay link; once its renewal is cancelled, the notice and reminder say so.
 - checkout_declined, checkout_lapsed: a checkout that did not pay (the gateway declined, or
   the invoice expired unpaid), with a button to try again.
 - revoke: ban then unban (`only_if_banned`), which removes without barring a later return, then
@@ -231,8 +233,16 @@ class Access:
         if hours == 24:
             left = "1 day"
         ends = row["expires_at"].astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+        if context["star_renewal"] == "active":
+            return {
+                "text": f"Your Stars subscription to {title} renews on {ends}: Telegram takes "
+                "the Stars then, and your access goes on. Nothing to do."
+            }
+        cancelled = ""
+        if context["star_renewal"] == "canceled":
+            cancelled = " You cancelled its renewal, so no Stars are taken."
         return {
-            "text": f"Your access to {title} ends in {left}, on {ends}. Renew to stay.",
+            "text": f"Your access to {title} ends in {left}, on {ends}.{cancelled} Renew to stay.",
             **renew,
         }
 
@@ -244,7 +254,13 @@ class Access:
             seconds = (ends + dt.timedelta(days=grace) - self.clock.now()).total_seconds()
             left = max(0, math.ceil(seconds / 86400))
         days = "1 day" if left == 1 else f"{left} days"
-        return {"text": f"Your subscription to {title} has ended. Renew within {days} to stay."}
+        cancelled = ""
+        if context["star_renewal"] == "canceled":
+            cancelled = " You cancelled its renewal, so none is coming."
+        return {
+            "text": f"Your subscription to {title} has ended.{cancelled} Renew within {days} "
+            "to stay."
+        }
 
     async def _revoke(self, token: str, chat: int, user: int, title: str) -> dict[str, Any] | None:
         try:

@@ -29,6 +29,7 @@ from botedge.handlers import Handler
 from botedge.metrics import IGNORED_KINDS, WEBHOOK_UPDATES
 from botedge.registration import register
 from botedge.settings import BotedgeSettings
+from botedge.stars import PreCheckout
 from botedge.supervisor import WorkerSupervisor
 from botedge.telegram import BotApi, BotClients
 from botedge.updates import MalformedUpdate, other_kind, parse
@@ -94,24 +95,28 @@ class ApiResources:
 
     notifier: Notifier
     api: BotApi
+    pre_checkout: PreCheckout
 
 
 def create_api_app(settings: BotedgeSettings, *, clock: Clock = SYSTEM_CLOCK) -> Starlette:
     box = SecretBox(settings.bot_token_key)
-    # bot id -> (valid until, status, webhook secret); the secret is decrypted once per bot.
-    bot_cache: dict[int, tuple[float, str, str]] = {}
+    # bot id -> (valid until, status, webhook secret, encrypted token); the secret is decrypted
+    # once per bot.
+    bot_cache: dict[int, tuple[float, str, str, str]] = {}
 
     @asynccontextmanager
     async def lifespan(state: Runtime) -> AsyncIterator[ApiResources]:
         notifier = Notifier(state.pool)
-        async with BotClients() as telegram:
-            yield ApiResources(notifier, BotApi(telegram, settings.telegram_api_base))
+        async with BotClients() as telegram, pay.billing_http() as http:
+            api = BotApi(telegram, settings.telegram_api_base)
+            billing = pay.BillingClient(http, settings.billing_url, settings.service_token)
+            yield ApiResources(notifier, api, PreCheckout(api, billing))
         await notifier.close()
 
-    async def bot_secret(request: Request, bot_id: int) -> tuple[str, str] | None:
+    async def bot_secret(request: Request, bot_id: int) -> tuple[str, str, str] | None:
         cached = bot_cache.get(bot_id)
         if cached and cached[0] > clock.monotonic():
-            return cached[1], cached[2]
+            return cached[1], cached[2], cached[3]
         async with connection(pool_of(request)) as conn:
             found = await bot_store.webhook_bot(conn, bot_id)
         if found is None:
@@ -120,9 +125,10 @@ def create_api_app(settings: BotedgeSettings, *, clock: Clock = SYSTEM_CLOCK) ->
             clock.monotonic() + BOT_CACHE_SECONDS,
             found.status,
             box.open(found.webhook_secret_encrypted),
+            found.token_encrypted,
         )
         bot_cache[bot_id] = entry
-        return entry[1], entry[2]
+        return entry[1], entry[2], entry[3]
 
     async def webhook(request: Request) -> Response:
         bot_id = int(request.path_params["bot_id"])
@@ -144,6 +150,10 @@ def create_api_app(settings: BotedgeSettings, *, clock: Clock = SYSTEM_CLOCK) ->
             IGNORED_KINDS.labels(other_kind(incoming.payload)).inc()
             WEBHOOK_UPDATES.labels("ignored").inc()
             return JSONResponse({"ok": True})
+        if incoming.kind == "pre_checkout_query":
+            # Telegram's 10 s would not wait for the person's queue: answered here, then kept.
+            checker = resources(request, ApiResources).pre_checkout
+            await checker.answer(box.open(found[2]), incoming)
         async with connection(pool_of(request)) as conn:
             new = await inbox_store.insert_update(conn, bot_id, incoming)
         # The statement committed on its own (autocommit): only now is it safe to acknowledge.

@@ -46,13 +46,17 @@ class BotRecord:
 class WebhookBot:
     status: str
     webhook_secret_encrypted: str
+    # Opened only to answer a pre-checkout query at intake.
+    token_encrypted: str
 
 
 async def webhook_bot(conn: Connection, bot_id: int) -> WebhookBot | None:
     row = await _one(conn, "bot_for_webhook", {"bot_id": bot_id})
     if row is None:
         return None
-    return WebhookBot(str(row["status"]), str(row["webhook_secret_encrypted"]))
+    return WebhookBot(
+        str(row["status"]), str(row["webhook_secret_encrypted"]), str(row["token_encrypted"])
+    )
 
 
 async def active_bots(conn: Connection, box: SecretBox) -> list[BotRecord]:

@@ -218,6 +218,9 @@ class BotLogic:
         return (found, "") if found else None
 
     def _message_route(self, body: dict[str, Any]) -> tuple[Route, str] | None:
+        if "successful_payment" in body:
+            found = self.routes.kinds.get("successful_payment")
+            return (found, "") if found else None
         if not is_private(body):
             return None
         payload = start_payload(body)
@@ -295,18 +298,6 @@ class BotLogic:
             ]
         if update.kind == "my_chat_member":
             return await self._my_chat_member(conn, update, body)
-        if update.kind == "pre_checkout_query":
-            return [
-                Reply(
-                    update.chat_key,
-                    "answerPreCheckoutQuery",
-                    {
-                        "pre_checkout_query_id": str(body.get("id", "")),
-                        "ok": False,
-                        "error_message": "Payments are not available for this bot.",
-                    },
-                )
-            ]
         return []
 
     async def _my_chat_member(

@@ -51,3 +51,13 @@ LISTENING = Gauge(
     "botedge_listening",
     "1 while the LISTEN connection is up: wake-ups arrive and contents may be cached",
 )
+PRE_CHECKOUTS = Counter(
+    "botedge_pre_checkouts_total",
+    "Stars pre-checkout queries answered at intake: ok, refused, or unanswered (the call failed)",
+    ["answer"],
+)
+PRE_CHECKOUT_SECONDS = Histogram(
+    "botedge_pre_checkout_seconds",
+    "From a pre-checkout query's arrival to Telegram's acknowledgement of the answer",
+    buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+)

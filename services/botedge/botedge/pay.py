@@ -29,9 +29,10 @@ from botedge.handlers import (
     html_message,
     set_step,
 )
+from botedge.ids import ChatId
 from botedge.inbox_store import InboxRow
 from botedge.outbox_store import Reply
-from botedge.telegram import KEEPALIVE_SECONDS
+from botedge.telegram import KEEPALIVE_SECONDS, TelegramError
 from botedge.text import escape_html
 from shared.db import Connection
 from shared.settings import Secret
@@ -51,6 +52,11 @@ CODE_USED = "You have used this code already."
 # An access code as sent: 10 to 32 symbols of base32 (A-Z, 2-7), letters and digits both, so
 # that a long word is not taken for one.
 ACCESS_CODE = re.compile(r"(?=.*[2-7])(?=.*[A-Za-z])[A-Za-z2-7]{10,32}", re.ASCII)
+
+# billing's name for Telegram Stars, and Telegram's limits on a Stars subscription.
+STARS = "telegram_stars"
+STARS_SUBSCRIPTION_PERIOD = 30 * 86400
+STARS_SUBSCRIPTION_CAP = 10_000
 
 COUPON_STEP = "coupon"
 # How long the bot waits for the code after "I have a coupon".
@@ -75,6 +81,16 @@ class PlanOffer:
     @property
     def trial(self) -> bool:
         return self.kind == "trial"
+
+    @property
+    def subscribable(self) -> bool:
+        """Telegram renews Stars subscriptions every 30 days, at up to 10,000 Stars."""
+        return (
+            STARS in self.gateways
+            and self.period_days == 30
+            and self.amount.isdigit()
+            and int(self.amount) <= STARS_SUBSCRIPTION_CAP
+        )
 
     def price(self) -> str:
         days = "1 day" if self.period_days == 1 else f"{self.period_days} days"
@@ -101,13 +117,16 @@ class Offer:
 
 @dataclass(frozen=True)
 class Invoice:
-    pay_url: str
+    # None for Stars, paid inside Telegram.
+    pay_url: str | None
     amount: str
     currency: str
     gateway: str
     # The plan's price and the coupon's code, when a coupon took something off.
     list_price: str | None = None
     coupon: str | None = None
+    # Our order reference: a Stars invoice's payload.
+    order_reference: str = ""
 
 
 @dataclass(frozen=True)
@@ -131,13 +150,15 @@ class BillingClient:
         self.base_url = base_url.rstrip("/")
         self.token = token
 
-    async def _call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    async def _call(
+        self, method: str, path: str, *, timeout: float = 10.0, **kwargs: Any
+    ) -> httpx.Response:
         try:
             response = await self.client.request(
                 method,
                 f"{self.base_url}{path}",
                 headers={"Authorization": f"Bearer {self.token.reveal()}"},
-                timeout=10.0,
+                timeout=timeout,
                 **kwargs,
             )
         except httpx.HTTPError as error:
@@ -174,6 +195,28 @@ class BillingClient:
             tuple(plan for plan in plans if plan.gateways or plan.trial),
             {str(k): str(v) for k, v in (body.get("titles") or {}).items()},
         )
+
+    async def pre_checkout(
+        self, telegram_user_id: int, payload: str, currency: str, total: int, *, timeout: float
+    ) -> str | None:
+        """None when Telegram may take the Stars; else billing's reason why not."""
+        response = await self._call(
+            "POST",
+            "/internal/stars/pre-checkout",
+            json={
+                "telegram_user_id": telegram_user_id,
+                "invoice_payload": payload[:128],
+                "currency": currency if len(currency) == 3 else "???",
+                "total_amount": total,
+            },
+            timeout=timeout,
+        )
+        if response.status_code == 422:
+            return "unknown"
+        if response.status_code != 200:
+            raise RetryLater(f"billing /internal/stars/pre-checkout: {response.status_code}")
+        body = response.json()
+        return None if body.get("ok") is True else str(body.get("reason") or "unknown")
 
     async def trial(self, telegram_user_id: int, channel_id: int, plan_id: int) -> str:
         """The channel's free trial taken ("started"), or why not: billing's words when the
@@ -245,12 +288,13 @@ class BillingClient:
         # A coupon that took nothing off (a percentage of a few minor units) is not shown.
         off = coupon is not None and body.get("list_price") != body["amount"]
         return Invoice(
-            str(body["pay_url"]),
+            None if body.get("pay_url") is None else str(body["pay_url"]),
             str(body["amount"]),
             str(body["currency"]),
             gateway,
             str(body["list_price"]) if off else None,
             coupon.strip().upper() if off and coupon else None,
+            str(body.get("order_reference") or ""),
         )
 
 
@@ -300,10 +344,36 @@ def plan_message(offer: Offer, plan: PlanOffer) -> tuple[str, dict[str, Any]]:
             }
         ]
         for g in plan.gateways
+        if g != STARS
     ]
+    if STARS in plan.gateways:
+        rows.extend(_stars_buttons(offer, plan))
     if len(offer.plans) > 1:
         rows.append(back)
     return text, {"inline_keyboard": rows}
+
+
+def _stars_buttons(offer: Offer, plan: PlanOffer) -> list[list[dict[str, str]]]:
+    """Stars once; and, for a 30-day plan within Telegram's price cap, as a subscription that
+    Telegram renews every 30 days."""
+    rows = [
+        [
+            {
+                "text": f"Pay {plan.amount} ⭐ once",
+                "callback_data": f"pay:{offer.channel_id}:{STARS}:{plan.id}",
+            }
+        ]
+    ]
+    if plan.subscribable:
+        rows.append(
+            [
+                {
+                    "text": f"Subscribe: {plan.amount} ⭐ every 30 days",
+                    "callback_data": f"sub:{offer.channel_id}:{plan.id}",
+                }
+            ]
+        )
+    return rows
 
 
 def _bundle_line(plan: PlanOffer) -> str:
@@ -312,6 +382,41 @@ def _bundle_line(plan: PlanOffer) -> str:
         return ""
     titles = ", ".join(f"<b>{escape_html(title)}</b>" for title in plan.channels)
     return f"One payment opens {len(plan.channels)} channels: {titles}.\n"
+
+
+def stars_invoice(chat_id: int, offer: Offer, plan: PlanOffer, invoice: Invoice) -> Reply:
+    """Telegram's own invoice for Stars, its payload our order reference."""
+    title = offer.title.strip()[:32] or "Channel access"
+    days = "1 day" if plan.period_days == 1 else f"{plan.period_days} days"
+    return Reply(
+        ChatId(chat_id),
+        "sendInvoice",
+        {
+            "chat_id": chat_id,
+            "title": title,
+            "description": f"{days} of access to {offer.title.strip() or 'the channel'}"[:255],
+            "payload": invoice.order_reference,
+            "provider_token": "",
+            "currency": invoice.currency,
+            "prices": [{"label": plan.name[:32] or "Access", "amount": int(invoice.amount)}],
+        },
+    )
+
+
+def stars_link_params(offer: Offer, plan: PlanOffer, invoice: Invoice) -> dict[str, Any]:
+    """`createInvoiceLink` for a subscription Telegram renews every 30 days."""
+    title = offer.title.strip()[:32] or "Channel access"
+    return {
+        "title": title,
+        "description": f"Access to {offer.title.strip() or 'the channel'}, renewed every 30 days"[
+            :255
+        ],
+        "payload": invoice.order_reference,
+        "provider_token": "",
+        "currency": invoice.currency,
+        "prices": [{"label": plan.name[:32] or "Access", "amount": int(invoice.amount)}],
+        "subscription_period": STARS_SUBSCRIPTION_PERIOD,
+    }
 
 
 def invoice_message(offer: Offer, plan: PlanOffer, invoice: Invoice) -> tuple[str, dict[str, Any]]:
@@ -327,13 +432,17 @@ def invoice_message(offer: Offer, plan: PlanOffer, invoice: Invoice) -> tuple[st
     text = (
         f"Pay <b>{price}</b>{off} for <b>{escape_html(offer.title)}</b>{named} with "
         f"{offer.gateway_title(invoice.gateway)}. The link is valid for 24 hours; once the payment "
-        f"arrives, your invite {'links come' if plan.channels else 'link comes'} here."
+        f"arrives, your invite {_links(plan)} here."
     )
-    rows = [[{"text": f"Pay {invoice.amount} {invoice.currency}", "url": invoice.pay_url}]]
+    rows = [[{"text": f"Pay {invoice.amount} {invoice.currency}", "url": invoice.pay_url or ""}]]
     if invoice.coupon is None:
         data = f"coupon:{offer.channel_id}:{invoice.gateway}:{plan.id}"
         rows.append([{"text": "I have a coupon", "callback_data": data}])
     return text, {"inline_keyboard": rows}
+
+
+def _links(plan: PlanOffer) -> str:
+    return "links come" if plan.channels else "link comes"
 
 
 def _channel_id(text: str) -> int:
@@ -348,6 +457,7 @@ class Pay:
         routes.start_prefixes["pay_"] = _Offer(self.billing)
         routes.callbacks["plan:"] = _PlanPress(self.billing)
         routes.callbacks["pay:"] = _Press(self.billing)
+        routes.callbacks["sub:"] = _Subscribe(self.billing)
         routes.callbacks["coupon:"] = _CouponPress()
         routes.callbacks["trial:"] = _TrialPress(self.billing)
         code = _AccessCode(self.billing)
@@ -462,6 +572,14 @@ class _Press:
     async def apply(self, conn: Connection, visit: Visit, pressed: Pressed) -> list[Reply]:
         offer, plan, outcome = pressed.offer, pressed.plan, pressed.outcome
         if offer is not None and plan is not None and isinstance(outcome, Invoice):
+            if outcome.gateway == STARS:
+                text = (
+                    f"Pay <b>{escape_html(outcome.amount)} ⭐</b> for "
+                    f"<b>{escape_html(offer.title)}</b> with the invoice below. It is valid for 24 "
+                    f"hours; once paid, your invite {_links(plan)} here."
+                )
+                replies = _edited(visit.update, text, None)
+                return [*replies, stars_invoice(visit.update.chat_key, offer, plan, outcome)]
             text, markup = invoice_message(offer, plan, outcome)
             return _edited(visit.update, text, markup)
         if outcome == "gateway_off" and offer is not None and plan is not None:
@@ -469,6 +587,66 @@ class _Press:
             return _edited(visit.update, text, markup, GATEWAY_OFF)
         notice = PLAN_OFF if outcome == "plan_off" else None
         text, shown = offer_message(None if outcome == "not_paid" else offer)
+        return _edited(visit.update, text, shown, notice)
+
+
+@dataclass(frozen=True)
+class Subscribing:
+    offer: Offer | None
+    plan: PlanOffer | None
+    # Telegram's link to subscribe, or why there is none ("not_paid", "plan_off", ...).
+    outcome: str
+    invoice: Invoice | None = None
+
+
+class _Subscribe:
+    """`sub:<channel>:<plan>`: an invoice in Stars, and Telegram's link to subscribe to it
+    (`createInvoiceLink` with a 30-day `subscription_period`); each renewal pays it again."""
+
+    def __init__(self, billing: BillingClient) -> None:
+        self.billing = billing
+
+    async def prepare(self, ctx: Context, update: InboxRow, arg: str) -> Subscribing:
+        channel, _, plan_text = arg.partition(":")
+        channel_id = _channel_id(channel)
+        offer = await self.billing.offer(channel_id) if channel_id else None
+        if offer is None:
+            return Subscribing(None, None, "not_paid")
+        plan = offer.plan(_channel_id(plan_text))
+        if plan is None:
+            return Subscribing(offer, None, "plan_off")
+        if not plan.subscribable:
+            return Subscribing(offer, plan, "gateway_off")
+        invoice = await self.billing.invoice(update.sender_id, channel_id, STARS, plan.id)
+        if not isinstance(invoice, Invoice):
+            return Subscribing(offer, plan, invoice if isinstance(invoice, str) else "gateway_off")
+        try:
+            link = await ctx.api.call(
+                ctx.token, "createInvoiceLink", stars_link_params(offer, plan, invoice)
+            )
+        except TelegramError as error:
+            if error.code >= 500 or error.code in (0, 429):
+                raise RetryLater(f"createInvoiceLink: {error}") from None
+            log.warning("createInvoiceLink refused: %s", error)
+            return Subscribing(offer, plan, "gateway_off")
+        return Subscribing(offer, plan, str(link), invoice)
+
+    async def apply(self, conn: Connection, visit: Visit, made: Subscribing) -> list[Reply]:
+        offer, plan, invoice = made.offer, made.plan, made.invoice
+        if offer is not None and plan is not None and invoice is not None:
+            text = (
+                f"Subscribe to <b>{escape_html(offer.title)}</b> for "
+                f"<b>{escape_html(invoice.amount)} ⭐</b> every 30 days: Telegram renews it until "
+                f"you cancel, here or in Telegram's settings. Once paid, your invite "
+                f"{_links(plan)} here."
+            )
+            button = {"text": f"Subscribe for {invoice.amount} ⭐", "url": made.outcome}
+            return _edited(visit.update, text, {"inline_keyboard": [[button]]})
+        if made.outcome == "gateway_off" and offer is not None and plan is not None:
+            text, markup = plan_message(offer, plan)
+            return _edited(visit.update, text, markup, GATEWAY_OFF)
+        notice = PLAN_OFF if made.outcome == "plan_off" else None
+        text, shown = offer_message(None if made.outcome == "not_paid" else offer)
         return _edited(visit.update, text, shown, notice)
 
 

@@ -22,8 +22,9 @@ from botedge.db import connection
 from botedge.leases import Lease
 from botedge.metrics import IGNORED_KINDS, POLLED_UPDATES
 from botedge.pause import BotPause
+from botedge.stars import PreCheckout
 from botedge.telegram import BotApi, Conflict, TelegramError, TooManyRequests, Unauthorized
-from botedge.updates import ALLOWED_UPDATES, MalformedUpdate, other_kind, parse
+from botedge.updates import ALLOWED_UPDATES, Incoming, MalformedUpdate, other_kind, parse
 from shared.backoff import backoff_delay
 from shared.clock import SYSTEM_CLOCK, Clock
 from shared.db import Pool
@@ -49,6 +50,7 @@ class Poller:
         pause: BotPause,
         poll_timeout: int = 20,
         clock: Clock = SYSTEM_CLOCK,
+        pre_checkout: PreCheckout | None = None,
     ) -> None:
         self.pool = pool
         self.api = api
@@ -60,6 +62,7 @@ class Poller:
         self.poll_timeout = poll_timeout
         self.pause = pause
         self.clock = clock
+        self.pre_checkout = pre_checkout
         self.failures = 0
         # Ask without an offset until a batch arrives (see the module's docstring).
         self.restart = False
@@ -158,15 +161,26 @@ class Poller:
             )
         highest = -1 if restart else self.offset - 1
         stored = 0
+        parsed: list[Incoming] = []
+        for raw in updates:
+            try:
+                parsed.append(parse(raw))
+            except MalformedUpdate as error:
+                log.warning("bot %d: dropped a malformed polled update: %s", self.bot_id, error)
+                if isinstance(raw, dict) and isinstance(raw.get("update_id"), int):
+                    highest = max(highest, raw["update_id"])
+        if self.pre_checkout is not None:
+            # Telegram's 10 s would not wait for the person's queue: answered here, then kept.
+            checker = self.pre_checkout
+            await asyncio.gather(
+                *(
+                    checker.answer(self.token, incoming)
+                    for incoming in parsed
+                    if incoming.kind == "pre_checkout_query"
+                )
+            )
         async with connection(self.pool) as conn, conn.transaction():
-            for raw in updates:
-                try:
-                    incoming = parse(raw)
-                except MalformedUpdate as error:
-                    log.warning("bot %d: dropped a malformed polled update: %s", self.bot_id, error)
-                    if isinstance(raw, dict) and isinstance(raw.get("update_id"), int):
-                        highest = max(highest, raw["update_id"])
-                    continue
+            for incoming in parsed:
                 highest = max(highest, incoming.update_id)
                 if incoming.kind is None:
                     IGNORED_KINDS.labels(other_kind(incoming.payload)).inc()

@@ -1,5 +1,5 @@
 -- bot_for_webhook --
-SELECT id, status, mode, webhook_secret_encrypted FROM bots WHERE id = %(bot_id)s;
+SELECT id, status, mode, webhook_secret_encrypted, token_encrypted FROM bots WHERE id = %(bot_id)s;
 
 -- active_bots --
 -- What a worker serves: every active bot whose token still works.
@@ -480,7 +480,13 @@ SELECT c.telegram_chat_id, c.title, c.manager_bot_id, mb.username AS bot_usernam
        c.admission, c.join_request_link,
        p.telegram_user_id, m.grace_days, m.status AS membership_status,
        m.expires_at AS membership_expires_at,
-       me.from_status, me.cause, coalesce(cm.is_member, false) AS inside
+       me.from_status, me.cause, coalesce(cm.is_member, false) AS inside,
+       -- The person's latest Stars subscription covering the channel: 'active' renews it.
+       (SELECT s.state FROM star_subscriptions s
+          JOIN invoices i ON i.order_reference = s.invoice_payload
+         WHERE s.person_id = p.id
+           AND c.id = ANY (coalesce(i.bundle_channel_ids, ARRAY[i.channel_id]))
+         ORDER BY s.id DESC LIMIT 1) AS star_renewal
   FROM channels c
   LEFT JOIN bots mb ON mb.id = c.manager_bot_id
  CROSS JOIN people p
@@ -883,3 +889,60 @@ UPDATE stat_rollup SET done_until = %(until)s;
 -- prune_stat_events --
 -- Only what is rolled up already, and older than the days kept.
 DELETE FROM stat_events WHERE at < %(before)s;
+
+-- record_star_payment --
+-- A `successful_payment`, once per charge: the same payment in another update writes nothing.
+-- A subscription's payment makes its record (the first) or moves its renewal date. billing's
+-- ledger loop hears of a new row when this transaction commits.
+WITH paid AS (
+    INSERT INTO telegram_payments (bot_id, person_id, invoice_payload, currency, total_amount,
+                                   telegram_payment_charge_id, provider_payment_charge_id,
+                                   is_recurring, is_first_recurring,
+                                   subscription_expiration_date, paid_at, received_at,
+                                   available_at)
+    VALUES (%(bot_id)s, %(person_id)s, %(payload)s, %(currency)s, %(total_amount)s,
+            %(charge_id)s, %(provider_charge_id)s, %(is_recurring)s, %(is_first_recurring)s,
+            %(expiration)s, %(paid_at)s, %(now)s, %(now)s)
+    ON CONFLICT (kind, telegram_payment_charge_id) DO NOTHING
+    RETURNING id
+), subscription AS (
+    INSERT INTO star_subscriptions (bot_id, person_id, invoice_payload, first_charge_id, state,
+                                    renews_at, changed_at)
+    SELECT %(bot_id)s, %(person_id)s, %(payload)s, %(charge_id)s, 'active', %(expiration)s,
+           %(now)s
+     WHERE %(is_recurring)s AND EXISTS (SELECT 1 FROM paid)
+    ON CONFLICT (bot_id, person_id, invoice_payload) DO UPDATE
+       SET renews_at = greatest(star_subscriptions.renews_at, excluded.renews_at),
+           state = CASE WHEN star_subscriptions.state = 'failed' THEN 'active'
+                        ELSE star_subscriptions.state END,
+           changed_at = excluded.changed_at
+    RETURNING id, xmax = 0 AS made
+)
+SELECT (SELECT id FROM paid) AS payment_id,
+       (SELECT id FROM subscription) AS subscription_id,
+       coalesce((SELECT made FROM subscription), false) AS subscription_made,
+       (SELECT c.title FROM invoices i JOIN channels c ON c.id = i.channel_id
+         WHERE i.order_reference = %(payload)s) AS title,
+       CASE WHEN EXISTS (SELECT 1 FROM paid)
+            THEN pg_notify('telegram_payments', '') END AS notified;
+
+-- set_star_subscription_state --
+-- Telegram's `subscription` update for the person's subscription through that invoice.
+UPDATE star_subscriptions s
+   SET state = %(state)s, changed_at = %(now)s
+  FROM people p
+ WHERE p.telegram_user_id = %(telegram_user_id)s AND s.person_id = p.id
+   AND s.bot_id = %(bot_id)s AND s.invoice_payload = %(payload)s;
+
+-- star_subscription_of --
+-- The person's subscription by its id, through this bot, with its channel's title.
+SELECT s.id, s.state, s.first_charge_id, s.renews_at, c.title
+  FROM star_subscriptions s
+  JOIN people p ON p.id = s.person_id
+  LEFT JOIN invoices i ON i.order_reference = s.invoice_payload
+  LEFT JOIN channels c ON c.id = i.channel_id
+ WHERE s.id = %(id)s AND s.bot_id = %(bot_id)s AND p.telegram_user_id = %(telegram_user_id)s;
+
+-- cancel_star_subscription --
+UPDATE star_subscriptions SET state = 'canceled', changed_at = %(now)s
+ WHERE id = %(id)s AND state <> 'canceled';

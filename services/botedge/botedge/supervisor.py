@@ -26,6 +26,7 @@ from botedge import (
     outbox_store,
     pay,
     rollup,
+    stars,
 )
 from botedge.access import ACCESS_EVENTS, Access
 from botedge.consumer import ConsumerConfig, InboxConsumer
@@ -101,6 +102,9 @@ class WorkerSupervisor:
         self.listener.on_reconnect(self.joined.clear)
         self.listener.on_reconnect(self.contents.clear)
         self.stopping = asyncio.Event()
+        self.billing = pay.BillingClient(http, settings.billing_url, settings.service_token)
+        # Pollers answer pre-checkout queries as they take them in.
+        self.pre_checkout = stars.PreCheckout(self.api, self.billing)
         self.consumer = InboxConsumer(
             pool,
             handler
@@ -111,7 +115,8 @@ class WorkerSupervisor:
                     gate.Gate(pool, self.joined, self.contents),
                     adshop.AdShop(),
                     admission.Admission(pool, settings.invite_link_hours, clock),
-                    pay.Pay(pay.BillingClient(http, settings.billing_url, settings.service_token)),
+                    pay.Pay(self.billing),
+                    stars.Stars(pool),
                 ],
                 clock=clock,
                 pool=pool,
@@ -360,6 +365,7 @@ class WorkerSupervisor:
                     self._pause(bot.id),
                     poll_timeout=self.settings.poll_timeout,
                     clock=self.clock,
+                    pre_checkout=self.pre_checkout,
                 ).run(self.stopping),
             )
 

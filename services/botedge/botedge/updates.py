@@ -17,6 +17,8 @@ KINDS = (
     "my_chat_member",
     "chat_join_request",
     "pre_checkout_query",
+    # A Stars subscription's renewal cancelled, failed or restored (Bot API 10.2).
+    "subscription",
 )
 ALLOWED_UPDATES = list(KINDS)
 
@@ -87,6 +89,8 @@ def parse(payload: Any) -> Incoming:
         key = _int_at(payload, "my_chat_member", "chat", "id")
     elif kind == "chat_member":
         key = _int_at(payload, "chat_member", "new_chat_member", "user", "id")
+    elif kind == "subscription":
+        key = _int_at(payload, "subscription", "user", "id")
     else:
         key = _int_at(payload, kind, "from", "id")
     return Incoming(update_id, kind, key, payload)

@@ -18,8 +18,13 @@ BEARER = {"Authorization": f"Bearer {SECRETS['SERVICE_TOKEN']}"}
 def test_gateways__the_ones_on_and_a_channels_offer(billing: Served, database_url: str) -> None:
     url = f"{billing.url}/internal/gateways"
     assert HTTP.get(url, headers=BEARER).json() == {
-        "gateways": ["stripe", "subgate", "wayforpay"],
-        "titles": {"stripe": "Stripe", "subgate": "Subgate", "wayforpay": "WayForPay"},
+        "gateways": ["stripe", "subgate", "telegram_stars", "wayforpay"],
+        "titles": {
+            "stripe": "Stripe",
+            "subgate": "Subgate",
+            "telegram_stars": "Telegram Stars",
+            "wayforpay": "WayForPay",
+        },
     }
     channel = gateways.add_paid_channel(database_url, price_minor=1250, currency="UAH")
     offer = HTTP.get(url, params={"channel_id": channel}, headers=BEARER).json()["offer"]

@@ -45,7 +45,8 @@ def test_offer__plans_on_sale_in_order_each_with_its_gateways_of_those_on(
     ).json()
 
     offer = answer["offer"]
-    every = sorted(answer["gateways"])
+    # Telegram Stars sell plans in XTR only.
+    every = sorted(g for g in answer["gateways"] if g != "telegram_stars")
     assert [(p["name"], p["amount"], p["period_days"], p["gateways"]) for p in offer["plans"]] == [
         ("default", "5.00", 30, every),
         ("Quarter", "14.00", 90, every),

@@ -73,6 +73,12 @@ def test_decide__second_payment_of_a_paid_invoice_is_applied_and_flagged() -> No
     assert (decision.verdict, decision.flag) == (Verdict.APPLIED, "invoice_already_paid")
 
 
+def test_decide__a_subscriptions_renewal_of_its_paid_invoice_is_applied_unflagged() -> None:
+    paid = InvoiceRecord(**{**INVOICE.__dict__, "status": "paid"})
+    decision = decide(paid, delivery(renewal=True), None)
+    assert (decision.verdict, decision.flag) == (Verdict.APPLIED, None)
+
+
 @pytest.mark.parametrize(
     "overrides", [{"amount_minor": Decimal(1249)}, {"currency": "EUR"}], ids=["amount", "currency"]
 )

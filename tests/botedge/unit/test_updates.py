@@ -22,6 +22,11 @@ def test_parse__message_keyed_by_chat() -> None:
         ({"my_chat_member": {"chat": {"id": 9}}}, "my_chat_member", 9),
         ({"chat_join_request": {"from": {"id": 10}}}, "chat_join_request", 10),
         ({"pre_checkout_query": {"from": {"id": 11}, "id": "p"}}, "pre_checkout_query", 11),
+        (
+            {"subscription": {"user": {"id": 12}, "invoice_payload": "gh_a", "state": "canceled"}},
+            "subscription",
+            12,
+        ),
     ],
 )
 def test_parse__kinds_and_their_person(payload: dict[str, object], kind: str, key: int) -> None:

@@ -28,7 +28,7 @@ from starlette.routing import Route
 from shared.web import create_plain_app
 from simulators.pages import page_routes
 from simulators.statefile import StateFile, saving
-from simulators.telegram import control
+from simulators.telegram import control, stars
 from simulators.telegram.botapi import METHODS, Params, WithDescription, error_response, ok
 from simulators.telegram.state import ApiError, Bot, Call, Faults, Upload, World
 from simulators.telegram.webhooks import Deliveries
@@ -125,7 +125,7 @@ async def bot_method(request: Request) -> Response:
     try:
         bot = world.bot(request.path_params["token"])
         params = await _params(request)
-        method = METHODS.get(name)
+        method = METHODS.get(name) or stars.METHODS.get(name)
         if method is None:
             raise ApiError(404, "Not Found: method not found")
         refused = await _injected(world, name, request)
@@ -155,6 +155,7 @@ def create_app(faults: Faults | None = None, seed: int | None = None) -> Starlet
         [
             Route("/bot{token}/{method}", bot_method, methods=["GET", "POST"]),
             *control.ROUTES,
+            *stars.ROUTES,
             *page_routes(Path(__file__).parent / "static"),
         ],
         body_limit=50 * 1024 * 1024,

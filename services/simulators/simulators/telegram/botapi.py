@@ -263,12 +263,6 @@ async def answer_callback_query(world: World, bot: Bot, params: Params) -> Any:
     return True
 
 
-async def answer_pre_checkout_query(world: World, bot: Bot, params: Params) -> Any:
-    if not params.get("pre_checkout_query_id"):
-        raise ApiError(400, "Bad Request: QUERY_ID_INVALID")
-    return True
-
-
 async def get_me(world: World, bot: Bot, params: Params) -> Any:
     return {
         **bot.user(),
@@ -581,7 +575,6 @@ METHODS: dict[str, Method] = {
     "editmessagereplymarkup": edit_message_reply_markup,
     "deletemessage": delete_message,
     "answercallbackquery": answer_callback_query,
-    "answerprecheckoutquery": answer_pre_checkout_query,
     "getchat": get_chat,
     "getchatmember": get_chat_member,
     "getchatadministrators": get_chat_administrators,

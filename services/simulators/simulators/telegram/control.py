@@ -485,6 +485,7 @@ async def control_reset(request: Request) -> Response:
     world.faults = Faults()
     world.notices.clear()
     world.queries.clear()
+    world.stars = None
     world.touch()
     return JSONResponse({"reset": True})
 

@@ -312,6 +312,9 @@ class World:
         # What answerCallbackQuery said to each person, newest last, with the revision it came at.
         self.notices: dict[int, deque[tuple[int, str]]] = {}
         self.queries: dict[str, int] = {}
+        # Stars: invoices, pre-checkouts, payments and subscriptions (`stars.Desk`), made at
+        # the first use; not kept across a restart.
+        self.stars: Any = None
 
     def touch(self) -> None:
         self.revision += 1

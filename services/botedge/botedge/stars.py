@@ -1,0 +1,298 @@
+"""Telegram Stars at the edge: the pre-checkout answered at intake, each `successful_payment`
+recorded for billing, and a subscription's renewal cancelled or reported.
+
+Telegram gives a bot 10 seconds to answer a `pre_checkout_query`. A worker takes a person's
+updates in order, so a query queued behind thousands of others could miss that; it is answered
+where it comes in instead (the webhook API and the poller), after asking billing whether the
+invoice may be paid, and only then stored, for the record. The `successful_payment` message
+that follows joins the person's queue as usual: the worker writes it to `telegram_payments` in
+the update's transaction, and billing's loop applies it (see `billing/stars.py`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from botedge import sqlq
+from botedge.db import connection
+from botedge.handlers import Context, RetryLater, Routes, Visit, html_message
+from botedge.inbox_store import InboxRow
+from botedge.metrics import PRE_CHECKOUT_SECONDS, PRE_CHECKOUTS
+from botedge.outbox_store import Reply
+from botedge.pay import BillingClient
+from botedge.telegram import BotApi, TelegramError
+from botedge.text import escape_html
+from botedge.updates import Incoming
+from shared.db import Connection, Pool
+
+log = logging.getLogger("botedge.stars")
+Q = sqlq.Q
+
+# billing's reasons (`billing/stars.py`), in the person's words.
+REFUSED = {
+    "unknown": "This invoice is not one of ours. Open the channel's pay link in the bot again.",
+    "not-yours": "This invoice was made for someone else. Ask the bot for your own.",
+    "paid": "This invoice is paid already.",
+    "expired": "This invoice has expired. Ask the bot for a new one.",
+    "amount": "The price of this invoice has changed. Ask the bot for a new one.",
+}
+UNAVAILABLE = "Payments are briefly unavailable. Nothing was charged; please try again shortly."
+# Within Telegram's 10 s, with room for the answer itself.
+BILLING_TIMEOUT = 4.0
+ANSWER_TIMEOUT = 4.0
+CANCEL = "stars:cancel:"
+
+
+class PreCheckout:
+    """Answers a `pre_checkout_query` before it is stored."""
+
+    def __init__(self, api: BotApi, billing: BillingClient) -> None:
+        self.api = api
+        self.billing = billing
+
+    async def answer(self, token: str, incoming: Incoming) -> None:
+        query = incoming.payload.get("pre_checkout_query") or {}
+        started = time.perf_counter()
+        error_message = await self._refusal(query)
+        answer: dict[str, Any] = {
+            "pre_checkout_query_id": str(query.get("id", "")),
+            "ok": error_message is None,
+        }
+        if error_message is not None:
+            answer["error_message"] = error_message
+        try:
+            await self.api.call(token, "answerPreCheckoutQuery", answer, timeout=ANSWER_TIMEOUT)
+        except TelegramError as error:
+            # Too late or refused: Telegram fails the payment itself, and nothing was charged.
+            log.warning("pre-checkout %s: the answer failed: %s", query.get("id"), error)
+            PRE_CHECKOUTS.labels("unanswered").inc()
+            return
+        took = time.perf_counter() - started
+        PRE_CHECKOUTS.labels("ok" if error_message is None else "refused").inc()
+        PRE_CHECKOUT_SECONDS.observe(took)
+        log.info(
+            "pre-checkout %s answered %s in %.3f s",
+            query.get("id"),
+            "ok" if error_message is None else "refused",
+            took,
+        )
+
+    async def _refusal(self, query: dict[str, Any]) -> str | None:
+        """None when billing says the invoice may be paid; else what the person reads."""
+        sender = (query.get("from") or {}).get("id")
+        payload, currency = query.get("invoice_payload"), query.get("currency")
+        amount = query.get("total_amount")
+        if not (
+            isinstance(sender, int)
+            and isinstance(payload, str)
+            and isinstance(currency, str)
+            and isinstance(amount, int)
+            and not isinstance(amount, bool)
+        ):
+            return REFUSED["unknown"]
+        try:
+            reason = await self.billing.pre_checkout(
+                sender, payload, currency, amount, timeout=BILLING_TIMEOUT
+            )
+        except RetryLater as error:
+            log.warning("pre-checkout %s: billing did not answer: %s", query.get("id"), error)
+            return UNAVAILABLE
+        return None if reason is None else REFUSED.get(reason, REFUSED["unknown"])
+
+
+@dataclass(frozen=True)
+class Recorded:
+    payment_id: int | None
+    subscription_id: int | None
+    subscription_made: bool
+    title: str | None
+
+
+def _epoch(value: Any) -> dt.datetime | None:
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return dt.datetime.fromtimestamp(value, dt.UTC)
+    return None
+
+
+class Stars:
+    """The worker's Stars routes."""
+
+    def __init__(self, pool: Pool) -> None:
+        self.pool = pool
+
+    def register(self, routes: Routes) -> None:
+        routes.kinds["pre_checkout_query"] = _Answered()
+        routes.kinds["successful_payment"] = _Paid()
+        routes.kinds["subscription"] = _SubscriptionChanged()
+        routes.callbacks["stars:"] = _CancelPress(self.pool)
+
+
+class _Answered:
+    """Answered at intake; stored for the record, nothing more to do."""
+
+    reads_telegram = False
+
+    async def prepare(self, ctx: Context, update: InboxRow, arg: str) -> None:
+        return None
+
+    async def apply(self, conn: Connection, visit: Visit, prepared: None) -> list[Reply]:
+        return []
+
+
+class _Paid:
+    """A `successful_payment`, the first or a renewal: kept for billing once per charge (the
+    same payment in another update writes nothing), a subscription's renewal date moved."""
+
+    reads_telegram = False
+
+    async def prepare(self, ctx: Context, update: InboxRow, arg: str) -> None:
+        return None
+
+    async def apply(self, conn: Connection, visit: Visit, prepared: None) -> list[Reply]:
+        update = visit.update
+        paid = update.body.get("successful_payment") or {}
+        charge = paid.get("telegram_payment_charge_id")
+        amount = paid.get("total_amount")
+        if (
+            visit.person_id is None
+            or not isinstance(charge, str)
+            or not charge
+            or not isinstance(amount, int)
+            or isinstance(amount, bool)
+            or amount < 0
+        ):
+            log.warning(
+                "update %d: a successful_payment we cannot read; kept in the inbox", update.id
+            )
+            return []
+        recurring = paid.get("is_recurring") is True
+        cur = await conn.execute(
+            Q["record_star_payment"],
+            {
+                "bot_id": update.bot_id,
+                "person_id": visit.person_id,
+                "payload": str(paid.get("invoice_payload") or ""),
+                "currency": str(paid.get("currency") or ""),
+                "total_amount": amount,
+                "charge_id": charge,
+                "provider_charge_id": paid.get("provider_payment_charge_id") or None,
+                "is_recurring": recurring,
+                "is_first_recurring": paid.get("is_first_recurring") is True,
+                "expiration": _epoch(paid.get("subscription_expiration_date")),
+                "paid_at": _epoch(update.body.get("date")) or visit.now,
+                "now": visit.now,
+            },
+        )
+        row = await cur.fetchone()
+        if row is None or row["payment_id"] is None or not row["subscription_made"]:
+            # A one-off payment, a renewal or a repeat: billing's access message says the rest.
+            return []
+        title = escape_html(str(row["title"] or "the channel"))
+        text = (
+            f"Subscribed to <b>{title}</b>: Telegram renews it every 30 days for "
+            f"{amount} ⭐ until you cancel. Your invite link comes here in a moment."
+        )
+        button = {"text": "Cancel renewal", "callback_data": f"{CANCEL}{row['subscription_id']}"}
+        return [html_message(update.chat_key, text, {"inline_keyboard": [[button]]})]
+
+
+class _SubscriptionChanged:
+    """Telegram's `subscription` update: renewal cancelled, failed, or back on."""
+
+    reads_telegram = False
+
+    async def prepare(self, ctx: Context, update: InboxRow, arg: str) -> None:
+        return None
+
+    async def apply(self, conn: Connection, visit: Visit, prepared: None) -> list[Reply]:
+        body = visit.update.body
+        state = {"canceled": "canceled", "active": "active", "failed": "failed"}.get(
+            str(body.get("state"))
+        )
+        user = (body.get("user") or {}).get("id")
+        if state is None or not isinstance(user, int):
+            return []
+        await conn.execute(
+            Q["set_star_subscription_state"],
+            {
+                "bot_id": visit.update.bot_id,
+                "telegram_user_id": user,
+                "payload": str(body.get("invoice_payload") or ""),
+                "state": state,
+                "now": visit.now,
+            },
+        )
+        return []
+
+
+@dataclass(frozen=True)
+class Cancelled:
+    # None: not the person's active subscription, or Telegram refused; else the renewal date.
+    subscription_id: int | None
+    title: str
+    renews_at: dt.datetime | None
+    refused: str | None = None
+
+
+class _CancelPress:
+    """`stars:cancel:<subscription>`: Telegram told to stop renewing, then recorded."""
+
+    def __init__(self, pool: Pool) -> None:
+        self.pool = pool
+
+    async def prepare(self, ctx: Context, update: InboxRow, arg: str) -> Cancelled:
+        number = arg.removeprefix("cancel:")
+        if not (number.isascii() and number.isdigit() and len(number) < 10):
+            return Cancelled(None, "", None)
+        async with connection(self.pool) as conn:
+            cur = await conn.execute(
+                Q["star_subscription_of"],
+                {"id": int(number), "bot_id": update.bot_id, "telegram_user_id": update.sender_id},
+            )
+            row = await cur.fetchone()
+        if row is None:
+            return Cancelled(None, "", None)
+        title = str(row["title"] or "the channel")
+        if row["state"] == "canceled":
+            return Cancelled(int(row["id"]), title, row["renews_at"])
+        try:
+            await ctx.api.call(
+                ctx.token,
+                "editUserStarSubscription",
+                {
+                    "user_id": update.sender_id,
+                    "telegram_payment_charge_id": str(row["first_charge_id"]),
+                    "is_canceled": True,
+                },
+            )
+        except TelegramError as error:
+            if error.code >= 500 or error.code in (0, 429):
+                raise RetryLater(f"editUserStarSubscription: {error}") from None
+            return Cancelled(None, title, None, error.description)
+        return Cancelled(int(row["id"]), title, row["renews_at"])
+
+    async def apply(self, conn: Connection, visit: Visit, cancelled: Cancelled) -> list[Reply]:
+        update = visit.update
+        answer = Reply(
+            update.chat_key,
+            "answerCallbackQuery",
+            {"callback_query_id": str(update.body.get("id", ""))},
+        )
+        if cancelled.subscription_id is None:
+            why = "Telegram refused" if cancelled.refused else "No such subscription of yours"
+            return [answer, html_message(update.chat_key, f"{why}: nothing was changed.")]
+        await conn.execute(
+            Q["cancel_star_subscription"], {"id": cancelled.subscription_id, "now": visit.now}
+        )
+        until = ""
+        if cancelled.renews_at is not None:
+            until = f" to {cancelled.renews_at.astimezone(dt.UTC):%Y-%m-%d}"
+        text = (
+            f"Renewal cancelled: no more Stars are taken for <b>{escape_html(cancelled.title)}"
+            f"</b>. Your access runs{until}, as paid."
+        )
+        return [answer, html_message(update.chat_key, text)]
