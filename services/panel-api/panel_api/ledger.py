@@ -138,6 +138,11 @@ class Membership(msgspec.Struct):
     expires_at: dt.datetime
     grace_days: int
     updated_at: dt.datetime
+    # A Telegram Stars subscription behind it: Telegram renews it while `active`; `canceled`
+    # runs to `expires_at`; `failed`, Telegram could not take the Stars. None: no subscription.
+    stars_renewal: Literal["active", "canceled", "failed"] | None = None
+    # When Telegram charges next (the latest payment's subscription_expiration_date).
+    stars_renews_at: dt.datetime | None = None
 
 
 class MembershipEvent(msgspec.Struct):
@@ -450,6 +455,8 @@ class Ledger:
             "expires_at",
             "grace_days",
             "updated_at",
+            "stars_renewal",
+            "stars_renews_at",
         ]
         filters = _membership_filters(where)
         return self._csv(request, MEMBERSHIPS, where.sort, filters, columns, "memberships")
@@ -558,5 +565,10 @@ class Ledger:
 
     async def create_invoice(self, request: Request, caller: Caller) -> Response:
         body = await json_body(request, NewInvoice, limit=4096)
+        if body.gateway == "telegram_stars":
+            # Telegram's own invoice, which only the bot can send; there is no link to copy.
+            raise errors.InvalidValue(
+                "Stars invoices are sent by the bot", field="gateway", code="invalid"
+            )
         answer = await self.billing.ask("POST", "/internal/invoices", msgspec.to_builtins(body))
         return relayed(answer)

@@ -185,10 +185,21 @@ SELECT bp.bot_id, p.id AS person_id, p.telegram_user_id, p.username, p.first_nam
 -- memberships_list --
 SELECT m.person_id, p.telegram_user_id, json_build_object('username', p.username, 'first_name', p.first_name,
                          'last_name', p.last_name) AS person, m.channel_id, c.title AS channel_title, m.status,
-       m.expires_at, m.grace_days, m.updated_at
+       m.expires_at, m.grace_days, m.updated_at, ss.state AS stars_renewal,
+       ss.renews_at AS stars_renews_at
   FROM memberships m
   JOIN people p ON p.id = m.person_id
   JOIN channels c ON c.id = m.channel_id
+  -- The person's latest Stars subscription covering the channel, if any.
+  LEFT JOIN LATERAL (
+      SELECT s.state, s.renews_at
+        FROM star_subscriptions s
+        JOIN invoices i ON i.order_reference = s.invoice_payload
+       WHERE s.person_id = m.person_id
+         AND m.channel_id = ANY (coalesce(i.bundle_channel_ids, ARRAY[i.channel_id]))
+       ORDER BY s.id DESC
+       LIMIT 1
+  ) ss ON true
  WHERE (%(status)s::text IS NULL OR m.status = %(status)s)
    AND (%(channel_id)s::integer IS NULL OR m.channel_id = %(channel_id)s)
    AND (%(q)s::text IS NULL OR p.telegram_user_id::text = %(q)s

@@ -4,6 +4,7 @@ their history, deliveries that need the owner, each bot's visitors."""
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 import re
 from collections.abc import Iterator
@@ -26,6 +27,7 @@ from tests.conftest import (
     Served,
     panel_settings,
     serve_billing,
+    wait_until,
 )
 from tests.panel_api.e2e.conftest import call_as
 
@@ -306,3 +308,57 @@ def test_ledger__gateways_are_the_ones_billing_holds_keys_for(
 )
 def test_ledger__bad_filters_are_422(setup: Setup, path: str) -> None:
     assert setup.get(path).status_code == 422
+
+
+def test_ledger__a_stars_subscription_paid_shows_in_stars_with_its_renewal(
+    setup: Setup, database_url: str
+) -> None:
+    """A Stars payment as botedge records it: billing's loop applies it, and the panel shows
+    it in XTR (whole stars) beside the rest, with the subscription's renewal on the membership."""
+    bot, _, _ = insert_bot(database_url, 5550701, "polling")
+    channel = gateways.add_paid_channel(
+        database_url, chat_id=-1001000000701, currency="XTR", price_minor=250
+    )
+    with httpx.Client() as client:
+        made = gateways.create_invoice(client, setup.billing.url, 4343, channel, "telegram_stars")
+    renews = dt.datetime.now(dt.UTC).replace(microsecond=0) + dt.timedelta(days=30)
+    with psycopg.connect(database_url) as conn:
+        conn.execute(
+            "INSERT INTO telegram_payments (bot_id, person_id, invoice_payload, currency,"
+            " total_amount, telegram_payment_charge_id, is_recurring, is_first_recurring,"
+            " subscription_expiration_date, paid_at, received_at)"
+            " SELECT %s, id, %s, 'XTR', 250, 'stx-1', true, true, %s, now(), now()"
+            "   FROM people WHERE telegram_user_id = 4343",
+            (bot, made["order_reference"], renews),
+        )
+        conn.execute(
+            "INSERT INTO star_subscriptions (bot_id, person_id, invoice_payload,"
+            " first_charge_id, state, renews_at, changed_at)"
+            " SELECT %s, id, %s, 'stx-1', 'active', %s, now()"
+            "   FROM people WHERE telegram_user_id = 4343",
+            (bot, made["order_reference"], renews),
+        )
+        conn.execute("NOTIFY telegram_payments")
+    wait_until(lambda: setup.get("/v1/payments").json()["items"] != [], 30, "the payment applied")
+    [payment] = setup.get("/v1/payments").json()["items"]
+    assert (payment["gateway"], payment["amount"], payment["currency"], payment["applied"]) == (
+        "telegram_stars",
+        "250",
+        "XTR",
+        True,
+    )
+    [membership] = setup.get("/v1/memberships").json()["items"]
+    assert membership["status"] == "active"
+    assert (membership["stars_renewal"], membership["stars_renews_at"]) == (
+        "active",
+        renews.isoformat().replace("+00:00", "Z"),
+    )
+    revenue = setup.get("/v1/dashboard").json()["revenue"]
+    assert [(r["currency"], r["amount"]) for r in revenue] == [("XTR", "250")]
+    # Telegram's invoice is the bot's to send: the panel makes none.
+    refused = setup.post(
+        "/v1/invoices",
+        {"telegram_user_id": 4343, "channel_id": channel, "gateway": "telegram_stars"},
+    )
+    assert refused.status_code == 422
+    assert refused.json()["errors"] == [{"field": "gateway", "code": "invalid"}]

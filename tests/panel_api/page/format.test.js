@@ -10,7 +10,9 @@ test("money keeps the digits the API wrote: yen whole, dinars to three places", 
   assert.equal(formatMoney("en", "500", "JPY"), "¥500");
   assert.equal(formatMoney("en", "1.250", "KWD"), "KWD\u00a01.250");
   assert.equal(formatMoney("en", "12.50", "USD"), "$12.50");
-  assert.equal(formatMoney("en", "250", "XTR"), "XTR\u00a0250");
+  // Telegram Stars: whole stars with Telegram's star.
+  assert.equal(formatMoney("en", "2500", "XTR"), "2,500 ⭐");
+  assert.equal(formatMoney("fa", "250", "XTR"), "۲۵۰ ⭐");
 });
 
 test("money in USDT and TRX: the coin after the amount, up to six decimals, never a float", () => {

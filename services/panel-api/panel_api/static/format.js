@@ -24,6 +24,8 @@ const COINS = new Set(["USDT", "TRX"]);
 export function formatMoney(lang, amount, currency) {
   const code = String(currency).toUpperCase();
   const text = String(amount);
+  // Telegram Stars: whole stars, written with the star Telegram shows.
+  if (code === "XTR") return `${formatNumber(lang, text)} ⭐`;
   const digits = text.includes(".") ? text.length - text.indexOf(".") - 1 : 0;
   // Intl formats a decimal string exactly (no float on the way).
   const exact = /** @type {number} */ (/** @type {unknown} */ (text));

@@ -38,6 +38,9 @@ export async function memberships(url) {
       { label: "channel", value: (m) => m.channel_title },
       { label: "status", sort: "status", value: (m) => t(m.status) },
       { label: "expires", sort: "expires_at", value: (m) => when(m.expires_at) },
+      { label: "renewal", value: (m) => m.stars_renewal
+        ? t(`renewal.${m.stars_renewal}`, { when: m.stars_renews_at ? when(m.stars_renews_at) : "" })
+        : null },
     ],
     actions: (m) => [historyButton(m)],
   });
@@ -70,12 +73,14 @@ async function newInvoice() {
   /** @type {{ gateways: string[], titles: Record<string, string> } | null} */
   const offered = await call("GET", "/v1/gateways").catch(() => null);
   if (!offered) return words("p", "billingDown", { class: "empty", id: "no-gateways" });
-  if (!offered.gateways.length) return words("p", "noGateways", { class: "empty", id: "no-gateways" });
+  // Stars invoices are Telegram's, sent by the bot: not one to copy a link of.
+  const gateways = offered.gateways.filter((g) => g !== "telegram_stars");
+  if (!gateways.length) return words("p", "noGateways", { class: "empty", id: "no-gateways" });
   return formOf("new-invoice", [
     { name: "telegram_user_id", label: "telegramUser", required: true, ltr: true },
     { name: "plan", label: "plan", choices: onSale.map((p) => ({
       value: `${p.channel_id}:${p.id}`, text: `${p.channel_title} · ${p.name} (${money(p.price, p.currency)})` })) },
-    { name: "gateway", label: "gateway", choices: offered.gateways.map((g) => ({ value: g, text: offered.titles[g] ?? g })) },
+    { name: "gateway", label: "gateway", choices: gateways.map((g) => ({ value: g, text: offered.titles[g] ?? g })) },
   ], "makeInvoice", async (v) => {
     const [channel, plan] = v.plan.split(":").map(Number);
     const made = await call("POST", "/v1/invoices", {
@@ -119,7 +124,7 @@ export async function payments(url) {
     ],
     columns: [
       { label: "person", value: (p) => person(p) },
-      { label: "gateway", sort: "gateway", value: (p) => p.gateway },
+      { label: "gateway", sort: "gateway", value: (p) => p.gateway === "telegram_stars" ? t("telegramStars") : p.gateway },
       { label: "reference", value: (p) => element("code", { dir: "ltr", text: p.order_reference }) },
       { label: "amount", sort: "amount_minor", value: (p) => money(p.amount, p.currency) },
       { label: "applied", value: (p) => t(p.applied ? "yes" : "no") + (p.flag ? ` (${t(p.flag)})` : "") },
