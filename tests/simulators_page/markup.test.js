@@ -31,6 +31,7 @@ test("a stray closing tag is dropped and an unclosed one ends with the text", ()
 test("t.me links: a bot's start link, an invite link, a public chat, anything else", () => {
   assert.deepEqual(linkTarget("https://t.me/sim1_bot?start=pay_3"), { kind: "start", name: "sim1_bot", code: "pay_3" });
   assert.deepEqual(linkTarget("https://t.me/+sim123x4"), { kind: "invite", url: "https://t.me/+sim123x4" });
+  assert.deepEqual(linkTarget("https://t.me/$AbC-12_x"), { kind: "invoice", url: "https://t.me/$AbC-12_x" });
   assert.deepEqual(linkTarget("https://t.me/demo_news"), { kind: "chat", name: "demo_news" });
   assert.deepEqual(linkTarget("http://127.0.0.1:8083/checkout/stripe/gh_x"), { kind: "web", url: "http://127.0.0.1:8083/checkout/stripe/gh_x" });
   assert.deepEqual(linkTarget("not a url"), { kind: "web", url: "not a url" });

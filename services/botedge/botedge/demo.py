@@ -63,6 +63,7 @@ def main() -> int:
         conn.execute(q["demo_manager"], {"bot_id": bot["id"], "chat_id": PAID[0]})
         conn.execute(q["demo_paid"], {"chat_id": PAID[0]})
         conn.execute(q["demo_yearly"], {"chat_id": PAID[0]})
+        conn.execute(q["demo_stars"], {"chat_id": PAID[0]})
         paid = conn.execute(q["channel_by_chat"], {"chat_id": PAID[0]}).fetchone()
         club = conn.execute(q["channel_by_chat"], {"chat_id": CLUB[0]}).fetchone()
         content = conn.execute(q["demo_content"], {"bot_id": bot["id"]}).fetchone()

@@ -649,6 +649,13 @@ INSERT INTO coupons (code, percent_off, plan_ids, customers, per_person, created
 SELECT 'WELCOME20', 20, ARRAY[id], 'new', 1, now() FROM year
 ON CONFLICT (upper(code)) DO NOTHING;
 
+-- demo_stars --
+-- A month in Telegram Stars beside them: 250 Stars, which Telegram renews every 30 days.
+INSERT INTO plans (channel_id, name, price_minor, currency, period_days, grace_days, position)
+SELECT id, 'Monthly in Stars', 250, 'XTR', 30, 3, 2 FROM channels
+ WHERE telegram_chat_id = %(chat_id)s
+ON CONFLICT (channel_id, lower(name)) WHERE active DO NOTHING;
+
 -- admission_of --
 -- A paid channel's admission as the bot sees it: is the person entitled (an active or grace
 -- membership, or whitelisted), may the bot write to them, and the bot's name for the pay link.

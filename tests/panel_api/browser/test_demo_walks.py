@@ -210,6 +210,32 @@ def pay_in_the_wallet(page: Page, demo: Demo, kind: str, to: str, amount: str) -
     return hash_text
 
 
+def walk_a_stars_subscriber(page: Page, demo: Demo) -> None:
+    """Subscribes in Telegram Stars through the invoice link, joins, then cancels the
+    renewal: access stays to the end of the month paid."""
+    new_person(page, demo, "Stars subscriber")
+    say(page, "/start")
+    from_bot(page, "Demo paid channel").get_by_role("button", name=re.compile("Demo paid")).click()
+    plans = from_bot(page, "Choose a plan")
+    plans.get_by_role("button", name=re.compile("^Monthly in Stars")).click()
+    from_bot(page, "(Monthly in Stars)").get_by_role(
+        "button", name="Subscribe: 250 ⭐ every 30 days"
+    ).click()
+    # Telegram's payment form: the bot accepts the pre-checkout, the Stars are taken.
+    from_bot(page, "every 30 days: Telegram renews it").get_by_role(
+        "button", name="Subscribe for 250 ⭐"
+    ).click()
+    expect(page.locator("#messages li.mine").last).to_contain_text("You paid 250 ⭐.")
+    invite = from_bot(page, "access to Demo paid channel is open")
+    invite.get_by_role("button").first.click()
+    expect(channel(page, "Demo paid channel")).to_contain_text("member")
+    shot(page, "subscriber-stars")
+    subscribed = from_bot(page, "Subscribed to Demo paid channel")
+    subscribed.get_by_role("button", name="Cancel renewal").click()
+    from_bot(page, "Renewal cancelled: no more Stars are taken for Demo paid channel")
+    shot(page, "subscriber-stars-cancelled")
+
+
 def walk_an_advertiser(page: Page, browser: Browser, demo: Demo) -> None:
     """Books the slot, the owner approves it, pays in USDT and then the rest in TRX."""
     new_person(page, demo, "Advertiser")
@@ -271,7 +297,7 @@ def walk_the_owner(page: Page, demo: Demo) -> None:
     expect(page.locator("#who")).to_contain_text("owner@example.com")
     # The advertiser's USDT and TRX are revenue beside the card payments.
     legend = page.locator("figure:has(#revenue) .legend")
-    for coin in ("USD:", "USDT:", "TRX:"):
+    for coin in ("USD:", "USDT:", "TRX:", "XTR: 250 ⭐"):
         expect(legend).to_contain_text(coin)
     shot(page, "owner-dashboard")
     page.goto(f"{demo.url('panel-api')}/payments?q=Payer")
@@ -291,6 +317,11 @@ def walk_the_owner(page: Page, demo: Demo) -> None:
     expect(used).to_contain_text("Yearly with a coupon")
     expect(used).to_contain_text("$10.00")
     shot(page, "owner-coupon-uses")
+    # The Stars subscriber's membership runs on, its renewal cancelled.
+    page.goto(f"{demo.url('panel-api')}/memberships?q=Stars")
+    stars = page.locator("#memberships tbody tr", has_text="Stars subscriber")
+    expect(stars).to_contain_text("Stars, cancelled")
+    shot(page, "owner-memberships-stars")
 
 
 def planned_events(month: Plan) -> list[tuple[dt.timedelta, str]]:
@@ -394,6 +425,8 @@ def test_walks__the_demo_month_as_planned_then_a_visitor_subscribers_advertiser_
             walk_a_subscriber(page, demo, gateway, decline_first=gateway != "subgate")
     with fresh_page(browser, 390, 844) as phone:
         walk_a_yearly_subscriber_with_a_coupon(phone, demo)
+    with fresh_page(browser, 390, 844) as phone:
+        walk_a_stars_subscriber(phone, demo)
     with fresh_page(browser) as page:
         walk_an_advertiser(page, browser, demo)
     with fresh_page(browser) as page:

@@ -276,6 +276,9 @@ async def _press_labelled(world: World, bot: Bot, user_id: int, body: dict[str, 
     if found is None:
         return JSONResponse({"error": f"no button {label!r} from that bot"}, 404)
     message, button = found
+    if button.get("pay"):
+        # Telegram's Pay under an invoice: `/_sim/pay` with this message id pays it.
+        return JSONResponse({"invoice_message_id": message["message_id"]})
     if "callback_data" in button:
         return JSONResponse(_callback(world, bot, user_id, message, button["callback_data"]))
     return _follow(world, user_id, str(button.get("url", "")))
@@ -323,14 +326,16 @@ def _buttons(message: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def link_target(url: str) -> tuple[str, str, str]:
-    """What a link opens in Telegram: ("invite", url, ""), ("start", bot, code),
-    ("chat", username, "") or ("web", url, "")."""
+    """What a link opens in Telegram: ("invite", url, ""), ("invoice", url, ""), ("start",
+    bot, code), ("chat", username, "") or ("web", url, "")."""
     parts = urlsplit(url)
     if parts.scheme != "https" or parts.hostname != "t.me":
         return ("web", url, "")
     path = unquote(parts.path[1:])
     if path.startswith(("+", "joinchat/")):
         return ("invite", url, "")
+    if path.startswith("$"):
+        return ("invoice", url, "")
     name = path.split("/")[0]
     start = parse_qs(parts.query).get("start")
     if start:

@@ -241,6 +241,10 @@ def _find(world: World, bot: Bot, body: dict[str, Any]) -> StarInvoice | None:
     if body.get("link"):
         found = stars.links.get(str(body["link"]).rsplit("$", 1)[-1])
         found = found if found is not None and found.bot_id == bot.id else None
+    elif body.get("message_id") and body.get("user_id"):
+        # Telegram's Pay button under an invoice in the person's chat.
+        found = stars.sent.get((int(body["user_id"]), int(body["message_id"])))
+        found = found if found is not None and found.bot_id == bot.id else None
     else:
         payload = str(body.get("payload") or "")
         sent = [i for i in stars.sent.values() if i.bot_id == bot.id and i.payload == payload]
@@ -313,8 +317,8 @@ def _charge(
 
 
 async def control_pay(request: Request) -> Response:
-    """`{bot_id | bot_username | token, user_id, payload | link, total_amount?}`: the person
-    pays (see `_find` for `total_amount`). The bot is
+    """`{bot_id | bot_username | token, user_id, payload | link | message_id, total_amount?}`:
+    the person pays (see `_find`). The bot is
     sent a `pre_checkout_query`; an `ok: true` within 10 s takes the Stars and sends the
     `successful_payment`; a refusal or no answer fails the payment, as in Telegram."""
     world: World = request.app.state.world

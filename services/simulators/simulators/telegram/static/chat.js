@@ -8,9 +8,11 @@ import { linkTarget, parseHtml } from "./markup.js";
  * @typedef {import("./markup.js").Part} Part
  * @typedef {{ id: number, first_name: string, username?: string }} User
  * @typedef {{ id: number, type: string, title?: string, username?: string, status: string, requested: boolean }} Channel
- * @typedef {{ text: string, url?: string, callback_data?: string }} Button
+ * @typedef {{ text: string, url?: string, callback_data?: string, pay?: boolean }} Button
+ * @typedef {{ title: string, description: string, currency: string, total_amount: number }} Invoice
  * @typedef {{ message_id: number, date: number, text?: string, caption?: string,
- *   photo?: Array<{ file_id: string }>, reply_markup?: { inline_keyboard?: Button[][] } }} Message
+ *   photo?: Array<{ file_id: string }>, invoice?: Invoice, successful_payment?: { total_amount: number },
+ *   reply_markup?: { inline_keyboard?: Button[][] } }} Message
  * @typedef {{ message: Message, mine: boolean, html: boolean }} Shown
  * @typedef {{ revision: number, messages: Shown[], channels: Channel[], notices: string[],
  *   people: User[], bots: User[] }} View
@@ -139,6 +141,10 @@ function keyboard(message) {
         node.classList.add("url");
         node.title = url;
         node.addEventListener("click", () => void attempt(() => open(url)));
+      } else if (button.pay) {
+        // Telegram's Pay button under an invoice: the payment form, paid at once.
+        node.classList.add("url");
+        node.addEventListener("click", () => void attempt(() => pay({ message_id: message.message_id })));
       } else if (data !== undefined) {
         node.addEventListener("click", () => void attempt(() => call("/_sim/press", {
           bot_id: state.bot, user_id: state.person, message_id: message.message_id, data,
@@ -169,6 +175,16 @@ function messageItem(shown) {
       if (list.lastElementChild === item) list.scrollTop = list.scrollHeight;
     });
     item.append(picture);
+  }
+  if (message.invoice) {
+    const { title, description, total_amount: amount } = message.invoice;
+    item.append(element("div", { class: "invoice" },
+      element("strong", { text: title }),
+      element("p", { class: "text", dir: "auto", text: description }),
+      element("p", { class: "price", text: `${amount} ⭐` })));
+  }
+  if (message.successful_payment) {
+    item.append(element("p", { class: "text", text: `You paid ${message.successful_payment.total_amount} ⭐.` }));
   }
   const text = message.text ?? message.caption;
   if (text) {
@@ -264,6 +280,10 @@ async function open(url) {
     window.open(target.url, "_blank", "noopener");
     return;
   }
+  if (target.kind === "invoice") {
+    await pay({ link: target.url });
+    return;
+  }
   if (target.kind === "invite") {
     const answer = await call("/_sim/join", { user_id: state.person, invite_link: target.url });
     notice(answer.requested ? "Join request sent: the channel's admins decide." : "You joined the channel.");
@@ -279,6 +299,19 @@ async function open(url) {
   if (!channel) throw new Error(`Nobody is called @${target.name} in the simulated Telegram.`);
   await call("/_sim/join", { chat_id: channel.id, user_id: state.person });
   notice(`You joined ${channel.title ?? channel.username}.`);
+}
+
+/**
+ * Pays an invoice with Stars as Telegram's form would: the bot has 10 s to accept the
+ * pre-checkout; the chat says what came of it.
+ * @param {{ link?: string, message_id?: number }} which
+ */
+async function pay(which) {
+  if (!state.bot) throw new Error("Pick a bot first.");
+  notice("Paying with Stars…");
+  const answer = await call("/_sim/pay", { bot_id: state.bot, user_id: state.person, ...which });
+  if (answer.ok) notice(`Paid ${answer.successful_payment.total_amount} ⭐.`);
+  else notice(answer.error_message ? `Payment refused: ${answer.error_message}` : "The bot did not answer in time: nothing was paid.");
 }
 
 /** @param {string} text */

@@ -57,6 +57,7 @@ export function parseHtml(html) {
  * @param {string} url
  * @returns {{ kind: "start", name: string, code: string }
  *   | { kind: "invite", url: string }
+ *   | { kind: "invoice", url: string }
  *   | { kind: "chat", name: string }
  *   | { kind: "web", url: string }}
  */
@@ -70,6 +71,8 @@ export function linkTarget(url) {
   if (parsed.protocol !== "https:" || parsed.hostname !== "t.me") return { kind: "web", url };
   const path = decodeURIComponent(parsed.pathname.slice(1));
   if (path.startsWith("+") || path.startsWith("joinchat/")) return { kind: "invite", url };
+  // An invoice link (createInvoiceLink): paying it opens Telegram's payment form.
+  if (path.startsWith("$")) return { kind: "invoice", url };
   const name = path.split("/")[0];
   const start = parsed.searchParams.get("start");
   if (start !== null) return { kind: "start", name, code: start };
