@@ -94,9 +94,11 @@ class PlanOffer:
 
     def price(self) -> str:
         days = "1 day" if self.period_days == 1 else f"{self.period_days} days"
-        return (
-            f"free for {days}, once" if self.trial else f"{self.amount} {self.currency} for {days}"
-        )
+        if self.trial:
+            return f"free for {days}, once"
+        # Telegram writes Stars with its star.
+        money = f"{self.amount} ⭐" if self.currency == "XTR" else f"{self.amount} {self.currency}"
+        return f"{money} for {days}"
 
 
 @dataclass(frozen=True)

@@ -135,7 +135,7 @@ def test_stars__subscribe_pay_invite_renew_extended_then_renewal_cancelled(stars
     edge.start_worker()
     stars.offer()
     [offer] = stars.sent()
-    assert offer["text"] == "<b>Paid</b>: 250 XTR for 30 days.\nChoose how to pay:"
+    assert offer["text"] == "<b>Paid</b>: 250 ⭐ for 30 days.\nChoose how to pay:"
     rows = edge.query("SELECT payload FROM outbox WHERE method = 'sendMessage'")
     labels = [b["text"] for row in rows[0][0]["reply_markup"]["inline_keyboard"] for b in row]
     assert labels == ["Pay 250 ⭐ once", "Subscribe: 250 ⭐ every 30 days"]
@@ -431,3 +431,35 @@ def test_stars__pre_checkout_answered_at_intake_with_ten_thousand_updates_waitin
     assert edge.query(
         "SELECT count(*) FROM inbox WHERE payload->'message' ? 'successful_payment'"
     ) == [(1,)]
+
+
+def test_stars__telegrams_subscription_update_records_the_renewal_state_and_no_webhook(
+    stars: Stars,
+) -> None:
+    edge = stars.edge
+    edge.start_worker()
+    paid, _ = stars.subscribe()
+    payload = paid["successful_payment"]["invoice_payload"]
+    for state in ("failed", "active", "canceled"):
+        edge.sim_post(
+            "/_sim/updates",
+            {
+                "bot_id": BOT,
+                "update": {
+                    "subscription": {
+                        "user": {"id": BUYER, "is_bot": False, "first_name": "B"},
+                        "invoice_payload": payload,
+                        "state": state,
+                    }
+                },
+            },
+        )
+        edge.wait_until(
+            lambda state=state: edge.query("SELECT state FROM star_subscriptions") == [(state,)],
+            30,
+            f"the subscription {state}",
+        )
+    # Stars have no webhook: Telegram tells the bot, never billing.
+    hook = HTTP.post(f"{stars.billing.url}/v1/webhooks/payments/telegram_stars", json={})
+    assert hook.status_code == 404
+    assert hook.json()["type"] == "/problems/unknown-gateway"

@@ -157,7 +157,7 @@ def walk_a_subscriber(page: Page, demo: Demo, gateway: str, decline_first: bool 
 def checkout(page: Page, gateway: str, press: str) -> None:
     """From the newest offer: the monthly plan, the gateway, its pay button, and `press` on
     the checkout page."""
-    from_bot(page, "Choose a plan").get_by_role("button", name=re.compile("^Monthly")).click()
+    from_bot(page, "Choose a plan").get_by_role("button", name=re.compile("^Monthly:")).click()
     offer = from_bot(page, "Pay with")
     offer.get_by_role("button", name=re.compile(f"Pay with .*{gateway}", re.IGNORECASE)).click()
     pay_at_the_checkout(page, "5.00 USD", press)
