@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 UV_LOUD := $(BIN)/uv pip install --compile-bytecode --python $(BIN)/python
 UV     := $(UV_LOUD) --quiet
 
-.PHONY: run test test-fast check lint typecheck page pytest migrate loadtest bench-webhooks bench-claim bench-login bench-gate bench-sweep bench-stats clean
+.PHONY: run test test-fast check lint typecheck page pytest migrate loadtest bench-webhooks bench-claim bench-login bench-gate bench-sweep bench-stats bench-precheckout clean
 
 # The first time, it says what it does and how far it got (uv prints each stage's count).
 $(STAMP): pyproject.toml services/simulators/pyproject.toml
@@ -93,6 +93,9 @@ bench-gate: $(STAMP)
 
 bench-sweep: $(STAMP)
 	$(BIN)/python loadtest/bench_sweep.py $(BENCH_ARGS)
+
+bench-precheckout: $(STAMP)
+	$(BIN)/python loadtest/bench_precheckout.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .data .mypy_cache .pytest_cache .ruff_cache node_modules

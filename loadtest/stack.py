@@ -137,10 +137,11 @@ def stack(
     worker_env: dict[str, str] | None = None,
     sim_env: dict[str, str] | None = None,
     database_url: str | None = None,
+    billing: bool = False,
 ) -> Iterator[Stack]:
     """Everything up, panel-api's owner seeded; stopped (and PostgreSQL removed) on exit.
     `database_url`: a migrated database to use instead of a throwaway server (its CPU is then
-    not measured)."""
+    not measured). `billing`: billing too, before botedge, which asks it."""
     with ExitStack() as exits:
         if database_url is None:
             url, postmaster = exits.enter_context(database({"max_connections": "300"}))
@@ -164,6 +165,8 @@ def stack(
         exits.callback(running.stop)
         sim = running.start("telegram", "simulators.telegram", **(sim_env or {}))
         running.env["TELEGRAM_API_BASE"] = sim.url
+        if billing:
+            running.env["BILLING_URL"] = running.start("billing", "billing").url
         api_port = free_port()
         # Where Telegram delivers the bots' updates: the api itself.
         running.env["PUBLIC_BASE_URL"] = f"http://127.0.0.1:{api_port}"
