@@ -18,7 +18,6 @@ import math
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -31,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "loadtest"))
 
-from stack import stack  # noqa: E402
+from stack import add_bot, stack  # noqa: E402
 
 TELEGRAM_BOT_ID = 7000001
 TOKEN = f"{TELEGRAM_BOT_ID}:AA" + "b" * 33
@@ -39,15 +38,7 @@ CHANNELS = (-1007000000001, -1007000000002)
 
 
 def setup(url: str, sim: str, env: dict[str, str]) -> None:
-    added = subprocess.run(
-        [sys.executable, "-m", "botedge", "add-bot", "--mode", "polling"],
-        env={**env, "BOT_TOKEN": TOKEN},
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if added.returncode != 0:
-        raise SystemExit(f"add-bot failed: {added.stderr[-500:]}")
+    add_bot(env, TOKEN, "polling")
     for chat in CHANNELS:
         httpx.post(
             f"{sim}/_sim/chats",

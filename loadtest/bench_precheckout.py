@@ -18,7 +18,6 @@ import argparse
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -30,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "loadtest"))
 
-from stack import stack  # noqa: E402
+from stack import add_bot, stack  # noqa: E402
 
 TELEGRAM_BOT_ID = 7000002
 TOKEN = f"{TELEGRAM_BOT_ID}:AA" + "c" * 33
@@ -39,15 +38,7 @@ PEOPLE = 2_000
 
 
 def setup(url: str, env: dict[str, str]) -> int:
-    added = subprocess.run(
-        [sys.executable, "-m", "botedge", "add-bot", "--mode", "webhook"],
-        env={**env, "BOT_TOKEN": TOKEN},
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if added.returncode != 0:
-        raise SystemExit(f"add-bot failed: {added.stderr[-500:]}")
+    add_bot(env, TOKEN, "webhook")
     with psycopg.connect(url) as conn:
         row = conn.execute(
             "WITH c AS (INSERT INTO channels (telegram_chat_id, title, is_paid)"

@@ -187,6 +187,20 @@ def stack(
         yield running
 
 
+def add_bot(env: dict[str, str], token: str, mode: str) -> None:
+    """A bot added as an owner would (`python -m botedge add-bot`), in `polling` or `webhook`
+    mode."""
+    added = subprocess.run(
+        [sys.executable, "-m", "botedge", "add-bot", "--mode", mode],
+        env={**env, "BOT_TOKEN": token},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if added.returncode != 0:
+        raise SystemExit(f"add-bot failed: {added.stderr[-500:]}")
+
+
 def _stat(pid: int) -> list[str]:
     text = Path(f"/proc/{pid}/stat").read_text()
     # The command name is in parentheses and may hold spaces: split after it.

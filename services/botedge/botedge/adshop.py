@@ -31,6 +31,7 @@ from botedge.handlers import (
     Routes,
     Step,
     Visit,
+    callback_answer,
     default_reply,
     end_step,
     html_message,
@@ -163,13 +164,6 @@ def preview(slot: dict[str, Any], ad: dict[str, Any]) -> str:
     )
 
 
-def _answer(update: InboxRow, note: str | None = None) -> Reply:
-    payload: dict[str, Any] = {"callback_query_id": str(update.body.get("id", ""))}
-    if note:
-        payload["text"] = note
-    return Reply(update.chat_key, "answerCallbackQuery", payload)
-
-
 def _buttons(*rows: tuple[str, str]) -> dict[str, Any]:
     return {
         "inline_keyboard": [[{"text": text[:64], "callback_data": data}] for text, data in rows]
@@ -221,7 +215,7 @@ class _Press(_Quiet):
     async def apply(self, conn: Connection, visit: Visit, prepared: None) -> list[Reply]:
         update = visit.update
         if visit.person_id is None:
-            return [_answer(update)]
+            return [callback_answer(update)]
         what, _, value = visit.arg.partition(":")
         number = int(value) if value.isascii() and value.isdigit() and len(value) < 10 else 0
         if what == "slot":
@@ -229,25 +223,25 @@ class _Press(_Quiet):
         if what == "cancel":
             await end_step(conn, visit)
             return [
-                _answer(update, "Cancelled"),
+                callback_answer(update, "Cancelled"),
                 html_message(update.chat_key, "Booking cancelled."),
             ]
         step = await read_step(conn, visit)
         if step is not None and step.expired:
             await end_step(conn, visit)
-            return [_answer(update), html_message(update.chat_key, EXPIRED)]
+            return [callback_answer(update), html_message(update.chat_key, EXPIRED)]
         if what == "confirm":
             return await self._confirm(conn, visit, step)
         if what == "order":
             return await self._order(conn, visit, step, number)
-        return [_answer(update)]
+        return [callback_answer(update)]
 
     async def _slot(self, conn: Connection, visit: Visit, slot_id: int) -> list[Reply]:
         update = visit.update
         cur = await conn.execute(Q["shop_slot"], {"id": slot_id, "bot_id": update.bot_id})
         row = await cur.fetchone()
         if row is None:
-            return [_answer(update, "That slot is no longer on sale.")]
+            return [callback_answer(update, "That slot is no longer on sale.")]
         slot = Slot.from_row(row)
         data = {
             "slot_id": slot.id,
@@ -262,13 +256,13 @@ class _Press(_Quiet):
             f"Booking <b>{escape_html(slot.title)}</b> for {usdt(slot.price_micros)}, "
             f"paid in {slot.coins}.\n\n{SEND_AD}"
         )
-        return [_answer(update), html_message(update.chat_key, text, _buttons(CANCEL))]
+        return [callback_answer(update), html_message(update.chat_key, text, _buttons(CANCEL))]
 
     async def _confirm(self, conn: Connection, visit: Visit, step: Step | None) -> list[Reply]:
         update = visit.update
         if step is None or step.name != "confirm":
             note = SEND_AD if step is not None and step.name == "ad" else "Nothing to confirm."
-            return [_answer(update, note[:200])]
+            return [callback_answer(update, note[:200])]
         data = step.data
         cur = await conn.execute(
             Q["insert_ad_order"],
@@ -288,26 +282,29 @@ class _Press(_Quiet):
         await end_step(conn, visit)
         if row is None:
             text = "That slot is no longer on sale, so nothing was booked. See /ads for others."
-            return [_answer(update), html_message(update.chat_key, text)]
+            return [callback_answer(update), html_message(update.chat_key, text)]
         text = (
             f"Order #{row['id']} is with the owner for review. Once it is approved, you will "
             "get the address and the amount to pay here."
         )
-        return [_answer(update, "Sent for review"), html_message(update.chat_key, text)]
+        return [callback_answer(update, "Sent for review"), html_message(update.chat_key, text)]
 
     async def _order(
         self, conn: Connection, visit: Visit, step: Step | None, order_id: int
     ) -> list[Reply]:
         update = visit.update
         if step is None or step.name != "which_order":
-            return [_answer(update, "Send the transaction hash again.")]
+            return [callback_answer(update, "Send the transaction hash again.")]
         orders = await _awaiting(conn, visit)
         chosen = next((o for o in orders if int(o["id"]) == order_id), None)
         await end_step(conn, visit)
         if chosen is None:
             text = "That order is no longer waiting for payment."
-            return [_answer(update), html_message(update.chat_key, text)]
-        return [_answer(update), await _claim(conn, visit, str(step.data["tx_hash"]), chosen)]
+            return [callback_answer(update), html_message(update.chat_key, text)]
+        return [
+            callback_answer(update),
+            await _claim(conn, visit, str(step.data["tx_hash"]), chosen),
+        ]
 
 
 async def _awaiting(conn: Connection, visit: Visit) -> list[dict[str, Any]]:

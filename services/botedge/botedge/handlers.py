@@ -135,6 +135,14 @@ def start_payload(message: dict[str, Any]) -> str | None:
     return command[1]
 
 
+def callback_answer(update: InboxRow, note: str | None = None) -> Reply:
+    """The answer to a button's press, with a note Telegram shows over the chat."""
+    payload: dict[str, Any] = {"callback_query_id": str(update.body.get("id", ""))}
+    if note:
+        payload["text"] = note
+    return Reply(update.chat_key, "answerCallbackQuery", payload)
+
+
 def html_message(chat_id: ChatId, text: str, markup: dict[str, Any] | None = None) -> Reply:
     """A message in HTML (what people wrote escaped by the caller), with its buttons."""
     payload: dict[str, Any] = {"chat_id": chat_id, "text": text, "parse_mode": "HTML"}
@@ -289,13 +297,7 @@ class BotLogic:
                 return []
             return await default_reply(conn, update.bot_id, body)
         if update.kind == "callback_query":
-            return [
-                Reply(
-                    update.chat_key,
-                    "answerCallbackQuery",
-                    {"callback_query_id": str(body.get("id", ""))},
-                )
-            ]
+            return [callback_answer(update)]
         if update.kind == "my_chat_member":
             return await self._my_chat_member(conn, update, body)
         return []

@@ -25,6 +25,7 @@ from botedge.handlers import (
     RetryLater,
     Routes,
     Visit,
+    callback_answer,
     end_step,
     html_message,
     set_step,
@@ -32,7 +33,7 @@ from botedge.handlers import (
 from botedge.ids import ChatId
 from botedge.inbox_store import InboxRow
 from botedge.outbox_store import Reply
-from botedge.telegram import KEEPALIVE_SECONDS, TelegramError
+from botedge.telegram import KEEPALIVE_SECONDS, ServerError, TelegramError, TooManyRequests
 from botedge.text import escape_html
 from shared.db import Connection
 from shared.settings import Secret
@@ -491,16 +492,13 @@ def _edited(
     """A press answered, and the message pressed edited to show `text` (sent anew when the
     message is not there to edit)."""
     chat_id = update.chat_key
-    answer: dict[str, Any] = {"callback_query_id": str(update.body.get("id", ""))}
-    if notice:
-        answer["text"] = notice
     payload: dict[str, Any] = {
         "chat_id": chat_id,
         "text": text,
         "parse_mode": "HTML",
         "reply_markup": markup or {"inline_keyboard": []},
     }
-    replies = [Reply(chat_id, "answerCallbackQuery", answer)]
+    replies = [callback_answer(update, notice)]
     message_id = (update.body.get("message") or {}).get("message_id")
     if isinstance(message_id, int):
         replies.append(Reply(chat_id, "editMessageText", {**payload, "message_id": message_id}))
@@ -626,9 +624,9 @@ class _Subscribe:
             link = await ctx.api.call(
                 ctx.token, "createInvoiceLink", stars_link_params(offer, plan, invoice)
             )
+        except (ServerError, TooManyRequests) as error:
+            raise RetryLater(f"createInvoiceLink: {error}", error.retry_after or 0.0) from None
         except TelegramError as error:
-            if error.code >= 500 or error.code in (0, 429):
-                raise RetryLater(f"createInvoiceLink: {error}") from None
             log.warning("createInvoiceLink refused: %s", error)
             return Subscribing(offer, plan, "gateway_off")
         return Subscribing(offer, plan, str(link), invoice)
@@ -663,11 +661,7 @@ class _CouponPress:
 
     async def apply(self, conn: Connection, visit: Visit, prepared: None) -> list[Reply]:
         update = visit.update
-        answer = Reply(
-            update.chat_key,
-            "answerCallbackQuery",
-            {"callback_query_id": str(update.body.get("id", ""))},
-        )
+        answer = callback_answer(update)
         if visit.person_id is None:
             return [answer]
         if visit.arg == "cancel":

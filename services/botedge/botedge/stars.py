@@ -19,12 +19,12 @@ from typing import Any
 
 from botedge import sqlq
 from botedge.db import connection
-from botedge.handlers import Context, RetryLater, Routes, Visit, html_message
+from botedge.handlers import Context, RetryLater, Routes, Visit, callback_answer, html_message
 from botedge.inbox_store import InboxRow
 from botedge.metrics import PRE_CHECKOUT_SECONDS, PRE_CHECKOUTS
 from botedge.outbox_store import Reply
 from botedge.pay import BillingClient
-from botedge.telegram import BotApi, TelegramError
+from botedge.telegram import BotApi, ServerError, TelegramError, TooManyRequests
 from botedge.text import escape_html
 from botedge.updates import Incoming
 from shared.db import Connection, Pool
@@ -269,19 +269,17 @@ class _CancelPress:
                     "is_canceled": True,
                 },
             )
+        except (ServerError, TooManyRequests) as error:
+            raise RetryLater(
+                f"editUserStarSubscription: {error}", error.retry_after or 0.0
+            ) from None
         except TelegramError as error:
-            if error.code >= 500 or error.code in (0, 429):
-                raise RetryLater(f"editUserStarSubscription: {error}") from None
             return Cancelled(None, title, None, error.description)
         return Cancelled(int(row["id"]), title, row["renews_at"])
 
     async def apply(self, conn: Connection, visit: Visit, cancelled: Cancelled) -> list[Reply]:
         update = visit.update
-        answer = Reply(
-            update.chat_key,
-            "answerCallbackQuery",
-            {"callback_query_id": str(update.body.get("id", ""))},
-        )
+        answer = callback_answer(update)
         if cancelled.subscription_id is None:
             why = "Telegram refused" if cancelled.refused else "No such subscription of yours"
             return [answer, html_message(update.chat_key, f"{why}: nothing was changed.")]

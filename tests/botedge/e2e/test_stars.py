@@ -218,12 +218,7 @@ def test_stars__a_cancelled_subscription_runs_to_its_end_then_grace_and_removal(
     assert now is not None and now[0] == "active"
 
     # The period runs out: grace, and the reminder says no renewal is coming.
-    past = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=1)
-    edge.query(
-        "UPDATE memberships SET expires_at = %s, next_check_at = %s RETURNING person_id",
-        past,
-        past,
-    )
+    lapse(stars, dt.timedelta(minutes=1))
     assert sweep(stars)["to_grace"] == 1
     edge.wait_until(
         lambda: any("none is coming" in (s["text"] or "") for s in stars.sent()),
@@ -236,12 +231,7 @@ def test_stars__a_cancelled_subscription_runs_to_its_end_then_grace_and_removal(
         "Renew within 3 days to stay."
     )
     # Grace runs out: removed, as any membership.
-    long_past = dt.datetime.now(dt.UTC) - dt.timedelta(days=5)
-    edge.query(
-        "UPDATE memberships SET expires_at = %s, next_check_at = %s RETURNING person_id",
-        long_past,
-        long_past,
-    )
+    long_past = lapse(stars, dt.timedelta(days=5))
     assert sweep(stars)["to_expired"] == 1
     edge.wait_until(
         lambda: edge.query("SELECT is_member FROM channel_members") == [(False,)], 30, "removed"
@@ -254,6 +244,17 @@ def test_stars__a_cancelled_subscription_runs_to_its_end_then_grace_and_removal(
         30,
         "the removal said",
     )
+
+
+def lapse(stars: Stars, ago: dt.timedelta) -> dt.datetime:
+    """The membership's period made to have ended `ago`, due for the sweep; that end."""
+    ended = dt.datetime.now(dt.UTC) - ago
+    stars.edge.query(
+        "UPDATE memberships SET expires_at = %s, next_check_at = %s RETURNING person_id",
+        ended,
+        ended,
+    )
+    return ended
 
 
 def sweep(stars: Stars) -> dict[str, Any]:
