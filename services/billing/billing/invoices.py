@@ -62,14 +62,21 @@ async def create_invoice(
     now: dt.datetime,
     enabled: Collection[str],
 ) -> Invoice:
-    """An invoice at the plan asked for, or at the channel's default plan, less the coupon's
-    discount. A coupon is redeemed under its row's lock, so its total is a count taken there;
+    """An invoice at the plan asked for, or at the channel's default plan (for Stars, its plan
+    in Stars), less the coupon's discount. A coupon is redeemed under its row's lock, so its total is a count taken there;
     a refused one writes nothing."""
     async with conn.transaction():
-        cur = await conn.execute(Q["invoice_plan"], {"channel_id": channel_id, "plan_id": plan_id})
+        # Without a plan asked for, Stars are priced from the channel's plan in Stars.
+        currency = STARS_CURRENCY if gateway == STARS.name and plan_id is None else None
+        cur = await conn.execute(
+            Q["invoice_plan"],
+            {"channel_id": channel_id, "plan_id": plan_id, "currency": currency},
+        )
         plan = await cur.fetchone()
         if plan is None and plan_id is not None:
             raise errors.UnknownPlan("no plan by that id on sale in that paid channel")
+        if plan is None and currency is not None:
+            raise errors.NotPayableThere("the channel sells no plan in Stars (XTR)")
         if plan is None:
             raise errors.UnknownChannel("no paid channel with a default plan by that id")
         if plan["gateways"] is not None and gateway not in plan["gateways"]:

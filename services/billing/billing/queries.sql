@@ -7,7 +7,9 @@ RETURNING id;
 -- invoice_plan --
 -- The plan an invoice is priced from: the one asked for, when it is on sale in that paid
 -- channel (its own, or a bundle covering the channel, all of whose channels are paid), else
--- the channel's default. A bundle's channels come in ascending order, as the invoice keeps them.
+-- the channel's default; with `currency` (Stars, which take XTR alone), the channel's first
+-- regular plan in it, the default first. A bundle's channels come in ascending order, as the
+-- invoice keeps them.
 SELECT p.id, p.kind, p.price_minor, p.currency, p.period_days, p.grace_days, p.gateways,
        b.channel_ids AS bundle_channel_ids
   FROM channels c
@@ -16,7 +18,11 @@ SELECT p.id, p.kind, p.price_minor, p.currency, p.period_days, p.grace_days, p.g
   LEFT JOIN bundle_channels b ON b.plan_id = p.id AND p.kind = 'bundle'
  WHERE c.id = %(channel_id)s AND c.is_paid AND p.kind IN ('regular', 'bundle')
    AND (p.kind = 'regular' OR b.all_paid)
-   AND CASE WHEN %(plan_id)s::integer IS NULL THEN p.is_default ELSE p.id = %(plan_id)s END;
+   AND CASE WHEN %(plan_id)s::integer IS NOT NULL THEN p.id = %(plan_id)s
+            WHEN %(currency)s::text IS NULL THEN p.is_default
+            ELSE p.kind = 'regular' AND p.channel_id = c.id AND p.currency = %(currency)s END
+ ORDER BY p.is_default DESC, p.position, p.id
+ LIMIT 1;
 
 -- channel_plans --
 -- A paid channel's plans on sale, its trial and the bundles covering it among them, in the order
