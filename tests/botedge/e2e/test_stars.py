@@ -207,6 +207,11 @@ def test_stars__a_cancelled_subscription_runs_to_its_end_then_grace_and_removal(
     edge.wait_until(
         lambda: edge.query("SELECT is_member FROM channel_members") == [(True,)], 30, "joined"
     )
+    # A day before the end, while Telegram renews it: the notice says so, with no pay link.
+    assert notice_due(stars, dt.timedelta(hours=23)) == 1
+    renews = said(stars, "renews on")
+    assert renews["text"].startswith("Your Stars subscription to Paid renews on ")
+    assert "reply_markup" not in renews
     stars.press("Cancel renewal")
     edge.wait_until(
         lambda: edge.query("SELECT state FROM star_subscriptions") == [("canceled",)],
@@ -216,6 +221,10 @@ def test_stars__a_cancelled_subscription_runs_to_its_end_then_grace_and_removal(
     # Still active until its end: nothing was taken back.
     now = stars.membership()
     assert now is not None and now[0] == "active"
+    # Once cancelled, the notice says no Stars are taken, with the way to pay again.
+    assert notice_due(stars, dt.timedelta(hours=22)) == 1
+    ends = said(stars, "You cancelled its renewal, so no Stars are taken")
+    assert ends["reply_markup"]["inline_keyboard"][0][0]["text"] == "Renew"
 
     # The period runs out: grace, and the reminder says no renewal is coming.
     lapse(stars, dt.timedelta(minutes=1))
@@ -244,6 +253,36 @@ def test_stars__a_cancelled_subscription_runs_to_its_end_then_grace_and_removal(
         30,
         "the removal said",
     )
+
+
+def notice_due(stars: Stars, left: dt.timedelta) -> int:
+    """The membership made to end in `left`, past its 24-hour reminder; the sweep's count of
+    notices written."""
+    now = dt.datetime.now(dt.UTC)
+    stars.edge.query(
+        "UPDATE memberships SET expires_at = %s, next_check_at = %s RETURNING person_id",
+        now + left,
+        now - dt.timedelta(minutes=1),
+    )
+    return int(sweep(stars)["reminded"])
+
+
+def said(stars: Stars, text: str) -> dict[str, Any]:
+    """The newest message to the buyer containing `text`, once sent, as the bot queued it."""
+    found: list[dict[str, Any]] = []
+
+    def sent() -> bool:
+        rows = stars.edge.query(
+            "SELECT payload FROM outbox WHERE chat_id = %s AND state = 'sent'"
+            " AND payload->>'text' LIKE %s ORDER BY id",
+            BUYER,
+            f"%{text}%",
+        )
+        found[:] = [row[0] for row in rows]
+        return bool(found)
+
+    stars.edge.wait_until(sent, 30, text)
+    return found[-1]
 
 
 def lapse(stars: Stars, ago: dt.timedelta) -> dt.datetime:
