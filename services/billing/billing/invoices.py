@@ -63,8 +63,8 @@ async def create_invoice(
     enabled: Collection[str],
 ) -> Invoice:
     """An invoice at the plan asked for, or at the channel's default plan (for Stars, its plan
-    in Stars), less the coupon's discount. A coupon is redeemed under its row's lock, so its total is a count taken there;
-    a refused one writes nothing."""
+    in Stars), less the coupon's discount. A coupon is redeemed under its row's lock, so its
+    total is a count taken there; a refused one writes nothing."""
     async with conn.transaction():
         # Without a plan asked for, Stars are priced from the channel's plan in Stars.
         currency = STARS_CURRENCY if gateway == STARS.name and plan_id is None else None
