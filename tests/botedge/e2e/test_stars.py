@@ -28,6 +28,7 @@ class Stars:
     edge: Edge
     channel: int
     billing: ServiceProcess
+    token: str
 
     def say(self, text: str, user: int = BUYER) -> None:
         self.edge.sim_post("/_sim/messages", {"bot_id": BOT, "user_id": user, "text": text})
@@ -119,7 +120,7 @@ def stars(edge: Edge, start_service: Callable[..., ServiceProcess], database_url
     billing_url = f"http://127.0.0.1:{billing_port}"
     billing = start_service("billing", env=service_env(database_url), port=billing_port)
     edge.extra_env["BILLING_URL"] = billing_url
-    bot_id, _, _ = edge.add_bot(BOT, mode="polling")
+    bot_id, token, _ = edge.add_bot(BOT, mode="polling")
     channel = gateways.add_paid_channel(
         database_url, chat_id=PAID, currency="XTR", price_minor=PRICE, period_days=30
     )
@@ -127,7 +128,7 @@ def stars(edge: Edge, start_service: Callable[..., ServiceProcess], database_url
     edge.sim_post(
         "/_sim/chats", {"id": PAID, "type": "channel", "title": "Paid", "admin_bots": [BOT]}
     )
-    return Stars(edge, channel, billing)
+    return Stars(edge, channel, billing, token)
 
 
 def test_stars__subscribe_pay_invite_renew_extended_then_renewal_cancelled(stars: Stars) -> None:
@@ -170,6 +171,12 @@ def test_stars__subscribe_pay_invite_renew_extended_then_renewal_cancelled(stars
     ]
     assert edge.query("SELECT DISTINCT state, outcome FROM telegram_payments") == [
         ("done", "applied")
+    ]
+    # The bot's Star transactions list both charges, as reconciliation will read them.
+    listed = HTTP.get(f"{edge.sim.url}/bot{stars.token}/getStarTransactions").json()["result"]
+    assert [(t["id"], t["amount"]) for t in listed["transactions"]] == [
+        (paid["charge_id"], PRICE),
+        (renewed["charge_id"], PRICE),
     ]
     [(renews_at,)] = edge.query("SELECT renews_at FROM star_subscriptions")
     assert (
