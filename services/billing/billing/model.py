@@ -22,6 +22,8 @@ class Kind(StrEnum):
     """An authentic status that is not a payment (declined, pending, ...)."""
     IGNORED = "ignored"
     """An authentic event type we do not act on."""
+    REFUND = "refund"
+    """Money given back (a refund or a chargeback): takes back what the payment bought."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,10 @@ class Delivery:
     declined: bool = False
     # A subscription's later charge, which pays the invoice it began with once more.
     renewal: bool = False
+    # A REFUND's own key (a redelivery carries the same) and whether it is a chargeback; the
+    # payment it reverses is the one under (gateway, external_payment_id).
+    external_refund_id: str | None = None
+    chargeback: bool = False
 
 
 @dataclass(frozen=True)
@@ -122,6 +128,12 @@ class Recorded(StrEnum):
     """Paid through another gateway than its invoice's: recorded, nothing stored."""
     CONFLICT = "conflict"
     """A payment key reused with other business fields: recorded, nothing changed."""
+    REFUND_APPLIED = "refund_applied"
+    """A payment refunded: what it bought taken back."""
+    REFUND_DUPLICATE = "refund_duplicate"
+    """The same refund again, or the payment refunded already: nothing more done."""
+    REFUND_UNKNOWN = "refund_unknown"
+    """A refund of a payment we never received: recorded for the owner."""
 
 
 @dataclass(frozen=True)

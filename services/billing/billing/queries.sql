@@ -207,10 +207,10 @@ ON CONFLICT (person_id, channel_id) DO UPDATE
 -- insert_membership_event --
 INSERT INTO membership_events (person_id, channel_id, from_status, to_status, old_expires_at,
                                new_expires_at, cause, payment_id, paid_at, period_days, until,
-                               reason, at)
+                               reason, refund_id, at)
 VALUES (%(person_id)s, %(channel_id)s, %(from_status)s, %(to_status)s, %(old_expires_at)s,
         %(new_expires_at)s, %(cause)s, %(payment_id)s, %(paid_at)s, %(period_days)s, %(until)s,
-        %(reason)s, %(now)s)
+        %(reason)s, %(refund_id)s, %(now)s)
 RETURNING id;
 
 -- grant_channel --
@@ -572,3 +572,51 @@ UPDATE telegram_payments
    SET state = 'pending', claim_token = NULL, claim_expires_at = NULL,
        available_at = %(available_at)s, last_error = %(error)s
  WHERE id = %(id)s AND claim_token = %(token)s AND state = 'processing';
+
+-- lock_memberships_of_payment --
+-- A refund's locks: each membership the payment extended, in ascending channel order as a
+-- payment takes them (the output list is evaluated after the sort). One row with a null
+-- channel when the payment extended nothing; no row when there is no such payment.
+SELECT pay.id AS payment_id, pay.person_id, ch.channel_id,
+       pg_advisory_xact_lock(pay.person_id, ch.channel_id)
+  FROM payments pay
+  LEFT JOIN LATERAL (
+      SELECT DISTINCT e.channel_id FROM membership_events e
+       WHERE e.payment_id = pay.id AND e.cause = 'payment'
+  ) ch ON true
+ WHERE pay.gateway = %(gateway)s AND pay.external_payment_id = %(external_payment_id)s
+ ORDER BY ch.channel_id;
+
+-- insert_refund --
+-- Once per payment and once per key: a redelivery, or a second refund of the payment, writes
+-- nothing and returns no row.
+INSERT INTO refunds (gateway, external_refund_id, payment_id, amount_minor, currency, kind,
+                     received_at)
+VALUES (%(gateway)s, %(external_refund_id)s, %(payment_id)s, %(amount_minor)s, %(currency)s,
+        %(kind)s, %(now)s)
+ON CONFLICT DO NOTHING
+RETURNING id;
+
+-- memberships_to_replay --
+-- Read under the locks, once the refund is written: each membership with what survives in its
+-- history (payments not refunded, grants and trials, in the order applied) and its channel's
+-- reminder hours.
+SELECT m.channel_id, m.status, m.expires_at, m.grace_days, c.reminder_hours,
+       coalesce(array_agg(e.cause ORDER BY e.id) FILTER (WHERE e.id IS NOT NULL), '{}')
+           AS causes,
+       coalesce(array_agg(e.paid_at ORDER BY e.id) FILTER (WHERE e.id IS NOT NULL), '{}')
+           AS paid_ats,
+       coalesce(array_agg(e.period_days ORDER BY e.id) FILTER (WHERE e.id IS NOT NULL), '{}')
+           AS periods,
+       coalesce(array_agg(e.until ORDER BY e.id) FILTER (WHERE e.id IS NOT NULL), '{}')
+           AS untils
+  FROM memberships m
+  JOIN channels c ON c.id = m.channel_id
+  LEFT JOIN membership_events e
+         ON e.person_id = m.person_id AND e.channel_id = m.channel_id
+        AND (e.cause IN ('grant', 'trial')
+             OR (e.cause = 'payment'
+                 AND NOT EXISTS (SELECT 1 FROM refunds r WHERE r.payment_id = e.payment_id)))
+ WHERE m.person_id = %(person_id)s AND m.channel_id = ANY (%(channel_ids)s)
+ GROUP BY m.person_id, m.channel_id, m.status, m.expires_at, m.grace_days, c.reminder_hours
+ ORDER BY m.channel_id;

@@ -30,11 +30,15 @@ from billing.model import (
 )
 from billing.payments import Decision, Verdict, decide
 from billing.transitions import (
+    Extension,
+    Grant,
     Status,
+    after_refund,
     extend,
     grant,
     next_check_at,
     next_status,
+    replay,
 )
 from shared.db import Connection, Pool, translated
 
@@ -105,6 +109,8 @@ async def record_delivery(conn: Connection, delivery: Delivery, now: dt.datetime
     Pipelined: BEGIN, the lock and the read under it go in one round trip, and an applied
     payment's writes are one statement, so the usual payment takes three round trips.
     """
+    if delivery.kind is Kind.REFUND:
+        return await record_refund(conn, delivery, now)
     async with conn.pipeline(), conn.transaction():
         if delivery.kind is not Kind.PAYMENT:
             reason = (
@@ -316,6 +322,7 @@ async def _membership_event(
     period_days: int | None = None,
     until: dt.datetime | None = None,
     reason: str | None = None,
+    refund_id: int | None = None,
 ) -> int:
     cur = await conn.execute(
         Q["insert_membership_event"],
@@ -331,6 +338,7 @@ async def _membership_event(
             "period_days": period_days,
             "until": until,
             "reason": reason,
+            "refund_id": refund_id,
             "now": now,
         },
     )
@@ -355,6 +363,92 @@ async def _access_event(
             "now": now,
         },
     )
+
+
+# -- refunds -----------------------------------------------------------------------------------
+
+
+async def record_refund(conn: Connection, delivery: Delivery, now: dt.datetime) -> Outcome:
+    """Take back what a payment bought, once: under the locks of every membership it extended
+    (ascending channel order, as a payment takes them), each one's `expires_at` becomes the
+    replay of the payments and grants that survive it, its status follows
+    (`transitions.after_refund`), with a `refund` history row and, where access is now over,
+    a `revoke` for botedge. An unknown payment, a redelivery and a second refund of one
+    payment change nothing; each is recorded as a gateway event."""
+    async with conn.transaction():
+        cur = await conn.execute(
+            Q["lock_memberships_of_payment"],
+            {"gateway": delivery.gateway, "external_payment_id": delivery.external_payment_id},
+        )
+        locked = await cur.fetchall()
+        if not locked:
+            log.warning(
+                "%s refund of unknown payment %r", delivery.gateway, delivery.external_payment_id
+            )
+            outcome = Outcome(Recorded.REFUND_UNKNOWN, False, False, "no such payment", None)
+            return await _record(conn, delivery, outcome, now)
+        payment_id = int(locked[0]["payment_id"])
+        cur = await conn.execute(
+            Q["insert_refund"],
+            {
+                "gateway": delivery.gateway,
+                "external_refund_id": delivery.external_refund_id,
+                "payment_id": payment_id,
+                "amount_minor": delivery.amount_minor,
+                "currency": delivery.currency,
+                "kind": "chargeback" if delivery.chargeback else "refund",
+                "now": now,
+            },
+        )
+        refund = await cur.fetchone()
+        if refund is None:
+            outcome = Outcome(
+                Recorded.REFUND_DUPLICATE, True, False, "refunded already", None, payment_id
+            )
+            return await _record(conn, delivery, outcome, now)
+        person = PersonId(int(locked[0]["person_id"]))
+        channels = [int(row["channel_id"]) for row in locked if row["channel_id"] is not None]
+        after: Membership | None = None
+        if channels:
+            cur = await conn.execute(
+                Q["memberships_to_replay"], {"person_id": person, "channel_ids": channels}
+            )
+            for row in await cur.fetchall():
+                key = MembershipKey(person, ChannelId(int(row["channel_id"])))
+                after = await _reversed(conn, key, row, int(refund["id"]), now)
+        reason = None if channels else "the payment had extended nothing"
+        outcome = Outcome(Recorded.REFUND_APPLIED, False, True, reason, after, payment_id)
+        return await _record(conn, delivery, outcome, now)
+
+
+def survivors(row: DictRow) -> list[Extension | Grant]:
+    """A membership's history that a refund leaves, in the order it was applied."""
+    return [
+        Grant(until) if cause in ("grant", "trial") else Extension(paid_at, int(period))
+        for cause, paid_at, period, until in zip(
+            row["causes"], row["paid_ats"], row["periods"], row["untils"], strict=True
+        )
+    ]
+
+
+async def _reversed(
+    conn: Connection, key: MembershipKey, row: DictRow, refund_id: int, now: dt.datetime
+) -> Membership:
+    grace = int(row["grace_days"])
+    before = Membership(Status(row["status"]), row["expires_at"], grace)
+    status, expires_at = after_refund(before.status, replay(survivors(row)), now, grace)
+    after = Membership(status, expires_at, grace, tuple(row["reminder_hours"] or ()))
+    await _write_membership(conn, key, after, now)
+    event_id = await _membership_event(
+        conn, key, before, after, now, cause="refund", refund_id=refund_id
+    )
+    # What the sweep would have told them on the way: a reminder into grace, a removal once
+    # expired.
+    if status is Status.EXPIRED and before.status is not Status.EXPIRED:
+        await _access_event(conn, "revoke", key, event_id, expires_at, now)
+    elif status is Status.GRACE and before.status is Status.ACTIVE:
+        await _access_event(conn, "reminder", key, event_id, expires_at, now)
+    return after
 
 
 # -- grants ------------------------------------------------------------------------------------

@@ -171,3 +171,15 @@ def replay(
         else:
             expires_at = extend(expires_at, change.paid_at, change.period_days)
     return expires_at
+
+
+def after_refund(
+    status: Status | str, replayed: dt.datetime | None, now: dt.datetime, grace_days: int
+) -> tuple[Status, dt.datetime]:
+    """A membership once a refund took a payment out of its history: `expires_at` is the
+    replay of what survives and the status follows the clock from where it was. With nothing
+    surviving there was never a paid period to be in grace after: expired, as of now."""
+    if replayed is None:
+        _aware("now", now)
+        return Status.EXPIRED, now
+    return next_status(status, replayed, now, grace_days), replayed

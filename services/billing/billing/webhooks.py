@@ -144,6 +144,30 @@ class Subgate:
             paid_at=_unix_seconds(timestamp, "timestamp"),
         )
 
+    def _refund(self, event: dict[str, Any], obj: dict[str, Any]) -> Delivery:
+        """A charge refunded (whole or part) or disputed, reversing the payment of its
+        PaymentIntent. A charge refunded twice is one refund (its id is the key); a dispute
+        is keyed by its own id."""
+        dispute = event["type"] == "charge.dispute.created"
+        intent = obj.get("payment_intent")
+        if isinstance(intent, dict):
+            intent = intent.get("id")
+        own = _text(obj, "id")
+        amount = obj.get("amount" if dispute else "amount_refunded")
+        if isinstance(amount, bool) or not isinstance(amount, int) or amount < 0:
+            raise InvalidBody("a refund's amount must be whole minor units")
+        return Delivery(
+            gateway=self.name,
+            kind=Kind.REFUND,
+            event_type=str(event["type"]),
+            payload=event,
+            external_payment_id=intent if isinstance(intent, str) and intent else None,
+            external_refund_id=own if dispute else f"{own}:refunded",
+            amount_minor=Decimal(amount),
+            currency=_currency(_text(obj, "currency"), "data.object.currency"),
+            chargeback=dispute,
+        )
+
     def acknowledge(self, delivery: Delivery, outcome: Outcome, now: dt.datetime) -> Any:
         return outcome.as_json()
 
@@ -153,6 +177,8 @@ class Subgate:
 
 # WayForPay statuses that end a payment unpaid (others, such as InProcessing, may still pay).
 WAYFORPAY_DECLINES = frozenset({"Declined", "Expired"})
+# ... and those that give an approved payment's money back.
+WAYFORPAY_REFUNDS = frozenset({"Refunded", "Voided"})
 # Stripe's checkout sessions that end unpaid: an async method that failed, a session that
 # expired. (`checkout.session.completed` with `unpaid` is an async payment still on its way.)
 STRIPE_DECLINES = frozenset({"checkout.session.async_payment_failed", "checkout.session.expired"})
@@ -202,6 +228,20 @@ class WayForPay:
             raise BadSignature("merchantAccount is not ours")
         if not order:
             raise InvalidBody("missing field `orderReference`")
+        if status in WAYFORPAY_REFUNDS:
+            currency = _currency(currency_text)
+            return Delivery(
+                gateway=self.name,
+                kind=Kind.REFUND,
+                event_type=status,
+                payload=payload,
+                order_reference=order,
+                # The payment's key is its order reference; a refund of it is one per status.
+                external_payment_id=order,
+                external_refund_id=f"{order}:{status}",
+                amount_minor=_minor(amount, currency),
+                currency=currency,
+            )
         if status != "Approved":
             return Delivery(
                 gateway=self.name,
@@ -289,6 +329,8 @@ class Stripe:
             return self._checkout(event, obj, paid_at)
         if event_type == "payment_intent.succeeded":
             return self._payment_intent(event, obj, paid_at)
+        if event_type in ("charge.refunded", "charge.dispute.created"):
+            return self._refund(event, obj)
         order = obj.get("client_reference_id")
         if event_type in STRIPE_DECLINES and isinstance(order, str) and order:
             return Delivery(
@@ -357,6 +399,30 @@ class Stripe:
             amount_minor=Decimal(amount),
             currency=currency,
             paid_at=paid_at,
+        )
+
+    def _refund(self, event: dict[str, Any], obj: dict[str, Any]) -> Delivery:
+        """A charge refunded (whole or part) or disputed, reversing the payment of its
+        PaymentIntent. A charge refunded twice is one refund (its id is the key); a dispute
+        is keyed by its own id."""
+        dispute = event["type"] == "charge.dispute.created"
+        intent = obj.get("payment_intent")
+        if isinstance(intent, dict):
+            intent = intent.get("id")
+        own = _text(obj, "id")
+        amount = obj.get("amount" if dispute else "amount_refunded")
+        if isinstance(amount, bool) or not isinstance(amount, int) or amount < 0:
+            raise InvalidBody("a refund's amount must be whole minor units")
+        return Delivery(
+            gateway=self.name,
+            kind=Kind.REFUND,
+            event_type=str(event["type"]),
+            payload=event,
+            external_payment_id=intent if isinstance(intent, str) and intent else None,
+            external_refund_id=own if dispute else f"{own}:refunded",
+            amount_minor=Decimal(amount),
+            currency=_currency(_text(obj, "currency"), "data.object.currency"),
+            chargeback=dispute,
         )
 
     def acknowledge(self, delivery: Delivery, outcome: Outcome, now: dt.datetime) -> Any:

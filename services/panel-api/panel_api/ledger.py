@@ -42,7 +42,7 @@ from shared.web import runtime
 _LOW = 2**31
 Id = Annotated[int, msgspec.Meta(ge=1, lt=_LOW)]
 MembershipStatus = Literal["active", "grace", "expired"]
-Attention = Literal["orphan", "amount_mismatch", "conflict", "gateway_mismatch"]
+Attention = Literal["orphan", "amount_mismatch", "conflict", "gateway_mismatch", "refund_unknown"]
 # Amounts in minor units, as text: exact whatever their size.
 Minor = str
 R = TypeVar("R")
@@ -151,7 +151,7 @@ class MembershipEvent(msgspec.Struct):
     to_status: MembershipStatus
     old_expires_at: dt.datetime | None
     new_expires_at: dt.datetime
-    cause: Literal["payment", "sweep", "grant"]
+    cause: Literal["payment", "sweep", "grant", "trial", "refund", "reconcile"]
     payment_id: int | None
     paid_at: dt.datetime | None
     period_days: int | None

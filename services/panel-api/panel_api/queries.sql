@@ -267,7 +267,8 @@ SELECT pay.id, pay.gateway, pay.external_payment_id, i.order_reference, p.telegr
 SELECT id, gateway, event_type, order_reference, external_payment_id, outcome, payment_id,
        detail, received_at
   FROM gateway_events
- WHERE outcome IN ('orphan', 'amount_mismatch', 'conflict', 'gateway_mismatch')
+ WHERE outcome IN ('orphan', 'amount_mismatch', 'conflict', 'gateway_mismatch',
+                   'refund_unknown')
    AND (%(outcome)s::text IS NULL OR outcome = %(outcome)s);
 
 -- channels_list --

@@ -46,6 +46,12 @@ def stripe(
     )
 
 
+def stripe_refund(intent: str, amount_minor: int, *, dispute: bool = False) -> Request:
+    return callbacks.stripe_refund(
+        SECRETS["STRIPE_WEBHOOK_SECRET"], intent, amount_minor, dispute=dispute
+    )
+
+
 def new_id(conn: psycopg.Connection[Any], insert: str, *params: object) -> int:
     """The id an INSERT ... RETURNING id gave its row."""
     row = conn.execute(insert, params).fetchone()

@@ -12,6 +12,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from billing.transitions import (
     Extension,
     Status,
+    after_refund,
     decide_due,
     due_notice,
     extend,
@@ -257,3 +258,15 @@ class MembershipMachine(RuleBasedStateMachine):
 
 
 TestMembershipMachine = MembershipMachine.TestCase
+
+
+def test_after_refund__the_survivors_replay_sets_it_and_the_status_never_moves_back() -> None:
+    now = dt.datetime(2026, 12, 3, tzinfo=dt.UTC)
+    ahead = now + dt.timedelta(days=10)
+    behind = now - dt.timedelta(days=1)
+    assert after_refund(Status.ACTIVE, ahead, now, 3) == (Status.ACTIVE, ahead)
+    # A day past the replayed end, within 3 days of grace.
+    assert after_refund(Status.ACTIVE, behind, now, 3) == (Status.GRACE, behind)
+    assert after_refund(Status.EXPIRED, ahead, now, 3) == (Status.EXPIRED, ahead)
+    # Nothing survives: no paid period to be in grace after.
+    assert after_refund(Status.ACTIVE, None, now, 3) == (Status.EXPIRED, now)

@@ -240,3 +240,48 @@ def test_stripe__other_event_types_are_ignored() -> None:
     ).encode()
     delivery = STRIPE.verify({"stripe-signature": stripe_header(SECRET, body, TS)}, body, NOW)
     assert delivery.kind is Kind.IGNORED
+
+
+@pytest.mark.parametrize("status", ["Refunded", "Voided"])
+def test_wayforpay__refunded_or_voided_reverses_the_payment_of_its_order(status: str) -> None:
+    delivery = WFP.verify({}, wayforpay_raw(status=status), NOW)
+    assert delivery.kind is Kind.REFUND
+    assert (delivery.external_payment_id, delivery.external_refund_id) == (
+        "gh_ref",
+        f"gh_ref:{status}",
+    )
+    assert (delivery.amount_minor, delivery.currency, delivery.chargeback) == (14900, "UAH", False)
+
+
+def stripe_refund_event(kind: str, obj: dict[str, object]) -> bytes:
+    return json.dumps(
+        {"id": "evt_r", "type": kind, "created": TS, "data": {"object": obj}}
+    ).encode()
+
+
+def test_stripe__a_refunded_charge_and_a_dispute_reverse_the_payment_of_their_intent() -> None:
+    refunded = stripe_refund_event(
+        "charge.refunded",
+        {"id": "ch_1", "payment_intent": "pi_123", "amount_refunded": 500, "currency": "usd"},
+    )
+    disputed = stripe_refund_event(
+        "charge.dispute.created",
+        {
+            "id": "dp_1",
+            "charge": "ch_1",
+            "payment_intent": "pi_123",
+            "amount": 1250,
+            "currency": "usd",
+        },
+    )
+    found = [
+        STRIPE.verify({"stripe-signature": stripe_header(SECRET, body, TS)}, body, NOW)
+        for body in (refunded, disputed)
+    ]
+    assert [
+        (d.kind, d.external_payment_id, d.external_refund_id, d.amount_minor, d.chargeback)
+        for d in found
+    ] == [
+        (Kind.REFUND, "pi_123", "ch_1:refunded", 500, False),
+        (Kind.REFUND, "pi_123", "dp_1", 1250, True),
+    ]

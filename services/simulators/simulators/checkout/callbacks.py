@@ -133,6 +133,54 @@ def stripe(
     )
 
 
+def stripe_refund(
+    secret: str,
+    intent: str,
+    amount_minor: int,
+    currency: str = "usd",
+    *,
+    dispute: bool = False,
+    created: int | None = None,
+) -> Callback:
+    """`charge.refunded` (the charge of `intent`, refunded by `amount_minor`) or
+    `charge.dispute.created` (a dispute of it for that amount)."""
+    created = int(time.time()) if created is None else created
+    charge = f"ch_{intent.removeprefix('pi_')}"
+    if dispute:
+        kind = "charge.dispute.created"
+        obj: dict[str, Any] = {
+            "id": f"dp_{intent.removeprefix('pi_')}",
+            "object": "dispute",
+            "charge": charge,
+            "payment_intent": intent,
+            "amount": amount_minor,
+            "currency": currency,
+            "reason": "fraudulent",
+        }
+    else:
+        kind = "charge.refunded"
+        obj = {
+            "id": charge,
+            "object": "charge",
+            "payment_intent": intent,
+            "amount": amount_minor,
+            "amount_refunded": amount_minor,
+            "currency": currency,
+            "refunded": True,
+        }
+    body = json.dumps(
+        {"id": f"evt_{obj['id']}_{kind}", "type": kind, "created": created, "data": {"object": obj}}
+    ).encode()
+    return Callback(
+        "/v1/webhooks/payments/stripe",
+        body,
+        {
+            "content-type": "application/json",
+            "stripe-signature": stripe_header(secret, body, int(time.time())),
+        },
+    )
+
+
 def minor(amount: str, currency: str) -> int:
     """Major-unit text in the currency's minor units, as Stripe states amounts."""
     code = currency.upper()

@@ -1,0 +1,136 @@
+"""Refunds and chargebacks through the gateways' webhooks: each takes back what its payment
+bought, once, whatever the redeliveries; the membership ends as the replay of what survives."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import httpx
+import psycopg
+
+from billing.transitions import Extension, replay
+from tests.billing.e2e import gateways
+from tests.conftest import Served
+
+USER = 8801
+
+
+def rows(database_url: str, sql: str, *args: Any) -> list[tuple[Any, ...]]:
+    with psycopg.connect(database_url) as conn:
+        return conn.execute(sql, args).fetchall()  # type: ignore[arg-type]
+
+
+def membership(database_url: str, channel: int) -> tuple[str, dt.datetime]:
+    [(status, expires_at)] = rows(
+        database_url,
+        "SELECT m.status, m.expires_at FROM memberships m JOIN people p ON p.id = m.person_id"
+        " WHERE p.telegram_user_id = %s AND m.channel_id = %s",
+        USER,
+        channel,
+    )
+    return str(status), expires_at
+
+
+def pay_stripe(client: httpx.Client, billing: Served, channel: int, intent: str) -> None:
+    order = gateways.create_invoice(client, billing.url, USER, channel, "stripe")
+    paid = gateways.stripe(order["order_reference"], intent, 1250).send(client, billing.url)
+    assert paid.json()["applied"] is True, paid.text
+
+
+def test_refund__stripe_refund_of_the_latest_payment_delivered_twice_takes_its_period_back_once(
+    billing: Served, database_url: str
+) -> None:
+    channel = gateways.add_paid_channel(database_url, price_minor=1250, currency="USD")
+    with httpx.Client() as client:
+        pay_stripe(client, billing, channel, "pi_first")
+        _, after_first = membership(database_url, channel)
+        pay_stripe(client, billing, channel, "pi_second")
+        _, after_second = membership(database_url, channel)
+        assert after_second == after_first + dt.timedelta(days=30)
+        answers = [
+            gateways.stripe_refund("pi_second", 1250).send(client, billing.url) for _ in range(2)
+        ]
+    assert [a.status_code for a in answers] == [200, 200]
+    assert [(a.json()["applied"], a.json()["duplicate"]) for a in answers] == [
+        (True, False),
+        (False, True),
+    ]
+    # Back to where the first payment left it, and still active.
+    assert membership(database_url, channel) == ("active", after_first)
+    [(paid_at,)] = rows(
+        database_url, "SELECT paid_at FROM payments WHERE external_payment_id = 'pi_first'"
+    )
+    assert replay([Extension(paid_at, 30)]) == after_first
+    assert rows(database_url, "SELECT kind, amount_minor, currency FROM refunds") == [
+        ("refund", 1250, "USD")
+    ]
+    assert rows(
+        database_url,
+        "SELECT outcome FROM gateway_events WHERE event_type = 'charge.refunded' ORDER BY id",
+    ) == [("refund_applied",), ("refund_duplicate",)]
+    [(old, new)] = rows(
+        database_url,
+        "SELECT old_expires_at, new_expires_at FROM membership_events WHERE cause = 'refund'",
+    )
+    assert (old, new) == (after_second, after_first)
+    # Still active: nothing to take out of the channel.
+    assert rows(database_url, "SELECT kind FROM access_events WHERE kind = 'revoke'") == []
+
+
+def test_refund__wayforpay_refunded_twice_then_voided_ends_access_once_with_one_removal(
+    billing: Served, database_url: str
+) -> None:
+    channel = gateways.add_paid_channel(database_url, price_minor=1250, currency="USD")
+    with httpx.Client() as client:
+        order = gateways.create_invoice(client, billing.url, USER, channel, "wayforpay")
+        reference = order["order_reference"]
+        assert gateways.wayforpay(reference, "12.50").send(client, billing.url).status_code == 200
+        assert membership(database_url, channel)[0] == "active"
+        before = dt.datetime.now(dt.UTC)
+        answers = [
+            gateways.wayforpay(reference, "12.50", status=status).send(client, billing.url)
+            for status in ("Refunded", "Refunded", "Voided")
+        ]
+    # WayForPay is answered with its signed accept each time.
+    assert [a.json()["status"] for a in answers] == ["accept"] * 3
+    # Nothing survives the only payment: expired as of the refund, removed once.
+    status, expires_at = membership(database_url, channel)
+    assert status == "expired" and before <= expires_at <= dt.datetime.now(dt.UTC)
+    assert rows(database_url, "SELECT kind FROM access_events ORDER BY id") == [
+        ("grant",),
+        ("revoke",),
+    ]
+    assert rows(
+        database_url,
+        "SELECT event_type, outcome FROM gateway_events WHERE outcome LIKE 'refund%%' ORDER BY id",
+    ) == [
+        ("Refunded", "refund_applied"),
+        ("Refunded", "refund_duplicate"),
+        ("Voided", "refund_duplicate"),
+    ]
+    assert rows(database_url, "SELECT count(*) FROM refunds") == [(1,)]
+
+
+def test_refund__a_stripe_dispute_twice_is_one_chargeback_and_an_unknown_one_changes_nothing(
+    billing: Served, database_url: str
+) -> None:
+    channel = gateways.add_paid_channel(database_url, price_minor=1250, currency="USD")
+    with httpx.Client() as client:
+        pay_stripe(client, billing, channel, "pi_disputed")
+        disputes = [
+            gateways.stripe_refund("pi_disputed", 1250, dispute=True).send(client, billing.url)
+            for _ in range(2)
+        ]
+        unknown = gateways.stripe_refund("pi_never_seen", 500).send(client, billing.url)
+    assert [d.json()["applied"] for d in disputes] == [True, False]
+    assert rows(database_url, "SELECT kind FROM refunds") == [("chargeback",)]
+    assert membership(database_url, channel)[0] == "expired"
+    # Authentic but about no payment of ours: 2xx, recorded for the owner, nothing written.
+    assert unknown.status_code == 200
+    assert (unknown.json()["applied"], unknown.json()["reason"]) == (False, "no such payment")
+    assert rows(
+        database_url,
+        "SELECT outcome FROM gateway_events WHERE event_type = 'charge.refunded'",
+    ) == [("refund_unknown",)]
+    assert rows(database_url, "SELECT count(*) FROM refunds") == [(1,)]
