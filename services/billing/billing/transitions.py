@@ -173,13 +173,19 @@ def replay(
     return expires_at
 
 
+# A membership with no paid time left at all (every payment refunded, no grant): the start of
+# Unix time, before any payment's date, so the next payment or grant extends it as it would
+# a first one (`extend(VOID, p) == extend(None, p)`), and the history's replay still holds.
+VOID = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
 def after_refund(
     status: Status | str, replayed: dt.datetime | None, now: dt.datetime, grace_days: int
 ) -> tuple[Status, dt.datetime]:
     """A membership once a refund took a payment out of its history: `expires_at` is the
     replay of what survives and the status follows the clock from where it was. With nothing
-    surviving there was never a paid period to be in grace after: expired, as of now."""
+    surviving there was never a paid period to be in grace after: expired, and `VOID`."""
     if replayed is None:
         _aware("now", now)
-        return Status.EXPIRED, now
+        return Status.EXPIRED, VOID
     return next_status(status, replayed, now, grace_days), replayed

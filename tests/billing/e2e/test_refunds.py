@@ -3,13 +3,14 @@ bought, once, whatever the redeliveries; the membership ends as the replay of wh
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from typing import Any
 
 import httpx
 import psycopg
 
-from billing.transitions import Extension, replay
+from billing.transitions import VOID, Extension, replay
 from tests.billing.e2e import gateways
 from tests.conftest import Served
 
@@ -87,16 +88,14 @@ def test_refund__wayforpay_refunded_twice_then_voided_ends_access_once_with_one_
         reference = order["order_reference"]
         assert gateways.wayforpay(reference, "12.50").send(client, billing.url).status_code == 200
         assert membership(database_url, channel)[0] == "active"
-        before = dt.datetime.now(dt.UTC)
         answers = [
             gateways.wayforpay(reference, "12.50", status=status).send(client, billing.url)
             for status in ("Refunded", "Refunded", "Voided")
         ]
     # WayForPay is answered with its signed accept each time.
     assert [a.json()["status"] for a in answers] == ["accept"] * 3
-    # Nothing survives the only payment: expired as of the refund, removed once.
-    status, expires_at = membership(database_url, channel)
-    assert status == "expired" and before <= expires_at <= dt.datetime.now(dt.UTC)
+    # Nothing survives the only payment: expired, with no paid time at all, removed once.
+    assert membership(database_url, channel) == ("expired", VOID)
     assert rows(database_url, "SELECT kind FROM access_events ORDER BY id") == [
         ("grant",),
         ("revoke",),
@@ -134,3 +133,83 @@ def test_refund__a_stripe_dispute_twice_is_one_chargeback_and_an_unknown_one_cha
         "SELECT outcome FROM gateway_events WHERE event_type = 'charge.refunded'",
     ) == [("refund_unknown",)]
     assert rows(database_url, "SELECT count(*) FROM refunds") == [(1,)]
+
+
+RACES = 50
+
+
+def test_refund__a_refund_a_renewal_and_a_sweep_at_once_fifty_times_end_in_the_replay(
+    billing: Served, database_url: str
+) -> None:
+    """Each time: the first payment's period ran out a day ago (its history moved back 30 days,
+    so the sweep has a decision to make), then its refund, a renewal and a sweep are sent at
+    once. Whatever the order they are applied in, the renewal alone survives."""
+    channel = gateways.add_paid_channel(database_url, price_minor=1250, currency="USD")
+    orders: dict[str, int] = {"refund first": 0, "renewal first": 0}
+
+    async def race(client: httpx.AsyncClient, user: int) -> None:
+        first = gateways.create_invoice(client_sync, billing.url, user, channel, "stripe")
+        paid = gateways.stripe(first["order_reference"], f"pi_a{user}", 1250)
+        assert paid.send(client_sync, billing.url).json()["applied"] is True
+        with psycopg.connect(database_url) as conn:
+            conn.execute(
+                "WITH who AS (SELECT id FROM people WHERE telegram_user_id = %(user)s),"
+                " moved AS (UPDATE membership_events e SET paid_at = paid_at - interval '30 days',"
+                "   new_expires_at = new_expires_at - interval '30 days' FROM who"
+                "   WHERE e.person_id = who.id RETURNING e.id)"
+                " UPDATE memberships m SET expires_at = expires_at - interval '30 days',"
+                "   next_check_at = expires_at - interval '30 days' FROM who"
+                " WHERE m.person_id = who.id",
+                {"user": user},
+            )
+        second = gateways.create_invoice(client_sync, billing.url, user, channel, "stripe")
+        renewal = gateways.stripe(second["order_reference"], f"pi_b{user}", 1250)
+        refund = gateways.stripe_refund(f"pi_a{user}", 1250)
+        answers = await asyncio.gather(
+            refund.send_async(client, billing.url),
+            renewal.send_async(client, billing.url),
+            client.post(f"{billing.url}/v1/sweep", headers=gateways.sweep_request()),
+        )
+        assert [a.status_code for a in answers] == [200, 200, 200]
+        [(paid_at,)] = rows(
+            database_url,
+            "SELECT paid_at FROM payments WHERE external_payment_id = %s",
+            f"pi_b{user}",
+        )
+        assert membership_of(database_url, user, channel) == (
+            "active",
+            replay([Extension(paid_at, 30)]),
+        )
+        [(refund_event, renewal_event)] = rows(
+            database_url,
+            "SELECT max(e.id) FILTER (WHERE e.cause = 'refund'),"
+            "       max(e.id) FILTER (WHERE e.cause = 'payment')"
+            "  FROM membership_events e JOIN people p ON p.id = e.person_id"
+            " WHERE p.telegram_user_id = %s",
+            user,
+        )
+        orders["refund first" if refund_event < renewal_event else "renewal first"] += 1
+
+    async def races() -> None:
+        async with httpx.AsyncClient(timeout=30) as client:
+            for n in range(RACES):
+                await race(client, 30_000 + n)
+
+    with httpx.Client(timeout=30) as client_sync:
+        asyncio.run(races())
+    # The race went both ways, and the sweep had its say in some of them (into grace before
+    # the refund or the renewal was applied).
+    assert orders["refund first"] > 0 and orders["renewal first"] > 0, orders
+    [(swept,)] = rows(database_url, "SELECT count(*) FROM membership_events WHERE cause = 'sweep'")
+    assert 0 < swept <= RACES, swept
+
+
+def membership_of(database_url: str, user: int, channel: int) -> tuple[str, dt.datetime]:
+    [(status, expires_at)] = rows(
+        database_url,
+        "SELECT m.status, m.expires_at FROM memberships m JOIN people p ON p.id = m.person_id"
+        " WHERE p.telegram_user_id = %s AND m.channel_id = %s",
+        user,
+        channel,
+    )
+    return str(status), expires_at

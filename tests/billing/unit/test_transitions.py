@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from billing.transitions import (
+    VOID,
     Extension,
     Status,
     after_refund,
@@ -268,5 +269,8 @@ def test_after_refund__the_survivors_replay_sets_it_and_the_status_never_moves_b
     # A day past the replayed end, within 3 days of grace.
     assert after_refund(Status.ACTIVE, behind, now, 3) == (Status.GRACE, behind)
     assert after_refund(Status.EXPIRED, ahead, now, 3) == (Status.EXPIRED, ahead)
-    # Nothing survives: no paid period to be in grace after.
-    assert after_refund(Status.ACTIVE, None, now, 3) == (Status.EXPIRED, now)
+    # Nothing survives: no paid period to be in grace after, and the next payment counts as
+    # a first one.
+    assert after_refund(Status.ACTIVE, None, now, 3) == (Status.EXPIRED, VOID)
+    paid_at = dt.datetime(2026, 12, 4, tzinfo=dt.UTC)
+    assert extend(VOID, paid_at, 30) == extend(None, paid_at, 30)

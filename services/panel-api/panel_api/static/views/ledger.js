@@ -37,7 +37,8 @@ export async function memberships(url) {
       { label: "person", value: (m) => person(m) },
       { label: "channel", value: (m) => m.channel_title },
       { label: "status", sort: "status", value: (m) => t(m.status) },
-      { label: "expires", sort: "expires_at", value: (m) => when(m.expires_at) },
+      // 1970-01-01: every payment refunded, no paid time at all.
+      { label: "expires", sort: "expires_at", value: (m) => m.expires_at.startsWith("1970-01-01") ? null : when(m.expires_at) },
       { label: "renewal", value: (m) => m.stars_renewal
         ? t(`renewal.${m.stars_renewal}`, { when: m.stars_renews_at ? when(m.stars_renews_at) : "" })
         : null },
