@@ -22,7 +22,7 @@ from billing.rates import RateUnavailable
 from billing.settings import BillingSettings
 from billing.webhooks import Stripe, Subgate, Verifier, WayForPay
 from shared.clock import SYSTEM_CLOCK, Clock
-from shared.errors import Problem, json_body, read_body, service_error_handler
+from shared.errors import Problem, decode_json, json_body, read_body, service_error_handler
 from shared.web import create_service_app, require_bearer, runtime
 
 log = logging.getLogger("billing.app")
@@ -60,6 +60,7 @@ STATUS: dict[type[errors.BillingError], int] = {
     errors.UnknownGateway: 404,
     errors.UnknownChannel: 404,
     errors.UnknownPlan: 404,
+    errors.UnknownPayment: 404,
     errors.GatewayNotOffered: 422,
     errors.NotPayableThere: 422,
     errors.CouponRefused: 422,
@@ -117,6 +118,11 @@ class PreCheckout(msgspec.Struct, forbid_unknown_fields=True):
     invoice_payload: Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
     currency: Annotated[str, msgspec.Meta(pattern="^[A-Z]{3}$")]
     total_amount: Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]
+
+
+class RefundRequest(msgspec.Struct, forbid_unknown_fields=True):
+    # Who asked, for the record (the panel member's email).
+    requested_by: Annotated[str, msgspec.Meta(max_length=320)] | None = None
 
 
 class GatewaysQuery(msgspec.Struct, forbid_unknown_fields=True):
@@ -242,6 +248,51 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
         )
         return JSONResponse({"ok": True} if reason is None else {"ok": False, "reason": reason})
 
+    async def refund(request: Request) -> Response:
+        """The owner's refund of a payment. Stars: a request botedge performs with
+        `refundStarPayment`, answered 202 with its state (asking again, the same request);
+        Telegram's `refunded_payment` then reverses the payment as any refund does. Card
+        payments are refunded in the gateway's dashboard and arrive by webhook: 422."""
+        require_bearer(request, settings.service_token)
+        payment_id = int(request.path_params["payment_id"])
+        raw = await read_body(request, 4096)
+        body = decode_json(raw, RefundRequest) if raw.strip() else RefundRequest()
+        if payment_id >= 2**63:
+            raise errors.UnknownPayment("no payment by that id")
+        async with store.connection(runtime(request).pool) as conn:
+            cur = await conn.execute(store.Q["stars_payment_to_refund"], {"payment_id": payment_id})
+            payment = await cur.fetchone()
+            if payment is None:
+                raise errors.UnknownPayment("no payment by that id")
+            if payment["gateway"] != STARS.name:
+                raise errors.NotPayableThere(
+                    f"a {payment['gateway']} payment is refunded in the gateway's dashboard;"
+                    " its refund arrives here by webhook"
+                )
+            if not payment["applied"] or payment["bot_id"] is None:
+                raise errors.InvalidBody("only an applied Stars payment can be refunded")
+            cur = await conn.execute(
+                store.Q["insert_star_refund_request"],
+                {
+                    "payment_id": payment_id,
+                    "bot_id": payment["bot_id"],
+                    "telegram_user_id": payment["telegram_user_id"],
+                    "charge_id": payment["external_payment_id"],
+                    "requested_by": body.requested_by,
+                    "now": clock.now(),
+                },
+            )
+            made = await store.one_row(cur)
+        return JSONResponse(
+            {
+                "payment_id": payment_id,
+                "request_id": made["id"],
+                "state": made["state"],
+                "refunded": bool(payment["refunded"]),
+            },
+            status_code=202,
+        )
+
     async def gateways(request: Request) -> Response:
         """The gateways an invoice can be made for; with `channel_id`, the channel's offer too
         (null when it is not a paid channel with a default plan)."""
@@ -344,6 +395,7 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
             Route("/internal/invoices", create_invoice, methods=["POST"]),
             Route("/internal/gateways", gateways, methods=["GET"]),
             Route("/internal/stars/pre-checkout", pre_checkout, methods=["POST"]),
+            Route("/internal/payments/{payment_id:int}/refund", refund, methods=["POST"]),
             Route("/internal/grants", grant, methods=["POST"]),
             Route("/internal/trials", trial, methods=["POST"]),
             Route("/internal/access-codes/redeem", redeem, methods=["POST"]),

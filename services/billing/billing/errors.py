@@ -85,6 +85,12 @@ class GatewayNotOffered(BillingError):
     slug = "gateway-not-offered"
 
 
+class UnknownPayment(BillingError):
+    """No payment by that id."""
+
+    slug = "not-found"
+
+
 class NotPayableThere(BillingError):
     """The plan's currency is not one the gateway takes (Stars and a card gateway)."""
 

@@ -555,7 +555,7 @@ UPDATE telegram_payments t
        claim_expires_at = %(now)s + make_interval(secs => %(lease)s), attempts = t.attempts + 1
   FROM due
  WHERE t.id = due.id
-RETURNING t.id, t.bot_id, t.person_id, t.invoice_payload, t.currency, t.total_amount,
+RETURNING t.id, t.kind, t.bot_id, t.person_id, t.invoice_payload, t.currency, t.total_amount,
           t.telegram_payment_charge_id, t.provider_payment_charge_id, t.is_recurring,
           t.is_first_recurring, t.subscription_expiration_date, t.paid_at, t.attempts,
           t.claim_token;
@@ -620,3 +620,29 @@ SELECT m.channel_id, m.status, m.expires_at, m.grace_days, c.reminder_hours,
  WHERE m.person_id = %(person_id)s AND m.channel_id = ANY (%(channel_ids)s)
  GROUP BY m.person_id, m.channel_id, m.status, m.expires_at, m.grace_days, c.reminder_hours
  ORDER BY m.channel_id;
+
+-- stars_payment_to_refund --
+-- A payment the owner asks to refund, with where a Stars one was paid: its bot and person.
+SELECT pay.id, pay.gateway, pay.applied, pay.external_payment_id, p.telegram_user_id,
+       t.bot_id, EXISTS (SELECT 1 FROM refunds r WHERE r.payment_id = pay.id) AS refunded
+  FROM payments pay
+  JOIN people p ON p.id = pay.person_id
+  LEFT JOIN telegram_payments t
+         ON t.kind = 'payment' AND t.telegram_payment_charge_id = pay.external_payment_id
+        AND pay.gateway = 'telegram_stars'
+ WHERE pay.id = %(payment_id)s;
+
+-- insert_star_refund_request --
+-- Once per payment: asking again returns the request there is.
+WITH made AS (
+    INSERT INTO star_refund_requests (payment_id, bot_id, telegram_user_id,
+                                      telegram_payment_charge_id, requested_by, created_at)
+    VALUES (%(payment_id)s, %(bot_id)s, %(telegram_user_id)s, %(charge_id)s, %(requested_by)s,
+            %(now)s)
+    ON CONFLICT (payment_id) DO NOTHING
+    RETURNING id, state, created_at
+)
+SELECT id, state, created_at, true AS made FROM made
+UNION ALL
+SELECT id, state, created_at, false FROM star_refund_requests
+ WHERE payment_id = %(payment_id)s AND NOT EXISTS (SELECT 1 FROM made);

@@ -59,8 +59,30 @@ def refusal(
 
 
 def delivery_of(row: dict[str, Any]) -> Delivery:
-    """A recorded `successful_payment` as the delivery every gateway's payment is. A renewal
-    pays the invoice its subscription began with, again."""
+    """A recorded `successful_payment` as the delivery every gateway's payment is (a renewal
+    pays the invoice its subscription began with, again); a `refunded_payment` as a refund of
+    the payment under its charge id."""
+    if row.get("kind") == "refund":
+        charge = str(row["telegram_payment_charge_id"])
+        return Delivery(
+            gateway=STARS.name,
+            kind=Kind.REFUND,
+            event_type="refunded_payment",
+            payload={
+                "telegram_payment_id": row["id"],
+                "bot_id": row["bot_id"],
+                "invoice_payload": row["invoice_payload"],
+                "currency": row["currency"],
+                "total_amount": row["total_amount"],
+                "telegram_payment_charge_id": charge,
+            },
+            order_reference=str(row["invoice_payload"]),
+            external_payment_id=charge,
+            # Telegram refunds a charge once: its id is the refund's key too.
+            external_refund_id=f"{charge}:refund",
+            amount_minor=Decimal(int(row["total_amount"])),
+            currency=str(row["currency"]),
+        )
     renewal = bool(row["is_recurring"]) and not bool(row["is_first_recurring"])
     expiration = row["subscription_expiration_date"]
     return Delivery(

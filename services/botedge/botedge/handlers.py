@@ -226,9 +226,10 @@ class BotLogic:
         return (found, "") if found else None
 
     def _message_route(self, body: dict[str, Any]) -> tuple[Route, str] | None:
-        if "successful_payment" in body:
-            found = self.routes.kinds.get("successful_payment")
-            return (found, "") if found else None
+        for paid in ("successful_payment", "refunded_payment"):
+            if paid in body:
+                found = self.routes.kinds.get(paid)
+                return (found, "") if found else None
         if not is_private(body):
             return None
         payload = start_payload(body)

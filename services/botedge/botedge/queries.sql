@@ -953,3 +953,20 @@ SELECT s.id, s.state, s.first_charge_id, s.renews_at, c.title
 -- cancel_star_subscription --
 UPDATE star_subscriptions SET state = 'canceled', changed_at = %(now)s
  WHERE id = %(id)s AND state <> 'canceled';
+
+-- record_star_refund --
+-- Telegram's `refunded_payment`: kept for billing once per charge; the loop hears of it at
+-- commit.
+WITH refunded AS (
+    INSERT INTO telegram_payments (bot_id, person_id, kind, invoice_payload, currency,
+                                   total_amount, telegram_payment_charge_id,
+                                   provider_payment_charge_id, paid_at, received_at,
+                                   available_at)
+    VALUES (%(bot_id)s, %(person_id)s, 'refund', %(payload)s, %(currency)s, %(total_amount)s,
+            %(charge_id)s, %(provider_charge_id)s, %(paid_at)s, %(now)s, %(now)s)
+    ON CONFLICT (kind, telegram_payment_charge_id) DO NOTHING
+    RETURNING id
+)
+SELECT (SELECT id FROM refunded) AS refund_id,
+       CASE WHEN EXISTS (SELECT 1 FROM refunded)
+            THEN pg_notify('telegram_payments', '') END AS notified;

@@ -14,17 +14,19 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from botedge import sqlq
 from botedge.db import connection
+from botedge.events import Event, EventQueue, EventTable
 from botedge.handlers import Context, RetryLater, Routes, Visit, callback_answer, html_message
 from botedge.inbox_store import InboxRow
 from botedge.metrics import PRE_CHECKOUT_SECONDS, PRE_CHECKOUTS
 from botedge.outbox_store import Reply
 from botedge.pay import BillingClient
-from botedge.telegram import BotApi, ServerError, TelegramError, TooManyRequests
+from botedge.telegram import BadRequest, BotApi, ServerError, TelegramError, TooManyRequests
 from botedge.text import escape_html
 from botedge.updates import Incoming
 from shared.db import Connection, Pool
@@ -127,6 +129,7 @@ class Stars:
     def register(self, routes: Routes) -> None:
         routes.kinds["pre_checkout_query"] = _Answered()
         routes.kinds["successful_payment"] = _Paid()
+        routes.kinds["refunded_payment"] = _Refunded()
         routes.kinds["subscription"] = _SubscriptionChanged()
         routes.callbacks["stars:"] = _CancelPress(self.pool)
 
@@ -198,6 +201,88 @@ class _Paid:
         )
         button = {"text": "Cancel renewal", "callback_data": f"{CANCEL}{row['subscription_id']}"}
         return [html_message(update.chat_key, text, {"inline_keyboard": [[button]]})]
+
+
+class _Refunded:
+    """Telegram's `refunded_payment` (after our `refundStarPayment`, or one Telegram made):
+    kept for billing once per charge, which takes back what the payment bought."""
+
+    reads_telegram = False
+
+    async def prepare(self, ctx: Context, update: InboxRow, arg: str) -> None:
+        return None
+
+    async def apply(self, conn: Connection, visit: Visit, prepared: None) -> list[Reply]:
+        update = visit.update
+        refunded = update.body.get("refunded_payment") or {}
+        charge = refunded.get("telegram_payment_charge_id")
+        amount = refunded.get("total_amount")
+        if (
+            visit.person_id is None
+            or not isinstance(charge, str)
+            or not charge
+            or not isinstance(amount, int)
+            or isinstance(amount, bool)
+            or amount < 0
+        ):
+            log.warning(
+                "update %d: a refunded_payment we cannot read; kept in the inbox", update.id
+            )
+            return []
+        await conn.execute(
+            Q["record_star_refund"],
+            {
+                "bot_id": update.bot_id,
+                "person_id": visit.person_id,
+                "payload": str(refunded.get("invoice_payload") or ""),
+                "currency": str(refunded.get("currency") or ""),
+                "total_amount": amount,
+                "charge_id": charge,
+                "provider_charge_id": refunded.get("provider_payment_charge_id") or None,
+                "paid_at": _epoch(update.body.get("date")) or visit.now,
+                "now": visit.now,
+            },
+        )
+        return []
+
+
+STAR_REFUNDS = EventTable("star_refund_requests", ("payment_id",))
+
+
+class StarRefunds:
+    """The owner's refunds of Stars payments (`star_refund_requests`, from billing), each made
+    with `refundStarPayment` through the bot that took the payment. A charge Telegram says is
+    refunded already counts as done. Telegram's `refunded_payment` message follows, and that
+    is what billing applies."""
+
+    def __init__(
+        self, pool: Pool, api: BotApi, tokens: Callable[[int], str | None], queue: EventQueue
+    ) -> None:
+        self.pool = pool
+        self.api = api
+        self.tokens = tokens
+        self.queue = queue
+
+    async def handle(self, event: Event) -> None:
+        row = event.row
+        token = self.tokens(int(row["bot_id"]))
+        if token is None:
+            raise RetryLater(f"bot {row['bot_id']} is not loaded in this worker")
+        try:
+            await self.api.call(
+                token,
+                "refundStarPayment",
+                {
+                    "user_id": int(row["telegram_user_id"]),
+                    "telegram_payment_charge_id": str(row["telegram_payment_charge_id"]),
+                },
+            )
+        except BadRequest as error:
+            if "charge_already_refunded" not in error.description.lower():
+                raise
+            log.info("star refund %d: the charge was refunded already", event.id)
+        async with connection(self.pool) as conn, conn.transaction():
+            await self.queue.finish(conn, event)
 
 
 class _SubscriptionChanged:

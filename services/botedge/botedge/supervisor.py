@@ -148,6 +148,18 @@ class WorkerSupervisor:
             invite_hours=settings.invite_link_hours,
             clock=clock,
         )
+        self.star_refunds = stars.StarRefunds(
+            pool,
+            self.api,
+            self.tokens.get,
+            EventQueue(
+                pool,
+                stars.STAR_REFUNDS,
+                lease_seconds=settings.lock_seconds,
+                max_attempts=settings.access_max_attempts,
+                backoff_base=settings.access_retry_base,
+            ),
+        )
         self.ad_events = ad_messages.AdEvents(
             pool,
             EventQueue(
@@ -193,6 +205,7 @@ class WorkerSupervisor:
                 for queue, handle in (
                     (self.access.queue, self.access.handle),
                     (self.ad_events.queue, self.ad_events.handle),
+                    (self.star_refunds.queue, self.star_refunds.handle),
                 )
             ),
         ]

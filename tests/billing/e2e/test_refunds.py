@@ -12,7 +12,7 @@ import psycopg
 
 from billing.transitions import VOID, Extension, replay
 from tests.billing.e2e import gateways
-from tests.conftest import Served
+from tests.conftest import SECRETS, Served
 
 USER = 8801
 
@@ -133,6 +133,15 @@ def test_refund__a_stripe_dispute_twice_is_one_chargeback_and_an_unknown_one_cha
         "SELECT outcome FROM gateway_events WHERE event_type = 'charge.refunded'",
     ) == [("refund_unknown",)]
     assert rows(database_url, "SELECT count(*) FROM refunds") == [(1,)]
+    # The owner cannot refund a card payment from here: that is the gateway's dashboard,
+    # whose refund arrives by webhook.
+    [(payment_id,)] = rows(database_url, "SELECT id FROM payments")
+    asked = httpx.post(
+        f"{billing.url}/internal/payments/{payment_id}/refund",
+        headers={"Authorization": f"Bearer {SECRETS['SERVICE_TOKEN']}"},
+    )
+    assert asked.status_code == 422
+    assert asked.json()["type"] == "/problems/invalid-values"
 
 
 RACES = 50

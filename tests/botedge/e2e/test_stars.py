@@ -14,13 +14,14 @@ import pytest
 
 from tests.billing.e2e import gateways
 from tests.botedge.e2e.conftest import Edge
-from tests.conftest import HTTP, ServiceProcess, free_port, service_env
+from tests.conftest import HTTP, SECRETS, ServiceProcess, free_port, service_env
 
 PAID = -1001000000601
 BOT = 5550601
 BUYER = 7601
 OTHER = 7602
 PRICE = 250
+SERVICE = {"Authorization": f"Bearer {SECRETS['SERVICE_TOKEN']}"}
 
 
 @dataclass
@@ -510,3 +511,59 @@ def test_stars__telegrams_subscription_update_records_the_renewal_state_and_no_w
     hook = HTTP.post(f"{stars.billing.url}/v1/webhooks/payments/telegram_stars", json={})
     assert hook.status_code == 404
     assert hook.json()["type"] == "/problems/unknown-gateway"
+
+
+def test_stars__the_renewal_refunded_twice_takes_back_its_period_once(stars: Stars) -> None:
+    edge = stars.edge
+    edge.start_worker()
+    paid, after_first = stars.subscribe()
+    renewed = HTTP.post(
+        f"{edge.sim.url}/_sim/renew", json={"charge_id": paid["charge_id"]}, timeout=10
+    ).json()
+    edge.wait_until(
+        lambda: len(edge.query("SELECT 1 FROM payments WHERE applied")) == 2, 30, "renewed"
+    )
+    assert stars.membership() == ("active", after_first + dt.timedelta(days=30))
+    [(renewal_id,)] = edge.query(
+        "SELECT id FROM payments WHERE external_payment_id = %s", renewed["charge_id"]
+    )
+    # The owner asks twice: one request, one refundStarPayment.
+    url = f"{stars.billing.url}/internal/payments/{renewal_id}/refund"
+    asked = [
+        HTTP.post(url, json={"requested_by": "owner@example.com"}, headers=SERVICE)
+        for _ in range(2)
+    ]
+    assert [a.status_code for a in asked] == [202, 202]
+    assert asked[0].json()["request_id"] == asked[1].json()["request_id"]
+    edge.wait_until(
+        lambda: edge.query("SELECT count(*) FROM refunds") == [(1,)], 30, "the refund applied"
+    )
+    # Back to where the first payment left it; the subscriber keeps that month.
+    assert stars.membership() == ("active", after_first)
+    calls = edge.sim_get("/_sim/calls")
+    assert [c["method"] for c in calls].count("refundstarpayment") == 1
+    # Telegram's refunded_payment delivered again changes nothing.
+    message = next(
+        m for m in edge.sim_get(f"/_sim/chats/{BUYER}/messages") if "refunded_payment" in m
+    )
+    edge.sim_post("/_sim/updates", {"bot_id": BOT, "update": {"message": message}})
+    edge.wait_until(
+        lambda: (
+            edge.query(
+                "SELECT count(*) FROM inbox WHERE payload->'message' ? 'refunded_payment'"
+                " AND state = 'done'"
+            )
+            == [(2,)]
+        ),
+        30,
+        "the second delivery handled",
+    )
+    assert edge.query("SELECT kind, state, outcome FROM telegram_payments ORDER BY id") == [
+        ("payment", "done", "applied"),
+        ("payment", "done", "applied"),
+        ("refund", "done", "refund_applied"),
+    ]
+    assert stars.membership() == ("active", after_first)
+    assert edge.query("SELECT state FROM star_refund_requests") == [("done",)]
+    unknown = f"{stars.billing.url}/internal/payments/{renewal_id + 1000}/refund"
+    assert HTTP.post(unknown, headers=SERVICE).status_code == 404

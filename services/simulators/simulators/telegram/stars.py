@@ -3,7 +3,8 @@ waits on (Telegram's 10 seconds), the `successful_payment` that follows, 30-day 
 renewed on request, and the bot's Star transactions.
 
 The Bot API side: `sendInvoice`, `createInvoiceLink`, `answerPreCheckoutQuery`,
-`editUserStarSubscription`, `getStarTransactions`. The control side: `POST /_sim/pay` (a person
+`editUserStarSubscription`, `getStarTransactions`, `refundStarPayment` (with its
+`refunded_payment` message). The control side: `POST /_sim/pay` (a person
 pays an invoice sent to them, by its payload, or through a link), `POST /_sim/renew` (Telegram
 charges a subscription again), `GET /_sim/stars` (answers, transactions, subscriptions)."""
 
@@ -64,6 +65,14 @@ class Subscription:
     canceled: bool = False
 
 
+@dataclass
+class Charge:
+    bot_id: int
+    user_id: int
+    invoice: StarInvoice
+    refunded: bool = False
+
+
 class Desk:
     """What the simulator knows of Stars; one per world."""
 
@@ -78,6 +87,8 @@ class Desk:
         # Per bot, in order, as getStarTransactions lists them.
         self.transactions: dict[int, list[dict[str, Any]]] = {}
         self.subscriptions: dict[str, Subscription] = {}
+        # Every charge by its id: whose, for what, and whether it was refunded.
+        self.charges: dict[str, Charge] = {}
 
 
 def desk(world: World) -> Desk:
@@ -210,6 +221,47 @@ async def edit_user_star_subscription(world: World, bot: Bot, params: Params) ->
     return True
 
 
+async def refund_star_payment(world: World, bot: Bot, params: Params) -> Any:
+    """The Stars go back to the person, who (as the bot) is told with `refunded_payment`; the
+    refund is a transaction under the charge's own id."""
+    stars = desk(world)
+    charge_id = str(params.get("telegram_payment_charge_id") or "")
+    found = stars.charges.get(charge_id)
+    if found is None or found.bot_id != bot.id or found.user_id != int(params.get("user_id") or 0):
+        raise ApiError(400, "Bad Request: CHARGE_NOT_FOUND")
+    if found.refunded:
+        raise ApiError(400, "Bad Request: CHARGE_ALREADY_REFUNDED")
+    found.refunded = True
+    now = int(time.time())
+    stars.transactions.setdefault(bot.id, []).append(
+        {
+            "id": charge_id,
+            "amount": found.invoice.amount,
+            "date": now,
+            "receiver": {"type": "user", "user": _user(world, found.user_id)},
+        }
+    )
+    chat = world.chat(found.user_id)
+    message_id = chat.next_message_id
+    chat.next_message_id += 1
+    message = {
+        "message_id": message_id,
+        "from": _user(world, found.user_id),
+        "chat": chat.as_json(),
+        "date": now,
+        "refunded_payment": {
+            "currency": found.invoice.currency,
+            "total_amount": found.invoice.amount,
+            "invoice_payload": found.invoice.payload,
+            "telegram_payment_charge_id": charge_id,
+        },
+    }
+    chat.messages[message_id] = message
+    chat.bot_of[message_id] = bot.id
+    world.add_update(bot, {"message": message})
+    return True
+
+
 async def get_star_transactions(world: World, bot: Bot, params: Params) -> Any:
     offset = int(params.get("offset") or 0)
     limit = int(params.get("limit") or 100)
@@ -225,6 +277,7 @@ METHODS = {
     "answerprecheckoutquery": answer_pre_checkout_query,
     "edituserstarsubscription": edit_user_star_subscription,
     "getstartransactions": get_star_transactions,
+    "refundstarpayment": refund_star_payment,
 }
 
 
@@ -312,6 +365,7 @@ def _charge(
     stars.transactions.setdefault(bot.id, []).append(
         {"id": charge, "amount": invoice.amount, "date": now, "source": source}
     )
+    stars.charges[charge] = Charge(bot.id, user_id, invoice)
     update = world.add_update(bot, {"message": message})
     return {"charge_id": charge, "update_id": update["update_id"], "successful_payment": paid}
 

@@ -12,6 +12,7 @@ import { linkTarget, parseHtml } from "./markup.js";
  * @typedef {{ title: string, description: string, currency: string, total_amount: number }} Invoice
  * @typedef {{ message_id: number, date: number, text?: string, caption?: string,
  *   photo?: Array<{ file_id: string }>, invoice?: Invoice, successful_payment?: { total_amount: number },
+ *   refunded_payment?: { total_amount: number },
  *   reply_markup?: { inline_keyboard?: Button[][] } }} Message
  * @typedef {{ message: Message, mine: boolean, html: boolean }} Shown
  * @typedef {{ revision: number, messages: Shown[], channels: Channel[], notices: string[],
@@ -185,6 +186,9 @@ function messageItem(shown) {
   }
   if (message.successful_payment) {
     item.append(element("p", { class: "text", text: `You paid ${message.successful_payment.total_amount} ⭐.` }));
+  }
+  if (message.refunded_payment) {
+    item.append(element("p", { class: "text", text: `${message.refunded_payment.total_amount} ⭐ refunded to you.` }));
   }
   const text = message.text ?? message.caption;
   if (text) {
