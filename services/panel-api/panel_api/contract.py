@@ -123,6 +123,7 @@ from panel_api.ledger import (
     PaymentQuery,
     PeopleExport,
     PeopleQuery,
+    RefundAsked,
     TelegramPerson,
     Visitor,
 )
@@ -350,6 +351,15 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
     ),
     ("GET", "/v1/payments"): Operation(
         "Payments", Role.VIEWER, Page[Payment], query=PaymentQuery, handler=Ledger.payments
+    ),
+    ("POST", "/v1/payments/{payment_id:int}/refund"): Operation(
+        "Refund a Telegram Stars payment: the Stars go back and what the payment bought is"
+        " taken back (card payments are refunded in the gateway's dashboard, 422)",
+        Role.ADMIN,
+        RefundAsked,
+        status=202,
+        problems=(404, 422, 503),
+        handler=Ledger.refund_payment,
     ),
     **{
         ("GET", f"/v1/exports/{name}.csv"): Operation(

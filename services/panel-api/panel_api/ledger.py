@@ -264,6 +264,20 @@ class Payment(Priced):
     applied: bool
     flag: str | None
     created_at: dt.datetime
+    # Given back (a refund or a chargeback), and when: what it bought was taken back.
+    refund: Literal["refund", "chargeback"] | None = None
+    refunded_at: dt.datetime | None = None
+    # The owner's refund of a Stars payment on its way through botedge, if asked for.
+    refund_request: Literal["pending", "processing", "done", "failed"] | None = None
+
+
+class RefundAsked(msgspec.Struct):
+    """billing's answer to a refund asked for, relayed."""
+
+    payment_id: int
+    request_id: int
+    state: Literal["pending", "processing", "done", "failed"]
+    refunded: bool
 
 
 GATEWAY_EVENTS = Listing(
@@ -559,6 +573,30 @@ class Ledger:
                 {"state": "pending"},
             )
         return answer(msgspec.convert(dict(row), AccessRetried))
+
+    async def refund_payment(self, request: Request, caller: Caller) -> Response:
+        """A Stars payment given back (billing asks botedge; Telegram confirms it with a
+        message billing then applies). Card payments are refunded in the gateway's dashboard:
+        billing's 422 comes back as it is."""
+        payment_id = int(request.path_params["payment_id"])
+        if payment_id >= 2**63:
+            raise errors.NotFound("no payment by that id")
+        answer = await self.billing.ask(
+            "POST", f"/internal/payments/{payment_id}/refund", {"requested_by": caller.email}
+        )
+        if answer.status_code == 202:
+            asked = answer.json()
+            async with store.connection(runtime(request).pool) as conn:
+                await audit(
+                    conn,
+                    caller,
+                    self.clock,
+                    "payments.refund",
+                    f"payment:{payment_id}",
+                    None,
+                    {"request_id": asked["request_id"], "state": asked["state"]},
+                )
+        return relayed(answer)
 
     async def gateways(self, request: Request, caller: Caller) -> Response:
         return relayed(await self.billing.ask("GET", "/internal/gateways"))

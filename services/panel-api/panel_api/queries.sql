@@ -250,10 +250,13 @@ SELECT pay.id, pay.gateway, pay.external_payment_id, i.order_reference, p.telegr
        json_build_object('username', p.username, 'first_name', p.first_name,
                          'last_name', p.last_name) AS person,
        pay.channel_id, pay.amount_minor::text AS amount_minor, pay.currency, pay.paid_at,
-       pay.applied, pay.flag, pay.created_at
+       pay.applied, pay.flag, pay.created_at, r.kind AS refund, r.received_at AS refunded_at,
+       sr.state AS refund_request
   FROM payments pay
   JOIN invoices i ON i.id = pay.invoice_id
   JOIN people p ON p.id = pay.person_id
+  LEFT JOIN refunds r ON r.payment_id = pay.id
+  LEFT JOIN star_refund_requests sr ON sr.payment_id = pay.id
  WHERE (%(gateway)s::text IS NULL OR pay.gateway = %(gateway)s)
    AND (%(applied)s::boolean IS NULL OR pay.applied = %(applied)s)
    AND (%(flag)s::text IS NULL OR pay.flag = %(flag)s)

@@ -30,6 +30,7 @@ from tests.conftest import (
     serve_botedge_api,
     serve_simtelegram,
     service_env,
+    wait_until,
 )
 from tests.panel_api.browser.conftest import ARTIFACTS, PASSWORD, sign_in
 from tests.panel_api.e2e.conftest import SHOP, start_billing
@@ -814,3 +815,67 @@ def test_forms__access_codes_refused_at_a_field_then_made_used_and_exported_in_p
     page.screenshot(path=str(ARTIFACTS / "access-code-uses-fa.png"), full_page=True)
     page.goto(f"{stack.url}/access-codes")
     page.screenshot(path=str(ARTIFACTS / "access-codes-fa.png"), full_page=True)
+
+
+def test_forms__a_stars_payment_refunded_after_asking_in_persian_on_a_phone(
+    page: Page, stack: Stack
+) -> None:
+    """The owner gives a subscriber's Stars back: asked first, then billing's request for
+    botedge shows on the payment; a card payment has no such button."""
+    with psycopg.connect(stack.database_url) as conn:
+        bot = conn.execute("SELECT id FROM bots WHERE telegram_bot_id = %s", (BOT,)).fetchone()
+        channel = conn.execute(
+            "WITH c AS (INSERT INTO channels (telegram_chat_id, title, is_paid)"
+            " VALUES (-1001000000799, 'Stars club', true) RETURNING id)"
+            " INSERT INTO plans (channel_id, price_minor, currency, period_days, grace_days,"
+            " is_default) SELECT id, 250, 'XTR', 30, 3, true FROM c RETURNING channel_id"
+        ).fetchone()
+    assert bot is not None and channel is not None
+    made = HTTP.post(
+        f"{stack.billing}/internal/invoices",
+        json={"telegram_user_id": 4545, "channel_id": channel[0], "gateway": "telegram_stars"},
+        headers={"Authorization": f"Bearer {SECRETS['SERVICE_TOKEN']}"},
+    ).json()
+    with psycopg.connect(stack.database_url) as conn:
+        conn.execute("UPDATE people SET first_name = 'Stella' WHERE telegram_user_id = 4545")
+        conn.execute(
+            "INSERT INTO telegram_payments (bot_id, person_id, invoice_payload, currency,"
+            " total_amount, telegram_payment_charge_id, paid_at, received_at)"
+            " SELECT %s, id, %s, 'XTR', 250, 'stx-refund-me', now(), now()"
+            "   FROM people WHERE telegram_user_id = 4545",
+            (bot[0], made["order_reference"]),
+        )
+        conn.execute("NOTIFY telegram_payments")
+    # billing's Stars loop applies it.
+    wait_until(lambda: made_payment(stack) > 0, 30, "the Stars payment applied")
+    page.set_viewport_size({"width": 390, "height": 844})
+    sign_in(page, stack.url)
+    persian(page)
+    page.goto(f"{stack.url}/payments")
+    row = page.locator("#payments tbody tr", has_text="Stella")
+    expect(row).to_contain_text("۲۵۰ ⭐")
+    row.locator("button[data-action=refundPayment]").click()
+    # Asked first: keeping it sends nothing.
+    row.locator("[role=group] button:not([data-confirm])").click()
+    expect(row.locator("button[data-action=refundPayment]")).to_be_visible()
+    row.locator("button[data-action=refundPayment]").click()
+    row.locator("button[data-confirm=refundPayment]").click()
+    expect(row).to_contain_text("بازپرداخت از تلگرام خواسته شد")
+    expect(row.locator("button[data-action=refundPayment]")).to_have_count(0)
+    page.screenshot(path=str(ARTIFACTS / "payments-refund-fa.png"), full_page=True)
+    with psycopg.connect(stack.database_url) as conn:
+        asked = conn.execute(
+            "SELECT telegram_payment_charge_id, requested_by, state FROM star_refund_requests"
+        ).fetchall()
+        audited = conn.execute(
+            "SELECT action, target FROM audit_log WHERE action = 'payments.refund'"
+        ).fetchall()
+    assert asked == [("stx-refund-me", "owner@example.com", "pending")]
+    assert audited == [("payments.refund", f"payment:{made_payment(stack)}")]
+
+
+def made_payment(stack: Stack) -> int:
+    """The one payment's id; 0 before there is one."""
+    with psycopg.connect(stack.database_url) as conn:
+        row = conn.execute("SELECT id FROM payments").fetchone()
+    return 0 if row is None else int(row[0])

@@ -128,10 +128,22 @@ export async function payments(url) {
       { label: "gateway", sort: "gateway", value: (p) => p.gateway === "telegram_stars" ? t("telegramStars") : p.gateway },
       { label: "reference", value: (p) => element("code", { dir: "ltr", text: p.order_reference }) },
       { label: "amount", sort: "amount_minor", value: (p) => money(p.amount, p.currency) },
-      { label: "applied", value: (p) => t(p.applied ? "yes" : "no") + (p.flag ? ` (${t(p.flag)})` : "") },
+      { label: "applied", value: (p) => t(p.applied ? "yes" : "no") + (p.flag ? ` (${t(p.flag)})` : "") + refundState(p) },
       { label: "paidAt", sort: "paid_at", value: (p) => when(p.paid_at) },
     ],
+    // Stars are given back from here; a card payment in its gateway's dashboard.
+    actions: (p) => may("admin") && p.gateway === "telegram_stars" && p.applied && !p.refund && !p.refund_request
+      ? [actionButton("refundPayment", () => call("POST", `/v1/payments/${p.id}/refund`), { confirm: true })]
+      : [],
   });
+}
+
+/** A payment given back, or on its way back. @param {any} p */
+function refundState(p) {
+  if (p.refund) return ` · ${t(p.refund === "chargeback" ? "chargedBack" : "refunded")} ${when(p.refunded_at)}`;
+  if (p.refund_request === "failed") return ` · ${t("refundFailed")}`;
+  if (p.refund_request) return ` · ${t("refundRequested")}`;
+  return "";
 }
 
 /** @param {URL} url */
