@@ -1,4 +1,5 @@
-"""`python -m billing`: serve billing's HTTP API. `python -m billing sweep`: run the sweep."""
+"""`python -m billing`: serve billing's HTTP API. `python -m billing sweep`: run the sweep.
+`python -m billing reconcile [--fix] [--since DATE]`: the ledger against its history."""
 
 from __future__ import annotations
 
@@ -27,6 +28,37 @@ def sweep(every: float | None) -> int:
     return sweeper.run(settings, every)
 
 
+def reconcile(fix: bool, since: str | None) -> int:
+    """Asks the running billing (`BILLING_URL`, `SERVICE_TOKEN`) and prints its report as
+    JSON; exits 1 when differences were found and not fixed."""
+    import json
+
+    import httpx
+
+    from shared.settings import Reader
+
+    reader = Reader(os.environ)
+    url = exit_on_error(lambda: reader.url("BILLING_URL", "http://127.0.0.1:8001"))
+    token = exit_on_error(lambda: reader.secret("SERVICE_TOKEN", min_bytes=16))
+    # A bare date is midnight UTC.
+    if since and len(since) == 10:
+        since = f"{since}T00:00:00Z"
+    params = {"since": since} if since else {}
+    answer = httpx.request(
+        "POST" if fix else "GET",
+        f"{url}/internal/reconcile{'/fix' if fix else ''}",
+        params=params,
+        headers={"Authorization": f"Bearer {token.reveal()}"},
+        timeout=600,
+    )
+    print(json.dumps(answer.json(), indent=2, ensure_ascii=False))
+    if answer.status_code != 200:
+        return 2
+    ledger = answer.json()["ledger"]
+    left = len(ledger["differences"]) - len(ledger.get("fixed", []))
+    return 1 if left else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m billing")
     commands = parser.add_subparsers(dest="command")
@@ -35,7 +67,14 @@ def main(argv: list[str] | None = None) -> int:
     sweep_parser.add_argument(
         "--every", type=float, default=None, metavar="SECONDS", help="repeat on this interval"
     )
+    check = commands.add_parser(
+        "reconcile", help="each membership against the replay of its history (GET, or --fix)"
+    )
+    check.add_argument("--fix", action="store_true", help="write the history's state")
+    check.add_argument("--since", metavar="DATE", help="only memberships changed since (ISO)")
     args = parser.parse_args(argv)
+    if args.command == "reconcile":
+        return reconcile(args.fix, args.since)
     if args.command == "sweep":
         if args.every is not None and args.every <= 0:
             parser.error("--every must be positive")

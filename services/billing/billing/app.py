@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from billing import ad_orders, errors, invoices, money, stars, store
+from billing import ad_orders, errors, invoices, money, reconcile, stars, store
 from billing import sweep as sweeping
 from billing.background import Background
 from billing.gateways import STARS, TITLES
@@ -123,6 +123,11 @@ class PreCheckout(msgspec.Struct, forbid_unknown_fields=True):
 class RefundRequest(msgspec.Struct, forbid_unknown_fields=True):
     # Who asked, for the record (the panel member's email).
     requested_by: Annotated[str, msgspec.Meta(max_length=320)] | None = None
+
+
+class ReconcileQuery(msgspec.Struct, forbid_unknown_fields=True):
+    # Only memberships changed since then.
+    since: Annotated[dt.datetime, msgspec.Meta(tz=True)] | None = None
 
 
 class GatewaysQuery(msgspec.Struct, forbid_unknown_fields=True):
@@ -293,6 +298,39 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
             status_code=202,
         )
 
+    def reconcile_query(request: Request) -> ReconcileQuery:
+        try:
+            return msgspec.convert(dict(request.query_params), ReconcileQuery, strict=False)
+        except msgspec.ValidationError as error:
+            raise errors.InvalidBody(str(error)) from None
+
+    async def reconcile_report(request: Request) -> Response:
+        """Each membership against the replay of its history: those that differ."""
+        require_bearer(request, settings.service_token)
+        wanted = reconcile_query(request)
+        async with store.connection(runtime(request).pool) as conn:
+            checked, found = await reconcile.ledger(conn, clock.now(), wanted.since)
+        return JSONResponse(
+            {"ledger": {"checked": checked, "differences": [d.as_json() for d in found]}}
+        )
+
+    async def reconcile_fix(request: Request) -> Response:
+        """The report's differences written as their history has them, each under its lock."""
+        require_bearer(request, settings.service_token)
+        wanted = reconcile_query(request)
+        async with store.connection(runtime(request).pool) as conn:
+            checked, found = await reconcile.ledger(conn, clock.now(), wanted.since)
+            fixed = [done for d in found if (done := await reconcile.fix(conn, d, clock.now()))]
+        return JSONResponse(
+            {
+                "ledger": {
+                    "checked": checked,
+                    "differences": [d.as_json() for d in found],
+                    "fixed": [d.as_json() for d in fixed],
+                }
+            }
+        )
+
     async def gateways(request: Request) -> Response:
         """The gateways an invoice can be made for; with `channel_id`, the channel's offer too
         (null when it is not a paid channel with a default plan)."""
@@ -396,6 +434,8 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
             Route("/internal/gateways", gateways, methods=["GET"]),
             Route("/internal/stars/pre-checkout", pre_checkout, methods=["POST"]),
             Route("/internal/payments/{payment_id:int}/refund", refund, methods=["POST"]),
+            Route("/internal/reconcile", reconcile_report, methods=["GET"]),
+            Route("/internal/reconcile/fix", reconcile_fix, methods=["POST"]),
             Route("/internal/grants", grant, methods=["POST"]),
             Route("/internal/trials", trial, methods=["POST"]),
             Route("/internal/access-codes/redeem", redeem, methods=["POST"]),

@@ -646,3 +646,31 @@ SELECT id, state, created_at, true AS made FROM made
 UNION ALL
 SELECT id, state, created_at, false FROM star_refund_requests
  WHERE payment_id = %(payment_id)s AND NOT EXISTS (SELECT 1 FROM made);
+
+-- ledger_to_check --
+-- Every membership (changed since `since`, when given) with what it says and what its history
+-- says: the changes that survive (payments not refunded, grants, trials) in the order applied.
+SELECT m.person_id, m.channel_id, p.telegram_user_id, c.title, m.status, m.expires_at,
+       m.grace_days, c.reminder_hours,
+       coalesce(array_agg(e.cause ORDER BY e.id) FILTER (WHERE e.id IS NOT NULL), '{}')
+           AS causes,
+       coalesce(array_agg(e.paid_at ORDER BY e.id) FILTER (WHERE e.id IS NOT NULL), '{}')
+           AS paid_ats,
+       coalesce(array_agg(e.period_days ORDER BY e.id) FILTER (WHERE e.id IS NOT NULL), '{}')
+           AS periods,
+       coalesce(array_agg(e.until ORDER BY e.id) FILTER (WHERE e.id IS NOT NULL), '{}')
+           AS untils
+  FROM memberships m
+  JOIN people p ON p.id = m.person_id
+  JOIN channels c ON c.id = m.channel_id
+  LEFT JOIN membership_events e
+         ON e.person_id = m.person_id AND e.channel_id = m.channel_id
+        AND (e.cause IN ('grant', 'trial')
+             OR (e.cause = 'payment'
+                 AND NOT EXISTS (SELECT 1 FROM refunds r WHERE r.payment_id = e.payment_id)))
+ WHERE (%(since)s::timestamptz IS NULL OR m.updated_at >= %(since)s)
+   AND (%(person_id)s::integer IS NULL
+        OR (m.person_id = %(person_id)s AND m.channel_id = %(channel_id)s))
+ GROUP BY m.person_id, m.channel_id, p.telegram_user_id, c.title, m.status, m.expires_at,
+          m.grace_days, c.reminder_hours
+ ORDER BY m.person_id, m.channel_id;

@@ -289,7 +289,7 @@ async def _write_applied(
     return Outcome(Recorded.APPLIED, False, True, decision.flag, mine, payment_id)
 
 
-async def _write_membership(
+async def write_membership(
     conn: Connection, key: MembershipKey, after: Membership, now: dt.datetime
 ) -> None:
     """A paid or granted membership as it stands now; the sweep next looks at its first
@@ -309,7 +309,7 @@ async def _write_membership(
     )
 
 
-async def _membership_event(
+async def membership_event(
     conn: Connection,
     key: MembershipKey,
     before: Membership | None,
@@ -345,7 +345,7 @@ async def _membership_event(
     return int((await one_row(cur))["id"])
 
 
-async def _access_event(
+async def access_event(
     conn: Connection,
     kind: str,
     key: MembershipKey,
@@ -438,16 +438,16 @@ async def _reversed(
     before = Membership(Status(row["status"]), row["expires_at"], grace)
     status, expires_at = after_refund(before.status, replay(survivors(row)), now, grace)
     after = Membership(status, expires_at, grace, tuple(row["reminder_hours"] or ()))
-    await _write_membership(conn, key, after, now)
-    event_id = await _membership_event(
+    await write_membership(conn, key, after, now)
+    event_id = await membership_event(
         conn, key, before, after, now, cause="refund", refund_id=refund_id
     )
     # What the sweep would have told them on the way: a reminder into grace, a removal once
     # expired.
     if status is Status.EXPIRED and before.status is not Status.EXPIRED:
-        await _access_event(conn, "revoke", key, event_id, expires_at, now)
+        await access_event(conn, "revoke", key, event_id, expires_at, now)
     elif status is Status.GRACE and before.status is Status.ACTIVE:
-        await _access_event(conn, "reminder", key, event_id, expires_at, now)
+        await access_event(conn, "reminder", key, event_id, expires_at, now)
     return after
 
 
@@ -588,9 +588,9 @@ async def _granted(
         return False, before
     reminders = tuple(channel["reminder_hours"] or ())
     after = Membership(status, expires_at, int(channel["grace_days"]), reminders)
-    await _write_membership(conn, key, after, now)
-    event_id = await _membership_event(
+    await write_membership(conn, key, after, now)
+    event_id = await membership_event(
         conn, key, before, after, now, cause=cause, until=until, reason=reason
     )
-    await _access_event(conn, "grant", key, event_id, after.expires_at, now)
+    await access_event(conn, "grant", key, event_id, after.expires_at, now)
     return True, after

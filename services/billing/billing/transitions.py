@@ -189,3 +189,21 @@ def after_refund(
         _aware("now", now)
         return Status.EXPIRED, VOID
     return next_status(status, replayed, now, grace_days), replayed
+
+
+def reconciled(
+    status: Status | str,
+    expires_at: dt.datetime,
+    replayed: dt.datetime | None,
+    now: dt.datetime,
+    grace_days: int,
+) -> tuple[Status, dt.datetime] | None:
+    """What a membership should be by its history, or None when it is: `expires_at` the replay
+    (`VOID` with nothing surviving) and a status no further on than the clock puts it (one
+    behind the clock is the sweep's to move, not a difference). Fixed, the status is the
+    clock's."""
+    expected = VOID if replayed is None else replayed
+    target = target_status(expected, now, grace_days)
+    if expires_at == expected and _RANK[_status(status)] <= _RANK[target]:
+        return None
+    return target, expected
