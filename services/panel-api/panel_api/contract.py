@@ -123,6 +123,7 @@ from panel_api.ledger import (
     PaymentQuery,
     PeopleExport,
     PeopleQuery,
+    Reconciled,
     RefundAsked,
     TelegramPerson,
     Visitor,
@@ -351,6 +352,21 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
     ),
     ("GET", "/v1/payments"): Operation(
         "Payments", Role.VIEWER, Page[Payment], query=PaymentQuery, handler=Ledger.payments
+    ),
+    ("GET", "/v1/reconcile"): Operation(
+        "Each membership against the replay of its history: those that differ",
+        Role.ADMIN,
+        Reconciled,
+        problems=(503,),
+        handler=Ledger.reconcile,
+    ),
+    ("POST", "/v1/reconcile/fix"): Operation(
+        "Write each differing membership as its history has it (billing does it, each under"
+        " its lock, with a reconcile row in its history)",
+        Role.OWNER,
+        Reconciled,
+        problems=(503,),
+        handler=Ledger.reconcile_fix,
     ),
     ("POST", "/v1/payments/{payment_id:int}/refund"): Operation(
         "Refund a Telegram Stars payment: the Stars go back and what the payment bought is"

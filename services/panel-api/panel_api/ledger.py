@@ -271,6 +271,32 @@ class Payment(Priced):
     refund_request: Literal["pending", "processing", "done", "failed"] | None = None
 
 
+class LedgerDifference(msgspec.Struct):
+    """A membership whose state is not its history's: as it is, and as the replay has it."""
+
+    person_id: int
+    channel_id: int
+    telegram_user_id: int
+    title: str
+    status: MembershipStatus
+    expires_at: dt.datetime
+    expected_status: MembershipStatus
+    expected_expires_at: dt.datetime
+
+
+class LedgerCheck(msgspec.Struct):
+    checked: int
+    differences: list[LedgerDifference]
+    # After a fix: the differences written as their history has them.
+    fixed: list[LedgerDifference] | None = None
+
+
+class Reconciled(msgspec.Struct):
+    """billing's reconciliation report, relayed."""
+
+    ledger: LedgerCheck
+
+
 class RefundAsked(msgspec.Struct):
     """billing's answer to a refund asked for, relayed."""
 
@@ -595,6 +621,25 @@ class Ledger:
                     f"payment:{payment_id}",
                     None,
                     {"request_id": asked["request_id"], "state": asked["state"]},
+                )
+        return relayed(answer)
+
+    async def reconcile(self, request: Request, caller: Caller) -> Response:
+        return relayed(await self.billing.ask("GET", "/internal/reconcile"))
+
+    async def reconcile_fix(self, request: Request, caller: Caller) -> Response:
+        answer = await self.billing.ask("POST", "/internal/reconcile/fix")
+        if answer.status_code == 200:
+            fixed = answer.json()["ledger"]["fixed"]
+            async with store.connection(runtime(request).pool) as conn:
+                await audit(
+                    conn,
+                    caller,
+                    self.clock,
+                    "reconcile.fix",
+                    "ledger",
+                    None,
+                    {"fixed": [[d["person_id"], d["channel_id"]] for d in fixed]},
                 )
         return relayed(answer)
 

@@ -879,3 +879,55 @@ def made_payment(stack: Stack) -> int:
     with psycopg.connect(stack.database_url) as conn:
         row = conn.execute("SELECT id FROM payments").fetchone()
     return 0 if row is None else int(row[0])
+
+
+def test_forms__reconcile_finds_a_planted_difference_and_the_owner_fixes_it_after_asking(
+    page: Page, stack: Stack
+) -> None:
+    with psycopg.connect(stack.database_url) as conn:
+        channel = conn.execute(
+            "WITH c AS (INSERT INTO channels (telegram_chat_id, title, is_paid)"
+            " VALUES (-1001000000798, 'Club', true) RETURNING id)"
+            " INSERT INTO plans (channel_id, price_minor, currency, period_days, grace_days,"
+            " is_default) SELECT id, 500, 'USD', 30, 3, true FROM c RETURNING channel_id"
+        ).fetchone()
+    assert channel is not None
+    granted = HTTP.post(
+        f"{stack.billing}/internal/grants",
+        json={
+            "telegram_user_id": 4646,
+            "channel_id": channel[0],
+            "until": "2031-01-01T00:00:00Z",
+            "reason": "partner",
+        },
+        headers={"Authorization": f"Bearer {SECRETS['SERVICE_TOKEN']}"},
+    )
+    assert granted.status_code == 200, granted.text
+    with psycopg.connect(stack.database_url) as conn:
+        # Planted: a year nobody granted.
+        conn.execute("UPDATE memberships SET expires_at = '2032-01-01T00:00:00Z'")
+    sign_in(page, stack.url)
+    page.goto(f"{stack.url}/reconcile")
+    expect(page.locator("#reconcile-checked")).to_contain_text("1 memberships checked")
+    row = page.locator("#reconcile tbody tr")
+    expect(row).to_have_count(1)
+    expect(row).to_contain_text("4646")
+    expect(row).to_contain_text("2032")
+    expect(row).to_contain_text("2031")
+    page.screenshot(path=str(ARTIFACTS / "reconcile-en.png"), full_page=True)
+    page.set_viewport_size({"width": 390, "height": 844})
+    persian(page)
+    page.locator("button[data-action=applyFixes]").click()
+    page.locator("button[data-confirm=applyFixes]").click()
+    expect(page.locator("#reconcile-clean")).to_contain_text("هر عضویت همان است")
+    page.screenshot(path=str(ARTIFACTS / "reconcile-fa.png"), full_page=True)
+    with psycopg.connect(stack.database_url) as conn:
+        history = conn.execute(
+            "SELECT cause, new_expires_at FROM membership_events ORDER BY id"
+        ).fetchall()
+        audited = conn.execute(
+            "SELECT count(*) FROM audit_log WHERE action = 'reconcile.fix'"
+        ).fetchone()
+    assert [cause for cause, _ in history] == ["grant", "reconcile"]
+    assert history[-1][1].year == 2031
+    assert audited == (1,)

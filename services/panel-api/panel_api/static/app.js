@@ -15,7 +15,7 @@ import { accessCodes, accessCodeUses } from "./views/access-codes.js";
 import { stats } from "./views/stats.js";
 import { admission, channel, channels, contents } from "./views/channels.js";
 import { dashboard } from "./views/dashboard.js";
-import { accessEvents, invoices, memberships, payments, people } from "./views/ledger.js";
+import { accessEvents, invoices, memberships, payments, people, reconcile } from "./views/ledger.js";
 
 const main = byId("view");
 const pages = byId("pages");
@@ -54,6 +54,7 @@ route("/memberships", { title: "memberships", render: memberships });
 route("/invoices", { title: "invoices", render: invoices });
 route("/payments", { title: "payments", render: payments });
 route("/access-events", { title: "accessEvents", render: accessEvents });
+route("/reconcile", { title: "reconcilePage", render: only("admin", reconcile) });
 route("/orders", { title: "orders", render: orders });
 route("/orders/:id", { title: "adOrder", render: order });
 route("/slots", { title: "slots", render: slots });

@@ -138,6 +138,33 @@ export async function payments(url) {
   });
 }
 
+/**
+ * The ledger against its history: each membership whose state is not the replay of its
+ * payments and grants, as it is and as it should be; the owner writes the fixes.
+ * @returns {Promise<Node[]>}
+ */
+export async function reconcile() {
+  const report = await call("GET", "/v1/reconcile");
+  const { checked, differences } = report.ledger;
+  /** @param {string} label @param {string} text */
+  const cell = (label, text) => element("td", { "data-label": t(label), text });
+  const rows = differences.map((/** @type {any} */ d) => element("tr", { "data-person": String(d.person_id) },
+    cell("telegramUser", String(d.telegram_user_id)),
+    cell("channel", d.title),
+    cell("now", `${t(d.status)} · ${d.expires_at.startsWith("1970-01-01") ? t("none") : when(d.expires_at)}`),
+    cell("byHistory", `${t(d.expected_status)} · ${d.expected_expires_at.startsWith("1970-01-01") ? t("none") : when(d.expected_expires_at)}`)));
+  const head = ["telegramUser", "channel", "now", "byHistory"].map((key) => element("th", { scope: "col", text: t(key) }));
+  return [
+    element("p", { id: "reconcile-checked", text: t("reconcileChecked", { count: number(checked) }) }),
+    differences.length
+      ? element("table", { id: "reconcile", class: "stacked" }, element("thead", {}, element("tr", {}, ...head)), element("tbody", {}, ...rows))
+      : words("p", "reconcileClean", { id: "reconcile-clean", class: "empty" }),
+    ...(differences.length && may("owner")
+      ? [element("p", {}, actionButton("applyFixes", () => call("POST", "/v1/reconcile/fix"), { confirm: true }))]
+      : []),
+  ];
+}
+
 /** A payment given back, or on its way back. @param {any} p */
 function refundState(p) {
   if (p.refund) return ` · ${t(p.refund === "chargeback" ? "chargedBack" : "refunded")} ${when(p.refunded_at)}`;
