@@ -597,30 +597,6 @@ VALUES (%(gateway)s, %(external_refund_id)s, %(payment_id)s, %(amount_minor)s, %
 ON CONFLICT DO NOTHING
 RETURNING id;
 
--- memberships_to_replay --
--- Read under the locks, once the refund is written: each membership with what survives in its
--- history (payments not refunded, grants and trials, in the order applied) and its channel's
--- reminder hours.
-SELECT m.channel_id, m.status, m.expires_at, m.grace_days, c.reminder_hours,
-       coalesce(array_agg(e.cause ORDER BY e.id) FILTER (WHERE e.id IS NOT NULL), '{}')
-           AS causes,
-       coalesce(array_agg(e.paid_at ORDER BY e.id) FILTER (WHERE e.id IS NOT NULL), '{}')
-           AS paid_ats,
-       coalesce(array_agg(e.period_days ORDER BY e.id) FILTER (WHERE e.id IS NOT NULL), '{}')
-           AS periods,
-       coalesce(array_agg(e.until ORDER BY e.id) FILTER (WHERE e.id IS NOT NULL), '{}')
-           AS untils
-  FROM memberships m
-  JOIN channels c ON c.id = m.channel_id
-  LEFT JOIN membership_events e
-         ON e.person_id = m.person_id AND e.channel_id = m.channel_id
-        AND (e.cause IN ('grant', 'trial')
-             OR (e.cause = 'payment'
-                 AND NOT EXISTS (SELECT 1 FROM refunds r WHERE r.payment_id = e.payment_id)))
- WHERE m.person_id = %(person_id)s AND m.channel_id = ANY (%(channel_ids)s)
- GROUP BY m.person_id, m.channel_id, m.status, m.expires_at, m.grace_days, c.reminder_hours
- ORDER BY m.channel_id;
-
 -- stars_payment_to_refund --
 -- A payment the owner asks to refund, with where a Stars one was paid: its bot and person.
 SELECT pay.id, pay.gateway, pay.applied, pay.external_payment_id, p.telegram_user_id,
@@ -648,8 +624,10 @@ SELECT id, state, created_at, false FROM star_refund_requests
  WHERE payment_id = %(payment_id)s AND NOT EXISTS (SELECT 1 FROM made);
 
 -- ledger_to_check --
--- Every membership (changed since `since`, when given) with what it says and what its history
--- says: the changes that survive (payments not refunded, grants, trials) in the order applied.
+-- Memberships with what they say and what their history says: the changes that survive
+-- (payments not refunded, grants, trials) in the order applied, and the channel's reminder
+-- hours. All of them, those changed since `since`, or one person's in `channel_ids` (a
+-- refund's, read under the locks once the refund is written, so its payment is left out).
 SELECT m.person_id, m.channel_id, p.telegram_user_id, c.title, m.status, m.expires_at,
        m.grace_days, c.reminder_hours,
        coalesce(array_agg(e.cause ORDER BY e.id) FILTER (WHERE e.id IS NOT NULL), '{}')
@@ -670,7 +648,7 @@ SELECT m.person_id, m.channel_id, p.telegram_user_id, c.title, m.status, m.expir
                  AND NOT EXISTS (SELECT 1 FROM refunds r WHERE r.payment_id = e.payment_id)))
  WHERE (%(since)s::timestamptz IS NULL OR m.updated_at >= %(since)s)
    AND (%(person_id)s::integer IS NULL
-        OR (m.person_id = %(person_id)s AND m.channel_id = %(channel_id)s))
+        OR (m.person_id = %(person_id)s AND m.channel_id = ANY (%(channel_ids)s)))
  GROUP BY m.person_id, m.channel_id, p.telegram_user_id, c.title, m.status, m.expires_at,
           m.grace_days, c.reminder_hours
  ORDER BY m.person_id, m.channel_id;

@@ -69,7 +69,7 @@ async def ledger(
 ) -> tuple[int, list[Difference]]:
     """How many memberships were checked, and those that differ from their history."""
     cur = await conn.execute(
-        Q["ledger_to_check"], {"since": since, "person_id": None, "channel_id": None}
+        Q["ledger_to_check"], {"since": since, "person_id": None, "channel_ids": None}
     )
     rows = await cur.fetchall()
     found = [_difference(row, now) for row in rows]
@@ -84,7 +84,7 @@ async def fix(conn: Connection, difference: Difference, now: dt.datetime) -> Dif
         await conn.execute(Q["lock_membership"], key.params())
         cur = await conn.execute(
             Q["ledger_to_check"],
-            {"since": None, "person_id": key.person_id, "channel_id": key.channel_id},
+            {"since": None, "person_id": key.person_id, "channel_ids": [key.channel_id]},
         )
         row = await cur.fetchone()
         found = None if row is None else _difference(row, now)

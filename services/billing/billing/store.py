@@ -411,7 +411,8 @@ async def record_refund(conn: Connection, delivery: Delivery, now: dt.datetime) 
         after: Membership | None = None
         if channels:
             cur = await conn.execute(
-                Q["memberships_to_replay"], {"person_id": person, "channel_ids": channels}
+                Q["ledger_to_check"],
+                {"since": None, "person_id": person, "channel_ids": channels},
             )
             for row in await cur.fetchall():
                 key = MembershipKey(person, ChannelId(int(row["channel_id"])))

@@ -144,30 +144,6 @@ class Subgate:
             paid_at=_unix_seconds(timestamp, "timestamp"),
         )
 
-    def _refund(self, event: dict[str, Any], obj: dict[str, Any]) -> Delivery:
-        """A charge refunded (whole or part) or disputed, reversing the payment of its
-        PaymentIntent. A charge refunded twice is one refund (its id is the key); a dispute
-        is keyed by its own id."""
-        dispute = event["type"] == "charge.dispute.created"
-        intent = obj.get("payment_intent")
-        if isinstance(intent, dict):
-            intent = intent.get("id")
-        own = _text(obj, "id")
-        amount = obj.get("amount" if dispute else "amount_refunded")
-        if isinstance(amount, bool) or not isinstance(amount, int) or amount < 0:
-            raise InvalidBody("a refund's amount must be whole minor units")
-        return Delivery(
-            gateway=self.name,
-            kind=Kind.REFUND,
-            event_type=str(event["type"]),
-            payload=event,
-            external_payment_id=intent if isinstance(intent, str) and intent else None,
-            external_refund_id=own if dispute else f"{own}:refunded",
-            amount_minor=Decimal(amount),
-            currency=_currency(_text(obj, "currency"), "data.object.currency"),
-            chargeback=dispute,
-        )
-
     def acknowledge(self, delivery: Delivery, outcome: Outcome, now: dt.datetime) -> Any:
         return outcome.as_json()
 

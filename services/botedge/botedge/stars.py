@@ -114,6 +114,26 @@ class Recorded:
     title: str | None
 
 
+def _readable(visit: Visit, what: str) -> dict[str, Any] | None:
+    """The message's `successful_payment` or `refunded_payment` when it names a charge and a
+    whole amount, from a person we know; None (logged, the update kept) otherwise."""
+    found = visit.update.body.get(what)
+    found = found if isinstance(found, dict) else {}
+    charge = found.get("telegram_payment_charge_id")
+    amount = found.get("total_amount")
+    if (
+        visit.person_id is None
+        or not isinstance(charge, str)
+        or not charge
+        or not isinstance(amount, int)
+        or isinstance(amount, bool)
+        or amount < 0
+    ):
+        log.warning("update %d: a %s we cannot read; kept in the inbox", visit.update.id, what)
+        return None
+    return found
+
+
 def _epoch(value: Any) -> dt.datetime | None:
     if isinstance(value, int) and not isinstance(value, bool) and value > 0:
         return dt.datetime.fromtimestamp(value, dt.UTC)
@@ -157,21 +177,10 @@ class _Paid:
 
     async def apply(self, conn: Connection, visit: Visit, prepared: None) -> list[Reply]:
         update = visit.update
-        paid = update.body.get("successful_payment") or {}
-        charge = paid.get("telegram_payment_charge_id")
-        amount = paid.get("total_amount")
-        if (
-            visit.person_id is None
-            or not isinstance(charge, str)
-            or not charge
-            or not isinstance(amount, int)
-            or isinstance(amount, bool)
-            or amount < 0
-        ):
-            log.warning(
-                "update %d: a successful_payment we cannot read; kept in the inbox", update.id
-            )
+        paid = _readable(visit, "successful_payment")
+        if paid is None:
             return []
+        charge, amount = paid["telegram_payment_charge_id"], paid["total_amount"]
         recurring = paid.get("is_recurring") is True
         cur = await conn.execute(
             Q["record_star_payment"],
@@ -214,21 +223,10 @@ class _Refunded:
 
     async def apply(self, conn: Connection, visit: Visit, prepared: None) -> list[Reply]:
         update = visit.update
-        refunded = update.body.get("refunded_payment") or {}
-        charge = refunded.get("telegram_payment_charge_id")
-        amount = refunded.get("total_amount")
-        if (
-            visit.person_id is None
-            or not isinstance(charge, str)
-            or not charge
-            or not isinstance(amount, int)
-            or isinstance(amount, bool)
-            or amount < 0
-        ):
-            log.warning(
-                "update %d: a refunded_payment we cannot read; kept in the inbox", update.id
-            )
+        refunded = _readable(visit, "refunded_payment")
+        if refunded is None:
             return []
+        charge, amount = refunded["telegram_payment_charge_id"], refunded["total_amount"]
         await conn.execute(
             Q["record_star_refund"],
             {
