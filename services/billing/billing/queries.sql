@@ -652,3 +652,10 @@ SELECT m.person_id, m.channel_id, p.telegram_user_id, c.title, m.status, m.expir
  GROUP BY m.person_id, m.channel_id, p.telegram_user_id, c.title, m.status, m.expires_at,
           m.grace_days, c.reminder_hours
  ORDER BY m.person_id, m.channel_id;
+
+-- grant_recorded --
+-- The same grant already in the membership's history.
+SELECT 1 FROM membership_events
+ WHERE person_id = %(person_id)s AND channel_id = %(channel_id)s AND cause = %(cause)s
+   AND until = %(until)s
+ LIMIT 1;

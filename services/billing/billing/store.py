@@ -465,7 +465,8 @@ async def grant_access(
 ) -> tuple[bool, Membership] | None:
     """Access until `until` without a payment, under the membership's lock: whether it changed
     anything, and the membership after. None when the channel is not paid. A grant that would
-    not move `expires_at` writes nothing, so importing a list twice grants once."""
+    not move `expires_at` is only recorded in the history (once), so importing a list twice
+    grants once."""
     async with conn.transaction():
         cur = await conn.execute(Q["grant_channel"], {"channel_id": channel_id})
         channel = await cur.fetchone()
@@ -586,6 +587,15 @@ async def _granted(
     expires_at = grant(before.expires_at if before else None, until)
     status = next_status(Status.ACTIVE, expires_at, now, int(channel["grace_days"]))
     if before is not None and (before.expires_at, before.status) == (expires_at, status):
+        # Nothing moves now, but the grant is history: should a payment it lies within be
+        # refunded, the replay still gives its days. The same grant again writes nothing.
+        cur = await conn.execute(
+            Q["grant_recorded"], {**key.params(), "cause": cause, "until": until}
+        )
+        if await cur.fetchone() is None:
+            await membership_event(
+                conn, key, before, before, now, cause=cause, until=until, reason=reason
+            )
         return False, before
     reminders = tuple(channel["reminder_hours"] or ())
     after = Membership(status, expires_at, int(channel["grace_days"]), reminders)

@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import psycopg
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from billing.transitions import VOID, Extension, Grant, Status, replay, target_status
@@ -60,6 +60,7 @@ STEPS = st.lists(
     max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(steps=STEPS)
+@example(steps=[Pay(days_ago=0), GrantFor(days=1), Refund(nth=0)])
 def test_refunds__any_interleaving_ends_in_the_replay_of_the_survivors(
     billing: Served, database_url: str, steps: list[Any]
 ) -> None:
