@@ -54,8 +54,11 @@ def reconcile(fix: bool, since: str | None) -> int:
     print(json.dumps(answer.json(), indent=2, ensure_ascii=False))
     if answer.status_code != 200:
         return 2
-    ledger = answer.json()["ledger"]
+    report = answer.json()
+    ledger = report["ledger"]
     left = len(ledger["differences"]) - len(ledger.get("fixed", []))
+    if not fix:
+        left += sum(len(c["intruders"]) + len(c["missing"]) for c in report["channels"])
     return 1 if left else 0
 
 

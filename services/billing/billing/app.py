@@ -73,6 +73,7 @@ STATUS: dict[type[errors.BillingError], int] = {
     errors.NoShopAddress: 422,
     errors.RateUnavailable: 503,
     errors.DatabaseUnavailable: 503,
+    errors.BotedgeUnavailable: 503,
 }
 
 
@@ -310,8 +311,12 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
         wanted = reconcile_query(request)
         async with store.connection(runtime(request).pool) as conn:
             checked, found = await reconcile.ledger(conn, clock.now(), wanted.since)
+            members = await reconcile.channels(conn, background.botedge)
         return JSONResponse(
-            {"ledger": {"checked": checked, "differences": [d.as_json() for d in found]}}
+            {
+                "ledger": {"checked": checked, "differences": [d.as_json() for d in found]},
+                "channels": [c.as_json() for c in members],
+            }
         )
 
     async def reconcile_fix(request: Request) -> Response:
@@ -321,13 +326,18 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
         async with store.connection(runtime(request).pool) as conn:
             checked, found = await reconcile.ledger(conn, clock.now(), wanted.since)
             fixed = [done for d in found if (done := await reconcile.fix(conn, d, clock.now()))]
+            # The channels once the ledger is right: who should be inside follows from it.
+            members = await reconcile.channels(conn, background.botedge)
+            for check in members:
+                await reconcile.fix_channel(conn, background.botedge, check, clock.now())
         return JSONResponse(
             {
                 "ledger": {
                     "checked": checked,
                     "differences": [d.as_json() for d in found],
                     "fixed": [d.as_json() for d in fixed],
-                }
+                },
+                "channels": [c.as_json() for c in members],
             }
         )
 

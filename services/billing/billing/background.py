@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 import httpx
 
 from billing.rates import Rates
+from billing.reconcile import Botedge
 from billing.settings import BillingSettings
 from billing.stars import StarsLedger
 from billing.tron_verifier import TronVerifier
@@ -32,12 +33,15 @@ class Background:
         self.clock = clock
         self.rate_client = httpx.AsyncClient()
         self.rates = Rates(self.rate_client, settings.trx_rate_sources, clock)
+        # For reconciliation's questions about the channels' members.
+        self.internal_client = httpx.AsyncClient()
+        self.botedge = Botedge(self.internal_client, settings.botedge_url, settings.service_token)
 
     @asynccontextmanager
     async def lifespan(self, state: Runtime) -> AsyncIterator[None]:
         settings = self.settings
         stopping = asyncio.Event()
-        async with httpx.AsyncClient() as http, self.rate_client:
+        async with httpx.AsyncClient() as http, self.rate_client, self.internal_client:
             tron = TronVerifier(
                 state.pool,
                 TronGrid(http, settings.trongrid_url, settings.trongrid_api_key),

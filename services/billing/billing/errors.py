@@ -97,6 +97,12 @@ class NotPayableThere(BillingError):
     slug = "invalid-values"
 
 
+class BotedgeUnavailable(BillingError):
+    """botedge could not be asked (for Telegram's side of a channel): retry."""
+
+    slug = "unavailable"
+
+
 class DatabaseUnavailable(BillingError):
     """PostgreSQL could not be reached or dropped the connection; retrying later may work."""
 

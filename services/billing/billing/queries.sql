@@ -659,3 +659,21 @@ SELECT 1 FROM membership_events
  WHERE person_id = %(person_id)s AND channel_id = %(channel_id)s AND cause = %(cause)s
    AND until = %(until)s
  LIMIT 1;
+
+-- channel_people_to_check --
+-- Each paid channel with a manager bot, and whom to ask Telegram about there: those seen
+-- inside and those paying (active or grace); the paying among them.
+WITH asked AS (
+    SELECT channel_id, person_id, false AS paying FROM channel_members WHERE is_member
+    UNION ALL
+    SELECT channel_id, person_id, true FROM memberships WHERE status IN ('active', 'grace')
+)
+SELECT c.id AS channel_id, c.title,
+       array_agg(DISTINCT p.telegram_user_id) AS user_ids,
+       coalesce(array_agg(DISTINCT p.telegram_user_id) FILTER (WHERE a.paying), '{}') AS paying
+  FROM asked a
+  JOIN channels c ON c.id = a.channel_id
+  JOIN people p ON p.id = a.person_id
+ WHERE c.is_paid AND c.manager_bot_id IS NOT NULL
+ GROUP BY c.id, c.title
+ ORDER BY c.id;

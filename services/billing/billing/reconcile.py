@@ -1,4 +1,5 @@
-"""Reconciliation of the ledger: each membership against the replay of its own history.
+"""Reconciliation of the ledger against its own history, and of the paid channels against
+Telegram.
 
 A membership's `expires_at` must be the replay of the changes that survive in its history
 (payments not refunded, grants and trials, in the order applied) and its status no further on
@@ -6,6 +7,14 @@ than the clock puts that date (`transitions.reconciled`). The report lists every
 that is not; `fix` writes, under the membership's lock and after reading it again, the
 replayed state with a `reconcile` history row, and what Telegram must then do: a removal for
 access now over, an invite for access back.
+
+Channels: the Bot API cannot list a channel's members, so billing asks botedge about those
+`channel_members` shows inside and those paying (`POST /internal/channels/{id}/members/check`,
+`getChatMember` each, recorded). Someone inside who may not be (not paying, not whitelisted,
+not running the chat) is an intruder, taken out as admission takes out a joiner
+(`.../members/remove`); someone paying who is not inside gets a fresh invite (a `grant` access
+event beside a `reconcile` history row that changes nothing). People never seen inside nor
+paying are out of reach, and the report says how many were checked.
 """
 
 from __future__ import annotations
@@ -14,11 +23,15 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
+
+from billing import errors
 from billing.model import ChannelId, Membership, MembershipKey, PersonId
 from billing.sqlq import Q
-from billing.store import access_event, membership_event, survivors, write_membership
+from billing.store import access_event, membership_event, one_row, survivors, write_membership
 from billing.transitions import Status, reconciled, replay
 from shared.db import Connection
+from shared.settings import Secret
 
 
 @dataclass(frozen=True)
@@ -107,3 +120,110 @@ async def fix(conn: Connection, difference: Difference, now: dt.datetime) -> Dif
         elif after.status is Status.GRACE and before.status is Status.ACTIVE:
             await access_event(conn, "reminder", key, event_id, after.expires_at, now)
         return found
+
+
+# People per call to botedge.
+CHUNK = 500
+
+
+@dataclass(frozen=True)
+class ChannelCheck:
+    channel_id: int
+    title: str
+    checked: int
+    # Telegram could not be asked about them this time.
+    unreachable: list[int]
+    intruders: list[int]
+    missing: list[int]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "channel_id": self.channel_id,
+            "title": self.title,
+            "checked": self.checked,
+            "unreachable": self.unreachable,
+            "intruders": self.intruders,
+            "missing": self.missing,
+        }
+
+
+class Botedge:
+    """botedge's internal endpoints for the channels' members."""
+
+    def __init__(self, client: httpx.AsyncClient, base_url: str, token: Secret) -> None:
+        self.client = client
+        self.base_url = base_url.rstrip("/")
+        self.token = token
+
+    async def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        try:
+            answer = await self.client.post(
+                f"{self.base_url}{path}",
+                json=body,
+                headers={"Authorization": f"Bearer {self.token.reveal()}"},
+                timeout=120,
+            )
+        except httpx.HTTPError as error:
+            raise errors.BotedgeUnavailable(f"botedge {path}: {type(error).__name__}") from None
+        if answer.status_code != 200:
+            raise errors.BotedgeUnavailable(f"botedge {path}: {answer.status_code}")
+        found: dict[str, Any] = answer.json()
+        return found
+
+
+async def channels(conn: Connection, botedge: Botedge) -> list[ChannelCheck]:
+    cur = await conn.execute(Q["channel_people_to_check"])
+    rows = await cur.fetchall()
+    checks = []
+    for row in rows:
+        channel_id = int(row["channel_id"])
+        asked = sorted(int(u) for u in row["user_ids"])
+        paying = {int(u) for u in row["paying"]}
+        members: list[dict[str, Any]] = []
+        for start in range(0, len(asked), CHUNK):
+            answer = await botedge.post(
+                f"/internal/channels/{channel_id}/members/check",
+                {"user_ids": asked[start : start + CHUNK]},
+            )
+            members.extend(answer["members"])
+        unreachable = [m["user_id"] for m in members if m["status"] is None]
+        known = [m for m in members if m["status"] is not None]
+        checks.append(
+            ChannelCheck(
+                channel_id,
+                str(row["title"]),
+                len(members),
+                unreachable,
+                [m["user_id"] for m in known if m["is_member"] and not m["may_be_there"]],
+                [m["user_id"] for m in known if not m["is_member"] and m["user_id"] in paying],
+            )
+        )
+    return checks
+
+
+async def fix_channel(
+    conn: Connection, botedge: Botedge, check: ChannelCheck, now: dt.datetime
+) -> None:
+    """Intruders out through botedge; a fresh invite for each payer not inside."""
+    if check.intruders:
+        await botedge.post(
+            f"/internal/channels/{check.channel_id}/members/remove",
+            {"user_ids": check.intruders},
+        )
+    for user in check.missing:
+        async with conn.transaction():
+            cur = await conn.execute(Q["upsert_person"], {"telegram_user_id": user})
+            person = PersonId(int((await one_row(cur))["id"]))
+            key = MembershipKey(person, ChannelId(check.channel_id))
+            await conn.execute(Q["lock_membership"], key.params())
+            cur = await conn.execute(Q["membership"], key.params())
+            row = await cur.fetchone()
+            if row is None or row["membership_status"] not in ("active", "grace"):
+                continue
+            held = Membership(
+                Status(row["membership_status"]),
+                row["membership_expires_at"],
+                int(row["membership_grace_days"]),
+            )
+            event_id = await membership_event(conn, key, held, held, now, cause="reconcile")
+            await access_event(conn, "grant", key, event_id, held.expires_at, now)

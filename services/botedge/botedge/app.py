@@ -21,6 +21,7 @@ from botedge import (
     channels,
     errors,
     inbox_store,
+    members,
     pay,
     registration,
 )
@@ -78,6 +79,13 @@ class CampaignLink(msgspec.Struct, forbid_unknown_fields=True):
     channel_id: Annotated[int, msgspec.Meta(ge=1, le=2**31 - 1)]
     # Telegram's limit on an invite link's name.
     name: Annotated[str, msgspec.Meta(min_length=1, max_length=32, pattern=r"^[^\x00-\x1f\x7f]+$")]
+
+
+class MemberCheck(msgspec.Struct, forbid_unknown_fields=True):
+    user_ids: Annotated[
+        list[Annotated[int, msgspec.Meta(ge=1, le=2**63 - 1)]],
+        msgspec.Meta(min_length=1, max_length=500),
+    ]
 
 
 class BroadcastTest(msgspec.Struct, forbid_unknown_fields=True):
@@ -228,6 +236,33 @@ def create_api_app(settings: BotedgeSettings, *, clock: Clock = SYSTEM_CLOCK) ->
         )
         return JSONResponse(answer)
 
+    def channel_of(request: Request) -> int:
+        channel_id = int(request.path_params["channel_id"])
+        if not 0 < channel_id < 2**31:
+            raise errors.NotFound("no paid channel by that id")
+        return channel_id
+
+    async def check_members(request: Request) -> Response:
+        """Each person's status in the channel, from Telegram (and recorded)."""
+        require_bearer(request, settings.service_token)
+        body = await json_body(request, MemberCheck, limit=65536)
+        api = resources(request, ApiResources).api
+        answer = await members.check(
+            pool_of(request), api, box, channel_of(request), body.user_ids, clock.now()
+        )
+        return JSONResponse(answer)
+
+    async def remove_members(request: Request) -> Response:
+        """Those who may not be there, taken out as admission takes out a joiner."""
+        require_bearer(request, settings.service_token)
+        body = await json_body(request, MemberCheck, limit=65536)
+        answer = await members.remove(
+            pool_of(request), channel_of(request), body.user_ids, clock.now()
+        )
+        if answer["removed"]:
+            resources(request, ApiResources).notifier.announce("outbox", str(answer["bot_id"]))
+        return JSONResponse(answer)
+
     async def campaign_link(request: Request) -> Response:
         require_bearer(request, settings.service_token)
         body = await json_body(request, CampaignLink, limit=4096)
@@ -267,6 +302,16 @@ def create_api_app(settings: BotedgeSettings, *, clock: Clock = SYSTEM_CLOCK) ->
             ),
             Route("/internal/campaigns/link", campaign_link, methods=["POST"]),
             Route("/internal/channels/check", check_channel, methods=["POST"]),
+            Route(
+                "/internal/channels/{channel_id:int}/members/check",
+                check_members,
+                methods=["POST"],
+            ),
+            Route(
+                "/internal/channels/{channel_id:int}/members/remove",
+                remove_members,
+                methods=["POST"],
+            ),
             Route("/internal/inbox/dead", dead, methods=["GET"]),
             Route("/internal/inbox/{inbox_id:int}/replay", replay, methods=["POST"]),
             Route("/internal/bots", register_bot, methods=["POST"]),

@@ -970,3 +970,23 @@ WITH refunded AS (
 SELECT (SELECT id FROM refunded) AS refund_id,
        CASE WHEN EXISTS (SELECT 1 FROM refunded)
             THEN pg_notify('telegram_payments', '') END AS notified;
+
+-- members_to_check --
+-- A paid channel, its manager bot, and the people asked about (known to us), each with
+-- whether they may be there: paying (active or grace) or whitelisted.
+SELECT c.id AS channel_id, c.telegram_chat_id, c.title, c.manager_bot_id, b.username,
+       p.id AS person_id, p.telegram_user_id,
+       EXISTS (SELECT 1 FROM memberships m WHERE m.person_id = p.id AND m.channel_id = c.id
+                  AND m.status IN ('active', 'grace')) AS paying,
+       EXISTS (SELECT 1 FROM channel_whitelist w WHERE w.channel_id = c.id
+                  AND w.telegram_user_id = p.telegram_user_id) AS whitelisted,
+       (bp.person_id IS NOT NULL AND bp.blocked_at IS NULL) AS may_write
+  FROM channels c
+  LEFT JOIN bots b ON b.id = c.manager_bot_id
+  JOIN people p ON p.telegram_user_id = ANY (%(user_ids)s)
+  LEFT JOIN bot_people bp ON bp.bot_id = c.manager_bot_id AND bp.person_id = p.id
+ WHERE c.id = %(channel_id)s AND c.is_paid
+ ORDER BY p.telegram_user_id;
+
+-- channel_member_status --
+SELECT status FROM channel_members WHERE channel_id = %(channel_id)s AND person_id = %(person_id)s;

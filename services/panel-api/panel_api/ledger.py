@@ -291,10 +291,24 @@ class LedgerCheck(msgspec.Struct):
     fixed: list[LedgerDifference] | None = None
 
 
+class ChannelCheck(msgspec.Struct):
+    """A paid channel against Telegram: how many people were asked about (those seen inside
+    and those paying; the Bot API cannot list the rest), those Telegram could not be asked
+    about, those inside who may not be, and payers not inside."""
+
+    channel_id: int
+    title: str
+    checked: int
+    unreachable: list[int]
+    intruders: list[int]
+    missing: list[int]
+
+
 class Reconciled(msgspec.Struct):
     """billing's reconciliation report, relayed."""
 
     ledger: LedgerCheck
+    channels: list[ChannelCheck]
 
 
 class RefundAsked(msgspec.Struct):

@@ -920,6 +920,7 @@ def test_forms__reconcile_finds_a_planted_difference_and_the_owner_fixes_it_afte
     page.locator("button[data-action=applyFixes]").click()
     page.locator("button[data-confirm=applyFixes]").click()
     expect(page.locator("#reconcile-clean")).to_contain_text("هر عضویت همان است")
+    expect(page.locator("#reconcile-no-channels")).to_be_visible()
     page.screenshot(path=str(ARTIFACTS / "reconcile-fa.png"), full_page=True)
     with psycopg.connect(stack.database_url) as conn:
         history = conn.execute(

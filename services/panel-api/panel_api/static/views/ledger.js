@@ -154,12 +154,21 @@ export async function reconcile() {
     cell("now", `${t(d.status)} · ${d.expires_at.startsWith("1970-01-01") ? t("none") : when(d.expires_at)}`),
     cell("byHistory", `${t(d.expected_status)} · ${d.expected_expires_at.startsWith("1970-01-01") ? t("none") : when(d.expected_expires_at)}`)));
   const head = ["telegramUser", "channel", "now", "byHistory"].map((key) => element("th", { scope: "col", text: t(key) }));
+  const channels = report.channels.map((/** @type {any} */ c) => element("li", { "data-channel": String(c.channel_id) },
+    element("strong", { text: c.title }), " ",
+    t("channelChecked", { checked: number(c.checked), intruders: number(c.intruders.length), missing: number(c.missing.length) }),
+    ...(c.unreachable.length ? [" ", t("telegramSilent", { count: number(c.unreachable.length) })] : [])));
+  const toFix = differences.length + report.channels.reduce(
+    (/** @type {number} */ n, /** @type {any} */ c) => n + c.intruders.length + c.missing.length, 0);
   return [
+    words("h2", "ledgerHeading"),
     element("p", { id: "reconcile-checked", text: t("reconcileChecked", { count: number(checked) }) }),
     differences.length
       ? element("table", { id: "reconcile", class: "stacked" }, element("thead", {}, element("tr", {}, ...head)), element("tbody", {}, ...rows))
       : words("p", "reconcileClean", { id: "reconcile-clean", class: "empty" }),
-    ...(differences.length && may("owner")
+    words("h2", "channelsHeading"),
+    channels.length ? element("ul", { id: "reconcile-channels" }, ...channels) : words("p", "noChannelToAsk", { id: "reconcile-no-channels", class: "empty" }),
+    ...(toFix && may("owner")
       ? [element("p", {}, actionButton("applyFixes", () => call("POST", "/v1/reconcile/fix"), { confirm: true }))]
       : []),
   ];
