@@ -312,10 +312,12 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
         async with store.connection(runtime(request).pool) as conn:
             checked, found = await reconcile.ledger(conn, clock.now(), wanted.since)
             members = await reconcile.channels(conn, background.botedge)
+            paid = await reconcile.stars(conn, background.botedge, wanted.since)
         return JSONResponse(
             {
                 "ledger": {"checked": checked, "differences": [d.as_json() for d in found]},
                 "channels": [c.as_json() for c in members],
+                "stars": [c.as_json() for c in paid],
             }
         )
 
@@ -326,7 +328,11 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
         async with store.connection(runtime(request).pool) as conn:
             checked, found = await reconcile.ledger(conn, clock.now(), wanted.since)
             fixed = [done for d in found if (done := await reconcile.fix(conn, d, clock.now()))]
-            # The channels once the ledger is right: who should be inside follows from it.
+            # Payments Telegram took that we never recorded, then the channels once the ledger
+            # is right: who should be inside follows from it.
+            paid = await reconcile.stars(conn, background.botedge, wanted.since)
+            for stars_check in paid:
+                await reconcile.fix_stars(conn, stars_check, clock.now())
             members = await reconcile.channels(conn, background.botedge)
             for check in members:
                 await reconcile.fix_channel(conn, background.botedge, check, clock.now())
@@ -338,6 +344,7 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
                     "fixed": [d.as_json() for d in fixed],
                 },
                 "channels": [c.as_json() for c in members],
+                "stars": [c.as_json() for c in paid],
             }
         )
 

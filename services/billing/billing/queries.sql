@@ -677,3 +677,20 @@ SELECT c.id AS channel_id, c.title,
  WHERE c.is_paid AND c.manager_bot_id IS NOT NULL
  GROUP BY c.id, c.title
  ORDER BY c.id;
+
+-- star_bots --
+-- The bots to ask for their Star transactions.
+SELECT id FROM bots WHERE status = 'active' ORDER BY id;
+
+-- our_star_payments --
+-- Our Stars payments through a bot, by Telegram's charge id, with when they were paid.
+SELECT pay.external_payment_id AS charge_id, pay.paid_at
+  FROM payments pay
+  JOIN telegram_payments t
+    ON t.kind = 'payment' AND t.telegram_payment_charge_id = pay.external_payment_id
+ WHERE pay.gateway = 'telegram_stars' AND t.bot_id = %(bot_id)s;
+
+-- star_charge_known --
+-- Which of these charges our ledger has, through whichever bot.
+SELECT external_payment_id AS charge_id FROM payments
+ WHERE gateway = 'telegram_stars' AND external_payment_id = ANY (%(charge_ids)s);

@@ -21,14 +21,23 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 import httpx
 
 from billing import errors
-from billing.model import ChannelId, Membership, MembershipKey, PersonId
+from billing.gateways import STARS, STARS_CURRENCY
+from billing.model import ChannelId, Delivery, Kind, Membership, MembershipKey, PersonId
 from billing.sqlq import Q
-from billing.store import access_event, membership_event, one_row, survivors, write_membership
+from billing.store import (
+    access_event,
+    membership_event,
+    one_row,
+    record_delivery,
+    survivors,
+    write_membership,
+)
 from billing.transitions import Status, reconciled, replay
 from shared.db import Connection
 from shared.settings import Secret
@@ -156,12 +165,19 @@ class Botedge:
         self.token = token
 
     async def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        return await self._ask("POST", path, json=body)
+
+    async def get(self, path: str, params: dict[str, Any]) -> dict[str, Any]:
+        return await self._ask("GET", path, params=params)
+
+    async def _ask(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         try:
-            answer = await self.client.post(
+            answer = await self.client.request(
+                method,
                 f"{self.base_url}{path}",
-                json=body,
                 headers={"Authorization": f"Bearer {self.token.reveal()}"},
                 timeout=120,
+                **kwargs,
             )
         except httpx.HTTPError as error:
             raise errors.BotedgeUnavailable(f"botedge {path}: {type(error).__name__}") from None
@@ -227,3 +243,110 @@ async def fix_channel(
             )
             event_id = await membership_event(conn, key, held, held, now, cause="reconcile")
             await access_event(conn, "grant", key, event_id, held.expires_at, now)
+
+
+# getStarTransactions' largest page, and how many pages a bot's history is read to.
+PAGE = 100
+PAGES = 1000
+
+
+@dataclass(frozen=True)
+class StarsCheck:
+    bot_id: int
+    # Telegram's incoming payments read for the window.
+    checked: int
+    # Paid in Telegram, not in our ledger: what applying them needs.
+    missing_here: list[dict[str, Any]]
+    # In our ledger, not in Telegram's list for the window (charge ids).
+    missing_there: list[str]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "bot_id": self.bot_id,
+            "checked": self.checked,
+            "missing_here": self.missing_here,
+            "missing_there": self.missing_there,
+        }
+
+
+def _incoming(transaction: dict[str, Any]) -> dict[str, Any] | None:
+    """A person's payment to the bot, as applying it needs; None for anything else."""
+    source = transaction.get("source")
+    if not isinstance(source, dict) or source.get("type") != "user":
+        return None
+    if source.get("transaction_type") not in (None, "invoice_payment"):
+        return None
+    user = source.get("user")
+    user = user if isinstance(user, dict) else {}
+    return {
+        "charge_id": str(transaction.get("id")),
+        "user_id": user.get("id"),
+        "payload": source.get("invoice_payload"),
+        "amount": transaction.get("amount"),
+        "date": transaction.get("date"),
+        "subscription": source.get("subscription_period") is not None,
+    }
+
+
+async def stars(
+    conn: Connection, botedge: Botedge, since: dt.datetime | None = None
+) -> list[StarsCheck]:
+    """Each active bot's Star payments in Telegram against ours, both ways, for the window."""
+    cur = await conn.execute(Q["star_bots"])
+    checks = []
+    for (bot_id,) in [(int(row["id"]),) for row in await cur.fetchall()]:
+        theirs: list[dict[str, Any]] = []
+        for page in range(PAGES):
+            answer = await botedge.get(
+                f"/internal/bots/{bot_id}/star-transactions",
+                {"offset": page * PAGE, "limit": PAGE},
+            )
+            listed = answer["transactions"]
+            theirs.extend(p for t in listed if (p := _incoming(t)) is not None)
+            if len(listed) < PAGE:
+                break
+        floor = 0 if since is None else int(since.timestamp())
+        theirs = [t for t in theirs if int(t["date"] or 0) >= floor]
+        cur = await conn.execute(Q["our_star_payments"], {"bot_id": bot_id})
+        ours = {str(row["charge_id"]): row["paid_at"] for row in await cur.fetchall()}
+        seen = {t["charge_id"] for t in theirs}
+        # A charge id is Telegram's, one per payment: known through any bot, it is ours.
+        cur = await conn.execute(Q["star_charge_known"], {"charge_ids": sorted(seen)})
+        known = {str(row["charge_id"]) for row in await cur.fetchall()}
+        checks.append(
+            StarsCheck(
+                bot_id,
+                len(theirs),
+                [t for t in theirs if t["charge_id"] not in known],
+                sorted(
+                    charge
+                    for charge, paid_at in ours.items()
+                    if charge not in seen and (since is None or paid_at >= since)
+                ),
+            )
+        )
+    return checks
+
+
+async def fix_stars(conn: Connection, check: StarsCheck, now: dt.datetime) -> int:
+    """Each payment Telegram has and we do not, through the path every payment takes (its
+    key makes a later delivery of the same charge a duplicate); how many were applied."""
+    applied = 0
+    for paid in check.missing_here:
+        if not isinstance(paid["amount"], int) or not isinstance(paid["payload"], str):
+            continue
+        delivery = Delivery(
+            gateway=STARS.name,
+            kind=Kind.PAYMENT,
+            event_type="reconcile",
+            payload=paid,
+            order_reference=paid["payload"],
+            external_payment_id=paid["charge_id"],
+            amount_minor=Decimal(paid["amount"]),
+            currency=STARS_CURRENCY,
+            paid_at=dt.datetime.fromtimestamp(int(paid["date"]), dt.UTC),
+            renewal=bool(paid["subscription"]),
+        )
+        outcome = await record_delivery(conn, delivery, now)
+        applied += outcome.applied
+    return applied

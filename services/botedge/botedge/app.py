@@ -32,7 +32,7 @@ from botedge.registration import register
 from botedge.settings import BotedgeSettings
 from botedge.stars import PreCheckout
 from botedge.supervisor import WorkerSupervisor
-from botedge.telegram import BotApi, BotClients
+from botedge.telegram import BotApi, BotClients, TelegramError
 from botedge.updates import MalformedUpdate, other_kind, parse
 from shared import jsonsafe
 from shared.clock import SYSTEM_CLOCK, Clock
@@ -86,6 +86,11 @@ class MemberCheck(msgspec.Struct, forbid_unknown_fields=True):
         list[Annotated[int, msgspec.Meta(ge=1, le=2**63 - 1)]],
         msgspec.Meta(min_length=1, max_length=500),
     ]
+
+
+class StarPage(msgspec.Struct, forbid_unknown_fields=True):
+    offset: Annotated[int, msgspec.Meta(ge=0, le=2**31 - 1)] = 0
+    limit: Annotated[int, msgspec.Meta(ge=1, le=100)] = 100
 
 
 class BroadcastTest(msgspec.Struct, forbid_unknown_fields=True):
@@ -263,6 +268,28 @@ def create_api_app(settings: BotedgeSettings, *, clock: Clock = SYSTEM_CLOCK) ->
             resources(request, ApiResources).notifier.announce("outbox", str(answer["bot_id"]))
         return JSONResponse(answer)
 
+    async def star_transactions(request: Request) -> Response:
+        """A page of the bot's Star transactions as Telegram lists them (`getStarTransactions`,
+        oldest first), for billing's reconciliation."""
+        require_bearer(request, settings.service_token)
+        bot_id = int(request.path_params["bot_id"])
+        if not 0 < bot_id < 2**31:
+            raise errors.UnknownBot("no bot with that id")
+        try:
+            page = msgspec.convert(dict(request.query_params), StarPage, strict=False)
+        except msgspec.ValidationError as error:
+            raise errors.InvalidValues(str(error)) from None
+        async with connection(pool_of(request)) as conn:
+            _, token = await channels.bot_token(conn, box, bot_id)
+        api = resources(request, ApiResources).api
+        try:
+            found = await api.call(
+                token, "getStarTransactions", {"offset": page.offset, "limit": page.limit}
+            )
+        except TelegramError as error:
+            raise registration.upstream_error("getStarTransactions", error) from None
+        return JSONResponse({"transactions": found.get("transactions") or []})
+
     async def campaign_link(request: Request) -> Response:
         require_bearer(request, settings.service_token)
         body = await json_body(request, CampaignLink, limit=4096)
@@ -302,6 +329,11 @@ def create_api_app(settings: BotedgeSettings, *, clock: Clock = SYSTEM_CLOCK) ->
             ),
             Route("/internal/campaigns/link", campaign_link, methods=["POST"]),
             Route("/internal/channels/check", check_channel, methods=["POST"]),
+            Route(
+                "/internal/bots/{bot_id:int}/star-transactions",
+                star_transactions,
+                methods=["GET"],
+            ),
             Route(
                 "/internal/channels/{channel_id:int}/members/check",
                 check_members,

@@ -304,11 +304,33 @@ class ChannelCheck(msgspec.Struct):
     missing: list[int]
 
 
+class StarPaid(msgspec.Struct):
+    """A payment Telegram lists and our ledger does not have."""
+
+    charge_id: str
+    user_id: int | None
+    payload: str | None
+    amount: int | None
+    date: int | None
+    subscription: bool
+
+
+class StarsCheck(msgspec.Struct):
+    """A bot's Star payments in Telegram (`getStarTransactions`) against ours."""
+
+    bot_id: int
+    checked: int
+    missing_here: list[StarPaid]
+    # Our charge ids Telegram does not list.
+    missing_there: list[str]
+
+
 class Reconciled(msgspec.Struct):
     """billing's reconciliation report, relayed."""
 
     ledger: LedgerCheck
     channels: list[ChannelCheck]
+    stars: list[StarsCheck]
 
 
 class RefundAsked(msgspec.Struct):

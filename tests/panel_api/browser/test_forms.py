@@ -56,7 +56,7 @@ def stack(database_url: str, serve: Serve) -> Iterator[Stack]:
     simulated Telegram knows, an admin in one channel there."""
     sim = serve_simtelegram(serve)
     botedge = serve_botedge_api(serve, database_url, TELEGRAM_API_BASE=sim.url)
-    billing = start_billing(serve, database_url)
+    billing = start_billing(serve, database_url, BOTEDGE_URL=botedge.url)
     _, token, _ = insert_bot(database_url, BOT)
     HTTP.post(f"{sim.url}/_sim/bots", json={"token": token}).raise_for_status()
     HTTP.post(

@@ -78,11 +78,13 @@ def sign_in(url: str, email: str, password: str) -> str:
     return str(answer.json()["access_token"])
 
 
-def start_billing(serve: Serve, database_url: str) -> str:
+def start_billing(serve: Serve, database_url: str, **overrides: str) -> str:
     """billing with the simulated TronGrid (and the TRX price sources) behind it; its URL."""
     chain = serve_simtrongrid(serve)
     sources = ",".join(f"{n}={chain.url}" for n in ("coingecko", "kraken", "binance"))
-    return serve_billing(serve, database_url, TRONGRID_URL=chain.url, TRX_RATE_SOURCES=sources).url
+    return serve_billing(
+        serve, database_url, TRONGRID_URL=chain.url, TRX_RATE_SOURCES=sources, **overrides
+    ).url
 
 
 @pytest.fixture

@@ -144,7 +144,11 @@ export async function payments(url) {
  * @returns {Promise<Node[]>}
  */
 export async function reconcile() {
-  const report = await call("GET", "/v1/reconcile");
+  const [report, bots] = await Promise.all([call("GET", "/v1/reconcile"), everything("/v1/bots")]);
+  const botName = (/** @type {number} */ id) => {
+    const bot = bots.find((/** @type {any} */ b) => b.id === id);
+    return bot?.username ? `\u2066@${bot.username}\u2069` : String(id);
+  };
   const { checked, differences } = report.ledger;
   /** @param {string} label @param {string} text */
   const cell = (label, text) => element("td", { "data-label": t(label), text });
@@ -158,8 +162,11 @@ export async function reconcile() {
     element("strong", { text: c.title }), " ",
     t("channelChecked", { checked: number(c.checked), intruders: number(c.intruders.length), missing: number(c.missing.length) }),
     ...(c.unreachable.length ? [" ", t("telegramSilent", { count: number(c.unreachable.length) })] : [])));
+  const stars = report.stars.map((/** @type {any} */ b) => element("li", { "data-bot": String(b.bot_id) },
+    t("starsChecked", { bot: botName(b.bot_id), checked: number(b.checked), here: number(b.missing_here.length), there: number(b.missing_there.length) })));
   const toFix = differences.length + report.channels.reduce(
-    (/** @type {number} */ n, /** @type {any} */ c) => n + c.intruders.length + c.missing.length, 0);
+    (/** @type {number} */ n, /** @type {any} */ c) => n + c.intruders.length + c.missing.length, 0)
+    + report.stars.reduce((/** @type {number} */ n, /** @type {any} */ b) => n + b.missing_here.length, 0);
   return [
     words("h2", "ledgerHeading"),
     element("p", { id: "reconcile-checked", text: t("reconcileChecked", { count: number(checked) }) }),
@@ -168,6 +175,8 @@ export async function reconcile() {
       : words("p", "reconcileClean", { id: "reconcile-clean", class: "empty" }),
     words("h2", "channelsHeading"),
     channels.length ? element("ul", { id: "reconcile-channels" }, ...channels) : words("p", "noChannelToAsk", { id: "reconcile-no-channels", class: "empty" }),
+    words("h2", "starsHeading"),
+    stars.length ? element("ul", { id: "reconcile-stars" }, ...stars) : words("p", "noBots", { class: "empty" }),
     ...(toFix && may("owner")
       ? [element("p", {}, actionButton("applyFixes", () => call("POST", "/v1/reconcile/fix"), { confirm: true }))]
       : []),

@@ -109,3 +109,74 @@ def wait_for_invite(edge: Edge) -> str:
 
     edge.wait_until(sent, 30, "the payer's invite")
     return str(found[-1]["reply_markup"]["inline_keyboard"][0][0]["url"])
+
+
+STARS_BOT = 5550802
+STARS_CHANNEL = -1001000000802
+BUYER = 7805
+
+
+def test_reconcile__a_stars_payment_we_never_recorded_is_applied_once(
+    edge: Edge, start_service: Callable[..., ServiceProcess], database_url: str
+) -> None:
+    """The api answers the pre-checkout and keeps the payment's update, but no worker ever
+    records it: Telegram lists the charge and our ledger does not. The fix applies it through
+    the path every payment takes; when a worker does record it later, it is a duplicate."""
+    # billing and the api each ask the other: the api's port is chosen first.
+    api_port = free_port()
+    billing = start_service(
+        "billing",
+        env=service_env(database_url, BOTEDGE_URL=f"http://127.0.0.1:{api_port}"),
+        port=free_port(),
+    )
+    edge.extra_env["BILLING_URL"] = billing.url
+    api = edge.start_api(port=api_port)
+    bot_id, token, secret = edge.add_bot(STARS_BOT, mode="webhook")
+    hooked = HTTP.post(
+        f"{edge.sim.url}/bot{token}/setWebhook",
+        json={"url": f"{api.url}/telegram/{bot_id}/webhook", "secret_token": secret},
+    )
+    assert hooked.json()["ok"] is True
+    channel = gateways.add_paid_channel(
+        database_url, chat_id=STARS_CHANNEL, currency="XTR", price_minor=250
+    )
+    made = gateways.create_invoice(HTTP, billing.url, BUYER, channel, "telegram_stars")
+    sent = HTTP.post(
+        f"{edge.sim.url}/bot{token}/sendInvoice",
+        json={
+            "chat_id": BUYER,
+            "title": "Paid",
+            "description": "30 days of access to Paid",
+            "payload": made["order_reference"],
+            "currency": "XTR",
+            "prices": [{"label": "Month", "amount": 250}],
+        },
+    )
+    assert sent.json()["ok"] is True
+    paid = edge.sim_post(
+        "/_sim/pay", {"bot_id": STARS_BOT, "user_id": BUYER, "payload": made["order_reference"]}
+    )
+    assert paid["ok"] is True
+
+    report = HTTP.get(f"{billing.url}/internal/reconcile", headers=SERVICE, timeout=60).json()
+    [stars] = [s for s in report["stars"] if s["bot_id"] == bot_id]
+    assert [m["charge_id"] for m in stars["missing_here"]] == [paid["charge_id"]]
+    assert stars["missing_there"] == []
+    fixed = HTTP.post(f"{billing.url}/internal/reconcile/fix", headers=SERVICE, timeout=60)
+    assert fixed.status_code == 200, fixed.text
+    assert edge.query("SELECT external_payment_id, applied FROM payments") == [
+        (paid["charge_id"], True)
+    ]
+    again = HTTP.get(f"{billing.url}/internal/reconcile", headers=SERVICE, timeout=60).json()
+    [after] = [s for s in again["stars"] if s["bot_id"] == bot_id]
+    assert (after["checked"], after["missing_here"], after["missing_there"]) == (1, [], [])
+    # The worker records the kept update at last: the same charge, nothing twice.
+    edge.start_worker()
+    edge.wait_until(
+        lambda: (
+            edge.query("SELECT state, outcome FROM telegram_payments") == [("done", "duplicate")]
+        ),
+        30,
+        "the late record a duplicate",
+    )
+    assert edge.query("SELECT count(*) FROM membership_events WHERE cause = 'payment'") == [(1,)]
