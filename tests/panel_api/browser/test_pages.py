@@ -44,6 +44,7 @@ VIEWS = (
     "orders",
     "slots",
     "admission",
+    "reconcile",
     "dead-updates",
     "team",
     "audit",

@@ -144,7 +144,9 @@ export async function payments(url) {
  * @returns {Promise<Node[]>}
  */
 export async function reconcile() {
-  const [report, bots] = await Promise.all([call("GET", "/v1/reconcile"), everything("/v1/bots")]);
+  // billing (or botedge behind it) not answering is said on the page, not as a failed view.
+  const [report, bots] = await Promise.all([call("GET", "/v1/reconcile").catch(() => null), everything("/v1/bots")]);
+  if (!report) return [words("p", "reconcileDown", { id: "reconcile-down", class: "empty" })];
   const botName = (/** @type {number} */ id) => {
     const bot = bots.find((/** @type {any} */ b) => b.id === id);
     return bot?.username ? `\u2066@${bot.username}\u2069` : String(id);
