@@ -62,51 +62,46 @@ def delivery_of(row: dict[str, Any]) -> Delivery:
     """A recorded `successful_payment` as the delivery every gateway's payment is (a renewal
     pays the invoice its subscription began with, again); a `refunded_payment` as a refund of
     the payment under its charge id."""
+    charge = str(row["telegram_payment_charge_id"])
+    recorded: dict[str, Any] = {
+        "telegram_payment_id": row["id"],
+        "bot_id": row["bot_id"],
+        "invoice_payload": row["invoice_payload"],
+        "currency": row["currency"],
+        "total_amount": row["total_amount"],
+        "telegram_payment_charge_id": charge,
+    }
+    common: dict[str, Any] = {
+        "gateway": STARS.name,
+        "order_reference": str(row["invoice_payload"]),
+        "external_payment_id": charge,
+        "amount_minor": Decimal(int(row["total_amount"])),
+        "currency": str(row["currency"]),
+    }
     if row.get("kind") == "refund":
-        charge = str(row["telegram_payment_charge_id"])
+        # Telegram refunds a charge once: its id is the refund's key too.
         return Delivery(
-            gateway=STARS.name,
             kind=Kind.REFUND,
             event_type="refunded_payment",
-            payload={
-                "telegram_payment_id": row["id"],
-                "bot_id": row["bot_id"],
-                "invoice_payload": row["invoice_payload"],
-                "currency": row["currency"],
-                "total_amount": row["total_amount"],
-                "telegram_payment_charge_id": charge,
-            },
-            order_reference=str(row["invoice_payload"]),
-            external_payment_id=charge,
-            # Telegram refunds a charge once: its id is the refund's key too.
+            payload=recorded,
             external_refund_id=f"{charge}:refund",
-            amount_minor=Decimal(int(row["total_amount"])),
-            currency=str(row["currency"]),
+            **common,
         )
     renewal = bool(row["is_recurring"]) and not bool(row["is_first_recurring"])
     expiration = row["subscription_expiration_date"]
     return Delivery(
-        gateway=STARS.name,
         kind=Kind.PAYMENT,
         event_type="renewal" if renewal else "successful_payment",
         payload={
-            "telegram_payment_id": row["id"],
-            "bot_id": row["bot_id"],
-            "invoice_payload": row["invoice_payload"],
-            "currency": row["currency"],
-            "total_amount": row["total_amount"],
-            "telegram_payment_charge_id": row["telegram_payment_charge_id"],
+            **recorded,
             "provider_payment_charge_id": row["provider_payment_charge_id"],
             "is_recurring": row["is_recurring"],
             "is_first_recurring": row["is_first_recurring"],
             "subscription_expiration_date": None if expiration is None else expiration.isoformat(),
         },
-        order_reference=str(row["invoice_payload"]),
-        external_payment_id=str(row["telegram_payment_charge_id"]),
-        amount_minor=Decimal(int(row["total_amount"])),
-        currency=str(row["currency"]),
         paid_at=row["paid_at"],
         renewal=renewal,
+        **common,
     )
 
 

@@ -240,6 +240,12 @@ def intruder_replies(
         or found.entitled
     ):
         return []
+    return removal_replies(found, chat_id, user_id)
+
+
+def removal_replies(found: ChannelStanding, chat_id: int, user_id: int) -> list[Reply]:
+    """Someone taken out of a paid channel without barring a later return (ban, then unban
+    `only_if_banned`), and told how to pay when the bot may write to them."""
     target = {"chat_id": chat_id, "user_id": user_id}
     replies = [
         Reply(ChatId(user_id), "banChatMember", target),

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import html
 from typing import Any
 
 from botedge import errors, outbox_store, sqlq
+from botedge.admission import ChannelStanding, removal_replies
 from botedge.channels import bot_token
 from botedge.db import connection
 from botedge.telegram import BadRequest, BotApi, TelegramError
@@ -104,7 +104,7 @@ async def remove(
     removed = []
     bot_id = int(rows[0]["manager_bot_id"])
     chat = int(rows[0]["telegram_chat_id"])
-    title = html.escape(str(rows[0]["title"]) or "the channel", quote=False)
+    title = str(rows[0]["title"]) or "the channel"
     day = now.date().isoformat()
     async with connection(pool) as conn, conn.transaction():
         for row in rows:
@@ -118,36 +118,12 @@ async def remove(
             if seen is None or seen["status"] in STAFF or seen["status"] not in MEMBER:
                 continue
             user = int(row["telegram_user_id"])
-            key = f"reconcile:{channel_id}:{user}:{day}"
-            target = {"chat_id": chat, "user_id": user}
-            await outbox_store.queue_reply(
-                conn, bot_id, user, "banChatMember", target, f"{key}:ban"
+            found = ChannelStanding(
+                channel_id, title, True, bot_id, str(row["username"]), False, row["may_write"]
             )
-            await outbox_store.queue_reply(
-                conn,
-                bot_id,
-                user,
-                "unbanChatMember",
-                {**target, "only_if_banned": True},
-                f"{key}:unban",
-            )
-            if row["may_write"]:
-                url = f"https://t.me/{row['username']}?start=pay_{channel_id}"
-                await outbox_store.queue_reply(
-                    conn,
-                    bot_id,
-                    user,
-                    "sendMessage",
-                    {
-                        "chat_id": user,
-                        "text": f"You were removed from <b>{title}</b>: it is for paying"
-                        " members. Pay to join:",
-                        "parse_mode": "HTML",
-                        "reply_markup": {
-                            "inline_keyboard": [[{"text": "Pay to join", "url": url}]]
-                        },
-                    },
-                    f"{key}:told",
-                )
+            # As admission takes out a joiner, once a day at most.
+            for n, reply in enumerate(removal_replies(found, chat, user)):
+                key = f"reconcile:{channel_id}:{user}:{day}:{n}"
+                await outbox_store.queue_reply(conn, bot_id, user, reply.method, reply.payload, key)
             removed.append(user)
     return {"channel_id": channel_id, "bot_id": bot_id, "removed": removed}

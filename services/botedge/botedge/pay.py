@@ -387,39 +387,33 @@ def _bundle_line(plan: PlanOffer) -> str:
     return f"One payment opens {len(plan.channels)} channels: {titles}.\n"
 
 
-def stars_invoice(chat_id: int, offer: Offer, plan: PlanOffer, invoice: Invoice) -> Reply:
-    """Telegram's own invoice for Stars, its payload our order reference."""
-    title = offer.title.strip()[:32] or "Channel access"
-    days = "1 day" if plan.period_days == 1 else f"{plan.period_days} days"
-    return Reply(
-        ChatId(chat_id),
-        "sendInvoice",
-        {
-            "chat_id": chat_id,
-            "title": title,
-            "description": f"{days} of access to {offer.title.strip() or 'the channel'}"[:255],
-            "payload": invoice.order_reference,
-            "provider_token": "",
-            "currency": invoice.currency,
-            "prices": [{"label": plan.name[:32] or "Access", "amount": int(invoice.amount)}],
-        },
-    )
-
-
-def stars_link_params(offer: Offer, plan: PlanOffer, invoice: Invoice) -> dict[str, Any]:
-    """`createInvoiceLink` for a subscription Telegram renews every 30 days."""
-    title = offer.title.strip()[:32] or "Channel access"
+def _stars_fields(
+    offer: Offer, plan: PlanOffer, invoice: Invoice, description: str
+) -> dict[str, Any]:
+    """What Telegram's invoice in Stars carries, its payload our order reference."""
     return {
-        "title": title,
-        "description": f"Access to {offer.title.strip() or 'the channel'}, renewed every 30 days"[
-            :255
-        ],
+        "title": offer.title.strip()[:32] or "Channel access",
+        "description": description[:255],
         "payload": invoice.order_reference,
         "provider_token": "",
         "currency": invoice.currency,
         "prices": [{"label": plan.name[:32] or "Access", "amount": int(invoice.amount)}],
-        "subscription_period": STARS_SUBSCRIPTION_PERIOD,
     }
+
+
+def stars_invoice(chat_id: int, offer: Offer, plan: PlanOffer, invoice: Invoice) -> Reply:
+    """Telegram's own invoice for Stars, sent to the person."""
+    days = "1 day" if plan.period_days == 1 else f"{plan.period_days} days"
+    described = f"{days} of access to {offer.title.strip() or 'the channel'}"
+    fields = _stars_fields(offer, plan, invoice, described)
+    return Reply(ChatId(chat_id), "sendInvoice", {"chat_id": chat_id, **fields})
+
+
+def stars_link_params(offer: Offer, plan: PlanOffer, invoice: Invoice) -> dict[str, Any]:
+    """`createInvoiceLink` for a subscription Telegram renews every 30 days."""
+    described = f"Access to {offer.title.strip() or 'the channel'}, renewed every 30 days"
+    fields = _stars_fields(offer, plan, invoice, described)
+    return {**fields, "subscription_period": STARS_SUBSCRIPTION_PERIOD}
 
 
 def invoice_message(offer: Offer, plan: PlanOffer, invoice: Invoice) -> tuple[str, dict[str, Any]]:
