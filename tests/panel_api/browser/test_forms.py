@@ -917,6 +917,8 @@ def test_forms__reconcile_finds_a_planted_difference_and_the_owner_fixes_it_afte
     page.screenshot(path=str(ARTIFACTS / "reconcile-en.png"), full_page=True)
     page.set_viewport_size({"width": 390, "height": 844})
     persian(page)
+    # The view drawn again in Persian before its button is pressed.
+    expect(page.locator("#reconcile-checked")).to_contain_text("عضویت")
     page.locator("button[data-action=applyFixes]").click()
     page.locator("button[data-confirm=applyFixes]").click()
     expect(page.locator("#reconcile-clean")).to_contain_text("هر عضویت همان است")
