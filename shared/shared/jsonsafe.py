@@ -73,3 +73,23 @@ def storage_problem(value: Any) -> str | None:
         elif isinstance(item, list):
             stack.extend((child, depth + 1) for child in item)
     return None
+
+
+def unstorable_text(value: Any, path: str = "") -> str | None:
+    """The path (`plan.title`, `ids[3]`) of the first string PostgreSQL's text cannot hold (a
+    NUL character or a lone surrogate), or None. Keys count as the object they are in."""
+    if isinstance(value, str):
+        return path if "\x00" in value or _SURROGATE.search(value) else None
+    if isinstance(value, dict):
+        for key, child in value.items():
+            if unstorable_text(key) is not None:
+                return path or str(key).replace("\x00", "")
+            found = unstorable_text(child, f"{path}.{key}" if path else str(key))
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for index, child in enumerate(value):
+            found = unstorable_text(child, f"{path}[{index}]")
+            if found is not None:
+                return found
+    return None

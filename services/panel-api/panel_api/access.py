@@ -24,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from panel_api import errors, store
-from panel_api.auth import verify_token
+from panel_api.auth import Installation, verify_token
 from shared.clock import Clock
 from shared.db import Connection
 from shared.errors import field_error
@@ -97,14 +97,17 @@ Handler = Callable[[Request, Caller], Awaitable[Response]]
 
 
 class Access:
-    def __init__(self, jwt_secret: Secret, clock: Clock) -> None:
+    def __init__(self, jwt_secret: Secret, installation: Installation, clock: Clock) -> None:
         self.jwt_secret = jwt_secret
+        self.installation = installation
         self.clock = clock
 
     async def caller(self, request: Request) -> Caller:
         """The member behind the bearer token, as the database has them now."""
-        claims = verify_token(self.jwt_secret, bearer_token(request), self.clock.now())
+        token = bearer_token(request)
         async with store.connection(runtime(request).pool) as conn:
+            name = await self.installation.name(conn)
+            claims = verify_token(self.jwt_secret, name, token, self.clock.now())
             row = await store.member_by_id(conn, int(claims["sub"]))
         if row is None or row.disabled:
             raise errors.InvalidToken("the member no longer exists or is disabled")

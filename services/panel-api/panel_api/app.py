@@ -104,7 +104,10 @@ def create_app(
                 await offer
 
     passwords = Passwords(settings.bcrypt_rounds)
-    sign_in = auth.SignIn(settings.jwt_secret, clock, settings.trusted_proxies, passwords)
+    installation = auth.Installation()
+    sign_in = auth.SignIn(
+        settings.jwt_secret, installation, clock, settings.trusted_proxies, passwords
+    )
     first_start = first_run.Setup(clock, settings.trusted_proxies, passwords)
     team = Team(clock, passwords)
     ledger = Ledger(billing, clock)
@@ -122,7 +125,7 @@ def create_app(
         settings.common,
         routes=[
             *build_routes(
-                Access(settings.jwt_secret, clock),
+                Access(settings.jwt_secret, installation, clock),
                 [
                     sign_in,
                     first_start,

@@ -24,8 +24,8 @@ from shared.settings import Networks, Secret
 from shared.web import client_address, runtime
 
 ACCESS_TOKEN_TTL = dt.timedelta(minutes=15)
-ISSUER = "gatehouse-panel"
-AUDIENCE = "panel-api"
+# How far a token's `iat` may be ahead of our clock (another panel process's clock may lead).
+CLOCK_SKEW = dt.timedelta(seconds=60)
 # Failed sign-ins allowed per account and per address within the window, then 429.
 FAILURE_LIMIT = 10
 FAILURE_WINDOW = dt.timedelta(minutes=15)
@@ -82,13 +82,34 @@ class Member:
     role: str
 
 
-def issue_token(secret: Secret, member: Member, now: dt.datetime) -> str:
+def issuer(installation: str) -> str:
+    return f"gatehouse:{installation}"
+
+
+def audience(installation: str) -> str:
+    return f"gatehouse-panel:{installation}"
+
+
+class Installation:
+    """This installation's name (migration 0035), read once per process: tokens name it as
+    issuer and audience."""
+
+    def __init__(self) -> None:
+        self._name: str | None = None
+
+    async def name(self, conn: Connection) -> str:
+        if self._name is None:
+            self._name = await store.installation_name(conn)
+        return self._name
+
+
+def issue_token(secret: Secret, installation: str, member: Member, now: dt.datetime) -> str:
     claims: dict[str, Any] = {
         "sub": str(member.id),
         "email": member.email,
         "role": member.role,
-        "iss": ISSUER,
-        "aud": AUDIENCE,
+        "iss": issuer(installation),
+        "aud": audience(installation),
         "jti": uuid.uuid4().hex,
         "iat": now,
         "exp": now + ACCESS_TOKEN_TTL,
@@ -96,16 +117,17 @@ def issue_token(secret: Secret, member: Member, now: dt.datetime) -> str:
     return jwt.encode(claims, secret.reveal(), algorithm="HS256")
 
 
-def verify_token(secret: Secret, token: str, now: dt.datetime) -> dict[str, Any]:
-    """The claims of a token we signed for this audience, unexpired at `now` (the service's
-    clock, not PyJWT's own reading of the system time)."""
+def verify_token(secret: Secret, installation: str, token: str, now: dt.datetime) -> dict[str, Any]:
+    """The claims of a token this installation signed, unexpired at `now` (the service's
+    clock, not PyJWT's own reading of the system time) and lasting no longer than we issue
+    them for: a token signed with the key but a 30-year `exp` is refused."""
     try:
         claims: dict[str, Any] = jwt.decode(
             token,
             secret.reveal(),
             algorithms=["HS256"],
-            issuer=ISSUER,
-            audience=AUDIENCE,
+            issuer=issuer(installation),
+            audience=audience(installation),
             options={
                 "require": ["exp", "iat", "sub", "iss", "aud", "jti"],
                 "verify_exp": False,
@@ -114,9 +136,11 @@ def verify_token(secret: Secret, token: str, now: dt.datetime) -> dict[str, Any]
         )
     except jwt.InvalidTokenError:
         raise errors.InvalidToken("the access token is not valid") from None
-    exp = claims["exp"]
-    if isinstance(exp, bool) or not isinstance(exp, int | float):
+    exp, iat = claims["exp"], claims["iat"]
+    if any(isinstance(t, bool) or not isinstance(t, int | float) for t in (exp, iat)):
         raise errors.InvalidToken("the access token is not valid")
+    if exp - iat > ACCESS_TOKEN_TTL.total_seconds() or iat > (now + CLOCK_SKEW).timestamp():
+        raise errors.InvalidToken("the access token claims a lifetime we never issue")
     if now.timestamp() >= exp:
         raise errors.TokenExpired("the access token has expired")
     sub = claims["sub"]
@@ -139,9 +163,15 @@ class SignIn:
     """The sign-in routes, their secret, clock and the proxies they trust."""
 
     def __init__(
-        self, jwt_secret: Secret, clock: Clock, trusted_proxies: Networks, passwords: Passwords
+        self,
+        jwt_secret: Secret,
+        installation: Installation,
+        clock: Clock,
+        trusted_proxies: Networks,
+        passwords: Passwords,
     ) -> None:
         self.jwt_secret = jwt_secret
+        self.installation = installation
         self.passwords = passwords
         self.clock = clock
         self.trusted_proxies = trusted_proxies
@@ -220,7 +250,8 @@ class SignIn:
             now,
             now + sessions.REFRESH_TTL,
         )
-        return sessions.Pair(issue_token(self.jwt_secret, member, now), refresh)
+        name = await self.installation.name(conn)
+        return sessions.Pair(issue_token(self.jwt_secret, name, member, now), refresh)
 
     async def refresh(self, request: Request) -> Response:
         self._require_csrf_header(request)
@@ -244,7 +275,9 @@ class SignIn:
                 await store.revoke_family(conn, row.family, now)
                 return _refused("the refresh token was used again; its session is revoked")
             member = Member(id=row.member.id, email=row.member.email, role=row.member.role)
-            pair = sessions.Pair(issue_token(self.jwt_secret, member, now), sessions.new_token())
+            name = await self.installation.name(conn)
+            access_token = issue_token(self.jwt_secret, name, member, now)
+            pair = sessions.Pair(access_token, sessions.new_token())
             successor = await store.insert_refresh_token(
                 conn,
                 row.family,

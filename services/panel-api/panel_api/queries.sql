@@ -19,6 +19,9 @@ SELECT id, email, role, password_hash, disabled_at FROM team_members WHERE email
 -- member_by_id --
 SELECT id, email, role, disabled_at FROM team_members WHERE id = %(id)s;
 
+-- installation_name --
+SELECT name::text AS name FROM installation;
+
 -- insert_demo_channel --
 -- A paid channel with its default plan, so the demo can sell something.
 WITH channel AS (

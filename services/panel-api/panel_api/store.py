@@ -66,6 +66,13 @@ async def member_by_id(conn: Connection, member_id: int) -> MemberRow | None:
     return MemberRow.from_row(row) if row else None
 
 
+async def installation_name(conn: Connection) -> str:
+    row = await (await conn.execute(Q["installation_name"])).fetchone()
+    if row is None:
+        raise errors.StoreError("the installation has no name: migrations have not run")
+    return str(row["name"])
+
+
 async def throttled_until(
     conn: Connection,
     email: str,

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import datetime as dt
+import uuid
 from collections.abc import Callable, Iterator
 
 import httpx
 import jwt
+import psycopg
 import pytest
 
 from panel_api.app import create_app
-from panel_api.auth import AUDIENCE, ISSUER
+from panel_api.auth import audience, issuer
 from panel_api.seed import seed
 from shared.testing import serve_in_thread
 from tests.conftest import HTTP, SECRETS, TEST_BCRYPT_ROUNDS, panel_settings
@@ -23,6 +25,14 @@ def panel(database_url: str) -> Iterator[str]:
     assert seed(database_url, "Owner@Example.com", PASSWORD, TEST_BCRYPT_ROUNDS) is True
     with serve_in_thread(create_app(panel_settings(database_url))) as url:
         yield url
+
+
+@pytest.fixture
+def installation(database_url: str) -> str:
+    with psycopg.connect(database_url) as conn:
+        row = conn.execute("SELECT name::text FROM installation").fetchone()
+    assert row is not None
+    return str(row[0])
 
 
 def login(panel: str, email: str, password: str) -> httpx.Response:
@@ -61,13 +71,15 @@ def test_login__malformed_bodies(panel: str) -> None:
     assert HTTP.post(f"{panel}/v1/auth/login", json={"email": 1, "password": 2}).status_code == 422
 
 
-def forge(secret: str, *, drop: tuple[str, ...] = (), **overrides: object) -> str:
+def forge(
+    secret: str, installation: str, *, drop: tuple[str, ...] = (), **overrides: object
+) -> str:
     now = dt.datetime.now(dt.UTC)
     claims: dict[str, object] = {
         "sub": "1",
         "role": "owner",
-        "iss": ISSUER,
-        "aud": AUDIENCE,
+        "iss": issuer(installation),
+        "aud": audience(installation),
         "jti": "forged",
         "iat": now,
         "exp": now + dt.timedelta(minutes=5),
@@ -79,34 +91,60 @@ def forge(secret: str, *, drop: tuple[str, ...] = (), **overrides: object) -> st
 
 
 # Tokens are built inside the test (their expiry counts from now), never at collection.
+JWT = SECRETS["JWT_SECRET"]
+
+
 @pytest.mark.parametrize(
     ("make_token", "slug"),
     [
-        (lambda: forge("some-other-secret-of-thirty-two-bytes!!"), "invalid-token"),
+        (lambda here: forge("some-other-secret-of-thirty-two-bytes!!", here), "invalid-token"),
         (
-            lambda: forge(SECRETS["JWT_SECRET"], exp=dt.datetime(2020, 1, 1, tzinfo=dt.UTC)),
+            lambda here: forge(JWT, here, exp=dt.datetime(2020, 1, 1, tzinfo=dt.UTC)),
             "token-expired",
         ),
-        (lambda: forge(SECRETS["JWT_SECRET"], iss="someone-else"), "invalid-token"),
-        (lambda: forge(SECRETS["JWT_SECRET"], drop=("aud",)), "invalid-token"),
-        (lambda: forge(SECRETS["JWT_SECRET"], aud="billing"), "invalid-token"),
-        (lambda: forge(SECRETS["JWT_SECRET"], drop=("jti",)), "invalid-token"),
+        (lambda here: forge(JWT, here, iss="someone-else"), "invalid-token"),
+        (lambda here: forge(JWT, here, drop=("aud",)), "invalid-token"),
+        (lambda here: forge(JWT, here, aud="billing"), "invalid-token"),
+        (lambda here: forge(JWT, here, drop=("jti",)), "invalid-token"),
+        (lambda here: forge(JWT, here, drop=("iat",)), "invalid-token"),
+        # Signed with our key, yet lasting 30 years, or issued an hour from now.
+        (
+            lambda here: forge(
+                JWT, here, exp=dt.datetime.now(dt.UTC) + dt.timedelta(days=365 * 30)
+            ),
+            "invalid-token",
+        ),
+        (
+            lambda here: forge(JWT, here, iat=dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)),
+            "invalid-token",
+        ),
+        # Another installation sharing our secret by mistake: its tokens are not ours.
+        (lambda here: forge(JWT, str(uuid.uuid4())), "invalid-token"),
         # Correctly signed, yet naming no member, or not a number.
-        (lambda: forge(SECRETS["JWT_SECRET"], sub="987654"), "invalid-token"),
-        (lambda: forge(SECRETS["JWT_SECRET"], sub="owner"), "invalid-token"),
-        (lambda: forge(SECRETS["JWT_SECRET"], sub="9" * 40), "invalid-token"),
-        (lambda: forge(SECRETS["JWT_SECRET"], sub=7), "invalid-token"),
-        (lambda: "not.a.jwt", "invalid-token"),
-        (lambda: jwt.encode({"sub": "1", "iss": ISSUER}, "", algorithm="none"), "invalid-token"),
+        (lambda here: forge(JWT, here, sub="987654"), "invalid-token"),
+        (lambda here: forge(JWT, here, sub="owner"), "invalid-token"),
+        (lambda here: forge(JWT, here, sub="9" * 40), "invalid-token"),
+        (lambda here: forge(JWT, here, sub=7), "invalid-token"),
+        (lambda here: "not.a.jwt", "invalid-token"),
+        (
+            lambda here: jwt.encode({"sub": "1", "iss": issuer(here)}, "", algorithm="none"),
+            "invalid-token",
+        ),
     ],
 )
 def test_me__forged_expired_or_malformed_tokens_401(
-    panel: str, make_token: Callable[[], str], slug: str
+    panel: str, installation: str, make_token: Callable[[str], str], slug: str
 ) -> None:
-    token = make_token()
+    token = make_token(installation)
     response = HTTP.get(f"{panel}/v1/me", headers={"Authorization": f"Bearer {token}"})
     assert response.status_code == 401
     assert response.json()["type"] == f"/problems/{slug}"
+
+
+def test_me__a_token_forged_as_we_issue_them_opens_me(panel: str, installation: str) -> None:
+    # The forgeries above differ from this one in the one claim each names.
+    token = forge(JWT, installation)
+    assert HTTP.get(f"{panel}/v1/me", headers={"Authorization": f"Bearer {token}"}).is_success
 
 
 def test_me__without_credentials_401(panel: str) -> None:
@@ -129,15 +167,17 @@ def test_login__password_past_any_sane_length_is_422(panel: str) -> None:
     assert response.headers["content-type"] == "application/problem+json"
 
 
-def test_login__access_token_lasts_fifteen_minutes_for_this_audience(panel: str) -> None:
+def test_login__access_token_lasts_fifteen_minutes_for_this_installation(
+    panel: str, installation: str
+) -> None:
     answer = login(panel, "owner@example.com", PASSWORD).json()
     assert answer["expires_in"] == 900
     claims = jwt.decode(
         answer["access_token"],
         SECRETS["JWT_SECRET"],
         algorithms=["HS256"],
-        audience=AUDIENCE,
-        issuer=ISSUER,
+        audience=f"gatehouse-panel:{installation}",
+        issuer=f"gatehouse:{installation}",
     )
     assert claims["exp"] - claims["iat"] == 900
     assert len(claims["jti"]) == 32

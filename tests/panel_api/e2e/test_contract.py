@@ -291,10 +291,16 @@ def test_routes__every_operation_is_served_by_its_handler_and_a_missing_feature_
     clock = SYSTEM_CLOCK
     passwords = Passwords(settings.bcrypt_rounds)
     features = [
-        auth.SignIn(settings.jwt_secret, clock, settings.trusted_proxies, passwords),
+        auth.SignIn(
+            settings.jwt_secret,
+            auth.Installation(),
+            clock,
+            settings.trusted_proxies,
+            passwords,
+        ),
         first_run.Setup(clock, settings.trusted_proxies, passwords),
         Team(clock, passwords),
     ]
-    access = Access(Secret("x" * 32), clock)
+    access = Access(Secret("x" * 32), auth.Installation(), clock)
     with pytest.raises(RuntimeError, match=r"no feature serves its contract.OPERATIONS entry"):
         build_routes(access, features)

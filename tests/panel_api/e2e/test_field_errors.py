@@ -50,3 +50,14 @@ def test_list__a_query_parameter_is_named_too(panel: Panel) -> None:
     assert refused(panel.call("GET", "/v1/people?limit=0")) == [
         {"field": "limit", "code": "out-of-range"}
     ]
+
+
+def test_content__a_nul_in_its_text_is_named_and_nothing_is_written(panel: Panel) -> None:
+    content = {"bot_id": panel.bot, "code": "nul", "kind": "text", "body": "a\x00b"}
+    assert refused(panel.call("POST", "/v1/contents", content)) == [
+        {"field": "body", "code": "bad-format"}
+    ]
+    assert refused(panel.call("GET", "/v1/people?q=a%00")) == [{"field": "q", "code": "bad-format"}]
+    listed = panel.call("GET", f"/v1/contents?bot_id={panel.bot}")
+    assert listed.status_code == 200
+    assert all(item["code"] != "nul" for item in listed.json()["items"])

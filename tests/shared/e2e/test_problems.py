@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import httpx
@@ -14,7 +15,7 @@ from starlette.routing import Route
 from shared.errors import json_body
 from shared.settings import CommonSettings, Reader
 from shared.testing import serve_in_thread
-from shared.web import create_service_app
+from shared.web import create_service_app, runtime
 from tests.conftest import HTTP
 
 
@@ -28,6 +29,14 @@ async def greet(request: Request) -> Response:
     return JSONResponse({"hello": body.name * body.times})
 
 
+async def store(request: Request) -> Response:
+    """A handler that forgot to check its text: PostgreSQL's refusal still answers 422."""
+    text = json.loads(await request.body())["text"]
+    async with runtime(request).pool.connection() as conn:
+        row = await (await conn.execute("SELECT length(%s::text) AS n", (text,))).fetchone()
+    return JSONResponse({"length": row["n"] if row else None})
+
+
 async def fail(request: Request) -> Response:
     raise RuntimeError("secret internal detail")
 
@@ -37,7 +46,11 @@ def base_url(database_url: str) -> Iterator[str]:
     settings = CommonSettings.read(Reader({"DATABASE_URL": database_url}), "problems", 1)
     app = create_service_app(
         settings,
-        [Route("/greet", greet, methods=["POST"]), Route("/fail", fail, methods=["GET"])],
+        [
+            Route("/greet", greet, methods=["POST"]),
+            Route("/store", store, methods=["POST"]),
+            Route("/fail", fail, methods=["GET"]),
+        ],
         body_limit=4096,
     )
     with serve_in_thread(app) as url:
@@ -87,6 +100,34 @@ def test_wrong_shape__422_names_the_field(base_url: str, payload: object, names:
 def test_valid_body__200(base_url: str) -> None:
     response = HTTP.post(f"{base_url}/greet", json={"name": "ab", "times": 2})
     assert response.json() == {"hello": "abab"}
+
+
+def test_nul_in_a_text_field__422_at_that_field(base_url: str) -> None:
+    raw = b'{"name": "a\\u0000b", "times": 1}'
+    body = assert_problem(HTTP.post(f"{base_url}/greet", content=raw), 422, "invalid-body")
+    assert body["errors"] == [{"field": "name", "code": "bad-format"}]
+    # An escaped backslash before "u0000" is text like any other.
+    kept = HTTP.post(f"{base_url}/greet", content=b'{"name": "a\\\\u0000", "times": 1}')
+    assert kept.json() == {"hello": "a\\u0000"}
+
+
+def test_lone_surrogate__400_not_json_we_take(base_url: str) -> None:
+    raw = b'{"name": "a\\ud800", "times": 1}'
+    assert_problem(HTTP.post(f"{base_url}/greet", content=raw), 400, "malformed-json")
+
+
+def test_nul_in_path_or_query__4xx_before_any_handler(base_url: str) -> None:
+    body = assert_problem(HTTP.get(f"{base_url}/healthz?q=a%00b"), 422, "invalid-body")
+    assert body["errors"] == [{"field": "q", "code": "bad-format"}]
+    assert_problem(HTTP.get(f"{base_url}/heal%00thz"), 400, "malformed-request")
+    assert HTTP.get(f"{base_url}/healthz?q=a%2500b").status_code == 200
+
+
+def test_nul_reaching_the_database__422_not_500(base_url: str) -> None:
+    stored = HTTP.post(f"{base_url}/store", content=b'{"text": "ab"}')
+    assert stored.json() == {"length": 2}
+    refused = HTTP.post(f"{base_url}/store", content=b'{"text": "a\\u0000b"}')
+    assert_problem(refused, 422, "invalid-values")
 
 
 def test_route_body_limit__413(base_url: str) -> None:
