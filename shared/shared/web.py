@@ -27,7 +27,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from shared import migrate
 from shared.db import Pool, create_pool
-from shared.errors import BodyLimitMiddleware, Problem, send_problem
+from shared.errors import BodyLimitMiddleware, Problem, problem_response, send_problem
 from shared.errors import exception_handlers as default_exception_handlers
 from shared.logging import request_id
 from shared.settings import CommonSettings, Networks, Secret
@@ -163,11 +163,23 @@ def create_plain_app(routes: Sequence[BaseRoute], *, body_limit: int = 1024 * 10
     ]
     return Starlette(
         routes=all_routes,
-        exception_handlers=default_exception_handlers(),
+        exception_handlers={
+            **default_exception_handlers(),
+            **dict.fromkeys((LookupError, ValueError, TypeError, ArithmeticError), _bad_values),
+        },
         middleware=[
             Middleware(RequestContextMiddleware, methods=route_methods(all_routes)),
             Middleware(BodyLimitMiddleware, limit=body_limit),
         ],
+    )
+
+
+async def _bad_values(request: Request, exc: Exception) -> Response:
+    """A simulator's control call read a field that is missing or of the wrong kind: the
+    caller's mistake (a test's or a person's at the terminal), said as the services say it."""
+    detail = f"{type(exc).__name__}: {exc}"[:300]
+    return problem_response(
+        Problem(422, "invalid-values", f"a field is missing or wrong: {detail}")
     )
 
 

@@ -30,7 +30,7 @@ async def control_bot(request: Request) -> Response:
     world: World = request.app.state.world
     if request.method == "GET":
         return JSONResponse(_bots(world))
-    body = await request.json()
+    body = await fields(request)
     bot = world.bot(str(body["token"]))
     if body.get("username"):
         bot.username = str(body["username"])
@@ -67,7 +67,7 @@ def control_target(world: World, body: dict[str, Any]) -> Bot:
 
 async def control_updates(request: Request) -> Response:
     world: World = request.app.state.world
-    body = await request.json()
+    body = await fields(request)
     bot = control_target(world, body)
     updates = body.get("updates") or [body["update"]]
     added = [world.add_update(bot, update) for update in updates]
@@ -145,13 +145,13 @@ async def control_calls(request: Request) -> Response:
 async def control_faults(request: Request) -> Response:
     world: World = request.app.state.world
     if request.method == "POST":
-        world.faults.update(await request.json())
+        world.faults.update(await fields(request))
     return JSONResponse(world.faults.as_json())
 
 
 async def control_chat(request: Request) -> Response:
     world: World = request.app.state.world
-    body = await request.json()
+    body = await fields(request)
     chat_id = int(body["id"])
     chat = world.chats.get(chat_id) or Chat(chat_id, str(body.get("type", "channel")))
     chat.title = str(body.get("title", chat.title))

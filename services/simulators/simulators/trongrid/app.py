@@ -188,7 +188,7 @@ async def lookup(request: Request) -> Response:
     if refused is not None:
         return refused
     if request.method == "POST":
-        body = await request.json()
+        body = await fields(request)
         value = str(body.get("value", "")) if isinstance(body, dict) else ""
     else:
         value = request.query_params.get("value", "")
@@ -232,7 +232,7 @@ async def seen(request: Request) -> Response:
 
 async def set_faults(request: Request) -> Response:
     chain: Chain = request.app.state.chain
-    body = await request.json()
+    body = await fields(request)
     for key, value in body.items():
         if not hasattr(chain.faults, key):
             return JSONResponse({"error": f"unknown fault {key!r}"}, status_code=400)
@@ -242,7 +242,7 @@ async def set_faults(request: Request) -> Response:
 
 async def set_price(request: Request) -> Response:
     chain: Chain = request.app.state.chain
-    body = await request.json()
+    body = await fields(request)
     if "usdt_per_trx" in body:
         chain.usdt_per_trx = Decimal(str(body["usdt_per_trx"]))
     if "down" in body:
