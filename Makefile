@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 UV_LOUD := $(BIN)/uv pip install --compile-bytecode --python $(BIN)/python
 UV     := $(UV_LOUD) --quiet
 
-.PHONY: run test test-fast check lint typecheck page pytest migrate loadtest bench-webhooks bench-claim bench-login bench-gate bench-sweep bench-stats bench-precheckout clean
+.PHONY: run test test-fast faults check lint typecheck page pytest migrate loadtest bench-webhooks bench-claim bench-login bench-gate bench-sweep bench-stats bench-precheckout clean
 
 # The first time, it says what it does and how far it got (uv prints each stage's count).
 $(STAMP): pyproject.toml services/simulators/pyproject.toml
@@ -62,6 +62,12 @@ pytest: $(STAMP) $(NODE_STAMP)
 test-fast: $(STAMP) $(NODE_STAMP)
 	node --test --test-reporter=spec tests/panel_api/page/ tests/simulators_page/
 	$(BIN)/python -m pytest -n 2 -m "not process" $(wildcard tests/*/unit tests/*/integration) $(PYTEST_ARGS)
+
+# The runs that prove a behaviour at scale (tests marked `scaled`: races of thousands of
+# deliveries, a worker killed among 2,000 updates, Schemathesis with 50 examples an operation),
+# at full size; `make test` runs each smaller.
+faults: $(STAMP) $(NODE_STAMP)
+	GATEHOUSE_FULL_SCALE=1 $(BIN)/python -m pytest -n 2 --maxschedchunk 1 --durations=15 -m scaled tests $(PYTEST_ARGS)
 
 migrate: $(STAMP)
 	$(BIN)/python -m shared.migrate

@@ -30,8 +30,13 @@ FUNNEL = ("start", "gate_shown", "gate_passed", "content_delivered")
 SERIES = (*FUNNEL, "new_person", "blocked", "campaign_join", "campaign_leave", "payment")
 
 
+FIRST_DAY = dt.date(2000, 1, 1)
+LAST_DAY = dt.date(9999, 12, 30)
+
+
 class StatsQuery(msgspec.Struct, forbid_unknown_fields=True):
-    # Days in the workspace's zone, both included; the last 30 days unless given.
+    # Days in the workspace's zone, both included, from 2000-01-01 to 9999-12-30; the last 30
+    # days unless given.
     from_: Annotated[dt.date | None, msgspec.Meta(title="from")] = msgspec.field(
         default=None, name="from"
     )
@@ -113,6 +118,14 @@ class Statistics:
 
     async def _read(self, request: Request) -> Stats:
         where = query(request, StatsQuery)
+        for name, day in (("from", where.from_), ("to", where.to)):
+            # Nothing is counted before 2000; year 1 in a zone east of UTC is not a timestamp.
+            if day is not None and not FIRST_DAY <= day <= LAST_DAY:
+                raise errors.InvalidValue(
+                    f"{name} must be between {FIRST_DAY} and {LAST_DAY}",
+                    field=name,
+                    code="out-of-range",
+                )
         async with store.connection(runtime(request).pool) as conn:
             bounds = await store.row(
                 conn, "stats_bounds", {"now": self.clock.now(), "from": where.from_, "to": where.to}

@@ -34,7 +34,7 @@ async def differences(url: str) -> tuple[int, list[reconcile.Difference]]:
         return await reconcile.ledger(conn, dt.datetime.now(dt.UTC))
 
 
-@pytest.mark.slow(20)
+@pytest.mark.slow(4)
 def test_backup_under_load__restores_and_the_ledger_replays_to_the_same_state(
     serve: Serve, database_url: str, empty_database_url: str, tmp_path: Path
 ) -> None:

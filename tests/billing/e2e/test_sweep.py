@@ -16,6 +16,7 @@ from billing.transitions import Extension, replay
 from tests.billing.e2e import gateways
 from tests.billing.e2e.gateways import Request
 from tests.conftest import HTTP, Serve, Served, gather_limited, serve_billing
+from tests.scale import sized
 
 UTC = dt.UTC
 
@@ -314,32 +315,38 @@ def test_five_payments_race_five_sweeps__always_active_and_replayable(
     assert 0 < swept_first < runs
 
 
-@pytest.mark.slow(24)
-def test_two_hundred_memberships_twenty_deliveries_each_three_sweeps(
+@pytest.mark.slow(12)
+@pytest.mark.scaled
+def test_many_memberships_each_delivered_many_times_beside_three_sweeps(
     billing: Served, database_url: str
 ) -> None:
+    # 200 memberships and 20 deliveries each at full size.
+    memberships, times = sized(60, 200), sized(10, 20)
     channel = gateways.add_paid_channel(database_url, period_days=30, grace_days=2)
     old = dt.datetime.now(UTC).replace(microsecond=0) - dt.timedelta(days=4)
     people: dict[int, int] = {}
     requests: list[Request] = []
     with httpx.Client() as client:
-        for n in range(200):
+        for n in range(memberships):
             user = 50_000 + n
             people[user] = gateways.set_membership(database_url, user, channel, old, grace_days=2)
             order = gateways.create_invoice(client, billing.url, user, channel, "subgate")
             requests.append(gateways.subgate(order["order_reference"], f"bulk-{n}", "12.50"))
-    deliveries = [r for r in requests for _ in range(20)]
+    deliveries = [r for r in requests for _ in range(times)]
     responses = asyncio.run(race(billing.url, deliveries, sweeps=3))
     assert all(status == 200 for status, _ in responses)
-    assert query(database_url, "SELECT count(*) FROM payments") == [(200,)]
+    assert query(database_url, "SELECT count(*) FROM payments") == [(memberships,)]
     per_membership = query(
         database_url,
         "SELECT count(*) FROM membership_events WHERE cause = 'payment'"
         " GROUP BY person_id, channel_id",
     )
-    assert per_membership == [(1,)] * 200
+    assert per_membership == [(1,)] * memberships
     assert query(database_url, "SELECT DISTINCT status FROM memberships") == [("active",)]
     for person in people.values():
         history_is_consistent(database_url, person, channel, old)
     outcomes = dict(query(database_url, "SELECT outcome, count(*) FROM gateway_events GROUP BY 1"))
-    assert outcomes == {"applied": 200, "duplicate": 3800}
+    assert outcomes == {
+        "applied": memberships,
+        "duplicate": memberships * (times - 1),
+    }

@@ -12,8 +12,10 @@ import pytest
 
 from tests.botedge.conftest import message
 from tests.botedge.e2e.conftest import Edge
+from tests.scale import sized
 
-PEOPLE = 200
+# 2,000 updates at full size.
+PEOPLE = sized(80, 200)
 PER_PERSON = 10
 
 
@@ -72,8 +74,9 @@ def all_sent(edge: Edge, bot_telegram_id: int) -> bool:
     return len(edge.sim_get("/_sim/sent", bot_id=bot_telegram_id)) >= PEOPLE * PER_PERSON
 
 
-@pytest.mark.slow(14)
-def test_two_hundred_people_ten_updates_two_workers(edge: Edge) -> None:
+@pytest.mark.slow(8)
+@pytest.mark.scaled
+def test_many_people_ten_updates_each_two_workers(edge: Edge) -> None:
     bot_id, _, secret = edge.add_bot(8101)
     edge.start_api()
     edge.start_worker()
@@ -91,7 +94,8 @@ def test_two_hundred_people_ten_updates_two_workers(edge: Edge) -> None:
     assert all("Traceback" not in w.output() for w in edge.workers)
 
 
-@pytest.mark.slow(20)
+@pytest.mark.slow(14)
+@pytest.mark.scaled
 def test_worker_killed_mid_run__every_update_still_answered_once(edge: Edge) -> None:
     bot_id, _, secret = edge.add_bot(8102)
     edge.start_api()

@@ -46,10 +46,11 @@ from tests.conftest import (
     serve_botedge_api,
     serve_simtelegram,
 )
+from tests.scale import sized
 
 PASSWORD = "correct horse battery"
 # Per operation and generation mode (valid, then invalid requests), for each of the four roles.
-EXAMPLES = 4
+EXAMPLES = sized(2, 50)
 # Where the role is below the operation's least role: every answer is the same 403, decided
 # before the request is read, so a few show it.
 REFUSED_EXAMPLES = 2
@@ -208,7 +209,8 @@ def exercise(
     run()
 
 
-@pytest.mark.slow(20)
+@pytest.mark.slow(14)
+@pytest.mark.scaled
 def test_every_route_as_each_role__conforms_to_the_openapi_document(panel: Panel) -> None:
     document = HTTP.get(f"{panel.url}/openapi.json").json()
     schema = schemathesis.openapi.from_dict(document)
