@@ -11,7 +11,7 @@ import re
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -26,6 +26,7 @@ from starlette.routing import BaseRoute, Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from shared import migrate
+from shared.breaker import Breakers
 from shared.db import Pool, create_pool
 from shared.errors import BodyLimitMiddleware, Problem, problem_response, send_problem
 from shared.errors import exception_handlers as default_exception_handlers
@@ -61,6 +62,8 @@ class Runtime:
     expected_migration: int
     draining: bool = False
     resources: object = None
+    # The app's breakers, one per dependency and target it calls; `/readyz` says which are open.
+    breakers: Breakers = field(default_factory=Breakers)
 
 
 def runtime(request: Request) -> Runtime:
@@ -258,7 +261,11 @@ async def readyz(request: Request) -> Response:
             "not-ready",
             f"database is at migration {applied}, this build needs {state.expected_migration}",
         )
-    return JSONResponse({"status": "ready", "migration": applied})
+    # What this process sees of its dependencies: a breaker open is said, not a 503 (the
+    # process itself can serve; its work for that dependency waits).
+    return JSONResponse(
+        {"status": "ready", "migration": applied, "breakers": state.breakers.report()}
+    )
 
 
 async def metrics(request: Request) -> Response:

@@ -156,7 +156,7 @@ class ResendLinks:
                 {"chat_id": chat, "member_limit": 1, "expire_date": int(expire.timestamp())},
             )
         except (ServerError, TooManyRequests) as error:
-            raise RetryLater(f"invite link: {error}", error.retry_after or 0.0) from None
+            raise RetryLater.telegram("invite link", error) from None
         return str(made["invite_link"])
 
     async def apply(self, conn: Connection, visit: Visit, resent: list[Resent]) -> list[Reply]:

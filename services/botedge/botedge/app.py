@@ -121,7 +121,7 @@ def create_api_app(settings: BotedgeSettings, *, clock: Clock = SYSTEM_CLOCK) ->
     async def lifespan(state: Runtime) -> AsyncIterator[ApiResources]:
         notifier = Notifier(state.pool)
         async with BotClients() as telegram, pay.billing_http() as http:
-            api = BotApi(telegram, settings.telegram_api_base)
+            api = BotApi(telegram, settings.telegram_api_base, state.breakers)
             billing = pay.BillingClient(http, settings.billing_url, settings.service_token)
             yield ApiResources(notifier, api, PreCheckout(api, billing))
         await notifier.close()
@@ -364,7 +364,7 @@ def create_worker_app(
     async def lifespan(state: Runtime) -> AsyncIterator[WorkerSupervisor]:
         async with pay.billing_http() as http, BotClients() as telegram:
             supervisor = WorkerSupervisor(
-                settings, state.pool, http, telegram, handler, clock=clock
+                settings, state.pool, http, telegram, handler, clock=clock, breakers=state.breakers
             )
             await supervisor.start()
             try:

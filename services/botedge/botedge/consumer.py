@@ -23,6 +23,7 @@ from botedge.handlers import Handler, RetryLater
 from botedge.inbox_store import InboxRow
 from botedge.metrics import HANDLING_SECONDS, REPLIES_QUEUED, UPDATES_HANDLED
 from botedge.outbox_store import OutboxRow
+from botedge.telegram import parked_delay
 from shared.backoff import backoff_delay
 from shared.db import Pool
 from shared.lifecycle import sleep_unless_stopped
@@ -188,6 +189,9 @@ class InboxConsumer:
 
     async def _fail(self, update: InboxRow, error: BaseException) -> str:
         description = f"{type(error).__name__}: {error}"[:1000]
+        parked = parked_delay(error)
+        if parked is not None:
+            return await self._park(update, description, parked)
         transient = isinstance(error, RetryLater) and self._within_window(update)
         last = update.attempt >= self.config.max_attempts and not transient
         try:
@@ -220,3 +224,17 @@ class InboxConsumer:
         asyncio.get_running_loop().call_later(delay, self._more.set)
         log.warning("update %d attempt %d failed: %s", update.id, update.attempt, description)
         return "retry"
+
+    async def _park(self, update: InboxRow, description: str, delay: float) -> str:
+        """Telegram is failing for its bot and its breaker is open: the update waits in the
+        inbox until the breaker's probe, in its place in the person's order, spending no
+        try."""
+        try:
+            async with connection(self.pool) as conn:
+                await inbox_store.park(conn, update, description, delay)
+        except errors.BotedgeError as db_error:
+            log.error("update %d: could not park: %s", update.id, db_error)
+            return "error"
+        asyncio.get_running_loop().call_later(delay, self._more.set)
+        log.info("update %d parked for %.1f s: %s", update.id, delay, description)
+        return "parked"

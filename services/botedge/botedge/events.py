@@ -22,6 +22,7 @@ from psycopg import sql
 
 from botedge import errors
 from botedge.db import connection
+from botedge.telegram import parked_delay
 from shared.backoff import backoff_delay
 from shared.db import Connection, Pool
 from shared.lifecycle import sleep_unless_stopped
@@ -106,6 +107,11 @@ class EventQueue:
             " available_at = now() + make_interval(secs => %(delay)s), last_error = %(error)s"
             " {fence}"
         ).format(name=name, fence=fence)
+        self._park = sql.SQL(
+            "UPDATE {name} SET state = 'pending', claim_token = NULL, claim_expires_at = NULL,"
+            " available_at = now() + make_interval(secs => %(delay)s), last_error = %(error)s,"
+            " attempts = attempts - 1 {fence}"
+        ).format(name=name, fence=fence)
         self._fail = sql.SQL(
             "UPDATE {name} SET state = 'failed', done_at = now(), claim_token = NULL,"
             " claim_expires_at = NULL, last_error = %(error)s {fence}"
@@ -126,10 +132,15 @@ class EventQueue:
         if await cur.fetchone() is None:
             raise LostClaim(f"{self.table.name} {event.id}")
 
-    async def failed_attempt(self, event: Event, error: str) -> str:
-        """Back off and try again, or `failed` after the last attempt; the outcome."""
+    async def failed_attempt(self, event: Event, error: str, parked: float | None = None) -> str:
+        """Back off and try again, or `failed` after the last attempt; the outcome. `parked`:
+        nothing was tried (a breaker is open), so the try is given back and it waits that
+        long."""
         params: dict[str, Any] = {"id": event.id, "token": event.claim_token, "error": error}
         async with connection(self.pool) as conn:
+            if parked is not None:
+                await conn.execute(self._park, {**params, "delay": parked})
+                return "parked"
             if event.attempts >= self.max_attempts:
                 await conn.execute(self._fail, params)
                 return "failed"
@@ -169,7 +180,7 @@ async def _one(queue: EventQueue, handle: Callable[[Event], Awaitable[None]], ev
     except Exception as error:
         description = f"{type(error).__name__}: {error}"[:1000]
         try:
-            outcome = await queue.failed_attempt(event, description)
+            outcome = await queue.failed_attempt(event, description, parked_delay(error))
         except errors.BotedgeError as db_error:
             log.error("%s %d: could not record failure: %s", queue.table.name, event.id, db_error)
             return

@@ -70,7 +70,7 @@ def join_state_of(error: TelegramError) -> JoinState | None:
     """What a refused getChatMember says about the visitor; None: ask once more."""
     text = error.description.lower()
     if isinstance(error, ServerError | TooManyRequests):
-        raise RetryLater(f"getChatMember: {error}", error.retry_after or 0.0)
+        raise RetryLater.telegram("getChatMember", error)
     if isinstance(error, BadRequest):
         if "user not found" in text:
             # Telegram has never seen the person there: not a member.

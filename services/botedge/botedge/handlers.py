@@ -23,7 +23,7 @@ from botedge.db import connection
 from botedge.ids import ChatId, PersonId
 from botedge.inbox_store import InboxRow
 from botedge.outbox_store import Reply
-from botedge.telegram import BotApi
+from botedge.telegram import BotApi, CircuitOpen, TelegramError
 from shared.clock import SYSTEM_CLOCK, Clock
 from shared.db import Connection, Pool
 
@@ -39,11 +39,20 @@ class Handler(Protocol):
 
 class RetryLater(Exception):
     """Telegram could not be asked now (timeout, 5xx, 429): the update is retried, not buried
-    after the usual attempts, for as long as the worker's retry window allows."""
+    after the usual attempts, for as long as the worker's retry window allows. `parked`: it
+    was not even asked (its breaker is open), so the update waits without spending a try or
+    its window."""
 
-    def __init__(self, detail: str, retry_after: float = 0.0) -> None:
+    def __init__(self, detail: str, retry_after: float = 0.0, *, parked: bool = False) -> None:
         super().__init__(detail)
         self.retry_after = retry_after
+        self.parked = parked
+
+    @classmethod
+    def telegram(cls, what: str, error: TelegramError) -> RetryLater:
+        """A Bot API call that failed as Telegram failing (5xx, 429, its breaker open)."""
+        parked = isinstance(error, CircuitOpen)
+        return cls(f"{what}: {error}", error.retry_after or 0.0, parked=parked)
 
 
 @dataclass(frozen=True)

@@ -189,6 +189,10 @@ async def retry(conn: Connection, row: InboxRow, error: str, delay: float) -> No
     await conn.execute(Q["retry_update"], {**row.claim, "error": error, "delay": delay})
 
 
+async def park(conn: Connection, row: InboxRow, error: str, delay: float) -> None:
+    await conn.execute(Q["park_update"], {**row.claim, "error": error, "delay": delay})
+
+
 async def bury(conn: Connection, row: InboxRow, error: str) -> None:
     await conn.execute(Q["bury_update"], {**row.claim, "error": error})
 

@@ -619,7 +619,7 @@ class _Subscribe:
                 ctx.token, "createInvoiceLink", stars_link_params(offer, plan, invoice)
             )
         except (ServerError, TooManyRequests) as error:
-            raise RetryLater(f"createInvoiceLink: {error}", error.retry_after or 0.0) from None
+            raise RetryLater.telegram("createInvoiceLink", error) from None
         except TelegramError as error:
             log.warning("createInvoiceLink refused: %s", error)
             return Subscribing(offer, plan, "gateway_off")

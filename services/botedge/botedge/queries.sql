@@ -187,6 +187,15 @@ UPDATE inbox
  WHERE id = %(id)s AND lock_token = %(lock_token)s AND attempt = %(attempt)s
    AND state = 'processing';
 
+-- park_update --
+-- Its breaker was open, so nothing was tried: the claim's attempt is given back.
+UPDATE inbox
+   SET state = 'waiting', available_at = now() + make_interval(secs => %(delay)s),
+       lock_token = NULL, locked_until = NULL, last_error = %(error)s,
+       attempt = attempt - 1
+ WHERE id = %(id)s AND lock_token = %(lock_token)s AND attempt = %(attempt)s
+   AND state = 'processing';
+
 -- bury_update --
 -- Dead releases the person at once: 'dead' is not an unfinished state.
 UPDATE inbox

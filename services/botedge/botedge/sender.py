@@ -27,6 +27,7 @@ from botedge.sendqueue import SendQueue
 from botedge.telegram import (
     BadRequest,
     BotApi,
+    CircuitOpen,
     Forbidden,
     ServerError,
     TelegramError,
@@ -268,7 +269,7 @@ class Sender:
                 raise
             except TelegramError as error:
                 failures += 1
-                delay = backoff_delay(failures, base=1.0, cap=60.0)
+                delay = max(backoff_delay(failures, base=1.0, cap=60.0), error.retry_after or 0)
                 log.warning(
                     "bot %d: getMe failed (%s); trying again in %.1f s",
                     self.bot_id,
@@ -330,6 +331,9 @@ class Sender:
         when the row stays first in its chat."""
         await self.limits.acquire(row.chat_id, row.method)
         await self.pause.wait(self.stopping)
+        # Telegram failing for this bot: the lanes wait here, the rows stay in the outbox.
+        while (closed := self.api.closed_for(self.token)) and self._sending():
+            await sleep_unless_stopped(self.stopping, closed)
         if not self._sending():
             return NOT_SENT
         try:
@@ -344,6 +348,10 @@ class Sender:
             SENDS.labels("429").inc()
             await self.pause.extend(error.retry_after or 1.0)
             return NOT_SENT
+        except CircuitOpen as error:
+            # Not called: parked, not a try.
+            SENDS.labels("parked").inc()
+            return Retry(error.retry_after or 0.5, counted=False)
         except Unauthorized as error:
             await self._token_invalid(error)
             return NOT_SENT

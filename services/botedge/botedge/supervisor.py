@@ -49,6 +49,7 @@ from botedge.poller import Poller
 from botedge.sender import Limits, Sender
 from botedge.settings import BotedgeSettings
 from botedge.telegram import BotApi, BotClients
+from shared.breaker import Breakers
 from shared.clock import SYSTEM_CLOCK, Clock
 from shared.db import Pool
 from shared.lifecycle import sleep_unless_stopped
@@ -70,11 +71,12 @@ class WorkerSupervisor:
         handler: Handler | None = None,
         *,
         clock: Clock = SYSTEM_CLOCK,
+        breakers: Breakers | None = None,
     ) -> None:
         self.settings = settings
         self.clock = clock
         self.pool = pool
-        self.api = BotApi(telegram, settings.telegram_api_base)
+        self.api = BotApi(telegram, settings.telegram_api_base, breakers)
         self.box = SecretBox(settings.bot_token_key)
         self.holder = holder_id()
         self.notifier = Notifier(pool)

@@ -12,10 +12,12 @@ import logging
 import os
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 
 from botedge.uploads import File
+from shared.breaker import Breaker, Breakers
 
 log = logging.getLogger("botedge.telegram")
 
@@ -135,6 +137,33 @@ class ServerError(TelegramError):
     """5xx, a non-JSON answer, a timeout or a transport failure: retry with backoff."""
 
 
+class CircuitOpen(ServerError):
+    """The breaker for this bot, or for Telegram's host, is open: the call was not made.
+    `retry_after` is when one may be; work waiting on it is parked, not counted as a try."""
+
+
+def parked_delay(error: BaseException) -> float | None:
+    """When `error` says the work was not tried at all because a breaker is open (a
+    `CircuitOpen`, or a handler's `RetryLater` raised for one), the seconds it waits without
+    spending a try; otherwise None."""
+    if isinstance(error, CircuitOpen) or getattr(error, "parked", False) is True:
+        return float(getattr(error, "retry_after", 0.0) or 0.5)
+    return None
+
+
+def counts_against_telegram(error: TelegramError) -> bool:
+    """Whether an error says Telegram is failing, not that our call was wrong: a 5xx, an
+    answer that is not JSON, a timeout, a lost connection. A 400 of our making, a 401/403 (a
+    token, a block), a 409 or a 429 (Telegram answering, and asking for quiet) never do."""
+    return isinstance(error, ServerError) and not isinstance(error, CircuitOpen)
+
+
+def is_network_failure(error: TelegramError) -> bool:
+    """No HTTP answer at all (a timeout, a refused or dropped connection): the host's
+    breaker's business, not one bot's."""
+    return counts_against_telegram(error) and error.code == 0
+
+
 _BY_CODE: dict[int, type[TelegramError]] = {
     400: BadRequest,
     401: Unauthorized,
@@ -150,11 +179,25 @@ def user_agent() -> str:
 
 
 class BotApi:
-    """Calls `{base}/bot<token>/<method>` through `BotClients`."""
+    """Calls `{base}/bot<token>/<method>` through `BotClients`, behind a breaker per bot (its
+    5xx and unreadable answers) and one for Telegram's host (calls that get no answer)."""
 
-    def __init__(self, clients: BotClients, base_url: str) -> None:
+    def __init__(
+        self, clients: BotClients, base_url: str, breakers: Breakers | None = None
+    ) -> None:
         self.clients = clients
         self.base_url = base_url.rstrip("/")
+        self.breakers = breakers or Breakers()
+        self.host = self.breakers.get("telegram", urlsplit(self.base_url).netloc or "api")
+
+    def breaker(self, token: str) -> Breaker:
+        # The token's public half, the bot's Telegram id, names it; never the secret half.
+        return self.breakers.get("telegram", f"bot {token.partition(':')[0]}")
+
+    def closed_for(self, token: str) -> float:
+        """0 when a call of this bot's may go now; otherwise the seconds until one may. A look:
+        it takes no probe."""
+        return max(self.breaker(token).wait(take_probe=False), self.host.wait(take_probe=False))
 
     async def call(
         self,
@@ -166,15 +209,38 @@ class BotApi:
         timeout: float = 15.0,
     ) -> Any:
         """JSON, or multipart/form-data when there are `files` to upload."""
+        bot = self.breaker(token)
+        for breaker in (bot, self.host):
+            wait = breaker.wait()
+            if wait:
+                raise CircuitOpen(
+                    0,
+                    f"{method}: Telegram {breaker.target} is failing; not called",
+                    retry_after=wait,
+                )
         url = f"{self.base_url}/bot{token}/{method}"
         try:
-            answer = await self.clients.post(token, url, params or {}, files, timeout)
-        except TimeoutError:
-            raise ServerError(0, f"{method}: timed out") from None
-        except aiohttp.ClientError as error:
-            raise ServerError(0, f"{method}: {type(error).__name__}") from None
-        log.debug("Bot API %s: %d", method, answer.status)
-        return unwrap(answer)
+            try:
+                answer = await self.clients.post(token, url, params or {}, files, timeout)
+            except TimeoutError:
+                raise ServerError(0, f"{method}: timed out") from None
+            except aiohttp.ClientError as error:
+                raise ServerError(0, f"{method}: {type(error).__name__}") from None
+            log.debug("Bot API %s: %d", method, answer.status)
+            result = unwrap(answer)
+        except TelegramError as error:
+            if is_network_failure(error):
+                self.host.failed()
+            elif counts_against_telegram(error):
+                self.host.succeeded()
+                bot.failed()
+            else:
+                self.host.succeeded()
+                bot.succeeded()
+            raise
+        self.host.succeeded()
+        bot.succeeded()
+        return result
 
 
 def form_fields(params: dict[str, Any]) -> dict[str, str]:

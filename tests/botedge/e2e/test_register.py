@@ -39,15 +39,17 @@ def test_register_webhook_bot__telegram_delivers_and_the_bot_answers(edge: Edge)
         "123:../../../getUpdates?x=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
         "123:/../" + "A" * 40,
         "abc:" + "A" * 40,
-        "123:" + "A" * 39 + "\u0000",
         "123:" + "A" * 35 + "é",
+        # A NUL no text column can hold: refused with every body, at its field.
+        "123:" + "A" * 39 + "\u0000",
     ],
 )
 def test_register__token_of_the_wrong_shape_is_422_before_any_call(edge: Edge, token: str) -> None:
     api = edge.start_api()
     auth = {"Authorization": f"Bearer {SECRETS['SERVICE_TOKEN']}"}
     response = HTTP.post(f"{api.url}/internal/bots", json={"token": token}, headers=auth)
-    assert (response.status_code, response.json()["type"]) == (422, "/problems/bad-bot-token")
+    slug = "invalid-body" if "\x00" in token else "bad-bot-token"
+    assert (response.status_code, response.json()["type"]) == (422, f"/problems/{slug}")
     assert edge.sim_get("/_sim/calls") == []
     assert edge.query("SELECT count(*) FROM bots") == [(0,)]
 

@@ -14,11 +14,15 @@ from botedge.telegram import (
     BadRequest,
     BotApi,
     BotClients,
+    CircuitOpen,
     Conflict,
     Forbidden,
     ServerError,
+    TelegramError,
     TooManyRequests,
     Unauthorized,
+    counts_against_telegram,
+    is_network_failure,
 )
 from tests.botedge.bot_api_server import Seen, http, ok, run
 
@@ -153,3 +157,63 @@ def test_refused_connection__is_a_server_error() -> None:
 
     error = asyncio.run(main())
     assert error.description.startswith("getMe: Client")
+
+
+# -- breakers: what counts as Telegram failing --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("error", "counts"),
+    [
+        (BadRequest(400, "Bad Request: message text is empty"), False),
+        (Unauthorized(401, "Unauthorized"), False),
+        (Forbidden(403, "Forbidden: bot was blocked by the user"), False),
+        (Conflict(409, "Conflict"), False),
+        (TooManyRequests(429, "Too Many Requests", retry_after=3), False),
+        (CircuitOpen(0, "not called", retry_after=1), False),
+        (ServerError(502, "non-JSON answer (502)"), True),
+        (ServerError(500, "Internal Server Error"), True),
+        (ServerError(0, "getMe: timed out"), True),
+    ],
+    ids=lambda v: type(v).__name__ if isinstance(v, Exception) else str(v),
+)
+def test_predicate__only_telegram_failing_counts(error: TelegramError, counts: bool) -> None:
+    assert counts_against_telegram(error) is counts
+    # No answer at all is the host's business; an answer is the bot's.
+    assert is_network_failure(error) is (counts and error.code == 0)
+
+
+def breaker_run(status: str, body: bytes, content_type: str, calls: int) -> tuple[Any, int]:
+    """`calls` sendMessage calls answered alike, then one more; what the last raised and how
+    many reached the server."""
+
+    async def many(api: BotApi) -> Any:
+        for _ in range(calls):
+            with pytest.raises(TelegramError):
+                await api.call(TOKEN, "sendMessage", {"x": 1})
+        with pytest.raises(TelegramError) as last:
+            await api.call(TOKEN, "sendMessage", {"x": 1})
+        # Another bot's calls are not held up by this one's breaker.
+        with pytest.raises(TelegramError) as other:
+            await api.call(OTHER, "sendMessage", {"x": 1})
+        assert not isinstance(other.value, CircuitOpen)
+        return last.value
+
+    error, server = run(lambda seen: http(status, body, content_type=content_type), many)
+    return error, len(server.seen)
+
+
+def test_breaker__a_400_of_our_making_never_opens_it() -> None:
+    refusal = json.dumps({"ok": False, "error_code": 400, "description": "Bad Request: x"})
+    error, reached = breaker_run("400 Bad Request", refusal.encode(), "application/json", 30)
+    assert type(error) is BadRequest
+    assert reached == 32
+
+
+def test_breaker__ten_502s_in_a_window_open_it_and_the_next_call_is_not_made() -> None:
+    page = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
+    error, reached = breaker_run("502 Bad Gateway", page, "text/html", 10)
+    assert isinstance(error, CircuitOpen)
+    assert error.retry_after and error.retry_after > 0
+    # Ten reached Telegram, the eleventh did not; the other bot's did.
+    assert reached == 11

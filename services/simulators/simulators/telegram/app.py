@@ -71,10 +71,12 @@ async def _params(request: Request) -> Params:
     return params
 
 
-async def _injected(world: World, name: str, request: Request) -> Response | None:
-    """The faults this call meets before it is answered: delays, and at random a 429, a 502 or
-    a 504 after a long wait (never for getUpdates)."""
+async def _injected(world: World, bot: Bot, name: str, request: Request) -> Response | None:
+    """The faults this call meets before it is answered: delays, a 502 for a bot that is
+    down, and at random a 429, a 502 or a 504 after a long wait (never for getUpdates)."""
     faults = world.faults
+    if bot.id in faults.down_bots:
+        return HTMLResponse("<html><body><h1>502 Bad Gateway</h1></body></html>", 502)
     client = request.scope.get("client")
     if faults.connect_delay_ms and world.new_connection(
         (str(client[0]), int(client[1])) if client else None
@@ -128,7 +130,7 @@ async def bot_method(request: Request) -> Response:
         method = METHODS.get(name) or stars.METHODS.get(name)
         if method is None:
             raise ApiError(404, "Not Found: method not found")
-        refused = await _injected(world, name, request)
+        refused = await _injected(world, bot, name, request)
         if refused is not None:
             status = refused.status_code
             return refused

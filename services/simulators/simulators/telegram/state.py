@@ -65,6 +65,8 @@ class Faults:
     non_admin_chats: set[int] = field(default_factory=set)
     # getChatMember about these people answers PARTICIPANT_ID_INVALID (Telegram does, at random).
     participant_invalid_users: set[int] = field(default_factory=set)
+    # Every call with these bots' tokens answers nginx's 502 page: Telegram down for one bot.
+    down_bots: set[int] = field(default_factory=set)
     # Charged once on each new connection, as a TLS handshake with Telegram would be.
     connect_delay_ms: float = 0.0
     # How many calls and sent messages the simulator keeps for `/_sim/calls` and `/_sim/sent`.
