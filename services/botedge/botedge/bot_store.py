@@ -129,6 +129,14 @@ async def pause_left(conn: Connection, bot_id: int) -> float:
     return float(row["left"]) if row is not None else 0.0
 
 
+async def mark_telegram_failing(conn: Connection, bot_id: int, since: dt.datetime) -> None:
+    await conn.execute(Q["mark_telegram_failing"], {"bot_id": bot_id, "since": since})
+
+
+async def clear_telegram_failing(conn: Connection, bot_id: int) -> None:
+    await conn.execute(Q["clear_telegram_failing"], {"bot_id": bot_id})
+
+
 async def pause_bot(conn: Connection, bot_id: int, seconds: float) -> None:
     await conn.execute(Q["pause_bot"], {"bot_id": bot_id, "seconds": seconds})
 

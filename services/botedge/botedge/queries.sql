@@ -79,6 +79,15 @@ UPDATE bots SET last_error = %(error)s, last_error_at = now(),
 SELECT greatest(0, coalesce(extract(epoch FROM paused_until - now()), 0))::float8 AS left
   FROM bots WHERE id = %(bot_id)s;
 
+-- mark_telegram_failing --
+-- The first opening of an outage is kept: "since" is when it began.
+UPDATE bots SET telegram_failing_since = coalesce(telegram_failing_since, %(since)s)
+ WHERE id = %(bot_id)s;
+
+-- clear_telegram_failing --
+UPDATE bots SET telegram_failing_since = NULL
+ WHERE id = %(bot_id)s AND telegram_failing_since IS NOT NULL;
+
 -- pause_bot --
 -- Only ever lengthened: two lanes told different waits keep the longer.
 UPDATE bots

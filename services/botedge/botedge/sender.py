@@ -146,6 +146,9 @@ class Sender:
         self.stopping = asyncio.Event()
         self.lanes: set[asyncio.Task[None]] = set()
         self.invalid = False
+        # Whether the bot's row may say Telegram is failing for it: true at start, so the first
+        # send that goes through clears a mark an earlier holder left.
+        self.failing_marked = True
         self.queue = SendQueue(self.limits.chat_wait, clock)
         # Set when the queue may have a row for a lane: rows read, a chat done, closing.
         self.changed = asyncio.Event()
@@ -333,6 +336,7 @@ class Sender:
         await self.pause.wait(self.stopping)
         # Telegram failing for this bot: the lanes wait here, the rows stay in the outbox.
         while (closed := self.api.closed_for(self.token)) and self._sending():
+            await self._mark_failing(True)
             await sleep_unless_stopped(self.stopping, closed)
         if not self._sending():
             return NOT_SENT
@@ -378,9 +382,29 @@ class Sender:
             await self._record(row, outbox_store.postpone, delay, error.description)
             return Retry(delay, counted=True)
         SENDS.labels("sent").inc()
+        await self._mark_failing(False)
         message_id = result.get("message_id") if isinstance(result, dict) else None
         await self._until_recorded(row, lambda: self.marks.mark(row.id, message_id))
         return None
+
+    async def _mark_failing(self, failing: bool) -> None:
+        """Say on the bot's row that Telegram is failing for it (its breaker opened), or no
+        longer: for the panel's dashboard. Best effort: the next change tries again."""
+        if self.failing_marked == failing:
+            return
+        self.failing_marked = failing
+        since = self.api.breaker(self.token).opened_at or self.clock.now()
+        try:
+            async with connection(self.pool, timeout=5) as conn:
+                if failing:
+                    await bot_store.mark_telegram_failing(conn, self.bot_id, since)
+                else:
+                    await bot_store.clear_telegram_failing(conn, self.bot_id)
+        except errors.BotedgeError as error:
+            self.failing_marked = not failing
+            log.warning(
+                "bot %d: could not record Telegram failing=%s: %s", self.bot_id, failing, error
+            )
 
     def drop_broadcast(self, broadcast_id: int) -> None:
         """A cancelled broadcast's rows leave the queue (one in flight still finishes)."""

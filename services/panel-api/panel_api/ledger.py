@@ -433,6 +433,14 @@ class DayMembers(msgspec.Struct):
     grace: int
 
 
+class Outage(msgspec.Struct):
+    """A bot Telegram has been failing for since `since` (5xx, no answer): its replies wait."""
+
+    bot_id: int
+    username: str
+    since: dt.datetime
+
+
 class Dashboard(msgspec.Struct):
     """What needs the owner's eye, and the last 30 days' revenue by day of the workspace's time
     zone and by currency: applied payments, and the ad shop's credited payments in USDT and
@@ -448,6 +456,7 @@ class Dashboard(msgspec.Struct):
     revenue: list[DayRevenue]
     members: list[DayMembers]
     """Memberships active and in grace at the end of each of the same 30 days, oldest first."""
+    outages: list[Outage] = []
 
 
 _PERSON_COLUMNS: list[exports.Column] = [
@@ -495,7 +504,8 @@ class Ledger:
             counts = (await store.rows(conn, "dashboard_counts", {}))[0]
             revenue = await store.rows(conn, "revenue_by_day", {})
             members = await store.rows(conn, "members_by_day", {})
-        board = {**counts, "revenue": revenue, "members": members}
+            outages = await store.rows(conn, "dashboard_outages", {})
+        board = {**counts, "revenue": revenue, "members": members, "outages": outages}
         return answer(msgspec.convert(board, Dashboard))
 
     async def people(self, request: Request, caller: Caller) -> Response:

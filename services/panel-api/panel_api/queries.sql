@@ -504,8 +504,16 @@ SELECT (SELECT count(*) FROM memberships WHERE status = 'active') AS members_act
        (SELECT count(*) FROM inbox WHERE state = 'dead') AS dead_updates,
        (SELECT count(*) FROM bots
          WHERE status <> 'removed'
-           AND (token_invalid_at IS NOT NULL OR last_error IS NOT NULL)) AS bots_with_problems,
+           AND (token_invalid_at IS NOT NULL OR last_error IS NOT NULL
+                OR telegram_failing_since IS NOT NULL)) AS bots_with_problems,
        (SELECT time_zone FROM workspace) AS time_zone;
+
+-- dashboard_outages --
+-- Bots Telegram has been failing for (their breaker open), oldest outage first.
+SELECT id AS bot_id, username, telegram_failing_since AS since
+  FROM bots
+ WHERE status <> 'removed' AND telegram_failing_since IS NOT NULL
+ ORDER BY telegram_failing_since, id;
 
 -- revenue_by_day --
 -- Income summed per calendar day of the workspace's time zone and per currency, over the last

@@ -76,6 +76,9 @@ def test_one_bot_answering_502__parked_then_sent_once_in_order_others_untouched(
     edge.wait_until(lambda: f"telegram bot {DOWN}" in breakers(), 30, "the down bot's breaker")
     assert breakers()[f"telegram bot {DOWN}"]["state"] in ("open", "half-open")
     assert f"telegram bot {UP}" not in breakers()
+    # The bot's row says so, for the panel's dashboard; the other bot's does not.
+    failing = "SELECT telegram_bot_id FROM bots WHERE telegram_failing_since IS NOT NULL"
+    edge.wait_until(lambda: edge.query(failing) == [(DOWN,)], 10, "the outage on the bot's row")
     # The other bot's replies all go out while the first one's Telegram is down.
     edge.wait_until(lambda: all_replied(edge, UP), 30, "the other bot's replies")
     assert_once_in_order(edge, UP, 30_000)
@@ -104,6 +107,7 @@ def test_one_bot_answering_502__parked_then_sent_once_in_order_others_untouched(
         ("done", 2 * PEOPLE * PER_PERSON)
     ]
     edge.wait_until(lambda: breakers() == {}, 10, "the breaker closed")
+    assert edge.query(failing) == []
     metrics = HTTP.get(f"{worker.url}/metrics", timeout=10).text
     assert f'gatehouse_breaker_openings_total{{dependency="telegram",target="bot {DOWN}"}} 1.0' in (
         metrics

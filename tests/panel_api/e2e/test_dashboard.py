@@ -203,3 +203,21 @@ def test_dashboard__the_ad_shops_income_counts_by_the_coin_paid(
         {"day": day, "currency": "USD", "amount_minor": "500", "amount": "5.00"},
         {"day": day, "currency": "USDT", "amount_minor": "6000000", "amount": "6"},
     ]
+
+
+def test_dashboard__a_bot_telegram_is_failing_for_is_named_with_since_when(
+    board: tuple[str, dict[str, str]], database_url: str
+) -> None:
+    url, tokens = board
+    viewer = {"Authorization": f"Bearer {tokens['viewer']}"}
+    assert HTTP.get(f"{url}/v1/dashboard", headers=viewer).json()["outages"] == []
+    since = dt.datetime(2026, 12, 3, 6, 30, tzinfo=dt.UTC)
+    with psycopg.connect(database_url) as conn:
+        row = conn.execute(
+            "UPDATE bots SET telegram_failing_since = %s RETURNING id, username", (since,)
+        ).fetchone()
+    assert row is not None
+    outages = HTTP.get(f"{url}/v1/dashboard", headers=viewer).json()["outages"]
+    assert outages == [{"bot_id": row[0], "username": row[1], "since": "2026-12-03T06:30:00Z"}]
+    # It counts among the bots with a problem.
+    assert HTTP.get(f"{url}/v1/dashboard", headers=viewer).json()["bots_with_problems"] == 1

@@ -3,7 +3,7 @@
 import { call, may, session } from "../api.js";
 import { element, words } from "../dom.js";
 import { lastDays, sumDecimals } from "../format.js";
-import { money, number, t } from "../i18n.js";
+import { dateTime, money, number, t } from "../i18n.js";
 import { lineChart } from "./charts.js";
 import { funnelOf, seriesChart } from "./stats.js";
 
@@ -30,6 +30,13 @@ export async function dashboard() {
   ];
   return [
     element("p", { id: "who", text: t("signedInAs", { email: me.email, role: t(me.role) }) }),
+    ...board.outages.map((/** @type {{ bot_id: number, username: string, since: string }} */ o) =>
+      element("p", { class: "warning", role: "alert", "data-outage": String(o.bot_id) },
+        element("a", { href: "/bots", text: t("telegramDown", {
+          // Isolated, so a Latin name keeps its place in a Persian sentence.
+          bot: `\u2068${o.username ? `@${o.username}` : `#${number(o.bot_id)}`}\u2069`,
+          since: dateTime(o.since, board.time_zone),
+        }) }))),
     element("div", { class: "tiles" },
       ...tiles.filter(([, , , role]) => may(role)).map(([key, value, href]) => tile(key, value, href))),
     words("h2", "visitors30", { id: "visitors-heading" }),
