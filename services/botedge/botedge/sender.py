@@ -146,9 +146,9 @@ class Sender:
         self.stopping = asyncio.Event()
         self.lanes: set[asyncio.Task[None]] = set()
         self.invalid = False
-        # Whether the bot's row may say Telegram is failing for it: true at start, so the first
-        # send that goes through clears a mark an earlier holder left.
-        self.failing_marked = True
+        # What the bot's row says of Telegram failing for it; None at start, not known, so the
+        # first send that goes through clears a mark an earlier holder left.
+        self.failing_marked: bool | None = None
         self.queue = SendQueue(self.limits.chat_wait, clock)
         # Set when the queue may have a row for a lane: rows read, a chat done, closing.
         self.changed = asyncio.Event()
@@ -401,7 +401,7 @@ class Sender:
                 else:
                     await bot_store.clear_telegram_failing(conn, self.bot_id)
         except errors.BotedgeError as error:
-            self.failing_marked = not failing
+            self.failing_marked = None
             log.warning(
                 "bot %d: could not record Telegram failing=%s: %s", self.bot_id, failing, error
             )
