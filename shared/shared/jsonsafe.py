@@ -63,10 +63,8 @@ def storage_problem(value: Any) -> str | None:
         if depth > MAX_DEPTH:
             return f"nested deeper than {MAX_DEPTH} levels"
         if isinstance(item, str):
-            if "\x00" in item:
-                return "contains a NUL character"
-            if _SURROGATE.search(item):
-                return "contains a lone UTF-16 surrogate"
+            if (problem := _text_problem(item)) is not None:
+                return problem
         elif isinstance(item, dict):
             stack.extend((key, depth) for key in item)
             stack.extend((child, depth + 1) for child in item.values())
@@ -75,11 +73,19 @@ def storage_problem(value: Any) -> str | None:
     return None
 
 
+def _text_problem(text: str) -> str | None:
+    if "\x00" in text:
+        return "contains a NUL character"
+    if _SURROGATE.search(text):
+        return "contains a lone UTF-16 surrogate"
+    return None
+
+
 def unstorable_text(value: Any, path: str = "") -> str | None:
     """The path (`plan.title`, `ids[3]`) of the first string PostgreSQL's text cannot hold (a
     NUL character or a lone surrogate), or None. Keys count as the object they are in."""
     if isinstance(value, str):
-        return path if "\x00" in value or _SURROGATE.search(value) else None
+        return None if _text_problem(value) is None else path
     if isinstance(value, dict):
         for key, child in value.items():
             if unstorable_text(key) is not None:

@@ -231,7 +231,7 @@ class InboxConsumer:
         try."""
         try:
             async with connection(self.pool) as conn:
-                await inbox_store.park(conn, update, description, delay)
+                await inbox_store.retry(conn, update, description, delay, parked=True)
         except errors.BotedgeError as db_error:
             log.error("update %d: could not park: %s", update.id, db_error)
             return "error"

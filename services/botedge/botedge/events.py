@@ -102,15 +102,11 @@ class EventQueue:
             "UPDATE {name} SET state = 'done', done_at = now(), claim_token = NULL,"
             " claim_expires_at = NULL, last_error = NULL {fence} RETURNING id"
         ).format(name=name, fence=fence)
+        # `give_back` 1 when nothing was tried (a breaker open): the claim's attempt returns.
         self._retry = sql.SQL(
             "UPDATE {name} SET state = 'pending', claim_token = NULL, claim_expires_at = NULL,"
-            " available_at = now() + make_interval(secs => %(delay)s), last_error = %(error)s"
-            " {fence}"
-        ).format(name=name, fence=fence)
-        self._park = sql.SQL(
-            "UPDATE {name} SET state = 'pending', claim_token = NULL, claim_expires_at = NULL,"
             " available_at = now() + make_interval(secs => %(delay)s), last_error = %(error)s,"
-            " attempts = attempts - 1 {fence}"
+            " attempts = attempts - %(give_back)s {fence}"
         ).format(name=name, fence=fence)
         self._fail = sql.SQL(
             "UPDATE {name} SET state = 'failed', done_at = now(), claim_token = NULL,"
@@ -139,7 +135,7 @@ class EventQueue:
         params: dict[str, Any] = {"id": event.id, "token": event.claim_token, "error": error}
         async with connection(self.pool) as conn:
             if parked is not None:
-                await conn.execute(self._park, {**params, "delay": parked})
+                await conn.execute(self._retry, {**params, "delay": parked, "give_back": 1})
                 return "parked"
             if event.attempts >= self.max_attempts:
                 await conn.execute(self._fail, params)
@@ -147,7 +143,7 @@ class EventQueue:
             delay = backoff_delay(
                 event.attempts, base=self.backoff_base, cap=self.backoff_cap, jitter=True
             )
-            await conn.execute(self._retry, {**params, "delay": delay})
+            await conn.execute(self._retry, {**params, "delay": delay, "give_back": 0})
         return "retry"
 
 

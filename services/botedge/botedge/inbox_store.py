@@ -185,12 +185,12 @@ async def finish(conn: Connection, row: InboxRow, replies: Sequence[Reply] = ())
     return Finished(cursor, replies)
 
 
-async def retry(conn: Connection, row: InboxRow, error: str, delay: float) -> None:
-    await conn.execute(Q["retry_update"], {**row.claim, "error": error, "delay": delay})
-
-
-async def park(conn: Connection, row: InboxRow, error: str, delay: float) -> None:
-    await conn.execute(Q["park_update"], {**row.claim, "error": error, "delay": delay})
+async def retry(
+    conn: Connection, row: InboxRow, error: str, delay: float, *, parked: bool = False
+) -> None:
+    """Back to waiting for `delay` seconds; `parked`: nothing was tried, so no try is spent."""
+    params = {**row.claim, "error": error, "delay": delay, "give_back": int(parked)}
+    await conn.execute(Q["retry_update"], params)
 
 
 async def bury(conn: Connection, row: InboxRow, error: str) -> None:

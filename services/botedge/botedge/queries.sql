@@ -190,18 +190,11 @@ SELECT botedge_claim_held(count(*) = 1) AS held,
   FROM finished f;
 
 -- retry_update --
-UPDATE inbox
-   SET state = 'waiting', available_at = now() + make_interval(secs => %(delay)s),
-       lock_token = NULL, locked_until = NULL, last_error = %(error)s
- WHERE id = %(id)s AND lock_token = %(lock_token)s AND attempt = %(attempt)s
-   AND state = 'processing';
-
--- park_update --
--- Its breaker was open, so nothing was tried: the claim's attempt is given back.
+-- `give_back` 1 when nothing was tried (its breaker open): the claim's attempt is returned.
 UPDATE inbox
    SET state = 'waiting', available_at = now() + make_interval(secs => %(delay)s),
        lock_token = NULL, locked_until = NULL, last_error = %(error)s,
-       attempt = attempt - 1
+       attempt = attempt - %(give_back)s
  WHERE id = %(id)s AND lock_token = %(lock_token)s AND attempt = %(attempt)s
    AND state = 'processing';
 

@@ -74,6 +74,7 @@ def test_claim__expired_lock_comes_back_and_old_token_is_fenced(database_url: st
                     "attempt": stale["attempt"],
                     "delay": 0,
                     "error": "x",
+                    "give_back": 0,
                 },
             ).rowcount
         assert retried == 0
@@ -246,3 +247,32 @@ def test_consumer__a_claim_taken_over_before_commit_writes_nothing(
     assert REGISTRY.get_sample_value(*lost) == lost_before + 1
     asyncio.run(handle(again))
     assert written() == (1, 1, "done")
+
+
+def test_retry__a_parked_update_gets_its_try_back_a_failed_one_does_not(
+    database_url: str,
+) -> None:
+    bot, _, _ = insert_bot(database_url)
+    enqueue(database_url, bot, [(1, 10, "a1")])
+    with psycopg.connect(database_url, row_factory=dict_row, autocommit=True) as conn:
+
+        def retry_once(give_back: int) -> int:
+            (row,) = claim(conn, 5)
+            conn.execute(
+                Q["retry_update"],
+                {
+                    "id": row["id"],
+                    "lock_token": row["lock_token"],
+                    "attempt": row["attempt"],
+                    "delay": 0,
+                    "error": "x",
+                    "give_back": give_back,
+                },
+            )
+            found = conn.execute("SELECT attempt FROM inbox WHERE id = %s", (row["id"],))
+            return int(found.fetchone()["attempt"])  # type: ignore[index]
+
+        # A failed try counts; a parked one (its breaker open, nothing tried) is given back.
+        assert retry_once(0) == 1
+        assert retry_once(1) == 1
+        assert retry_once(0) == 2
