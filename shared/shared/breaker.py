@@ -17,9 +17,11 @@ from __future__ import annotations
 import datetime as dt
 import threading
 from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import Enum
 
+import httpx
 from prometheus_client import Counter, Gauge
 
 from shared.clock import SYSTEM_CLOCK, Clock
@@ -169,3 +171,39 @@ class Breakers:
             for b in breakers
             if b.state is not State.CLOSED
         }
+
+
+class BreakerOpen(Exception):
+    """The call was not made: its breaker is open. `retry_after`: when one may be."""
+
+    def __init__(self, breaker: Breaker, retry_after: float) -> None:
+        super().__init__(f"{breaker.dependency} {breaker.target} is failing; not called")
+        self.retry_after = retry_after
+
+
+def answer_failing(response: httpx.Response) -> bool:
+    """Whether an HTTP dependency's answer says it is failing: a 5xx. A 4xx, 429 too, is it
+    answering (our request was wrong, or it asks for quiet)."""
+    return response.status_code >= 500
+
+
+async def guarded(
+    breaker: Breaker,
+    send: Callable[[], Awaitable[httpx.Response]],
+    failing: Callable[[httpx.Response], bool] = answer_failing,
+) -> httpx.Response:
+    """`send()` behind `breaker`: `BreakerOpen` without calling while it is open; no answer
+    (`httpx.HTTPError`, re-raised) and an answer `failing` says is the dependency failing."""
+    wait = breaker.wait()
+    if wait:
+        raise BreakerOpen(breaker, wait)
+    try:
+        response = await send()
+    except httpx.HTTPError:
+        breaker.failed()
+        raise
+    if failing(response):
+        breaker.failed()
+    else:
+        breaker.succeeded()
+    return response

@@ -96,6 +96,7 @@ def create_service_app(
     body_limit: int = 1024 * 1024,
     pool_factory: Callable[[CommonSettings], Pool] = create_pool,
     exception_handlers: dict[Any, Any] | None = None,
+    breakers: Breakers | None = None,
 ) -> Starlette:
     migrations_dir = Path(settings.migrations_dir) if settings.migrations_dir else None
     expected = migrate.latest_version(migrations_dir or migrate.default_dir())
@@ -105,7 +106,12 @@ def create_service_app(
         pool = pool_factory(settings)
         # Not waiting: the process serves /readyz (503) until the database is reachable.
         await pool.open(wait=False)
-        state = Runtime(settings=settings, pool=pool, expected_migration=expected)
+        state = Runtime(
+            settings=settings,
+            pool=pool,
+            expected_migration=expected,
+            breakers=breakers or Breakers(),
+        )
         app.state.runtime = state
         log.info("%s listening on %s:%d", settings.service_name, settings.host, settings.port)
         try:

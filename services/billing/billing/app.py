@@ -21,6 +21,7 @@ from billing.gateways import STARS, TITLES
 from billing.rates import RateUnavailable
 from billing.settings import BillingSettings
 from billing.webhooks import Stripe, Subgate, Verifier, WayForPay
+from shared.breaker import Breakers
 from shared.clock import SYSTEM_CLOCK, Clock
 from shared.errors import Problem, decode_json, json_body, read_body, service_error_handler
 from shared.web import create_service_app, require_bearer, runtime
@@ -62,6 +63,7 @@ STATUS: dict[type[errors.BillingError], int] = {
     errors.UnknownPlan: 404,
     errors.UnknownPayment: 404,
     errors.GatewayNotOffered: 422,
+    errors.KeyReused: 422,
     errors.NotPayableThere: 422,
     errors.CouponRefused: 422,
     errors.TrialRefused: 409,
@@ -91,6 +93,8 @@ class InvoiceRequest(msgspec.Struct, forbid_unknown_fields=True):
     plan_id: PlanId | None = None
     # A coupon's code as the person typed it.
     coupon: Annotated[str, msgspec.Meta(min_length=1, max_length=64)] | None = None
+    # The caller's name for this request: asked again with it, the same invoice comes back.
+    request_key: Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9:_-]{1,64}$")] | None = None
 
 
 class GrantRequest(msgspec.Struct, forbid_unknown_fields=True):
@@ -217,6 +221,7 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
                 body.coupon,
                 clock.now(),
                 enabled,
+                body.request_key,
             )
         amount = money.minor_to_text(invoice.amount_minor, invoice.currency)
         # Stars are paid inside Telegram: the bot sends the invoice itself.
@@ -411,7 +416,8 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
             }
         )
 
-    background = Background(settings, clock)
+    breakers = Breakers()
+    background = Background(settings, clock, breakers)
 
     async def approve(request: Request) -> Response:
         require_bearer(request, settings.service_token)
@@ -444,6 +450,7 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
     return create_service_app(
         settings.common,
         service_lifespan=background.lifespan,
+        breakers=breakers,
         routes=[
             Route("/v1/webhooks/payments/{gateway}", payment_webhook, methods=["POST"]),
             Route("/v1/sweep", sweep, methods=["POST"]),

@@ -17,6 +17,7 @@ from billing.settings import BillingSettings
 from billing.stars import StarsLedger
 from billing.tron_verifier import TronVerifier
 from billing.trongrid import TronGrid
+from shared.breaker import Breakers
 from shared.clock import Clock
 from shared.listen import Listener
 from shared.web import Runtime
@@ -28,14 +29,17 @@ STARS_CHANNEL = "telegram_payments"
 
 
 class Background:
-    def __init__(self, settings: BillingSettings, clock: Clock) -> None:
+    def __init__(self, settings: BillingSettings, clock: Clock, breakers: Breakers) -> None:
         self.settings = settings
         self.clock = clock
+        self.breakers = breakers
         self.rate_client = httpx.AsyncClient()
-        self.rates = Rates(self.rate_client, settings.trx_rate_sources, clock)
+        self.rates = Rates(self.rate_client, settings.trx_rate_sources, clock, breakers)
         # For reconciliation's questions about the channels' members.
         self.internal_client = httpx.AsyncClient()
-        self.botedge = Botedge(self.internal_client, settings.botedge_url, settings.service_token)
+        self.botedge = Botedge(
+            self.internal_client, settings.botedge_url, settings.service_token, breakers
+        )
 
     @asynccontextmanager
     async def lifespan(self, state: Runtime) -> AsyncIterator[None]:
@@ -44,7 +48,7 @@ class Background:
         async with httpx.AsyncClient() as http, self.rate_client, self.internal_client:
             tron = TronVerifier(
                 state.pool,
-                TronGrid(http, settings.trongrid_url, settings.trongrid_api_key),
+                TronGrid(http, settings.trongrid_url, settings.trongrid_api_key, self.breakers),
                 clock=self.clock,
                 usdt_contract=settings.tron_usdt_contract,
                 interval=settings.tron_check_interval,

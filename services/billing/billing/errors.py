@@ -85,6 +85,12 @@ class GatewayNotOffered(BillingError):
     slug = "gateway-not-offered"
 
 
+class KeyReused(BillingError):
+    """A request key already names an invoice asked for by someone else, or elsewhere."""
+
+    slug = "request-key-reused"
+
+
 class UnknownPayment(BillingError):
     """No payment by that id."""
 

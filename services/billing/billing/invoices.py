@@ -61,11 +61,17 @@ async def create_invoice(
     coupon_code: str | None,
     now: dt.datetime,
     enabled: Collection[str],
+    request_key: str | None = None,
 ) -> Invoice:
     """An invoice at the plan asked for, or at the channel's default plan (for Stars, its plan
     in Stars), less the coupon's discount. A coupon is redeemed under its row's lock, so its
-    total is a count taken there; a refused one writes nothing."""
+    total is a count taken there; a refused one writes nothing. Asked again under the same
+    `request_key`, the invoice made the first time."""
     async with conn.transaction():
+        if request_key is not None:
+            made = await _asked_before(conn, request_key, telegram_user_id, channel_id, gateway)
+            if made is not None:
+                return made
         # Without a plan asked for, Stars are priced from the channel's plan in Stars.
         currency = STARS_CURRENCY if gateway == STARS.name and plan_id is None else None
         cur = await conn.execute(
@@ -112,6 +118,7 @@ async def create_invoice(
                 "gateway": gateway,
                 "bundle_channel_ids": plan["bundle_channel_ids"],
                 "now": now,
+                "request_key": request_key,
             },
         )
         invoice = await store.one_row(cur)
@@ -127,6 +134,30 @@ async def create_invoice(
                 },
             )
         return Invoice(reference, price - off, str(plan["currency"]), int(plan["id"]), price, off)
+
+
+async def _asked_before(
+    conn: Connection, request_key: str, telegram_user_id: int, channel_id: int, gateway: str
+) -> Invoice | None:
+    await conn.execute(Q["lock_request_key"], {"request_key": request_key})
+    cur = await conn.execute(Q["invoice_by_key"], {"request_key": request_key})
+    row = await cur.fetchone()
+    if row is None:
+        return None
+    if (row["telegram_user_id"], row["channel_id"], row["gateway"]) != (
+        telegram_user_id,
+        channel_id,
+        gateway,
+    ):
+        raise errors.KeyReused("that request_key was used for another person, channel or gateway")
+    return Invoice(
+        str(row["order_reference"]),
+        int(row["amount_minor"]),
+        str(row["currency"]),
+        int(row["plan_id"]),
+        int(row["list_price_minor"]),
+        int(row["discount_minor"]),
+    )
 
 
 async def _coupon(

@@ -40,12 +40,27 @@ SELECT c.title, p.id, p.name, p.kind, p.price_minor, p.currency, p.period_days, 
 -- insert_invoice --
 INSERT INTO invoices (order_reference, person_id, channel_id, plan_id, amount_minor,
                       list_price_minor, discount_minor, coupon_id, currency, period_days,
-                      grace_days, gateway, bundle_channel_ids, created_at, expires_at)
+                      grace_days, gateway, bundle_channel_ids, created_at, expires_at,
+                      request_key)
 VALUES (%(order_reference)s, %(person_id)s, %(channel_id)s, %(plan_id)s, %(amount_minor)s,
         %(list_price_minor)s, %(discount_minor)s, %(coupon_id)s, %(currency)s,
         %(period_days)s, %(grace_days)s, %(gateway)s, %(bundle_channel_ids)s, %(now)s,
-        %(now)s + interval '24 hours')
+        %(now)s + interval '24 hours', %(request_key)s)
 RETURNING id;
+
+-- lock_request_key --
+-- Two requests with one key, one at a time: the second, in its own statement after the lock
+-- (so its snapshot sees the first's commit), finds the first's invoice.
+SELECT pg_advisory_xact_lock(hashtextextended(%(request_key)s, 37));
+
+-- invoice_by_key --
+-- The invoice a caller asked for before under its key, with what it was asked for.
+SELECT i.order_reference, i.amount_minor, i.currency, i.plan_id, i.channel_id, i.gateway,
+       coalesce(i.list_price_minor, i.amount_minor) AS list_price_minor, i.discount_minor,
+       p.telegram_user_id
+  FROM invoices i
+  JOIN people p ON p.id = i.person_id
+ WHERE i.request_key = %(request_key)s;
 
 -- coupon_for_update --
 -- The coupon by its code, whatever its case; locked, so its uses are counted one invoice at a

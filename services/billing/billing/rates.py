@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 
+from shared.breaker import BreakerOpen, Breakers, guarded
 from shared.clock import SYSTEM_CLOCK, Clock
 
 log = logging.getLogger("billing.rates")
@@ -84,14 +85,34 @@ def parse_sources(value: str) -> tuple[Source, ...]:
     return tuple(sources)
 
 
+def _failing(response: httpx.Response) -> bool:
+    """A source failing: a 5xx, or a 2xx that is not JSON. A 4xx (429 too) is it answering."""
+    if response.status_code >= 500:
+        return True
+    if not response.is_success:
+        return False
+    try:
+        response.json()
+    except ValueError:
+        return True
+    return False
+
+
 class Rates:
     def __init__(
-        self, client: httpx.AsyncClient, sources: tuple[Source, ...], clock: Clock = SYSTEM_CLOCK
+        self,
+        client: httpx.AsyncClient,
+        sources: tuple[Source, ...],
+        clock: Clock = SYSTEM_CLOCK,
+        breakers: Breakers | None = None,
     ) -> None:
         self.client = client
         self.sources = sources
         self.clock = clock
         self._cached: tuple[float, Rate] | None = None
+        # One per source: a source failing is skipped, unasked, for the next one.
+        breakers = breakers or Breakers()
+        self.breakers = {s.name: breakers.get("trx-rate", s.name, clock=clock) for s in sources}
 
     async def rate(self) -> Rate:
         if self._cached is not None and self.clock.monotonic() < self._cached[0]:
@@ -106,10 +127,18 @@ class Rates:
 
     async def _ask(self, source: Source) -> Decimal | None:
         _, path, read = KNOWN[source.name]
+        url = source.base_url + path
         try:
-            response = await self.client.get(source.base_url + path, timeout=5.0)
+            response = await guarded(
+                self.breakers[source.name],
+                lambda: self.client.get(url, timeout=5.0),
+                _failing,
+            )
             response.raise_for_status()
             price = Decimal(str(read(response.json())))
+        except BreakerOpen:
+            log.info("TRX rate source %s is failing; not asked", source.name)
+            return None
         except (httpx.HTTPError, ValueError, KeyError, TypeError, StopIteration, InvalidOperation):
             log.warning("TRX rate source %s did not answer", source.name)
             return None

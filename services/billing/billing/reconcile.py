@@ -20,9 +20,11 @@ paying are out of reach, and the report says how many were checked.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -39,6 +41,7 @@ from billing.store import (
     write_membership,
 )
 from billing.transitions import Status, reconciled, replay
+from shared.breaker import BreakerOpen, Breakers, guarded
 from shared.db import Connection
 from shared.settings import Secret
 
@@ -159,10 +162,17 @@ class ChannelCheck:
 class Botedge:
     """botedge's internal endpoints for the channels' members."""
 
-    def __init__(self, client: httpx.AsyncClient, base_url: str, token: Secret) -> None:
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        base_url: str,
+        token: Secret,
+        breakers: Breakers | None = None,
+    ) -> None:
         self.client = client
         self.base_url = base_url.rstrip("/")
         self.token = token
+        self.breaker = (breakers or Breakers()).get("botedge", urlsplit(self.base_url).netloc)
 
     async def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         return await self._ask("POST", path, json=body)
@@ -171,14 +181,19 @@ class Botedge:
         return await self._ask("GET", path, params=params)
 
     async def _ask(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
-        try:
-            answer = await self.client.request(
+        def send() -> Awaitable[httpx.Response]:
+            return self.client.request(
                 method,
                 f"{self.base_url}{path}",
                 headers={"Authorization": f"Bearer {self.token.reveal()}"},
                 timeout=120,
                 **kwargs,
             )
+
+        try:
+            answer = await guarded(self.breaker, send)
+        except BreakerOpen as error:
+            raise errors.BotedgeUnavailable(f"botedge {path}: {error}") from None
         except httpx.HTTPError as error:
             raise errors.BotedgeUnavailable(f"botedge {path}: {type(error).__name__}") from None
         if answer.status_code != 200:

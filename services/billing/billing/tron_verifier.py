@@ -23,6 +23,7 @@ from billing import errors, store
 from billing.sqlq import Q
 from billing.tron_judge import USDT_MAINNET, Claim, Credit, Order, Reject, Wait, judge
 from billing.trongrid import TronGrid, TronGridUnavailable
+from shared.breaker import State
 from shared.clock import SYSTEM_CLOCK, Clock
 from shared.db import Connection, Pool
 
@@ -68,11 +69,17 @@ class TronVerifier:
                 pass
 
     async def round(self) -> int:
-        """One pass over the due claims; how many were looked at."""
+        """One pass over the due claims; how many were looked at. While TronGrid's breaker is
+        open none is taken (each keeps its next check); half-open, one, whose lookup is the
+        probe."""
+        breaker = self.trongrid.breaker
+        if breaker.wait(take_probe=False):
+            return 0
+        limit = self.batch if breaker.state is State.CLOSED else 1
         now = self.clock.now()
         async with store.connection(self.pool) as conn:
             cur = await conn.execute(
-                Q["claim_tron_claims"], {"now": now, "limit": self.batch, "lease": self.lease}
+                Q["claim_tron_claims"], {"now": now, "limit": limit, "lease": self.lease}
             )
             claims = [dict(row) for row in await cur.fetchall()]
         await asyncio.gather(*(self._check(claim) for claim in claims))
@@ -93,7 +100,7 @@ class TronVerifier:
             found = await self.trongrid.lookup(tx_hash)
         except TronGridUnavailable as error:
             log.info("claim %d: TronGrid unavailable (%s); later", claim["id"], error)
-            await self._later(claim, claim["not_found_seconds"])
+            await self._later(claim, claim["not_found_seconds"], waiting=True)
             return
         now = self.clock.now()
         not_found = float(claim["not_found_seconds"])
@@ -131,9 +138,17 @@ class TronVerifier:
         else:
             await self._credit(claim, verdict)
 
-    async def _later(self, claim: dict[str, Any], not_found: float) -> None:
+    async def _later(
+        self, claim: dict[str, Any], not_found: float, *, waiting: bool = False
+    ) -> None:
+        """Looked at again in a while. `waiting`: TronGrid could not be asked, and the
+        advertiser is told so once for the claim (`claim_waiting`, unique by its cause); the
+        claim's outcome follows when it can be."""
         now = self.clock.now()
-        async with store.connection(self.pool) as conn:
+        async with store.connection(self.pool) as conn, conn.transaction():
+            if waiting:
+                detail = {"tx_hash": str(claim["tx_hash"])}
+                await _event(conn, claim["order_id"], "claim_waiting", detail, claim, now)
             await conn.execute(
                 Q["tron_claim_later"],
                 {

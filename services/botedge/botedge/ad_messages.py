@@ -134,6 +134,13 @@ def event_message(
             why = REASONS.get(reason, "It could not be counted as a payment.")
         shown = f" <code>{short_hash(tx_hash)}</code>" if tx_hash else ""
         text = f"Transaction{shown} was not accepted for order {number}. {why}"
+    elif kind == "claim_waiting":
+        shown = short_hash(str(detail.get("tx_hash") or ""))
+        text = (
+            f"TronGrid, which we check TRON payments with, is not answering right now. "
+            f"Transaction <code>{shown}</code> for order {number} is safe with us: we will check "
+            "it as soon as TronGrid is back and tell you here. No need to send it again."
+        )
     elif kind == "reminder":
         left = int(detail.get("left_micros", price - int(order["paid_micros"])))
         text = (

@@ -122,7 +122,9 @@ def create_api_app(settings: BotedgeSettings, *, clock: Clock = SYSTEM_CLOCK) ->
         notifier = Notifier(state.pool)
         async with BotClients() as telegram, pay.billing_http() as http:
             api = BotApi(telegram, settings.telegram_api_base, state.breakers)
-            billing = pay.BillingClient(http, settings.billing_url, settings.service_token)
+            billing = pay.BillingClient(
+                http, settings.billing_url, settings.service_token, state.breakers
+            )
             yield ApiResources(notifier, api, PreCheckout(api, billing))
         await notifier.close()
 

@@ -32,6 +32,9 @@ from shared.logging import request_id
 
 log = logging.getLogger("botedge.consumer")
 
+# To a person told to wait (a `RetryLater` notice) whose update then died.
+GAVE_UP = "Sorry, we could not get that done after all. Please try again."
+
 
 @dataclass(frozen=True)
 class ConsumerConfig:
@@ -181,6 +184,11 @@ class InboxConsumer:
             REPLIES_QUEUED.labels("notify").inc(replies)
             self.notifier.announce("outbox", str(bot_id))
 
+    def _told(self, update: InboxRow, told: bool) -> None:
+        if told:
+            REPLIES_QUEUED.labels("notify").inc()
+            self.notifier.announce("outbox", str(update.bot_id))
+
     def _within_window(self, update: InboxRow) -> bool:
         if update.received_at is None:
             return False
@@ -189,15 +197,19 @@ class InboxConsumer:
 
     async def _fail(self, update: InboxRow, error: BaseException) -> str:
         description = f"{type(error).__name__}: {error}"[:1000]
+        notice = error.notice if isinstance(error, RetryLater) else None
         parked = parked_delay(error)
         if parked is not None:
-            return await self._park(update, description, parked)
+            return await self._park(update, description, parked, notice)
         transient = isinstance(error, RetryLater) and self._within_window(update)
         last = update.attempt >= self.config.max_attempts and not transient
+        told = False
         try:
             async with connection(self.pool) as conn:
                 if last:
-                    await inbox_store.bury(conn, update, description)
+                    # Told to wait for an answer, the person hears that none is coming.
+                    gave_up = GAVE_UP if update.told_waiting else None
+                    told = await inbox_store.bury(conn, update, description, notice=gave_up)
                 else:
                     delay = backoff_delay(
                         update.attempt,
@@ -208,7 +220,7 @@ class InboxConsumer:
                     if isinstance(error, RetryLater):
                         # Telegram's retry_after is the least wait.
                         delay = max(delay, error.retry_after)
-                    await inbox_store.retry(conn, update, description, delay)
+                    told = await inbox_store.retry(conn, update, description, delay, notice=notice)
         except errors.BotedgeError as db_error:
             # The claim runs out and the update comes back: nothing is lost.
             log.error("update %d: could not record failure: %s", update.id, db_error)
@@ -219,22 +231,29 @@ class InboxConsumer:
             )
             # The person's next update, if any, is theirs to claim now.
             self._more.set()
+            self._told(update, told)
             return "dead"
         # Claimable again once the delay is over.
         asyncio.get_running_loop().call_later(delay, self._more.set)
+        self._told(update, told)
         log.warning("update %d attempt %d failed: %s", update.id, update.attempt, description)
         return "retry"
 
-    async def _park(self, update: InboxRow, description: str, delay: float) -> str:
-        """Telegram is failing for its bot and its breaker is open: the update waits in the
-        inbox until the breaker's probe, in its place in the person's order, spending no
-        try."""
+    async def _park(
+        self, update: InboxRow, description: str, delay: float, notice: str | None
+    ) -> str:
+        """A dependency (Telegram for its bot, billing) is failing and its breaker is open:
+        the update waits in the inbox until the breaker's probe, in its place in the person's
+        order, spending no try."""
         try:
             async with connection(self.pool) as conn:
-                await inbox_store.retry(conn, update, description, delay, parked=True)
+                told = await inbox_store.retry(
+                    conn, update, description, delay, parked=True, notice=notice
+                )
         except errors.BotedgeError as db_error:
             log.error("update %d: could not park: %s", update.id, db_error)
             return "error"
         asyncio.get_running_loop().call_later(delay, self._more.set)
+        self._told(update, told)
         log.info("update %d parked for %.1f s: %s", update.id, delay, description)
         return "parked"

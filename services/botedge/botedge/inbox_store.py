@@ -15,7 +15,7 @@ from psycopg.types.json import Jsonb
 
 from botedge import sqlq
 from botedge.ids import BotId, ChatId, UserId
-from botedge.outbox_store import OutboxRow, Reply
+from botedge.outbox_store import OutboxRow, Reply, queue_reply
 from botedge.updates import Incoming
 from shared.db import Connection
 
@@ -36,6 +36,8 @@ class InboxRow:
     attempt: int
     lock_token: uuid.UUID
     received_at: dt.datetime | None = None
+    # Its person was told it waits on a dependency (`tell_waiting`): its outcome comes anew.
+    told_waiting: bool = False
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> InboxRow:
@@ -49,6 +51,7 @@ class InboxRow:
             attempt=int(row["attempt"]),
             lock_token=row["lock_token"],
             received_at=row.get("received_at"),
+            told_waiting=bool(row.get("told_waiting")),
         )
 
     @property
@@ -186,15 +189,43 @@ async def finish(conn: Connection, row: InboxRow, replies: Sequence[Reply] = ())
 
 
 async def retry(
-    conn: Connection, row: InboxRow, error: str, delay: float, *, parked: bool = False
-) -> None:
-    """Back to waiting for `delay` seconds; `parked`: nothing was tried, so no try is spent."""
-    params = {**row.claim, "error": error, "delay": delay, "give_back": int(parked)}
-    await conn.execute(Q["retry_update"], params)
+    conn: Connection,
+    row: InboxRow,
+    error: str,
+    delay: float,
+    *,
+    parked: bool = False,
+    notice: str | None = None,
+) -> bool:
+    """Back to waiting for `delay` seconds; `parked`: nothing was tried, so no try is spent.
+    With a `notice`, the person is told it in the same transaction, once per update under
+    `waiting:<id>`; True when that queued a message now."""
+    told = False
+    async with conn.transaction():
+        if notice is not None and not row.told_waiting:
+            payload = {"chat_id": row.chat_key, "text": notice}
+            cur = await conn.execute(
+                Q["tell_waiting"],
+                {**row.claim, "payload": Jsonb(payload), "dedupe_key": f"waiting:{row.id}"},
+            )
+            told = cur.rowcount == 1
+        params = {**row.claim, "error": error, "delay": delay, "give_back": int(parked)}
+        await conn.execute(Q["retry_update"], params)
+    return told
 
 
-async def bury(conn: Connection, row: InboxRow, error: str) -> None:
-    await conn.execute(Q["bury_update"], {**row.claim, "error": error})
+async def bury(conn: Connection, row: InboxRow, error: str, *, notice: str | None = None) -> bool:
+    """Dead. With a `notice`, the person is told it in the same transaction, once under
+    `gave-up:<id>`; True when that queued a message."""
+    async with conn.transaction():
+        cur = await conn.execute(Q["bury_update"], {**row.claim, "error": error})
+        if notice is None or cur.rowcount != 1:
+            return False
+        payload = {"chat_id": row.chat_key, "text": notice}
+        await queue_reply(
+            conn, row.bot_id, row.chat_key, "sendMessage", payload, f"gave-up:{row.id}"
+        )
+    return True
 
 
 # -- dead updates, pruning, gauges --------------------------------------------------------

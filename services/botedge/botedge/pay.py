@@ -5,9 +5,11 @@ one plan is shown with a button per gateway it is sold through; several are a bu
 and a press shows that plan's gateways (with a way back to all of them). A gateway's press asks
 billing for an invoice at that plan (`POST /internal/invoices`) and edits the message to a
 button with its `pay_url`. Both calls are made in `prepare`, before
-the update's transaction; billing unreachable retries the update. A retried press may leave an
-unused invoice behind (unguessable, and it expires in 24 hours); only the last one is shown.
-Access itself comes from billing once the gateway's callback is in (`access.py`).
+the update's transaction; billing unreachable retries the update (parked while billing's
+breaker is open), and the person is told once that we are on it (`WAITING`), the outcome then
+coming as a new message. The invoice is asked for under the update's key (`asked_by`), so
+however often a press is retried it makes one invoice. Access itself comes from billing once
+the gateway's callback is in (`access.py`).
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import re
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -35,6 +39,7 @@ from botedge.inbox_store import InboxRow
 from botedge.outbox_store import Reply
 from botedge.telegram import KEEPALIVE_SECONDS, ServerError, TelegramError, TooManyRequests
 from botedge.text import escape_html
+from shared.breaker import BreakerOpen, Breakers, guarded
 from shared.db import Connection
 from shared.settings import Secret
 
@@ -58,6 +63,13 @@ ACCESS_CODE = re.compile(r"(?=.*[2-7])(?=.*[A-Za-z])[A-Za-z2-7]{10,32}", re.ASCI
 STARS = "telegram_stars"
 STARS_SUBSCRIPTION_PERIOD = 30 * 86400
 STARS_SUBSCRIPTION_CAP = 10_000
+
+# Told once to a person whose press waits on billing while it cannot be reached; the outcome
+# follows as a new message when it can.
+WAITING = (
+    "Payments are not answering right now. We are on it: you will get your answer here as "
+    "soon as they are back, no need to press again."
+)
 
 COUPON_STEP = "coupon"
 # How long the bot waits for the code after "I have a coupon".
@@ -144,30 +156,51 @@ def billing_http() -> httpx.AsyncClient:
     return httpx.AsyncClient(limits=httpx.Limits(keepalive_expiry=KEEPALIVE_SECONDS))
 
 
-class BillingClient:
-    """billing's internal endpoints, with the service token. Any answer that retrying could
-    change (unreachable, timeout, 5xx, 429) is `RetryLater`."""
+def asked_by(update: InboxRow) -> str:
+    """The key of the invoice an update asks for: the same however often it is retried."""
+    return f"botedge:{update.id}"
 
-    def __init__(self, client: httpx.AsyncClient, base_url: str, token: Secret) -> None:
+
+class BillingClient:
+    """billing's internal endpoints, with the service token, behind billing's breaker. Any
+    answer that retrying could change (unreachable, timeout, 5xx, 429) is `RetryLater`, which
+    tells the person waiting that we are on it (`WAITING`); while the breaker is open the call
+    is not made and the update is parked."""
+
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        base_url: str,
+        token: Secret,
+        breakers: Breakers | None = None,
+    ) -> None:
         self.client = client
         self.base_url = base_url.rstrip("/")
         self.token = token
+        self.breaker = (breakers or Breakers()).get("billing", urlsplit(self.base_url).netloc)
 
     async def _call(
         self, method: str, path: str, *, timeout: float = 10.0, **kwargs: Any
     ) -> httpx.Response:
-        try:
-            response = await self.client.request(
+        def send() -> Awaitable[httpx.Response]:
+            return self.client.request(
                 method,
                 f"{self.base_url}{path}",
                 headers={"Authorization": f"Bearer {self.token.reveal()}"},
                 timeout=timeout,
                 **kwargs,
             )
+
+        try:
+            response = await guarded(self.breaker, send)
+        except BreakerOpen as error:
+            raise RetryLater(
+                f"billing {path}: {error}", error.retry_after, parked=True, notice=WAITING
+            ) from None
         except httpx.HTTPError as error:
-            raise RetryLater(f"billing {path}: {type(error).__name__}") from None
+            raise RetryLater(f"billing {path}: {type(error).__name__}", notice=WAITING) from None
         if response.status_code >= 500 or response.status_code == 429:
-            raise RetryLater(f"billing {path}: {response.status_code}")
+            raise RetryLater(f"billing {path}: {response.status_code}", notice=WAITING)
         return response
 
     async def offer(self, channel_id: int) -> Offer | None:
@@ -266,9 +299,11 @@ class BillingClient:
         gateway: str,
         plan_id: int,
         coupon: str | None = None,
+        request_key: str | None = None,
     ) -> Invoice | CouponRefused | str:
         """A new invoice, or why there is none: the coupon's refusal, "not_paid", "plan_off"
-        or "gateway_off"."""
+        or "gateway_off". Asked again under the same `request_key` (`asked_by`), billing
+        answers the invoice it made the first time."""
         asked: dict[str, Any] = {
             "telegram_user_id": telegram_user_id,
             "channel_id": channel_id,
@@ -277,6 +312,8 @@ class BillingClient:
         }
         if coupon is not None:
             asked["coupon"] = coupon
+        if request_key is not None:
+            asked["request_key"] = request_key
         response = await self._call("POST", "/internal/invoices", json=asked)
         problem = response.json() if response.status_code in (404, 422) and response.content else {}
         if response.status_code == 404:
@@ -483,8 +520,9 @@ class _Offer:
 def _edited(
     update: InboxRow, text: str, markup: dict[str, Any] | None, notice: str | None = None
 ) -> list[Reply]:
-    """A press answered, and the message pressed edited to show `text` (sent anew when the
-    message is not there to edit)."""
+    """A press answered, and the message pressed edited to show `text`; sent anew when the
+    message is not there to edit, or when the person was told to wait for it (`WAITING`): an
+    edit of a message above would go unnoticed."""
     chat_id = update.chat_key
     payload: dict[str, Any] = {
         "chat_id": chat_id,
@@ -494,7 +532,7 @@ def _edited(
     }
     replies = [callback_answer(update, notice)]
     message_id = (update.body.get("message") or {}).get("message_id")
-    if isinstance(message_id, int):
+    if isinstance(message_id, int) and not update.told_waiting:
         replies.append(Reply(chat_id, "editMessageText", {**payload, "message_id": message_id}))
     else:
         replies.append(Reply(chat_id, "sendMessage", payload))
@@ -560,7 +598,9 @@ class _Press:
             return Pressed(offer, None, "plan_off")
         if gateway not in plan.gateways:
             return Pressed(offer, plan, "gateway_off")
-        outcome = await self.billing.invoice(update.sender_id, channel_id, gateway, plan.id)
+        outcome = await self.billing.invoice(
+            update.sender_id, channel_id, gateway, plan.id, request_key=asked_by(update)
+        )
         return Pressed(offer, plan, outcome)
 
     async def apply(self, conn: Connection, visit: Visit, pressed: Pressed) -> list[Reply]:
@@ -611,7 +651,9 @@ class _Subscribe:
             return Subscribing(offer, None, "plan_off")
         if not plan.subscribable:
             return Subscribing(offer, plan, "gateway_off")
-        invoice = await self.billing.invoice(update.sender_id, channel_id, STARS, plan.id)
+        invoice = await self.billing.invoice(
+            update.sender_id, channel_id, STARS, plan.id, request_key=asked_by(update)
+        )
         if not isinstance(invoice, Invoice):
             return Subscribing(offer, plan, invoice if isinstance(invoice, str) else "gateway_off")
         try:
@@ -704,7 +746,9 @@ class _CouponCode:
         if offer is None or plan is None:
             return CouponTyped(offer, None, "not_paid" if offer is None else "plan_off")
         gateway = str(step.data["gateway"])
-        outcome = await self.billing.invoice(update.sender_id, channel_id, gateway, plan.id, code)
+        outcome = await self.billing.invoice(
+            update.sender_id, channel_id, gateway, plan.id, code, asked_by(update)
+        )
         return CouponTyped(offer, plan, outcome)
 
     async def apply(self, conn: Connection, visit: Visit, typed: CouponTyped) -> list[Reply]:

@@ -143,7 +143,7 @@ UPDATE inbox i
   FROM locked
  WHERE i.id = locked.id
 RETURNING i.id, i.bot_id, i.update_id, i.chat_key, i.kind, i.payload, i.attempt, i.lock_token,
-          i.received_at;
+          i.received_at, i.told_waiting;
 
 -- finish_update --
 -- Compare-and-set on the claim: a worker that lost it changes nothing (and rolls back).
@@ -197,6 +197,21 @@ UPDATE inbox
        attempt = attempt - %(give_back)s
  WHERE id = %(id)s AND lock_token = %(lock_token)s AND attempt = %(attempt)s
    AND state = 'processing';
+
+-- tell_waiting --
+-- The person of an update in hand is told, once, that it waits on a dependency: the flag and
+-- the outbox row's key both say it was done. Before retry_update, in its transaction: fenced on
+-- the same claim.
+WITH told AS (
+    UPDATE inbox
+       SET told_waiting = true
+     WHERE id = %(id)s AND lock_token = %(lock_token)s AND attempt = %(attempt)s
+       AND state = 'processing' AND NOT told_waiting
+    RETURNING bot_id, chat_key
+)
+INSERT INTO outbox (bot_id, chat_id, method, payload, priority, dedupe_key)
+SELECT bot_id, chat_key, 'sendMessage', %(payload)s, 0, %(dedupe_key)s FROM told
+ON CONFLICT (dedupe_key) DO NOTHING;
 
 -- bury_update --
 -- Dead releases the person at once: 'dead' is not an unfinished state.

@@ -104,7 +104,9 @@ class WorkerSupervisor:
         self.listener.on_reconnect(self.joined.clear)
         self.listener.on_reconnect(self.contents.clear)
         self.stopping = asyncio.Event()
-        self.billing = pay.BillingClient(http, settings.billing_url, settings.service_token)
+        self.billing = pay.BillingClient(
+            http, settings.billing_url, settings.service_token, self.api.breakers
+        )
         # Pollers answer pre-checkout queries as they take them in.
         self.pre_checkout = stars.PreCheckout(self.api, self.billing)
         self.consumer = InboxConsumer(

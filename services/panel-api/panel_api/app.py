@@ -32,6 +32,7 @@ from panel_api.plans import Plans
 from panel_api.settings import PanelSettings
 from panel_api.stats import Statistics
 from panel_api.team import Team
+from shared.breaker import Breakers
 from shared.clock import SYSTEM_CLOCK, Clock
 from shared.errors import service_error_handler
 from shared.secretbox import SecretBox
@@ -85,8 +86,9 @@ def create_app(
 ) -> Starlette:
     """`announce` shows a first start's setup code to whoever runs the service."""
 
-    billing = Internal("billing", settings.billing_url, settings.service_token)
-    botedge = Internal("botedge", settings.botedge_url, settings.service_token)
+    breakers = Breakers()
+    billing = Internal("billing", settings.billing_url, settings.service_token, breakers)
+    botedge = Internal("botedge", settings.botedge_url, settings.service_token, breakers)
 
     @asynccontextmanager
     async def lifespan(state: Runtime) -> AsyncIterator[None]:
@@ -123,6 +125,7 @@ def create_app(
     statistics = Statistics(clock)
     return create_service_app(
         settings.common,
+        breakers=breakers,
         routes=[
             *build_routes(
                 Access(settings.jwt_secret, installation, clock),

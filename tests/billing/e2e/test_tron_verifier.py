@@ -169,13 +169,13 @@ def test_two_billing_processes__each_claim_judged_once(
     assert query(database_url, "SELECT DISTINCT status FROM ad_orders") == [("paid",)]
 
 
-def test_trongrid_down__claims_wait_none_refused_all_judged_after(
+def test_trongrid_down__claims_wait_told_once_breaker_opens_none_refused_all_judged_after(
     serve: Serve, database_url: str, chain: Served
 ) -> None:
     order = approved_order(database_url)
     hashes = [pay(chain.url, "usdt", 10_000_000) for _ in range(3)]
     HTTP.post(f"{chain.url}/_sim/faults", json={"down": True}).raise_for_status()
-    serve_billing(serve, database_url, TRONGRID_URL=chain.url, TRON_CHECK_INTERVAL="0.2")
+    billing = serve_billing(serve, database_url, TRONGRID_URL=chain.url, TRON_CHECK_INTERVAL="0.2")
     for tx_hash in hashes:
         claim(database_url, order, tx_hash)
     wait_until(
@@ -183,10 +183,24 @@ def test_trongrid_down__claims_wait_none_refused_all_judged_after(
         30,
         "every claim tried three times",
     )
+
+    def trongrid() -> list[str]:
+        breakers = HTTP.get(f"{billing.url}/readyz").json()["breakers"]
+        return [b["state"] for name, b in breakers.items() if name.startswith("trongrid ")]
+
+    # Ten failed lookups in the window open TronGrid's breaker: the rounds stop asking.
+    wait_until(lambda: trongrid() == ["open"], 30, "TronGrid's breaker open")
+    [(tried,)] = query(database_url, "SELECT sum(attempts) FROM tron_claims")
+    assert tried <= 12
     assert {s for s, _ in states(database_url)} <= {"pending", "processing"}
     assert query(database_url, "SELECT max(not_found_seconds) FROM tron_claims") == [(0.0,)]
+    # The advertiser is told once a claim that it waits, however often it was tried.
+    waiting = "SELECT count(*), count(DISTINCT cause) FROM ad_order_events WHERE kind = %s"
+    assert query(database_url, waiting, "claim_waiting") == [(3, 3)]
     HTTP.post(f"{chain.url}/_sim/faults", json={"down": False}).raise_for_status()
     wait_until(lambda: all(s == "credited" for s, _ in states(database_url)), 30, "all credited")
+    assert trongrid() == []
+    assert query(database_url, waiting, "claim_waiting") == [(3, 3)]
 
 
 def test_not_found__refused_after_15_minutes_of_not_found_on_the_injected_clock(

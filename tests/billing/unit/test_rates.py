@@ -62,6 +62,34 @@ def test_all_down__unavailable() -> None:
         ask({"coingecko.test", "kraken.test", "binance.test"}, ManualClock())
 
 
+def test_a_source_failing_ten_times__its_breaker_opens_and_it_is_not_asked_till_the_probe() -> None:
+    clock = ManualClock()
+    asked: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        asked.append(request.url.host)
+        return httpx.Response(502 if request.url.host == "coingecko.test" else 429)
+
+    async def run() -> int:
+        async with httpx.AsyncClient(transport=httpx.MockTransport(answer)) as client:
+            rates = Rates(client, CHAIN, clock)
+            refused = 0
+            for _ in range(12):
+                with pytest.raises(RateUnavailable):
+                    await rates.rate()
+                refused += 1
+            clock.advance(5)
+            with pytest.raises(RateUnavailable):
+                await rates.rate()
+            return refused
+
+    assert asyncio.run(run()) == 12
+    # coingecko's 502s: ten asked, then skipped until its probe; the others' 429s are them
+    # answering (asking for quiet), which never opens a breaker.
+    assert asked.count("coingecko.test") == 11
+    assert asked.count("kraken.test") == asked.count("binance.test") == 13
+
+
 def test_kept_five_minutes__then_asked_again() -> None:
     # Asked at 0 s, 100 s, 200 s, 300 s: the cache serves the middle two.
     rates, asked = ask(set(), ManualClock(), times=4)

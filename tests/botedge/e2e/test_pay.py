@@ -3,6 +3,7 @@ checkout's Pay or Decline, billing's signed callback, the invite link, the join.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -10,10 +11,11 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from botedge.pay import NOT_PAID
+from botedge.pay import NOT_PAID, WAITING
 from tests.billing.e2e import gateways
 from tests.botedge.e2e.conftest import Edge
 from tests.conftest import HTTP, ServiceProcess, free_port, service_env
+from tests.scale import sized
 
 PAID = -1001000000501
 BOT = 5550501
@@ -232,21 +234,78 @@ def test_pay__a_gateway_turned_off_is_said_and_makes_no_invoice(store: Store) ->
     assert edge.query("SELECT count(*) FROM invoices") == [(0,)]
 
 
-def test_pay__billing_unreachable_the_update_is_retried_until_it_answers(store: Store) -> None:
+def test_pay__billing_unreachable_told_once_we_are_on_it_then_the_offer(store: Store) -> None:
     edge = store.edge
     edge.start_worker()
     store.billing.proc.kill()
     store.billing.proc.wait()
     store.say(f"/start pay_{store.channel}")
     edge.wait_until(
-        lambda: edge.query("SELECT coalesce(max(attempt), 0) FROM inbox")[0][0] >= 2, 30, "a retry"
+        lambda: edge.query("SELECT coalesce(max(attempt), 0) FROM inbox")[0][0] >= 3, 30, "retries"
     )
-    assert store.sent() == []
+    edge.wait_until(lambda: bool(store.sent()), 30, "the notice")
+    assert [m["text"] for m in store.sent()] == [WAITING]
     store.restart_billing()
-    edge.wait_until(lambda: bool(store.sent()), 60, "the offer once billing is back")
-    assert store.sent()[0]["text"].startswith("<b>Paid</b>: 12.50 UAH")
-    assert edge.query("SELECT state FROM inbox") == [("done",)]
-    assert len(store.sent()) == 1
+    edge.wait_until(lambda: len(store.sent()) == 2, 60, "the offer once billing is back")
+    assert store.sent()[1]["text"].startswith("<b>Paid</b>: 12.50 UAH")
+    assert edge.query("SELECT state, told_waiting FROM inbox") == [("done", True)]
+    assert store.sent()[0]["text"] == WAITING
+
+
+@pytest.mark.slow(40)
+@pytest.mark.scaled
+def test_pay__billing_down_while_people_press_pay__on_it_once_then_one_pay_link_each(
+    store: Store,
+) -> None:
+    people = range(BUYER, BUYER + sized(12, 50))
+    outage = sized(8.0, 120.0)
+    edge = store.edge
+    worker = edge.start_worker()
+    for person in people:
+        store.say(f"/start pay_{store.channel}", person)
+    edge.wait_until(lambda: all(store.sent(p) for p in people), 60, "every offer")
+    offers = {p: store.sent(p)[0]["message_id"] for p in people}
+
+    store.billing.proc.kill()
+    store.billing.proc.wait()
+    down_at = time.monotonic()
+    for person in people:
+        store.press(offers[person], store.button("subgate"), person)
+
+    def texts(person: int) -> list[str]:
+        return [str(m["text"]) for m in store.sent(person)]
+
+    edge.wait_until(lambda: all(WAITING in texts(p) for p in people), 60, "everyone told")
+    breakers = HTTP.get(f"{worker.url}/readyz", timeout=10).json()["breakers"]
+    assert [b["state"] for name, b in breakers.items() if name.startswith("billing ")] in (
+        ["open"],
+        ["half-open"],
+    )
+    # The outage runs its length with every press waiting; then billing is back.
+    time.sleep(max(0.0, outage - (time.monotonic() - down_at)))
+    assert all(texts(p) == [texts(p)[0], WAITING] for p in people)
+    store.restart_billing()
+
+    def linked(person: int) -> list[str]:
+        return [t for t in texts(person) if t.startswith("Pay <b>12.50 UAH</b>")]
+
+    edge.wait_until(lambda: all(linked(p) for p in people), 180, "every pay link")
+    edge.wait_until(
+        lambda: edge.query("SELECT count(*) FROM inbox WHERE state <> 'done'") == [(0,)],
+        30,
+        "every press done",
+    )
+    for person in people:
+        assert texts(person)[1:] == [WAITING, linked(person)[0]], person
+    # One invoice a press however often it was retried, and no message edited after the notice.
+    invoices = edge.query(
+        "SELECT p.telegram_user_id, count(*) FROM invoices i JOIN people p ON p.id = i.person_id"
+        " GROUP BY 1"
+    )
+    assert sorted(invoices) == [(p, 1) for p in people]
+    assert store.edits() == []
+    retried = edge.query("SELECT count(*) FROM inbox WHERE attempt > 1 OR told_waiting")
+    assert retried == [(len(people),)]
 
 
 def test_pay__several_plans_one_chosen_back_then_another_and_one_taken_off_sale(

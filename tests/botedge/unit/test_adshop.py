@@ -114,6 +114,17 @@ def test_credited__said_once_with_the_status_it_caused_alone_otherwise() -> None
     assert alone["text"].startswith("40 TRX (worth 10 USDT) arrived for order #12, which is no")
 
 
+def test_claim_waiting__says_trongrid_is_not_answering_and_names_the_hash_not_a_refusal() -> None:
+    message = event_message("claim_waiting", {"tx_hash": "ab" * 32}, order())
+    assert message is not None
+    assert message["text"] == (
+        "TronGrid, which we check TRON payments with, is not answering right now. Transaction "
+        "<code>abababab…ababab</code> for order #12 is safe with us: we will check it as soon as "
+        "TronGrid is back and tell you here. No need to send it again."
+    )
+    _check_html(message)
+
+
 def test_paid__confirmation() -> None:
     detail = {"coin": "usdt", "amount": "25000000", "micros": 25_000_000, "paid_micros": 25_000_000}
     message = event_message("paid", detail, order(status="paid", paid_micros=25_000_000))

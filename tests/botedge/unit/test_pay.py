@@ -9,7 +9,15 @@ import httpx
 import pytest
 
 from botedge.handlers import RetryLater
-from botedge.pay import BillingClient, Invoice, Offer, PlanOffer, offer_message, plan_message
+from botedge.pay import (
+    WAITING,
+    BillingClient,
+    Invoice,
+    Offer,
+    PlanOffer,
+    offer_message,
+    plan_message,
+)
 from shared.settings import Secret
 
 
@@ -35,6 +43,46 @@ def invoice(billing: BillingClient) -> Invoice | str:
 def test_invoice__unreachable_or_failing_billing_is_retried(status: int, fail: bool) -> None:
     with pytest.raises(RetryLater):
         invoice(client(status, fail=fail))
+
+
+@pytest.mark.parametrize(("status", "fail"), [(502, False), (0, True)])
+def test_billing_failing_ten_times__the_breaker_parks_the_next_unasked_and_all_tell_waiting(
+    status: int, fail: bool
+) -> None:
+    billing = client(status, fail=fail)
+    raised: list[RetryLater] = []
+    for _ in range(12):
+        with pytest.raises(RetryLater) as caught:
+            invoice(billing)
+        raised.append(caught.value)
+    assert [e.parked for e in raised] == [False] * 10 + [True] * 2
+    assert all(e.notice == WAITING for e in raised)
+    assert raised[-1].retry_after > 0
+
+
+@pytest.mark.parametrize("status", [404, 422, 429])
+def test_billing_answering_4xx__never_opens_its_breaker(status: int) -> None:
+    billing = client(status, {"type": "/problems/unknown-channel"})
+    for _ in range(30):
+        try:
+            invoice(billing)
+        except RetryLater as error:
+            assert not error.parked
+    assert billing.breaker.wait() == 0.0
+
+
+def test_invoice__the_request_key_goes_to_billing() -> None:
+    seen: list[bytes] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request.content)
+        return httpx.Response(201, json={"amount": "1", "currency": "USD", "list_price": "1"})
+
+    billing = BillingClient(
+        httpx.AsyncClient(transport=httpx.MockTransport(answer)), "http://b", Secret("t" * 20)
+    )
+    asyncio.run(billing.invoice(7, 3, "subgate", 5, request_key="botedge:9"))
+    assert b'"request_key":"botedge:9"' in seen[0]
 
 
 def test_invoice__not_paid_plan_off_and_gateway_off_are_answers_not_retries() -> None:

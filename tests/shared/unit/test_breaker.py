@@ -3,9 +3,21 @@ window with a minimum volume, half-opens with one probe, and closes on success."
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 
-from shared.breaker import Breaker, Breakers, Policy, State
+import httpx
+import pytest
+
+from shared.breaker import (
+    Breaker,
+    BreakerOpen,
+    Breakers,
+    Policy,
+    State,
+    answer_failing,
+    guarded,
+)
 from shared.clock import ManualClock
 
 POLICY = Policy(window=30.0, volume=10, ratio=0.5, cool_off=5.0, max_cool_off=20.0)
@@ -109,3 +121,62 @@ def test_registry__one_breaker_per_dependency_and_target_and_reports_only_the_op
     assert list(report) == ["telegram bot 1"]
     assert report["telegram bot 1"]["state"] == "open"
     assert report["telegram bot 1"]["since"]
+
+
+# -- guarded: an HTTP dependency's calls behind its breaker (httpx.MockTransport) --------------
+
+
+def answering(status: int | None) -> httpx.AsyncClient:
+    """A client whose every call gets `status`, or no answer at all (None)."""
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        if status is None:
+            raise httpx.ConnectError("refused", request=request)
+        return httpx.Response(status, json={})
+
+    return httpx.AsyncClient(transport=httpx.MockTransport(handle))
+
+
+async def calls(b: Breaker, client: httpx.AsyncClient, n: int) -> tuple[int, int]:
+    """`n` guarded calls: how many were made, and how many were refused unmade."""
+    made = refused = 0
+    for _ in range(n):
+        try:
+            await guarded(b, lambda: client.get("http://billing/internal/gateways"))
+            made += 1
+        except BreakerOpen as error:
+            assert error.retry_after > 0
+            refused += 1
+        except httpx.HTTPError:
+            made += 1
+    return made, refused
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 409, 422, 429])
+def test_guarded__answers_that_say_our_request_was_wrong_never_open_it(status: int) -> None:
+    b, _ = breaker()
+    assert asyncio.run(calls(b, answering(status), 30)) == (30, 0)
+    assert b.state is State.CLOSED
+
+
+@pytest.mark.parametrize("status", [500, 502, 503, 504, None])
+def test_guarded__ten_5xx_or_unanswered_in_a_window_open_it_and_the_next_is_not_made(
+    status: int | None,
+) -> None:
+    b, _ = breaker()
+    assert asyncio.run(calls(b, answering(status), 12)) == (10, 2)
+    assert b.state is State.OPEN
+
+
+def test_guarded__the_probe_answered_closes_it() -> None:
+    b, clock = breaker()
+    asyncio.run(calls(b, answering(502), 10))
+    clock.advance(5.0)
+    assert asyncio.run(calls(b, answering(200), 3)) == (3, 0)
+    assert b.state is State.CLOSED
+
+
+def test_answer_failing__only_5xx() -> None:
+    assert [
+        s for s in (200, 201, 400, 429, 499, 500, 502, 599) if answer_failing(httpx.Response(s))
+    ] == [500, 502, 599]
