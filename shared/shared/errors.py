@@ -20,6 +20,7 @@ import psycopg_pool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from shared import jsonsafe
@@ -220,11 +221,22 @@ async def _on_http_exception(request: Request, exc: Exception) -> Response:
     detail = exc.detail if isinstance(exc.detail, str) else ""
     if exc.status_code == 404:
         detail = f"no route for {request.method} {request.url.path}"
-    elif exc.status_code == 405:
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:
         detail = f"{request.method} is not allowed on {request.url.path}"
-    return problem_response(
-        Problem(exc.status_code, detail=detail, headers=dict(exc.headers or {}))
-    )
+        headers["Allow"] = ", ".join(_allowed(request))
+    return problem_response(Problem(exc.status_code, detail=detail, headers=headers))
+
+
+def _allowed(request: Request) -> list[str]:
+    """Every method the path takes, over all the routes that have it: the router's own 405
+    names only the first such route's."""
+    methods: set[str] = set()
+    for route in getattr(request.app, "routes", ()):
+        match, _ = route.matches({**request.scope, "method": "GET"})
+        if match is not Match.NONE and isinstance(route, Route) and route.methods:
+            methods |= route.methods
+    return sorted(methods)
 
 
 async def _on_refused_value(request: Request, exc: Exception) -> Response:

@@ -8,8 +8,9 @@ from pathlib import Path
 
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response
-from starlette.routing import BaseRoute, Mount, Route
+from starlette.routing import BaseRoute, Match, Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import Scope
 
 from panel_api import errors
 from shared.web import PAGE_HEADERS
@@ -20,18 +21,31 @@ RESERVED = ("/v1", "/internal", "/healthz", "/readyz", "/metrics", "/openapi.jso
 ANY_METHOD = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 
 
+def reserved(path: str) -> bool:
+    return any(path == prefix or path.startswith(prefix + "/") for prefix in RESERVED)
+
+
+class PageRoute(Route):
+    """The page's catch-all, which never takes a reserved path: there the router answers
+    itself, 405 with `Allow` for a path an API route has under another method, 404 for one no
+    route has."""
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        if scope["type"] == "http" and reserved(scope["path"]):
+            return Match.NONE, {}
+        return super().matches(scope)
+
+
 async def index(request: Request) -> Response:
-    path = request.url.path
     # Any method reaches here, so that a path no route takes stays a 404, not a 405.
-    reserved = any(path == prefix or path.startswith(prefix + "/") for prefix in RESERVED)
-    if reserved or request.method not in ("GET", "HEAD"):
-        raise errors.NotFound(f"nothing at {path[:200]}")
+    if request.method not in ("GET", "HEAD"):
+        raise errors.NotFound(f"nothing at {request.url.path[:200]}")
     return FileResponse(STATIC / "index.html", media_type="text/html", headers=PAGE_HEADERS)
 
 
 def routes() -> list[BaseRoute]:
     return [
         Mount("/assets", StaticFiles(directory=STATIC), name="assets"),
-        Route("/", index, methods=ANY_METHOD),
-        Route("/{path:path}", index, methods=ANY_METHOD),
+        PageRoute("/", index, methods=ANY_METHOD),
+        PageRoute("/{path:path}", index, methods=ANY_METHOD),
     ]
