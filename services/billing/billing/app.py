@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import re
 from collections.abc import Awaitable, Callable, Collection
+from importlib.metadata import version
 from typing import Annotated, Any
 
 import msgspec
@@ -21,9 +23,11 @@ from billing.gateways import STARS, TITLES
 from billing.rates import RateUnavailable
 from billing.settings import BillingSettings
 from billing.webhooks import Stripe, Subgate, Verifier, WayForPay
+from shared import openapi
 from shared.breaker import Breakers
 from shared.clock import SYSTEM_CLOCK, Clock
 from shared.errors import Problem, decode_json, json_body, read_body, service_error_handler
+from shared.openapi import Object, Operation
 from shared.web import create_service_app, require_bearer, runtime
 
 log = logging.getLogger("billing.app")
@@ -130,6 +134,10 @@ class RefundRequest(msgspec.Struct, forbid_unknown_fields=True):
     requested_by: Annotated[str, msgspec.Meta(max_length=320)] | None = None
 
 
+# An RFC 3339 time as the document states `since` (a date, a time, a zone).
+DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?([Zz]|[+-]\d{2}:\d{2})")
+
+
 class ReconcileQuery(msgspec.Struct, forbid_unknown_fields=True):
     # Only memberships changed since then.
     since: Annotated[dt.datetime, msgspec.Meta(tz=True)] | None = None
@@ -137,6 +145,66 @@ class ReconcileQuery(msgspec.Struct, forbid_unknown_fields=True):
 
 class GatewaysQuery(msgspec.Struct, forbid_unknown_fields=True):
     channel_id: ChannelId | None = None
+
+
+# What `GET /openapi.json` documents: every route, the body and query its handler decodes.
+_SIGNED = (
+    "A gateway's signed callback: the body as the gateway sent it, its signature in the "
+    "gateway's header or field (docs/contracts.md)"
+)
+_AD_ORDER = (404, 409, 422)
+OPERATIONS: dict[tuple[str, str], Operation] = {
+    ("POST", "/v1/webhooks/payments/{gateway}"): Operation(
+        _SIGNED, body=Object, security=None, problems=(401,)
+    ),
+    ("POST", "/v1/sweep"): Operation(
+        "Expire what is due: memberships to grace and out, invoices, notices", security="sweep"
+    ),
+    ("POST", "/internal/invoices"): Operation(
+        "An invoice at a plan, the same one again under its request key",
+        status=201,
+        body=InvoiceRequest,
+        problems=(404,),
+    ),
+    ("GET", "/internal/gateways"): Operation(
+        "The gateways on; with channel_id, the channel's plans on sale", query=GatewaysQuery
+    ),
+    ("POST", "/internal/stars/pre-checkout"): Operation(
+        "Whether Telegram may take the Stars of a pre-checkout query", body=PreCheckout
+    ),
+    ("POST", "/internal/payments/{payment_id:int}/refund"): Operation(
+        "A Stars payment's refund, asked of botedge", status=202, body=RefundRequest
+    ),
+    ("GET", "/internal/reconcile"): Operation(
+        "Memberships that differ from their history; channels and Stars against Telegram",
+        query=ReconcileQuery,
+    ),
+    ("POST", "/internal/reconcile/fix"): Operation(
+        "The differences written as their history has them", query=ReconcileQuery
+    ),
+    ("POST", "/internal/grants"): Operation(
+        "Access until a date without a payment", body=GrantRequest, problems=(404,)
+    ),
+    ("POST", "/internal/trials"): Operation(
+        "The channel's free trial", status=201, body=TrialRequest, problems=(404, 409)
+    ),
+    ("POST", "/internal/access-codes/redeem"): Operation(
+        "An access code's days", body=RedeemRequest, problems=(429,)
+    ),
+    ("POST", "/internal/ad-orders/{order_id:int}/approve"): Operation(
+        "An ad order approved, priced in TRX at the rate now", problems=_AD_ORDER
+    ),
+    ("POST", "/internal/ad-orders/{order_id:int}/reject"): Operation(
+        "An ad order rejected", problems=_AD_ORDER
+    ),
+    ("POST", "/internal/ad-orders/{order_id:int}/cancel"): Operation(
+        "An ad order cancelled", problems=_AD_ORDER
+    ),
+}
+SECURITY = {
+    "bearer": {"type": "http", "scheme": "bearer", "description": "SERVICE_TOKEN"},
+    "sweep": {"type": "http", "scheme": "bearer", "description": "SWEEP_TOKEN"},
+}
 
 
 def _order_id(request: Request) -> int:
@@ -305,6 +373,10 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
         )
 
     def reconcile_query(request: Request) -> ReconcileQuery:
+        # Not lax about `since`: a number would be read as seconds since 1970.
+        since = request.query_params.get("since")
+        if since is not None and not DATE_TIME.fullmatch(since):
+            raise errors.InvalidBody("since: an RFC 3339 time", field="since", code="bad-format")
         try:
             return msgspec.convert(dict(request.query_params), ReconcileQuery, strict=False)
         except msgspec.ValidationError as error:
@@ -452,6 +524,13 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
         service_lifespan=background.lifespan,
         breakers=breakers,
         routes=[
+            openapi.route(
+                msgspec.json.encode(
+                    openapi.document(
+                        "Gatehouse billing", version("gatehouse"), OPERATIONS, SECURITY
+                    )
+                )
+            ),
             Route("/v1/webhooks/payments/{gateway}", payment_webhook, methods=["POST"]),
             Route("/v1/sweep", sweep, methods=["POST"]),
             Route("/internal/invoices", create_invoice, methods=["POST"]),

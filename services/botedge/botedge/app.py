@@ -6,6 +6,7 @@ import hmac
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from importlib.metadata import version
 from typing import Annotated, Literal
 
 import msgspec
@@ -34,11 +35,12 @@ from botedge.stars import PreCheckout
 from botedge.supervisor import WorkerSupervisor
 from botedge.telegram import BotApi, BotClients, TelegramError
 from botedge.updates import MalformedUpdate, other_kind, parse
-from shared import jsonsafe
+from shared import jsonsafe, openapi
 from shared.clock import SYSTEM_CLOCK, Clock
 from shared.db import Pool
 from shared.errors import Problem, json_body, read_body, service_error_handler
 from shared.listen import Notifier
+from shared.openapi import Object, Operation
 from shared.secretbox import SecretBox
 from shared.web import Runtime, create_service_app, require_bearer, resources, runtime
 
@@ -100,6 +102,60 @@ class BroadcastTest(msgspec.Struct, forbid_unknown_fields=True):
     content_id: Annotated[int, msgspec.Meta(ge=1, le=2**31 - 1)] | None = None
     button_text: Annotated[str, msgspec.Meta(min_length=1, max_length=64)] | None = None
     button_url: Annotated[str, msgspec.Meta(min_length=1, max_length=2048)] | None = None
+
+
+# What `GET /openapi.json` documents: every route of the api role, the body and query its
+# handler decodes.
+_BOT = (404, 409, 502)
+OPERATIONS: dict[tuple[str, str], Operation] = {
+    ("POST", "/telegram/{bot_id:int}/webhook"): Operation(
+        "An update from Telegram, taken into the inbox once by its update_id",
+        body=Object,
+        security=None,
+        problems=(401,),
+        headers=(("X-Telegram-Bot-Api-Secret-Token", {"type": "string", "maxLength": 256}),),
+    ),
+    ("POST", "/internal/broadcasts/test"): Operation(
+        "A broadcast's message sent to one chat now", body=BroadcastTest, problems=(404, 502)
+    ),
+    ("POST", "/internal/broadcasts/{broadcast_id:int}/cancel"): Operation(
+        "A broadcast's sends not yet made, cancelled"
+    ),
+    ("POST", "/internal/campaigns/link"): Operation(
+        "A named invite link of a channel, made by its bot",
+        status=201,
+        body=CampaignLink,
+        problems=(404, 409, 502),
+    ),
+    ("POST", "/internal/channels/check"): Operation(
+        "A channel or group as the bot sees it: found, and whether the bot is its admin",
+        body=ChannelCheck,
+        problems=(404, 502),
+    ),
+    ("GET", "/internal/bots/{bot_id:int}/star-transactions"): Operation(
+        "A page of the bot's Stars transactions from Telegram", query=StarPage, problems=_BOT
+    ),
+    ("POST", "/internal/channels/{channel_id:int}/members/check"): Operation(
+        "Whether each person is a member, asked of Telegram", body=MemberCheck, problems=_BOT
+    ),
+    ("POST", "/internal/channels/{channel_id:int}/members/remove"): Operation(
+        "Each person removed from the channel", body=MemberCheck, problems=_BOT
+    ),
+    ("GET", "/internal/inbox/dead"): Operation(
+        "Updates that failed every attempt", answer=list[Object]
+    ),
+    ("POST", "/internal/inbox/{inbox_id:int}/replay"): Operation("A dead update tried again"),
+    ("POST", "/internal/bots"): Operation(
+        "A bot registered by its token", status=201, body=BotRegistration, problems=(409, 502)
+    ),
+    **{
+        ("POST", f"/internal/bots/{{bot_id:int}}/{name}"): Operation(
+            f"The bot's {name}", problems=(409, 422, 502)
+        )
+        for name in ("pause", "resume", "remove")
+    },
+}
+SECURITY = {"bearer": {"type": "http", "scheme": "bearer", "description": "SERVICE_TOKEN"}}
 
 
 @dataclass(frozen=True)
@@ -324,6 +380,13 @@ def create_api_app(settings: BotedgeSettings, *, clock: Clock = SYSTEM_CLOCK) ->
     return create_service_app(
         settings.common,
         routes=[
+            openapi.route(
+                msgspec.json.encode(
+                    openapi.document(
+                        "Gatehouse botedge", version("gatehouse"), OPERATIONS, SECURITY
+                    )
+                )
+            ),
             Route("/telegram/{bot_id:int}/webhook", webhook, methods=["POST"]),
             Route("/internal/broadcasts/test", test_broadcast, methods=["POST"]),
             Route(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 
@@ -142,7 +142,8 @@ from panel_api.team import (
     Workspace,
     WorkspaceChange,
 )
-from shared.errors import PROBLEM_JSON, FieldError
+from shared.errors import PROBLEM_JSON
+from shared.openapi import Health, ProblemBody, Ready, query_parameters
 
 TITLE = "Gatehouse panel API"
 
@@ -164,26 +165,6 @@ class Operation:
     media_type: str = "application/json"
     handler: Any = None
     """The method that answers it, unbound: `Team.me` is served by the app's `Team`."""
-
-
-class ProblemBody(msgspec.Struct):
-    """RFC 9457 problem details; the slug in `type` is listed in docs/errors.md."""
-
-    type: str
-    title: str
-    status: int
-    detail: str
-    errors: list[FieldError] | msgspec.UnsetType = msgspec.UNSET
-    """On a 422: each refused field and what is wrong with it, by a code of docs/errors.md."""
-
-
-class Health(msgspec.Struct):
-    status: Literal["ok"]
-
-
-class Ready(msgspec.Struct):
-    status: Literal["ready"]
-    migration: int
 
 
 OPERATIONS: dict[tuple[str, str], Operation] = {
@@ -880,13 +861,7 @@ def _responses(route: str, op: Operation, schema_of: dict[str, Any]) -> dict[str
 
 
 def _query_parameters(kind: type[msgspec.Struct]) -> list[dict[str, Any]]:
-    (ref,), components = msgspec.json.schema_components([kind])
-    schema = components[ref["$ref"].rsplit("/", 1)[-1]]
-    required = set(schema.get("required", ()))
-    parameters = [
-        {"name": name, "in": "query", "required": name in required, "schema": _not_null(prop)}
-        for name, prop in schema["properties"].items()
-    ]
+    parameters = query_parameters(kind)
     for parameter in parameters:
         if parameter["name"] == "sort":
             parameter["description"] = (
@@ -894,12 +869,3 @@ def _query_parameters(kind: type[msgspec.Struct]) -> list[dict[str, Any]]:
                 " a cursor follows the sort it was given for"
             )
     return parameters
-
-
-def _not_null(schema: dict[str, Any]) -> dict[str, Any]:
-    """An optional parameter is left out, never sent as null."""
-    options = [s for s in schema.get("anyOf", ()) if s != {"type": "null"}]
-    rest = {k: v for k, v in schema.items() if k != "anyOf" and not (k == "default" and v is None)}
-    if len(options) == 1:
-        return {**rest, **options[0]}
-    return {**rest, "anyOf": options} if options else rest

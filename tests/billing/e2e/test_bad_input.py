@@ -283,3 +283,16 @@ def test_gateway_off__404(serve: Serve, database_url: str) -> None:
             headers={"Authorization": f"Bearer {SECRETS['SERVICE_TOKEN']}"},
         )
     assert refused.status_code == 422
+
+
+@pytest.mark.parametrize("since", ["1", "1700000000", "2026-13", "yesterday"])
+def test_reconcile_since__only_an_rfc_3339_time_a_number_is_not_read_as_epoch_seconds(
+    billing: Served, since: str
+) -> None:
+    answer = HTTP.get(
+        f"{billing.url}/internal/reconcile",
+        params={"since": since},
+        headers={"Authorization": f"Bearer {SECRETS['SERVICE_TOKEN']}"},
+    )
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["errors"] == [{"field": "since", "code": "bad-format"}]
