@@ -8,6 +8,7 @@ operation takes (a token: 401; a body: 400, 413, 422; an id in the path: 404; th
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -169,19 +170,32 @@ def _path_schema(route: str, name: str) -> dict[str, Any]:
 
 
 def _responses(route: str, op: Operation, schema_of: dict[str, Any]) -> dict[str, Any]:
-    success: dict[str, Any] = {"description": op.summary}
-    if op.answer is str:
-        success["content"] = {op.media_type: {"schema": {"type": "string"}}}
-    elif op.answer is not None:
-        success["content"] = {op.media_type: {"schema": schema_of[repr(op.answer)]}}
-    responses: dict[str, Any] = {str(op.status): success}
+    success = (op.status, op.summary, op.answer, op.media_type)
+    return responses(success, problems_of(route, op), REASONS, schema_of)
+
+
+def responses(
+    success: tuple[int, str, Any, str],
+    problems: Iterable[int],
+    reasons: dict[int, str],
+    schema_of: dict[str, Any],
+) -> dict[str, Any]:
+    """An operation's answers: its success (status, summary, body type, media type), then a
+    problem+json answer for each status in `problems`, worded by `reasons`."""
+    status, summary, kind, media_type = success
+    done: dict[str, Any] = {"description": summary}
+    if kind is str:
+        done["content"] = {media_type: {"schema": {"type": "string"}}}
+    elif kind is not None:
+        done["content"] = {media_type: {"schema": schema_of[repr(kind)]}}
+    answers: dict[str, Any] = {str(status): done}
     problem = {PROBLEM_JSON: {"schema": schema_of[repr(ProblemBody)]}}
-    for status in problems_of(route, op):
-        answer: dict[str, Any] = {"description": REASONS[status], "content": problem}
-        if status in (429, 503):
+    for code in problems:
+        answer: dict[str, Any] = {"description": reasons[code], "content": problem}
+        if code in (429, 503):
             answer["headers"] = {"Retry-After": {"schema": {"type": "integer"}}}
-        responses[str(status)] = answer
-    return responses
+        answers[str(code)] = answer
+    return answers
 
 
 def query_parameters(kind: type[msgspec.Struct]) -> list[dict[str, Any]]:

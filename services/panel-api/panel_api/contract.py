@@ -142,8 +142,7 @@ from panel_api.team import (
     Workspace,
     WorkspaceChange,
 )
-from shared.errors import PROBLEM_JSON
-from shared.openapi import Health, ProblemBody, Ready, query_parameters
+from shared.openapi import Health, ProblemBody, Ready, query_parameters, responses
 
 TITLE = "Gatehouse panel API"
 
@@ -845,19 +844,8 @@ def _operation_id(method: str, route: str) -> str:
 
 
 def _responses(route: str, op: Operation, schema_of: dict[str, Any]) -> dict[str, Any]:
-    success: dict[str, Any] = {"description": op.summary}
-    if op.answer is str:
-        success["content"] = {op.media_type: {"schema": {"type": "string"}}}
-    elif op.answer is not None:
-        success["content"] = {op.media_type: {"schema": schema_of[_key(op.answer)]}}
-    responses: dict[str, Any] = {str(op.status): success}
-    problem = {PROBLEM_JSON: {"schema": schema_of[_key(ProblemBody)]}}
-    for status in problems_of(route, op):
-        answer: dict[str, Any] = {"description": _REASONS[status], "content": problem}
-        if status in (429, 503):
-            answer["headers"] = {"Retry-After": {"schema": {"type": "integer"}}}
-        responses[str(status)] = answer
-    return responses
+    success = (op.status, op.summary, op.answer, op.media_type)
+    return responses(success, problems_of(route, op), _REASONS, schema_of)
 
 
 def _query_parameters(kind: type[msgspec.Struct]) -> list[dict[str, Any]]:
