@@ -200,18 +200,19 @@ async def retry(
     """Back to waiting for `delay` seconds; `parked`: nothing was tried, so no try is spent.
     With a `notice`, the person is told it in the same transaction, once per update under
     `waiting:<id>`; True when that queued a message now."""
-    told = False
-    async with conn.transaction():
-        if notice is not None and not row.told_waiting:
-            payload = {"chat_id": row.chat_key, "text": notice}
-            cur = await conn.execute(
-                Q["tell_waiting"],
-                {**row.claim, "payload": Jsonb(payload), "dedupe_key": f"waiting:{row.id}"},
-            )
-            told = cur.rowcount == 1
-        params = {**row.claim, "error": error, "delay": delay, "give_back": int(parked)}
+    params = {**row.claim, "error": error, "delay": delay, "give_back": int(parked)}
+    if notice is None or row.told_waiting:
+        # The usual retry (a parked one many times a second in an outage): one statement.
         await conn.execute(Q["retry_update"], params)
-    return told
+        return False
+    async with conn.transaction():
+        payload = {"chat_id": row.chat_key, "text": notice}
+        cur = await conn.execute(
+            Q["tell_waiting"],
+            {**row.claim, "payload": Jsonb(payload), "dedupe_key": f"waiting:{row.id}"},
+        )
+        await conn.execute(Q["retry_update"], params)
+    return cur.rowcount == 1
 
 
 async def bury(conn: Connection, row: InboxRow, error: str, *, notice: str | None = None) -> bool:
