@@ -5,6 +5,7 @@ language, and a destructive one asks first."""
 from __future__ import annotations
 
 import csv
+import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -314,9 +315,16 @@ def test_forms__a_slot_edited_and_an_order_approved_then_cancelled_from_its_own_
             "INSERT INTO tron_claims (tx_hash, order_id, state) VALUES (%s, %s, 'rejected')",
             (tx, order),
         )
+        # TronGrid was down when the claim was first checked: the advertiser was told to wait.
+        conn.execute(
+            "INSERT INTO ad_order_events (order_id, kind, detail, cause, state)"
+            " VALUES (%s, 'claim_waiting', %s, 'claim:1', 'done')",
+            (order, json.dumps({"tx_hash": tx})),
+        )
     page.reload()
     link = page.locator(f"#order-claims a[href='https://tronscan.org/#/transaction/{tx}']")
     expect(link).to_have_text(tx)
+    expect(page.locator("main")).to_contain_text("TronGrid not answering: told to wait")
     page.click("#order-steps button[data-action=cancel]")
     page.click("#order-steps button[data-confirm=cancel]")
     expect(page.locator("#order-facts [data-status]")).to_have_text("cancelled")
