@@ -64,10 +64,15 @@ test-fast: $(STAMP) $(NODE_STAMP)
 	$(BIN)/python -m pytest -n 2 -m "not process" $(wildcard tests/*/unit tests/*/integration) $(PYTEST_ARGS)
 
 # The runs that prove a behaviour at scale (tests marked `scaled`: races of thousands of
-# deliveries, a worker killed among 2,000 updates, Schemathesis with 50 examples an operation),
-# at full size; `make test` runs each smaller.
+# deliveries, a worker killed among 2,000 updates, billing down 2 minutes, TronGrid down 5,
+# Schemathesis with 100 examples an operation), at full size, then the faults done to the whole
+# system under load (loadtest/faults.py); both write their figures into docs/reliability.md.
+# About 25 minutes; `make test` runs the scaled tests smaller.
+FAULT_RECORDS = $(VENV)/fault-records
 faults: $(STAMP) $(NODE_STAMP)
-	GATEHOUSE_FULL_SCALE=1 $(BIN)/python -m pytest -n 2 --maxschedchunk 1 --durations=15 -m scaled tests $(PYTEST_ARGS)
+	rm -rf $(FAULT_RECORDS) && mkdir -p $(FAULT_RECORDS)
+	GATEHOUSE_FULL_SCALE=1 GATEHOUSE_FAULT_RECORDS=$(abspath $(FAULT_RECORDS)) $(BIN)/python -m pytest -n 2 --maxschedchunk 1 --durations=15 -m scaled tests $(PYTEST_ARGS)
+	$(BIN)/python -m loadtest.faults --records $(FAULT_RECORDS) --write docs/reliability.md $(FAULTS_ARGS)
 
 migrate: $(STAMP)
 	$(BIN)/python -m shared.migrate

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from shared import migrate  # noqa: E402
-from shared.embedded_pg import free_port  # noqa: E402
+from shared.embedded_pg import EmbeddedPostgres, free_port  # noqa: E402
 from shared.testing import start_embedded, with_database  # noqa: E402
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -37,6 +37,9 @@ class Process:
     proc: subprocess.Popen[bytes]
     url: str
     log: BinaryIO
+    # What started it, to start it again after a kill (`Stack.relaunch`).
+    argv: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
 
     def cpu(self) -> float:
         return _cpu_seconds(self.proc.pid)
@@ -46,8 +49,18 @@ class Process:
 class Stack:
     database_url: str
     env: dict[str, str]
-    postmaster: int | None
+    # The throwaway server, to stop and start under load; None on a database given to us.
+    pg: EmbeddedPostgres | None
     processes: list[Process] = field(default_factory=list)
+
+    @property
+    def postmaster(self) -> int | None:
+        if self.pg is None:
+            return None
+        try:
+            return int((self.pg.data_dir / "postmaster.pid").read_text().split()[0])
+        except FileNotFoundError:  # stopped
+            return None
 
     def get(self, name: str) -> Process:
         return next(p for p in self.processes if p.name == name)
@@ -69,19 +82,29 @@ class Stack:
     ) -> Process:
         port = port or free_port()
         log = open(self.env["LOADTEST_LOGS"] + f"/{name}.log", "wb")
-        proc = subprocess.Popen(
-            [sys.executable, "-m", module, *args],
-            env={**self.env, **env, "PORT": str(port)},
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        process = Process(name, proc, f"http://127.0.0.1:{port}", log)
+        argv = [sys.executable, "-m", module, *args]
+        process_env = {**self.env, **env, "PORT": str(port)}
+        proc = subprocess.Popen(argv, env=process_env, stdout=log, stderr=subprocess.STDOUT)
+        process = Process(name, proc, f"http://127.0.0.1:{port}", log, argv, process_env)
         self.processes.append(process)
+        self._wait_healthy(process)
+        return process
+
+    def relaunch(self, process: Process) -> None:
+        """Start a process that has exited again, as it was started: a supervisor's restart."""
+        process.proc.wait()
+        process.proc = subprocess.Popen(
+            process.argv, env=process.env, stdout=process.log, stderr=subprocess.STDOUT
+        )
+        self._wait_healthy(process)
+
+    def _wait_healthy(self, process: Process) -> None:
+        name, proc, log = process.name, process.proc, process.log
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
                 if httpx.get(f"{process.url}/healthz", timeout=1).status_code == 200:
-                    return process
+                    return
             except httpx.TransportError:
                 pass
             if proc.poll() is not None:
@@ -103,8 +126,8 @@ class Stack:
 
 
 @contextmanager
-def database(settings: dict[str, str]) -> Iterator[tuple[str, int | None]]:
-    """A fresh migrated database and its postmaster's pid (None on BENCH_DATABASE_URL's)."""
+def database(settings: dict[str, str]) -> Iterator[tuple[str, EmbeddedPostgres | None]]:
+    """A fresh migrated database and its throwaway server (None on BENCH_DATABASE_URL's)."""
     pg = None
     admin = os.environ.get("BENCH_DATABASE_URL")
     if not admin:
@@ -115,10 +138,7 @@ def database(settings: dict[str, str]) -> Iterator[tuple[str, int | None]]:
     url = with_database(admin, name)
     try:
         migrate.apply(url)
-        postmaster = None
-        if pg is not None:
-            postmaster = int((pg.data_dir / "postmaster.pid").read_text().split()[0])
-        yield url, postmaster
+        yield url, pg
     finally:
         if pg is not None:
             pg.destroy()
@@ -138,17 +158,19 @@ def stack(
     sim_env: dict[str, str] | None = None,
     database_url: str | None = None,
     billing: bool = False,
+    env: dict[str, str] | None = None,
 ) -> Iterator[Stack]:
     """Everything up, panel-api's owner seeded; stopped (and PostgreSQL removed) on exit.
     `database_url`: a migrated database to use instead of a throwaway server (its CPU is then
-    not measured). `billing`: billing too, before botedge, which asks it."""
+    not measured). `billing`: billing too, before botedge, which asks it. `env`: more settings
+    for every process."""
     with ExitStack() as exits:
         if database_url is None:
-            url, postmaster = exits.enter_context(database({"max_connections": "300"}))
+            url, pg = exits.enter_context(database({"max_connections": "300"}))
         else:
-            url, postmaster = database_url, None
+            url, pg = database_url, None
         logs = exits.enter_context(tempfile.TemporaryDirectory(prefix="gatehouse-load-"))
-        env = {
+        settings = {
             **{k: v for k, v in os.environ.items() if not k.startswith("PORT")},
             "DATABASE_URL": url,
             "LOG_LEVEL": "WARNING",
@@ -160,8 +182,9 @@ def stack(
             "SIM_DELAY_MS": str(telegram_ms),
             "SIM_CONNECT_DELAY_MS": str(connect_ms),
             "DEMO_OWNER_PASSWORD": OWNER_PASSWORD,
+            **(env or {}),
         }
-        running = Stack(url, env, postmaster)
+        running = Stack(url, settings, pg)
         exits.callback(running.stop)
         sim = running.start("telegram", "simulators.telegram", **(sim_env or {}))
         running.env["TELEGRAM_API_BASE"] = sim.url

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import inspect
+import json
 import os
 import re
 import signal
@@ -111,6 +112,32 @@ class ServiceProcess:
 
     def wait(self, timeout: float) -> int:
         return self.proc.wait(timeout=timeout)
+
+
+# Writes down a fault test's figures for docs/reliability.md (see `written_down`).
+WrittenDown = Callable[..., None]
+
+
+@pytest.fixture
+def written_down(request: pytest.FixtureRequest) -> WrittenDown:
+    """For a test `make faults` runs at full size: called once its assertions have passed, with
+    what was done and the figures it counted; kept in GATEHOUSE_FAULT_RECORDS, from which
+    `python -m loadtest.faults --write` makes docs/reliability.md. Elsewhere, nothing."""
+
+    def write(title: str, fault: str, load: str, figures: dict[str, object]) -> None:
+        directory = os.environ.get("GATEHOUSE_FAULT_RECORDS")
+        if not directory:
+            return
+        record = {
+            "title": title,
+            "fault": fault,
+            "load": load,
+            "command": f"GATEHOUSE_FULL_SCALE=1 python -m pytest '{request.node.nodeid}'",
+            "figures": {name: str(value) for name, value in figures.items()},
+        }
+        Path(directory, f"{request.node.name}.json").write_text(json.dumps(record, indent=1))
+
+    return write
 
 
 def wait_until(check: Callable[[], object], timeout: float, what: str) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from tests.botedge.conftest import message
 from tests.botedge.e2e.conftest import Edge
-from tests.conftest import HTTP
+from tests.conftest import HTTP, WrittenDown
 from tests.scale import sized
 
 DOWN, UP = 8201, 8202
@@ -55,7 +55,7 @@ def assert_once_in_order(edge: Edge, bot_telegram_id: int, first_person: int) ->
 @pytest.mark.slow(20)
 @pytest.mark.scaled
 def test_one_bot_answering_502__parked_then_sent_once_in_order_others_untouched(
-    edge: Edge,
+    edge: Edge, written_down: WrittenDown
 ) -> None:
     outage = sized(15, 60)
     down_id, _, down_secret = edge.add_bot(DOWN)
@@ -86,6 +86,7 @@ def test_one_bot_answering_502__parked_then_sent_once_in_order_others_untouched(
     assert sent_by_chat(edge, DOWN) == {}
     tried = len(edge.sim_get("/_sim/calls", bot_id=DOWN, method="sendMessage"))
     edge.sim_post("/_sim/faults", {"down_bots": []})
+    back_at = time.monotonic()
 
     # Not retried hot: the calls that opened it and a probe each cool-off, not a retry per
     # reply per backoff step (100 replies waited).
@@ -99,6 +100,7 @@ def test_one_bot_answering_502__parked_then_sent_once_in_order_others_untouched(
         90,
         "every parked reply after Telegram came back",
     )
+    caught_up = time.monotonic() - back_at
     assert_once_in_order(edge, DOWN, 20_000)
     assert edge.query("SELECT state, count(*) FROM outbox GROUP BY 1") == [
         ("sent", 2 * PEOPLE * PER_PERSON)
@@ -111,4 +113,17 @@ def test_one_bot_answering_502__parked_then_sent_once_in_order_others_untouched(
     metrics = HTTP.get(f"{worker.url}/metrics", timeout=10).text
     assert f'gatehouse_breaker_openings_total{{dependency="telegram",target="bot {DOWN}"}} 1.0' in (
         metrics
+    )
+    written_down(
+        "Telegram down for one bot",
+        f"every Bot API call with one bot's token answered nginx's 502 page for {outage} s",
+        f"{PEOPLE * PER_PERSON} updates to each of two bots, from {PEOPLE} people each",
+        {
+            "breaker opened": "once, for the failing bot only",
+            "send calls that reached Telegram while down": tried,
+            "the other bot's replies while down": f"{PEOPLE * PER_PERSON}, once each, in order",
+            "parked replies sent after": f"{PEOPLE * PER_PERSON}, once each, in order",
+            "lost": 0,
+            "all parked replies out after Telegram came back": f"{caught_up:.1f} s",
+        },
     )

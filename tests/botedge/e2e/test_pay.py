@@ -14,7 +14,7 @@ import pytest
 from botedge.pay import NOT_PAID, WAITING
 from tests.billing.e2e import gateways
 from tests.botedge.e2e.conftest import Edge
-from tests.conftest import HTTP, ServiceProcess, free_port, service_env
+from tests.conftest import HTTP, ServiceProcess, WrittenDown, free_port, service_env
 from tests.scale import sized
 
 PAID = -1001000000501
@@ -255,7 +255,7 @@ def test_pay__billing_unreachable_told_once_we_are_on_it_then_the_offer(store: S
 @pytest.mark.slow(40)
 @pytest.mark.scaled
 def test_pay__billing_down_while_people_press_pay__on_it_once_then_one_pay_link_each(
-    store: Store,
+    store: Store, written_down: WrittenDown
 ) -> None:
     people = range(BUYER, BUYER + sized(12, 50))
     outage = sized(8.0, 120.0)
@@ -284,12 +284,15 @@ def test_pay__billing_down_while_people_press_pay__on_it_once_then_one_pay_link_
     # The outage runs its length with every press waiting; then billing is back.
     time.sleep(max(0.0, outage - (time.monotonic() - down_at)))
     assert all(texts(p) == [texts(p)[0], WAITING] for p in people)
+    down_for = time.monotonic() - down_at
     store.restart_billing()
+    back_at = time.monotonic()
 
     def linked(person: int) -> list[str]:
         return [t for t in texts(person) if t.startswith("Pay <b>12.50 UAH</b>")]
 
     edge.wait_until(lambda: all(linked(p) for p in people), 180, "every pay link")
+    links_after = time.monotonic() - back_at
     edge.wait_until(
         lambda: edge.query("SELECT count(*) FROM inbox WHERE state <> 'done'") == [(0,)],
         30,
@@ -306,6 +309,19 @@ def test_pay__billing_down_while_people_press_pay__on_it_once_then_one_pay_link_
     assert store.edits() == []
     retried = edge.query("SELECT count(*) FROM inbox WHERE attempt > 1 OR told_waiting")
     assert retried == [(len(people),)]
+    written_down(
+        "Billing down while visitors press pay",
+        f"billing SIGKILLed for {down_for:.0f} s, then started again",
+        f"{len(people)} people press a pay button right after billing went down",
+        {
+            'people told "we are on it" once': len(people),
+            "people sent one pay link": len(people),
+            "invoices made": len(invoices),
+            "messages edited after the notice": 0,
+            "lost": 0,
+            "every pay link out after billing started again": f"{links_after:.1f} s",
+        },
+    )
 
 
 def test_pay__several_plans_one_chosen_back_then_another_and_one_taken_off_sale(

@@ -73,7 +73,8 @@ async def _params(request: Request) -> Params:
 
 async def _injected(world: World, bot: Bot, name: str, request: Request) -> Response | None:
     """The faults this call meets before it is answered: delays, a 502 for a bot that is
-    down, and at random a 429, a 502 or a 504 after a long wait (never for getUpdates)."""
+    down, and at random a 429, a 502, a 504 after a long wait or a 200 that is not JSON (never
+    for getUpdates)."""
     faults = world.faults
     if bot.id in faults.down_bots:
         return HTMLResponse("<html><body><h1>502 Bad Gateway</h1></body></html>", 502)
@@ -94,6 +95,8 @@ async def _injected(world: World, bot: Bot, name: str, request: Request) -> Resp
     if roll < faults.rate_429 + faults.rate_5xx + faults.rate_timeout:
         await asyncio.sleep(faults.timeout_seconds)
         return HTMLResponse("<html><body>504 Gateway Time-out</body></html>", 504)
+    if roll < faults.rate_429 + faults.rate_5xx + faults.rate_timeout + faults.rate_non_json:
+        return HTMLResponse("<html><body>Please wait, checking your browser</body></html>", 200)
     return None
 
 

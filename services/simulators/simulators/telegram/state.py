@@ -57,6 +57,8 @@ class Faults:
     rate_5xx: float = 0.0
     rate_timeout: float = 0.0
     timeout_seconds: float = 20.0
+    # A 200 whose body is a proxy's HTML page, not the Bot API's JSON.
+    rate_non_json: float = 0.0
     enforce_limits: bool = True
     blocked_users: set[int] = field(default_factory=set)
     # Sends to these people answer 403 "user is deactivated" (a deleted account).
@@ -100,6 +102,7 @@ class Faults:
             "SIM_RATE_5XX": "rate_5xx",
             "SIM_RATE_TIMEOUT": "rate_timeout",
             "SIM_TIMEOUT_SECONDS": "timeout_seconds",
+            "SIM_RATE_NON_JSON": "rate_non_json",
             "SIM_CONNECT_DELAY_MS": "connect_delay_ms",
             "SIM_LOG_LIMIT": "log_limit",
         }
