@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import platform
 import re
@@ -29,7 +28,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 import httpx
 import psycopg
@@ -39,10 +37,10 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "loadtest"))
 
 from benchdb import bench_database  # noqa: E402
+from payments import subgate_delivery  # noqa: E402
 
 from shared import lifecycle  # noqa: E402
 from shared.embedded_pg import POSTGRES_BIN_PATH, free_port  # noqa: E402
-from simulators.checkout.callbacks import subgate_signature  # noqa: E402
 
 SECRET = "bench-subgate-secret-000000000000"  # noqa: S105 - a throwaway benchmark key
 CLIENTS = 32
@@ -110,18 +108,6 @@ def setup(url: str, invoices: int) -> list[str]:
         return [r[0] for r in conn.execute("SELECT order_reference FROM invoices ORDER BY id")]
 
 
-def delivery(order: str, n: int) -> bytes:
-    payload: dict[str, Any] = {
-        "orderReference": order,
-        "externalPaymentId": f"bench-{n}",
-        "amount": "12.50",
-        "currency": "USD",
-        "timestamp": int(time.time()),
-    }
-    payload["signature"] = subgate_signature(SECRET, payload)
-    return json.dumps(payload).encode()
-
-
 async def drive(base: str, orders: list[str], seconds: float) -> tuple[int, list[float], int]:
     latencies: list[float] = []
     errors = 0
@@ -136,7 +122,7 @@ async def drive(base: str, orders: list[str], seconds: float) -> tuple[int, list
         async with httpx.AsyncClient(timeout=30) as client:
             while time.perf_counter() < deadline:
                 counter += 1
-                body = delivery(orders[counter % len(orders)], counter)
+                body = subgate_delivery(SECRET, orders[counter % len(orders)], f"bench-{counter}")
                 started = time.perf_counter()
                 response = await client.post(f"{base}/v1/webhooks/payments/subgate", content=body)
                 latencies.append(time.perf_counter() - started)

@@ -32,14 +32,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import httpx
 import psycopg
 
 from loadtest import updates
+from loadtest.payments import subgate_delivery
 from loadtest.stack import OWNER_EMAIL, OWNER_PASSWORD, Stack, stack
-from simulators.checkout.callbacks import subgate_signature
 
 ROOT = Path(__file__).resolve().parents[1]
 SUBGATE_SECRET = "faults-subgate-secret-0000000000"  # noqa: S105 - a throwaway database
@@ -146,7 +145,7 @@ class Background:
                 wait = began + n / self.rate - time.monotonic()
                 if wait > 0:
                     time.sleep(wait)
-                body = _payment(order, n)
+                body = subgate_delivery(SUBGATE_SECRET, order, f"fault-{n}")
                 self._deliver(client, body)
                 self._deliver(client, body)
                 self.delivered += 1
@@ -172,18 +171,6 @@ class Background:
                 except httpx.TransportError:
                     self.panel.counts["refused"] += 1
                 self.stopping.wait(0.1)
-
-
-def _payment(order: str, n: int) -> bytes:
-    payload: dict[str, Any] = {
-        "orderReference": order,
-        "externalPaymentId": f"fault-{n}",
-        "amount": "12.50",
-        "currency": "USD",
-        "timestamp": int(time.time()),
-    }
-    payload["signature"] = subgate_signature(SUBGATE_SECRET, payload)
-    return json.dumps(payload).encode()
 
 
 def _set_up_payers(running: Stack, count: int) -> list[tuple[str, int]]:
@@ -310,17 +297,15 @@ def _count(run: Run, outcome: Outcome, offers: list[updates.Offer], fault_ended:
 
 
 def _wait_invites(running: Stack, count: int, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    with psycopg.connect(running.database_url, autocommit=True) as conn:
-        while time.monotonic() < deadline:
-            row = conn.execute(
-                "SELECT count(*) FILTER (WHERE state = 'done'),"
-                " (SELECT count(*) FROM outbox WHERE state = 'pending')"
-                " FROM access_events WHERE kind = 'grant'"
-            ).fetchone()
-            if row is not None and row[0] >= count and row[1] == 0:
-                return
-            time.sleep(0.2)
+    updates.wait_counted(
+        running,
+        "SELECT count(*) FILTER (WHERE state = 'done'),"
+        " (SELECT count(*) FROM outbox WHERE state = 'pending')"
+        " FROM access_events WHERE kind = 'grant'",
+        (),
+        count,
+        timeout,
+    )
 
 
 def _payments(running: Stack, payers: list[tuple[str, int]]) -> tuple[int, int, int]:

@@ -195,17 +195,27 @@ class Update:
 def wait_answered(stack: Stack, users: set[int], timeout: float) -> None:
     """Until every one of `users` has had its update handled and nothing waits to be sent, or
     `timeout` seconds. Asks the database: cheap for it, unlike listing what Telegram got."""
-    low, high = min(users), max(users)
+    wait_counted(
+        stack,
+        "SELECT (SELECT count(*) FROM inbox WHERE state = 'done'"
+        "         AND chat_key BETWEEN %s AND %s),"
+        " (SELECT count(*) FROM outbox WHERE state = 'pending')",
+        (min(users), max(users)),
+        len(users),
+        timeout,
+    )
+
+
+def wait_counted(
+    stack: Stack, query: str, params: tuple[object, ...], count: int, timeout: float
+) -> None:
+    """Until `query` counts at least `count` done and nothing pending (its two columns), or
+    `timeout` seconds."""
     deadline = time.monotonic() + timeout
     with psycopg.connect(stack.database_url, autocommit=True) as conn:
         while time.monotonic() < deadline:
-            row = conn.execute(
-                "SELECT (SELECT count(*) FROM inbox WHERE state = 'done'"
-                "         AND chat_key BETWEEN %s AND %s),"
-                " (SELECT count(*) FROM outbox WHERE state = 'pending')",
-                (low, high),
-            ).fetchone()
-            if row is not None and row[0] >= len(users) and row[1] == 0:
+            row = conn.execute(query, params).fetchone()
+            if row is not None and row[0] >= count and row[1] == 0:
                 return
             time.sleep(0.2)
 
