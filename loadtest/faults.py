@@ -363,10 +363,14 @@ def kill(options: Options) -> Outcome:
         _count(run, outcome, offers, run.began + options.seconds)
     outcome.figure("kills", ", ".join(f"{name} {n}" for name, n in sorted(kills.items())))
     outcome.figure("down per kill (to healthy again)", f"max {max(down, default=0):.1f} s")
-    outcome.notes.append(
+    outcome.notes += [
         "A 5xx here is an answer from a process, never a refused connection: while a process "
-        "is down its callers are refused and retry."
-    )
+        "is down its callers are refused and retry.",
+        "A killed worker's send leases (`send:<bot>`, LEASE_SECONDS = 30 s) are not handed "
+        "back: its bots' replies wait until they run out and another worker takes them. That "
+        "wait is most of the latency above. A visitor answered twice is the documented window: "
+        "a worker killed after Telegram took a message and before its answer was recorded.",
+    ]
     _no_5xx(run, outcome, [])
     return outcome
 
@@ -466,6 +470,11 @@ def telegram(options: Options) -> Outcome:
         offers = _offer(run, options, fault)
         _count(run, outcome, offers, run.began + options.seconds)
         calls = httpx.get(f"{run.running.get('telegram').url}/_sim/calls", timeout=60).json()
+    outcome.notes.append(
+        "A call that gets no answer holds its update's worker slot until the Bot API client "
+        "gives up on it, and the gate asks two per visitor: most of the wait is in the inbox. "
+        "The 200s that are not JSON are counted as answered by the simulator's log."
+    )
     statuses = Counter(int(c["status"]) for c in calls)
     outcome.figure(
         "Bot API calls / answered with an error status",
