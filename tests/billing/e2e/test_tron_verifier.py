@@ -173,6 +173,7 @@ def test_two_billing_processes__each_claim_judged_once(
 
 
 @pytest.mark.scaled
+@pytest.mark.timeout(600)  # five minutes of outage in `make faults`
 def test_trongrid_down__claims_wait_told_once_breaker_opens_none_refused_all_judged_after(
     serve: Serve, database_url: str, chain: Served, written_down: WrittenDown
 ) -> None:

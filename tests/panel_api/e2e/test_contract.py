@@ -47,6 +47,7 @@ from tests.conftest import (
     serve_simtelegram,
 )
 from tests.scale import sized
+from tests.shared.e2e.test_service_contracts import credentials
 
 PASSWORD = "correct horse battery"
 # Per operation and generation mode (valid, then invalid requests): the owner, who may do
@@ -204,7 +205,9 @@ def exercise(
         suppress_health_check=list(HealthCheck),
     )
     def run(case: schemathesis.Case) -> None:
-        response = case.call_and_validate(session=session, headers=auth, checks=CHECKS, timeout=30)
+        response = case.call_and_validate(
+            session=session, headers=credentials(case, auth), checks=CHECKS, timeout=30
+        )
         if mode is GenerationMode.POSITIVE:
             statuses.add(response.status_code)
 
