@@ -57,7 +57,6 @@ class Outcome:
     load: str
     figures: list[tuple[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    command: str = ""
     ok: bool = True
 
     def figure(self, what: str, value: object, ok: bool = True) -> None:
@@ -102,7 +101,6 @@ class Background:
         self.stopping = threading.Event()
         self.gateway = Answers()
         self.panel = Answers()
-        self.delivered = 0
         self.threads = [
             threading.Thread(target=self._pay, daemon=True),
             threading.Thread(target=self._read_panel, daemon=True),
@@ -148,7 +146,6 @@ class Background:
                 body = subgate_delivery(SUBGATE_SECRET, order, f"fault-{n}")
                 self._deliver(client, body)
                 self._deliver(client, body)
-                self.delivered += 1
 
     def _read_panel(self) -> None:
         with httpx.Client(timeout=10) as client:
@@ -271,11 +268,10 @@ def _count(run: Run, outcome: Outcome, offers: list[updates.Offer], fault_ended:
     updates.wait_answered(running, {o.user for o in offers}, 600)
     _wait_invites(running, len(run.payers), 120)
     run.background.stopping.set()
-    found = updates.summarize(updates.collect(running, offers))
+    collected = updates.collect(running, offers)
+    found = updates.summarize(collected)
     late = [
-        min(u.answers) - fault_ended
-        for u in updates.collect(running, offers)
-        if u.answers and u.offer.at <= fault_ended
+        min(u.answers) - fault_ended for u in collected if u.answers and u.offer.at <= fault_ended
     ]
     outcome.figure("visitors offered", found.offered)
     outcome.figure("answered once", found.answered_once)
