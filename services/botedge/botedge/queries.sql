@@ -496,7 +496,10 @@ ON CONFLICT (bot_id, channel_id) DO UPDATE
    SET status = excluded.status, is_admin = excluded.is_admin,
        can_invite_users = excluded.can_invite_users,
        can_restrict_members = excluded.can_restrict_members,
-       checked_at = excluded.checked_at, last_error = excluded.last_error,
+       checked_at = excluded.checked_at,
+       -- A bot still not admin keeps what the gate found (it could not see who is there).
+       last_error = CASE WHEN excluded.is_admin THEN excluded.last_error
+                         ELSE coalesce(excluded.last_error, bot_channels.last_error) END,
        admin_ids = coalesce(%(admins)s::bigint[], bot_channels.admin_ids);
 
 -- access_context --
