@@ -20,6 +20,8 @@ _TWO = frozenset(
 )
 # Telegram Stars: whole stars, not ISO but priced the same way.
 _STARS = frozenset({"XTR"})
+# Every code the table knows, for a schema's enum.
+CODES = sorted(_ZERO | _THREE | _FOUR | _TWO | _STARS)
 
 
 def exponent(currency: str) -> int | None:

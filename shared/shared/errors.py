@@ -365,9 +365,7 @@ def decode_json(raw: bytes, kind: type[T]) -> T:
     try:
         value = msgspec.json.decode(raw, type=kind, strict=True)
     except msgspec.ValidationError as error:
-        raise Problem(
-            422, "invalid-body", str(error), extra={"errors": [field_error(str(error))]}
-        ) from None
+        value = _with_whole_numbers(raw, kind, error)
     except msgspec.DecodeError as error:
         raise Problem(400, "malformed-json", f"body is not valid JSON: {error}") from None
     # Only an escape can put either into a decoded string: most bodies skip the walk.
@@ -375,6 +373,30 @@ def decode_json(raw: bytes, kind: type[T]) -> T:
         found = jsonsafe.unstorable_text(msgspec.to_builtins(value))
         if found is not None:
             raise unstorable(found)
+    return value
+
+
+def _with_whole_numbers(raw: bytes, kind: type[T], error: msgspec.ValidationError) -> T:
+    """JSON has one number type, and JSON Schema's integer takes `2.0`: where an integer was
+    expected and a float came, the body is read again with each whole float as an integer."""
+    refused = error
+    if "got `float`" in str(error):
+        try:
+            return msgspec.convert(_whole(msgspec.json.decode(raw)), kind, strict=True)
+        except msgspec.ValidationError as again:
+            refused = again
+    raise Problem(
+        422, "invalid-body", str(refused), extra={"errors": [field_error(str(refused))]}
+    ) from None
+
+
+def _whole(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _whole(child) for key, child in value.items()}
+    if isinstance(value, list):
+        return [_whole(child) for child in value]
     return value
 
 

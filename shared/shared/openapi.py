@@ -60,6 +60,9 @@ class Operation:
     media_type: str = "application/json"
     headers: tuple[tuple[str, dict[str, Any]], ...] = ()
     """Request headers it reads, with their schemas."""
+    rules: tuple[str, ...] = ()
+    """What it refuses with a 422 that a schema cannot say: across fields, against the clock
+    or against what is stored (`x-rules` in the document)."""
 
 
 SERVICE_ROUTES: dict[tuple[str, str], Operation] = {
@@ -94,11 +97,28 @@ def problems_of(route: str, op: Operation) -> list[int]:
         statuses.add(401)
     if op.body is not None:
         statuses |= {400, 413, 422}
-    if op.query is not None:
+    if op.query is not None or op.rules:
         statuses.add(422)
     if PARAM.search(route):
         statuses.add(404)
     return sorted(statuses)
+
+
+# What PostgreSQL's text can hold: no NUL, no lone UTF-16 surrogate (every service refuses
+# either with a 422 at its field). Stated on each string without a pattern of its own.
+STORABLE = r"^[^\x00\ud800-\udfff]*$"
+
+
+def storable_strings(schema: Any) -> Any:
+    """`schema` with STORABLE on every string that has no pattern, format or fixed values."""
+    if isinstance(schema, list):
+        return [storable_strings(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    done = {key: storable_strings(value) for key, value in schema.items()}
+    if done.get("type") == "string" and not {"pattern", "format", "enum", "const"} & done.keys():
+        done["pattern"] = STORABLE
+    return done
 
 
 def document(
@@ -124,7 +144,7 @@ def document(
         "openapi": "3.1.0",
         "info": {"title": title, "version": version},
         "paths": paths,
-        "components": {"schemas": components, "securitySchemes": security},
+        "components": {"schemas": storable_strings(components), "securitySchemes": security},
     }
 
 
@@ -160,6 +180,14 @@ def _operation(method: str, route: str, op: Operation, schema_of: dict[str, Any]
             "required": True,
             "content": {"application/json": {"schema": schema_of[repr(op.body)]}},
         }
+    return with_rules(doc, op.rules)
+
+
+def with_rules(doc: dict[str, Any], rules: tuple[str, ...]) -> dict[str, Any]:
+    """An operation's document with the rules its 422 answers follow beyond the schema."""
+    if rules:
+        doc["x-rules"] = list(rules)
+        doc["responses"]["422"]["description"] += "; or against a rule: " + "; ".join(rules)
     return doc
 
 

@@ -19,7 +19,7 @@ from starlette.routing import Route
 from billing import ad_orders, errors, invoices, money, reconcile, stars, store
 from billing import sweep as sweeping
 from billing.background import Background
-from billing.gateways import STARS, TITLES
+from billing.gateways import STARS, TITLES, GatewayName
 from billing.rates import RateUnavailable
 from billing.settings import BillingSettings
 from billing.webhooks import Stripe, Subgate, Verifier, WayForPay
@@ -92,7 +92,7 @@ PlanId = Annotated[int, msgspec.Meta(gt=0, lt=2**31)]
 class InvoiceRequest(msgspec.Struct, forbid_unknown_fields=True):
     telegram_user_id: TelegramUserId
     channel_id: ChannelId
-    gateway: str
+    gateway: GatewayName
     # Without it, the channel's default plan.
     plan_id: PlanId | None = None
     # A coupon's code as the person typed it.
@@ -165,6 +165,12 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         status=201,
         body=InvoiceRequest,
         problems=(404,),
+        rules=(
+            "the gateway is on here",
+            "the plan is sold through the gateway, Stars only for a plan in XTR",
+            "the coupon applies to this person and plan",
+            "a request_key names one person, channel and gateway",
+        ),
     ),
     ("GET", "/internal/gateways"): Operation(
         "The gateways on; with channel_id, the channel's plans on sale", query=GatewaysQuery
@@ -173,7 +179,10 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         "Whether Telegram may take the Stars of a pre-checkout query", body=PreCheckout
     ),
     ("POST", "/internal/payments/{payment_id:int}/refund"): Operation(
-        "A Stars payment's refund, asked of botedge", status=202, body=RefundRequest
+        "A Stars payment's refund, asked of botedge",
+        status=202,
+        body=RefundRequest,
+        rules=("only an applied Stars payment; a gateway's refund arrives by its webhook",),
     ),
     ("GET", "/internal/reconcile"): Operation(
         "Memberships that differ from their history; channels and Stars against Telegram",
@@ -183,16 +192,24 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         "The differences written as their history has them", query=ReconcileQuery
     ),
     ("POST", "/internal/grants"): Operation(
-        "Access until a date without a payment", body=GrantRequest, problems=(404,)
+        "Access until a date without a payment",
+        body=GrantRequest,
+        problems=(404,),
+        rules=("until is in the future",),
     ),
     ("POST", "/internal/trials"): Operation(
         "The channel's free trial", status=201, body=TrialRequest, problems=(404, 409)
     ),
     ("POST", "/internal/access-codes/redeem"): Operation(
-        "An access code's days", body=RedeemRequest, problems=(429,)
+        "An access code's days",
+        body=RedeemRequest,
+        problems=(429,),
+        rules=("the code is known, on, unexpired and not used up",),
     ),
     ("POST", "/internal/ad-orders/{order_id:int}/approve"): Operation(
-        "An ad order approved, priced in TRX at the rate now", problems=_AD_ORDER
+        "An ad order approved, priced in TRX at the rate now",
+        problems=_AD_ORDER,
+        rules=("the shop has a TRON address",),
     ),
     ("POST", "/internal/ad-orders/{order_id:int}/reject"): Operation(
         "An ad order rejected", problems=_AD_ORDER

@@ -5,6 +5,7 @@ verifiers and `GET /internal/gateways` (which the bot reads) all come from here.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 
 @dataclass(frozen=True)
@@ -33,3 +34,5 @@ STARS_CURRENCY = "XTR"
 BY_NAME = {gateway.name: gateway for gateway in GATEWAYS}
 # The name a person reads, Stars among them.
 TITLES = {gateway.name: gateway.title for gateway in (*GATEWAYS, STARS)}
+# The names a request may give, as a type (the OpenAPI enum): every gateway and Stars.
+GatewayName = Literal["subgate", "wayforpay", "stripe", "telegram_stars"]

@@ -42,6 +42,7 @@ from shared.errors import Problem, json_body, read_body, service_error_handler
 from shared.listen import Notifier
 from shared.openapi import Object, Operation
 from shared.secretbox import SecretBox
+from shared.telegram_shapes import CHAT_PATTERN, TOKEN_PATTERN
 from shared.web import Runtime, create_service_app, require_bearer, resources, runtime
 
 BOT_CACHE_SECONDS = 5.0
@@ -67,13 +68,13 @@ def pool_of(request: Request) -> Pool:
 
 
 class BotRegistration(msgspec.Struct, forbid_unknown_fields=True):
-    token: Annotated[str, msgspec.Meta(max_length=200)]
+    token: Annotated[str, msgspec.Meta(max_length=200, pattern=TOKEN_PATTERN)]
     mode: Literal["polling", "webhook"] = "polling"
 
 
 class ChannelCheck(msgspec.Struct, forbid_unknown_fields=True):
     bot_id: Annotated[int, msgspec.Meta(ge=1, le=2**31 - 1)]
-    chat: Annotated[str, msgspec.Meta(min_length=1, max_length=300)]
+    chat: Annotated[str, msgspec.Meta(min_length=1, max_length=300, pattern=CHAT_PATTERN)]
 
 
 class CampaignLink(msgspec.Struct, forbid_unknown_fields=True):
@@ -104,6 +105,17 @@ class BroadcastTest(msgspec.Struct, forbid_unknown_fields=True):
     button_url: Annotated[str, msgspec.Meta(min_length=1, max_length=2048)] | None = None
 
 
+# A text or a content, not both and not neither.
+TextOrContent = msgspec.Meta(
+    extra_json_schema={
+        "oneOf": [
+            {"required": ["text"], "properties": {"text": {"type": "string"}}},
+            {"required": ["content_id"], "properties": {"content_id": {"type": "integer"}}},
+        ]
+    }
+)
+
+
 # What `GET /openapi.json` documents: every route of the api role, the body and query its
 # handler decodes.
 _BOT = (404, 409, 502)
@@ -116,7 +128,10 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         headers=(("X-Telegram-Bot-Api-Secret-Token", {"type": "string", "maxLength": 256}),),
     ),
     ("POST", "/internal/broadcasts/test"): Operation(
-        "A broadcast's message sent to one chat now", body=BroadcastTest, problems=(404, 502)
+        "A broadcast's message sent to one chat now",
+        body=Annotated[BroadcastTest, TextOrContent],
+        problems=(404, 502),
+        rules=("content_id is one of the bot's contents",),
     ),
     ("POST", "/internal/broadcasts/{broadcast_id:int}/cancel"): Operation(
         "A broadcast's sends not yet made, cancelled"
@@ -126,11 +141,13 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         status=201,
         body=CampaignLink,
         problems=(404, 409, 502),
+        rules=("the channel exists and the bot may invite users there",),
     ),
     ("POST", "/internal/channels/check"): Operation(
         "A channel or group as the bot sees it: found, and whether the bot is its admin",
         body=ChannelCheck,
         problems=(404, 502),
+        rules=("a link names a chat, not joinchat, addstickers, share, proxy or c",),
     ),
     ("GET", "/internal/bots/{bot_id:int}/star-transactions"): Operation(
         "A page of the bot's Stars transactions from Telegram", query=StarPage, problems=_BOT
@@ -146,11 +163,19 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
     ),
     ("POST", "/internal/inbox/{inbox_id:int}/replay"): Operation("A dead update tried again"),
     ("POST", "/internal/bots"): Operation(
-        "A bot registered by its token", status=201, body=BotRegistration, problems=(409, 502)
+        "A bot registered by its token",
+        status=201,
+        body=BotRegistration,
+        problems=(409, 502),
+        rules=("webhook mode only where PUBLIC_BASE_URL is set",),
     ),
     **{
         ("POST", f"/internal/bots/{{bot_id:int}}/{name}"): Operation(
-            f"The bot's {name}", problems=(409, 422, 502)
+            f"The bot's {name}",
+            problems=(409, 422, 502),
+            rules=("a bot in webhook mode resumes only where PUBLIC_BASE_URL is set",)
+            if name == "resume"
+            else (),
         )
         for name in ("pause", "resume", "remove")
     },

@@ -21,21 +21,16 @@ from botedge import errors, sqlq
 from botedge.db import connection
 from botedge.registration import upstream_error
 from botedge.telegram import BadRequest, BotApi, Forbidden, TelegramError
+from shared import telegram_shapes as shapes
 from shared.db import Connection, Pool
 from shared.secretbox import SecretBox
 
 Q = sqlq.Q
 log = logging.getLogger("botedge.channels")
 
-# Public usernames: 5-32 of letters, digits and _, starting with a letter.
-_USERNAME = r"[A-Za-z][A-Za-z0-9_]{3,30}[A-Za-z0-9]"
-_LINK = re.compile(
-    rf"(?:https?://)?(?:t\.me|telegram\.me|telegram\.dog)/(?:s/)?(?P<name>{_USERNAME})(?:/\d+)?/?",
-    re.ASCII,
-)
-_PRIVATE_POST = re.compile(
-    r"(?:https?://)?(?:t\.me|telegram\.me)/c/(?P<id>\d{1,15})/\d+/?", re.ASCII
-)
+_USERNAME = shapes.USERNAME
+_LINK = re.compile(shapes.LINK, re.ASCII)
+_PRIVATE_POST = re.compile(shapes.PRIVATE_POST, re.ASCII)
 
 
 def parse_chat(text: str) -> int | str:

@@ -11,6 +11,7 @@ rows stay for the history.
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 from typing import Any, NoReturn
 
@@ -20,10 +21,10 @@ from botedge.telegram import BotApi, ServerError, TelegramError, TooManyRequests
 from botedge.updates import ALLOWED_UPDATES
 from shared.db import Connection, Pool
 from shared.secretbox import SecretBox, SecretBoxError
+from shared.telegram_shapes import TOKEN_PATTERN
 
-# Telegram's token shape: the bot's id, a colon, 35 or more of [A-Za-z0-9_-]. Checked before
-# any call: the token goes into the Bot API URL's path.
-TOKEN_SHAPE = re.compile(r"[0-9]{1,20}:[A-Za-z0-9_-]{35,}", re.ASCII)
+# Checked before any call: the token goes into the Bot API URL's path.
+TOKEN_SHAPE = re.compile(TOKEN_PATTERN, re.ASCII)
 
 
 async def register(
@@ -141,5 +142,9 @@ async def _refuse(conn: Connection, bot_id: int) -> NoReturn:
 def upstream_error(method: str, error: TelegramError) -> errors.BotedgeError:
     """Telegram's refusal or absence, as the caller is told it."""
     if isinstance(error, ServerError | TooManyRequests):
-        return errors.TelegramUnavailable(f"{method}: {error.description or error.code}")
+        # Telegram's own wait, when it said one (a 429's retry_after), is the caller's.
+        wait = None if error.retry_after is None else max(1, math.ceil(error.retry_after))
+        return errors.TelegramUnavailable(
+            f"{method}: {error.description or error.code}", retry_after=wait
+        )
     return errors.TelegramRefused(f"{method}: {error.description}")

@@ -188,12 +188,19 @@ def query(request: Request, kind: type[Q]) -> Q:
             f"{', '.join(repeated)} given more than once", field=repeated[0], code="duplicate"
         )
     try:
-        return msgspec.convert(dict(params), kind, strict=False)
+        value = msgspec.convert(dict(params), kind, strict=False)
     except msgspec.ValidationError as error:
         wrong = field_error(str(error))
         raise errors.InvalidValue(
             str(error).replace("$.", ""), field=wrong.field, code=wrong.code
         ) from None
+    # Read leniently, `null` leaves a number or a date unset: given, it is not a value.
+    unset = [name for name in params if getattr(value, name, "") is None]
+    if unset:
+        raise errors.InvalidValue(
+            f"{unset[0]}: {params[unset[0]]!r} is not a value", field=unset[0], code="bad-format"
+        )
+    return value
 
 
 @dataclass(frozen=True)
@@ -306,20 +313,16 @@ def _cursor(sort: str, values: list[Any]) -> str:
 
 
 def _position(cursor: str, sort: str, order: tuple[Column, ...]) -> tuple[Any, ...]:
-    """The values a cursor holds, each of its column's type; 422 for one this API did not give
-    out for this sort."""
-    foreign = errors.InvalidValue(
-        "cursor is not one this API gave out", field="cursor", code="bad-format"
-    )
+    """The values a cursor holds, each of its column's type. One this API did not give out for
+    this sort names no place in the list: 404, as an id that names no row."""
+    foreign = errors.NotFound("cursor is not one this API gave out for this list")
     try:
         value = json.loads(base64.urlsafe_b64decode(cursor.encode("ascii")))
         given, values = value["s"], value["v"]
     except (ValueError, binascii.Error, KeyError, TypeError, UnicodeEncodeError):
         raise foreign from None
     if given != sort:
-        raise errors.InvalidValue(
-            f"cursor belongs to sort {given!r}, not {sort!r}", field="cursor", code="bad-format"
-        )
+        raise errors.NotFound(f"cursor belongs to sort {given!r}, not {sort!r}")
     if not isinstance(values, list) or len(values) != len(order):
         raise foreign
     try:

@@ -34,11 +34,12 @@ from panel_api.internal import Internal, relayed
 from shared.clock import Clock
 from shared.errors import json_body
 from shared.secretbox import SecretBox, SecretBoxError
+from shared.telegram_shapes import TOKEN_PATTERN
 from shared.web import runtime
 
 
 class NewBot(msgspec.Struct, forbid_unknown_fields=True):
-    token: Annotated[str, msgspec.Meta(max_length=200)]
+    token: Annotated[str, msgspec.Meta(max_length=200, pattern=TOKEN_PATTERN)]
     mode: Literal["polling", "webhook"] = "polling"
 
 

@@ -142,7 +142,15 @@ from panel_api.team import (
     Workspace,
     WorkspaceChange,
 )
-from shared.openapi import Health, ProblemBody, Ready, query_parameters, responses
+from shared.openapi import (
+    Health,
+    ProblemBody,
+    Ready,
+    query_parameters,
+    responses,
+    storable_strings,
+    with_rules,
+)
 
 TITLE = "Gatehouse panel API"
 
@@ -164,6 +172,8 @@ class Operation:
     media_type: str = "application/json"
     handler: Any = None
     """The method that answers it, unbound: `Team.me` is served by the app's `Team`."""
+    rules: tuple[str, ...] = ()
+    """What it refuses with a 422 that a schema cannot say (`x-rules` in the document)."""
 
 
 OPERATIONS: dict[tuple[str, str], Operation] = {
@@ -198,6 +208,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         body=SetupBody,
         problems=(401, 404, 429),
         handler=Setup.create_owner,
+        rules=("a password is at most 72 bytes in UTF-8",),
     ),
     ("GET", "/v1/me"): Operation("The member the token names", Role.VIEWER, Me, handler=Team.me),
     ("POST", "/v1/me/password"): Operation(
@@ -207,6 +218,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         body=PasswordChange,
         problems=(429,),
         handler=SignIn.change_password,
+        rules=("a password is at most 72 bytes in UTF-8",),
     ),
     ("GET", "/v1/workspace"): Operation(
         "Workspace settings", Role.VIEWER, Workspace, problems=(404,), handler=Team.workspace
@@ -218,6 +230,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         body=WorkspaceChange,
         problems=(404,),
         handler=Team.change_workspace,
+        rules=("tron_address passes TRON's checksum",),
     ),
     ("GET", "/v1/team"): Operation(
         "The team", Role.OWNER, Page[TeamMember], query=TeamQuery, handler=Team.list_members
@@ -230,6 +243,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         body=NewMember,
         problems=(409,),
         handler=Team.add,
+        rules=("a password is at most 72 bytes in UTF-8",),
     ),
     ("PATCH", "/v1/team/{member_id:int}"): Operation(
         "Change a member's role, name or disabled flag",
@@ -253,6 +267,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         body=NewBot,
         problems=(502,),
         handler=Bots.add_bot,
+        rules=("webhook mode only where PUBLIC_BASE_URL is set",),
     ),
     ("POST", "/v1/bots/{bot_id:int}/pause"): Operation(
         "Pause a bot: nobody sends for it and its webhook answers 404 until it is resumed",
@@ -267,6 +282,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         BotChanged,
         problems=(404, 409, 422, 502),
         handler=Bots.resume,
+        rules=("a bot in webhook mode resumes only where PUBLIC_BASE_URL is set",),
     ),
     ("POST", "/v1/bots/{bot_id:int}/remove"): Operation(
         "Remove a bot: its webhook is deleted and it counts nowhere; its history stays",
@@ -328,7 +344,13 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         InvoiceMade,
         status=201,
         body=NewInvoice,
+        problems=(404,),
         handler=Ledger.create_invoice,
+        rules=(
+            "the gateway is on here",
+            "the plan is sold through the gateway",
+            "the plan is on sale in the channel",
+        ),
     ),
     ("GET", "/v1/payments"): Operation(
         "Payments", Role.VIEWER, Page[Payment], query=PaymentQuery, handler=Ledger.payments
@@ -356,6 +378,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         status=202,
         problems=(404, 422, 503),
         handler=Ledger.refund_payment,
+        rules=("only an applied Stars payment; a gateway's refund arrives by its webhook",),
     ),
     **{
         ("GET", f"/v1/exports/{name}.csv"): Operation(
@@ -438,6 +461,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         status=201,
         body=NewPlan,
         handler=Plans.add_plan,
+        rules=("a paid plan has a price, a trial none",),
     ),
     ("GET", "/v1/plans/{plan_id:int}"): Operation(
         "A plan", Role.VIEWER, Plan, problems=(404,), handler=Plans.plan
@@ -449,6 +473,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         body=PlanChange,
         problems=(404, 409),
         handler=Plans.change_plan,
+        rules=("a paid plan has a price, a trial none",),
     ),
     ("GET", "/v1/coupons"): Operation(
         "Coupons with their uses (not given back) and how many of those were paid",
@@ -464,6 +489,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         status=201,
         body=NewCoupon,
         handler=Coupons.add_coupon,
+        rules=("a percentage or an amount off, one of them",),
     ),
     ("GET", "/v1/coupons/{coupon_id:int}"): Operation(
         "A coupon", Role.VIEWER, Coupon, problems=(404,), handler=Coupons.coupon
@@ -475,6 +501,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         body=CouponChange,
         problems=(404,),
         handler=Coupons.change_coupon,
+        rules=("a percentage or an amount off, one of them",),
     ),
     ("GET", "/v1/coupon-redemptions"): Operation(
         "Each use of a coupon: who, for which invoice, and what came of it",
@@ -505,6 +532,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         status=201,
         body=NewAccessCodes,
         handler=AccessCodes.add_codes,
+        rules=("channel_id is a paid channel",),
     ),
     ("GET", "/v1/access-codes/{code_id:int}"): Operation(
         "An access code", Role.VIEWER, AccessCode, problems=(404,), handler=AccessCodes.code
@@ -548,6 +576,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         body=NewWhitelistEntry,
         problems=(404,),
         handler=Admission.add_to_whitelist,
+        rules=("the channel is paid",),
     ),
     ("DELETE", "/v1/channels/{channel_id:int}/whitelist/{telegram_user_id:int}"): Operation(
         "Take someone off a channel's whitelist",
@@ -564,6 +593,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         body=ImportBody,
         problems=(404, 503),
         handler=Admission.import_members,
+        rules=("the channel is paid", "a grant needs until, in the future"),
     ),
     ("POST", "/v1/grants"): Operation(
         "Grant access to a paid channel until a date, without a payment (billing)",
@@ -572,6 +602,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         body=NewGrant,
         problems=(404, 503),
         handler=Admission.grant,
+        rules=("until is in the future",),
     ),
     ("PUT", "/v1/bots/{bot_id:int}/default-gate"): Operation(
         "A bot's default gate channels",
@@ -579,6 +610,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         DefaultGate,
         body=DefaultGate,
         handler=Gate.set_default_gate,
+        rules=("each channel once, each one known",),
     ),
     ("GET", "/v1/contents"): Operation(
         "Contents with their gate and link",
@@ -594,9 +626,15 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         status=201,
         body=ContentBody,
         handler=Gate.add_content,
+        rules=("a file content has file_kind and file_id, a post its chat and message",),
     ),
     ("PATCH", "/v1/contents/{content_id:int}"): Operation(
-        "Replace a content", Role.EDITOR, Content, body=ContentBody, handler=Gate.change_content
+        "Replace a content",
+        Role.EDITOR,
+        Content,
+        body=ContentBody,
+        handler=Gate.change_content,
+        rules=("a file content has file_kind and file_id, a post its chat and message",),
     ),
     ("DELETE", "/v1/contents/{content_id:int}"): Operation(
         "Delete a content", Role.EDITOR, status=204, handler=Gate.delete_content
@@ -616,6 +654,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         body=NewCampaign,
         problems=(502, 503),
         handler=Campaigns.add_campaign,
+        rules=("the bot is active and may invite users to the channel",),
     ),
     ("GET", "/v1/campaigns/{campaign_id:int}"): Operation(
         "A campaign with its joins and leaves per day over the last 30 days",
@@ -638,6 +677,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         status=201,
         body=NewBroadcast,
         handler=Broadcasts.send,
+        rules=("a text or one of the bot's contents",),
     ),
     ("POST", "/v1/broadcasts/test"): Operation(
         "Send a broadcast's message to one person who started the bot, before everyone",
@@ -646,6 +686,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         body=BroadcastTest,
         problems=(502, 503),
         handler=Broadcasts.test,
+        rules=("a text or one of the bot's contents",),
     ),
     ("GET", "/v1/broadcasts/audience"): Operation(
         "Who a broadcast of the bot would reach now",
@@ -675,6 +716,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         Stats,
         query=StatsQuery,
         handler=Statistics.stats,
+        rules=("from and to between 2000-01-01 and 9999-12-30",),
     ),
     ("GET", "/v1/stats.csv"): Operation(
         "The statistics' series as CSV, one line per hour or day",
@@ -683,6 +725,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         query=StatsQuery,
         media_type="text/csv; charset=utf-8",
         handler=Statistics.stats_csv,
+        rules=("from and to between 2000-01-01 and 9999-12-30",),
     ),
     ("GET", "/v1/ad-slots"): Operation(
         "What the bots sell", Role.VIEWER, Page[Slot], query=SlotQuery, handler=AdShop.slots
@@ -694,6 +737,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         status=201,
         body=NewSlot,
         handler=AdShop.add_slot,
+        rules=("price above zero", "takes USDT, TRX or both"),
     ),
     ("PATCH", "/v1/ad-slots/{slot_id:int}"): Operation(
         "Change or deactivate an ad slot",
@@ -701,6 +745,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         Slot,
         body=SlotChange,
         handler=AdShop.change_slot,
+        rules=("price above zero", "takes USDT, TRX or both"),
     ),
     ("GET", "/v1/ad-orders"): Operation(
         "Ad orders", Role.VIEWER, Page[AdOrder], query=OrderQuery, handler=AdShop.orders
@@ -718,6 +763,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
             OrderStep,
             problems=(409, 422),
             handler=getattr(AdShop, step),
+            rules=("the shop's TRON address is set",) if step == "approve" else (),
         )
         for step in ("approve", "reject", "cancel")
     },
@@ -738,7 +784,7 @@ _REASONS = {
     400: "The body is not JSON, or its length is malformed",
     401: "No valid credentials",
     403: "The role, or the anti-forgery header, does not allow it",
-    404: "Nothing by that id, or not any more",
+    404: "Nothing by that id, or not any more; or a cursor this API did not give out",
     409: "It conflicts with what exists",
     413: "The body is too large",
     422: "A value is missing, of the wrong type or out of range",
@@ -756,8 +802,12 @@ def problems_of(path: str, op: Operation) -> list[int]:
         statuses |= {401, 403}
     if op.body is not None:
         statuses |= {400, 413, 422}
+    if op.rules:
+        statuses.add(422)
     if op.query is not None:
         statuses.add(422)
+        if "cursor" in op.query.__struct_fields__:
+            statuses.add(404)
     if _PARAM.search(path):
         statuses.add(404)
     return sorted(statuses)
@@ -782,7 +832,7 @@ def openapi(version: str) -> dict[str, Any]:
         "info": {"title": TITLE, "version": version},
         "paths": paths,
         "components": {
-            "schemas": components,
+            "schemas": storable_strings(components),
             "securitySchemes": {
                 "bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"},
                 "refreshCookie": {"type": "apiKey", "in": "cookie", "name": COOKIE},
@@ -834,7 +884,7 @@ def _operation(method: str, route: str, op: Operation, schema_of: dict[str, Any]
             "required": True,
             "content": {"application/json": {"schema": schema_of[_key(op.body)]}},
         }
-    return doc
+    return with_rules(doc, op.rules)
 
 
 def _operation_id(method: str, route: str) -> str:

@@ -38,6 +38,7 @@ from shared.clock import Clock
 from shared.currencies import major_text
 from shared.db import Connection
 from shared.errors import json_body
+from shared.telegram_shapes import CHAT_PATTERN
 from shared.web import runtime
 
 Q = store.Q
@@ -49,7 +50,7 @@ Url = Annotated[str, msgspec.Meta(max_length=300, pattern=r"^https://t\.me/\S+$"
 
 class NewChannel(msgspec.Struct, forbid_unknown_fields=True):
     bot_id: Id
-    chat: Annotated[str, msgspec.Meta(min_length=1, max_length=300)]
+    chat: Annotated[str, msgspec.Meta(min_length=1, max_length=300, pattern=CHAT_PATTERN)]
 
 
 class ChannelFound(msgspec.Struct):
@@ -150,7 +151,10 @@ class ContentBody(msgspec.Struct, forbid_unknown_fields=True):
     from_chat_id: Annotated[int, msgspec.Meta(ge=-(2**53), le=2**53)] | None = None
     message_id: Annotated[int, msgspec.Meta(ge=1, le=2**31 - 1)] | None = None
     # Null: the bot's default gate set.
-    gate_channel_ids: Annotated[list[Id], msgspec.Meta(max_length=20)] | None = None
+    gate_channel_ids: (
+        Annotated[list[Id], msgspec.Meta(max_length=20, extra_json_schema={"uniqueItems": True})]
+        | None
+    ) = None
 
 
 class GateChannel(msgspec.Struct):

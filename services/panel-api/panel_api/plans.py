@@ -32,14 +32,14 @@ from panel_api.access import (
 )
 from panel_api.ledger import Id
 from shared.clock import Clock
-from shared.currencies import exponent, major_text, minor_units
+from shared.currencies import CODES, exponent, major_text, minor_units
 from shared.db import Connection
 from shared.errors import json_body
 from shared.web import runtime
 
 Q = store.Q
 
-Currency = Annotated[str, msgspec.Meta(pattern=r"^[A-Z]{3}$")]
+Currency = Annotated[str, msgspec.Meta(pattern=r"^[A-Z]{3}$", extra_json_schema={"enum": CODES})]
 Price = Annotated[str, msgspec.Meta(max_length=20, pattern=r"^[0-9]{1,13}(\.[0-9]{1,6})?$")]
 PeriodDays = Annotated[int, msgspec.Meta(ge=1, le=3660)]
 GraceDays = Annotated[int, msgspec.Meta(ge=0, le=365)]

@@ -82,6 +82,7 @@ def test_check__each_form_finds_the_channel_and_the_bots_rights(
         "@ab",
         "https://t.me/+AbCdEfGh123",
         "https://t.me/joinchat/AbCdEfGh123",
+        "t.me/joinchat",
         "https://example.com/news_one",
         "-",
         "1" * 40,
@@ -91,7 +92,9 @@ def test_check__what_names_no_chat_is_422(ready: tuple[Edge, int], chat: str) ->
     edge, bot_id = ready
     answer = check(edge, {"bot_id": bot_id, "chat": chat})
     assert answer.status_code == 422, answer.text
-    assert answer.json()["type"] == "/problems/invalid-values"
+    # Refused by the schema's pattern as the body is read, or by the parse after it (a link
+    # of the right shape that names no chat: t.me/joinchat).
+    assert answer.json()["type"] in ("/problems/invalid-body", "/problems/invalid-values")
     assert answer.headers["content-type"] == "application/problem+json"
 
 

@@ -361,10 +361,10 @@ def test_ledger__a_stars_subscription_paid_shows_in_stars_with_its_renewal(
     )
     revenue = setup.get("/v1/dashboard").json()["revenue"]
     assert [(r["currency"], r["amount"]) for r in revenue] == [("XTR", "250")]
-    # Telegram's invoice is the bot's to send: the panel makes none.
+    # Telegram's invoice is the bot's to send: the panel makes none (not among its gateways).
     refused = setup.post(
         "/v1/invoices",
         {"telegram_user_id": 4343, "channel_id": channel, "gateway": "telegram_stars"},
     )
     assert refused.status_code == 422
-    assert refused.json()["errors"] == [{"field": "gateway", "code": "invalid"}]
+    assert refused.json()["errors"] == [{"field": "gateway", "code": "not-one-of"}]

@@ -102,6 +102,15 @@ def test_valid_body__200(base_url: str) -> None:
     assert response.json() == {"hello": "abab"}
 
 
+def test_whole_float_for_an_integer__taken_as_that_integer_a_fraction_422(base_url: str) -> None:
+    # JSON Schema's integer takes 2.0: a client may write it so.
+    response = HTTP.post(f"{base_url}/greet", content=b'{"name": "ab", "times": 2.0}')
+    assert response.json() == {"hello": "abab"}
+    fraction = HTTP.post(f"{base_url}/greet", content=b'{"name": "ab", "times": 2.5}')
+    body = assert_problem(fraction, 422, "invalid-body")
+    assert body["errors"] == [{"field": "times", "code": "not-a-number"}]
+
+
 def test_nul_in_a_text_field__422_at_that_field(base_url: str) -> None:
     raw = b'{"name": "a\\u0000b", "times": 1}'
     body = assert_problem(HTTP.post(f"{base_url}/greet", content=raw), 422, "invalid-body")
