@@ -176,6 +176,27 @@ class Operation:
     """What it refuses with a 422 that a schema cannot say (`x-rules` in the document)."""
 
 
+# What routes refuse beyond their schemas, where more than one route does.
+PASSWORD_RULES = ("a password is at most 72 bytes in UTF-8",)
+CONTENT_RULES = (
+    "bot_id names a bot, and a content stays with its bot",
+    "code is the bot's only content by it, and not one the bot keeps for itself",
+    "a text has a body, a file its file_kind and file_id, a post its chat and message",
+    "each gate channel once, each one known",
+)
+BROADCAST_RULES = ("a text or one of the bot's contents",)
+STATS_RULES = ("from and to between 2000-01-01 and 9999-12-30",)
+PRICE_RULE = "a price has at most its currency's digits after the point and is above zero"
+PLAN_RULES = (
+    "a new plan has a name, a price and a period",
+    PRICE_RULE,
+    "a plan off sale is not the default",
+    "each gateway once",
+    "a bundle covers two or more known channels; only a bundle covers others",
+)
+COUPON_RULES = ("a percentage or an amount off, one of them",)
+SLOT_RULES = ("price above zero", "takes USDT, TRX or both")
+
 OPERATIONS: dict[tuple[str, str], Operation] = {
     ("POST", "/v1/auth/login"): Operation(
         "Sign in: an access token, and the refresh token in a cookie",
@@ -208,7 +229,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         body=SetupBody,
         problems=(401, 404, 429),
         handler=Setup.create_owner,
-        rules=("a password is at most 72 bytes in UTF-8",),
+        rules=PASSWORD_RULES,
     ),
     ("GET", "/v1/me"): Operation("The member the token names", Role.VIEWER, Me, handler=Team.me),
     ("POST", "/v1/me/password"): Operation(
@@ -218,7 +239,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         body=PasswordChange,
         problems=(429,),
         handler=SignIn.change_password,
-        rules=("a password is at most 72 bytes in UTF-8",),
+        rules=PASSWORD_RULES,
     ),
     ("GET", "/v1/workspace"): Operation(
         "Workspace settings", Role.VIEWER, Workspace, problems=(404,), handler=Team.workspace
@@ -243,7 +264,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         body=NewMember,
         problems=(409,),
         handler=Team.add,
-        rules=("a password is at most 72 bytes in UTF-8",),
+        rules=PASSWORD_RULES,
     ),
     ("PATCH", "/v1/team/{member_id:int}"): Operation(
         "Change a member's role, name or disabled flag",
@@ -446,6 +467,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         Channel,
         body=ChannelChange,
         handler=Gate.change_channel,
+        rules=(PRICE_RULE, "manager_bot_id names a bot", "each channel once"),
     ),
     ("GET", "/v1/plans"): Operation(
         "Plans: what the bot offers for each paid channel, on sale or not, in the bot's order",
@@ -461,7 +483,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         status=201,
         body=NewPlan,
         handler=Plans.add_plan,
-        rules=("a paid plan has a price, a trial none",),
+        rules=PLAN_RULES,
     ),
     ("GET", "/v1/plans/{plan_id:int}"): Operation(
         "A plan", Role.VIEWER, Plan, problems=(404,), handler=Plans.plan
@@ -473,7 +495,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         body=PlanChange,
         problems=(404, 409),
         handler=Plans.change_plan,
-        rules=("a paid plan has a price, a trial none",),
+        rules=PLAN_RULES,
     ),
     ("GET", "/v1/coupons"): Operation(
         "Coupons with their uses (not given back) and how many of those were paid",
@@ -489,7 +511,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         status=201,
         body=NewCoupon,
         handler=Coupons.add_coupon,
-        rules=("a percentage or an amount off, one of them",),
+        rules=COUPON_RULES,
     ),
     ("GET", "/v1/coupons/{coupon_id:int}"): Operation(
         "A coupon", Role.VIEWER, Coupon, problems=(404,), handler=Coupons.coupon
@@ -501,7 +523,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         body=CouponChange,
         problems=(404,),
         handler=Coupons.change_coupon,
-        rules=("a percentage or an amount off, one of them",),
+        rules=COUPON_RULES,
     ),
     ("GET", "/v1/coupon-redemptions"): Operation(
         "Each use of a coupon: who, for which invoice, and what came of it",
@@ -626,7 +648,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         status=201,
         body=ContentBody,
         handler=Gate.add_content,
-        rules=("a file content has file_kind and file_id, a post its chat and message",),
+        rules=CONTENT_RULES,
     ),
     ("PATCH", "/v1/contents/{content_id:int}"): Operation(
         "Replace a content",
@@ -634,7 +656,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         Content,
         body=ContentBody,
         handler=Gate.change_content,
-        rules=("a file content has file_kind and file_id, a post its chat and message",),
+        rules=CONTENT_RULES,
     ),
     ("DELETE", "/v1/contents/{content_id:int}"): Operation(
         "Delete a content", Role.EDITOR, status=204, handler=Gate.delete_content
@@ -677,7 +699,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         status=201,
         body=NewBroadcast,
         handler=Broadcasts.send,
-        rules=("a text or one of the bot's contents",),
+        rules=BROADCAST_RULES,
     ),
     ("POST", "/v1/broadcasts/test"): Operation(
         "Send a broadcast's message to one person who started the bot, before everyone",
@@ -686,7 +708,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         body=BroadcastTest,
         problems=(502, 503),
         handler=Broadcasts.test,
-        rules=("a text or one of the bot's contents",),
+        rules=BROADCAST_RULES,
     ),
     ("GET", "/v1/broadcasts/audience"): Operation(
         "Who a broadcast of the bot would reach now",
@@ -716,7 +738,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         Stats,
         query=StatsQuery,
         handler=Statistics.stats,
-        rules=("from and to between 2000-01-01 and 9999-12-30",),
+        rules=STATS_RULES,
     ),
     ("GET", "/v1/stats.csv"): Operation(
         "The statistics' series as CSV, one line per hour or day",
@@ -725,7 +747,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         query=StatsQuery,
         media_type="text/csv; charset=utf-8",
         handler=Statistics.stats_csv,
-        rules=("from and to between 2000-01-01 and 9999-12-30",),
+        rules=STATS_RULES,
     ),
     ("GET", "/v1/ad-slots"): Operation(
         "What the bots sell", Role.VIEWER, Page[Slot], query=SlotQuery, handler=AdShop.slots
@@ -737,7 +759,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         status=201,
         body=NewSlot,
         handler=AdShop.add_slot,
-        rules=("price above zero", "takes USDT, TRX or both"),
+        rules=SLOT_RULES,
     ),
     ("PATCH", "/v1/ad-slots/{slot_id:int}"): Operation(
         "Change or deactivate an ad slot",
@@ -745,7 +767,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         Slot,
         body=SlotChange,
         handler=AdShop.change_slot,
-        rules=("price above zero", "takes USDT, TRX or both"),
+        rules=SLOT_RULES,
     ),
     ("GET", "/v1/ad-orders"): Operation(
         "Ad orders", Role.VIEWER, Page[AdOrder], query=OrderQuery, handler=AdShop.orders
