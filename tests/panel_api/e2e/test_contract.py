@@ -42,13 +42,20 @@ from tests.conftest import (
     TEST_BCRYPT_ROUNDS,
     Serve,
     Served,
+    WrittenDown,
     panel_settings,
     serve_billing,
     serve_botedge_api,
     serve_simtelegram,
 )
 from tests.scale import FULL, sized
-from tests.shared.e2e.test_service_contracts import configure, credentials, every_check
+from tests.shared.e2e.test_service_contracts import (
+    configure,
+    counted,
+    credentials,
+    every_check,
+    write_down,
+)
 
 PASSWORD = "correct horse battery"
 # Per operation and generation mode (valid, then invalid requests): the owner, who may do
@@ -219,7 +226,9 @@ def exercise(
 
 @pytest.mark.slow(14)
 @pytest.mark.scaled
-def test_every_route_as_each_role__conforms_to_the_openapi_document(panel: Panel) -> None:
+def test_every_route_as_each_role__conforms_to_the_openapi_document(
+    panel: Panel, written_down: WrittenDown
+) -> None:
     document = HTTP.get(f"{panel.url}/openapi.json").json()
     schema = schemathesis.openapi.from_dict(document)
     configure(schema, panel.url)
@@ -230,6 +239,7 @@ def test_every_route_as_each_role__conforms_to_the_openapi_document(panel: Panel
     # judged on its own headers.
     session = requests.Session()
     session.cookies.set_policy(DefaultCookiePolicy(allowed_domains=[]))
+    answered = counted(session)
     for result in schema.get_all_operations():
         operation = result.ok()
         item = document["paths"][operation.path][operation.method.lower()]
@@ -260,6 +270,9 @@ def test_every_route_as_each_role__conforms_to_the_openapi_document(panel: Panel
             assert seen == {403}, (method, path, seen)
         else:
             assert 403 not in seen, (method, path, seen)
+    examples = EXAMPLES.get(panel.role, ROLE_EXAMPLES)
+    title = f"Schemathesis against panel-api as {panel.role}"
+    write_down(written_down, title, len(every), examples, len(CHECKS), answered)
 
 
 def test_openapi__documents_every_route_the_app_serves(database_url: str) -> None:
