@@ -28,7 +28,6 @@ from shared.secretbox import SecretBox
 Q = sqlq.Q
 log = logging.getLogger("botedge.channels")
 
-_USERNAME = shapes.USERNAME
 _LINK = re.compile(shapes.LINK, re.ASCII)
 _PRIVATE_POST = re.compile(shapes.PRIVATE_POST, re.ASCII)
 
@@ -39,7 +38,7 @@ def parse_chat(text: str) -> int | str:
     value = text.strip()
     if re.fullmatch(r"-?\d{1,16}", value, re.ASCII):
         return int(value)
-    if re.fullmatch(rf"@{_USERNAME}", value, re.ASCII):
+    if re.fullmatch(rf"@{shapes.USERNAME}", value, re.ASCII):
         return value
     if link := _LINK.fullmatch(value):
         if link["name"].lower() in ("joinchat", "addstickers", "share", "proxy", "c"):
