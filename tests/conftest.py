@@ -177,7 +177,12 @@ Serve = Callable[[Any], Served]
 
 
 @pytest.fixture
-def serve() -> Iterator[Serve]:
+def serve(request: pytest.FixtureRequest) -> Iterator[Serve]:
+    # The test's database is made first so it is dropped last, after the services stop: a
+    # service whose database went first spends its shutdown timeout reconnecting.
+    for database in ("database_url", "empty_database_url"):
+        if database in request.fixturenames:
+            request.getfixturevalue(database)
     with ExitStack() as stack:
         yield lambda app: Served(stack.enter_context(serve_in_thread(app)))
 

@@ -54,7 +54,9 @@ from tests.shared.e2e.test_service_contracts import (
     counted,
     credentials,
     every_check,
+    stateful,
     write_down,
+    write_down_scenarios,
 )
 
 PASSWORD = "correct horse battery"
@@ -65,6 +67,8 @@ ROLE_EXAMPLES = sized(1, 50)
 # Where the role is below the operation's least role: every answer is the same 403, decided
 # before the request is read, so a few show it.
 REFUSED_EXAMPLES = sized(1, 2)
+# Scenarios of up to six linked calls.
+SCENARIOS = sized(30, 500)
 CHECKS = [
     not_a_server_error,
     status_code_conformance,
@@ -273,6 +277,23 @@ def test_every_route_as_each_role__conforms_to_the_openapi_document(
     examples = EXAMPLES.get(panel.role, ROLE_EXAMPLES)
     title = f"Schemathesis against panel-api as {panel.role}"
     write_down(written_down, title, len(every), examples, len(CHECKS), answered)
+
+
+@pytest.mark.slow(10)
+@pytest.mark.scaled
+@pytest.mark.parametrize("panel", [Role.OWNER], indirect=True, ids=str)
+def test_linked_calls__conform_to_the_openapi_document(
+    panel: Panel, written_down: WrittenDown
+) -> None:
+    """Chains of calls, each taking an id from an earlier answer: a content made then changed
+    and deleted, a broadcast made then cancelled, an order listed then approved."""
+    schema = schemathesis.openapi.from_dict(HTTP.get(f"{panel.url}/openapi.json").json())
+    configure(schema, panel.url)
+    run = stateful(schema, {"Authorization": f"Bearer {panel.token}"}, SCENARIOS)
+    assert run.failures == [], "\n\n".join(run.failures)
+    # The links Schemathesis infers from the document carried values from answer to call.
+    assert run.chained > 0, run
+    write_down_scenarios(written_down, "Schemathesis's linked calls against panel-api", run)
 
 
 def test_openapi__documents_every_route_the_app_serves(database_url: str) -> None:
