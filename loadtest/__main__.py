@@ -28,10 +28,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bots", type=int, default=Options.bots)
     parser.add_argument("--quiet", type=float, default=Options.quiet)
     parser.add_argument("--reports", type=Path, default=Path(__file__).parent / "reports")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="py-spy and pg_stat_statements over the update path's load (loadtest/profile.py)",
+    )
     args = parser.parse_args(argv)
     # A stop signal unwinds like Ctrl-C, so every process and the database are stopped.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    options = Options(bots=args.bots, rate=args.rate, seconds=args.seconds, quiet=args.quiet)
+    options = Options(
+        bots=args.bots,
+        rate=args.rate,
+        seconds=args.seconds,
+        quiet=args.quiet,
+        profile=args.profile,
+    )
     chosen = args.scenarios or list(SCENARIOS)
     sections = []
     for name in chosen:

@@ -10,14 +10,16 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import psycopg
 
-from loadtest import updates
+from loadtest import profile, updates
 from loadtest.stack import Stack, stack
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,6 +52,8 @@ class Options:
     quiet: float = 60.0
     capacity_steps: tuple[float, ...] = (100.0, 150.0, 200.0, 250.0, 300.0, 350.0, 400.0)
     step_seconds: float = 15.0
+    # py-spy and pg_stat_statements over the update path's measured seconds.
+    profile: bool = False
 
 
 def _ms(seconds: float) -> str:
@@ -57,18 +61,33 @@ def _ms(seconds: float) -> str:
 
 
 def _run_load(
-    running: Stack, bots: list[int], steps: list[tuple[float, float]], warmup: float
+    running: Stack,
+    bots: list[int],
+    steps: list[tuple[float, float]],
+    warmup: float,
+    profiled: profile.Profile | None = None,
 ) -> tuple[list[updates.Update], dict[str, float], updates.Backlog, float]:
+    """The load after a warm-up; with `profiled`, py-spy samples the Python processes and
+    pg_stat_statements counts over the load's own seconds, and `profiled` is filled in."""
     sim = running.get("telegram").url
     if warmup > 0:
         warm = updates.offer(sim, bots, [(steps[0][0] / 2, warmup)], WARM_USERS)
         updates.wait_answered(running, {o.user for o in warm}, 120)
-    before = running.cpu()
-    began = time.time()
-    with updates.BacklogWatch(running.database_url) as backlog:
-        offers = updates.offer(sim, bots, steps, LOAD_USERS)
-        updates.wait_answered(running, {o.user for o in offers}, 180)
-    cpu = updates.cpu_delta(before, running.cpu())
+    with ExitStack() as sampling:
+        if profiled is not None:
+            profile.reset_statements(running.database_url)
+            pids = {p.name: p.proc.pid for p in running.processes if p.name != "panel-api"}
+            seconds = sum(s for _, s in steps)
+            into = Path(tempfile.mkdtemp(prefix="gatehouse-profile-"))
+            sampling.enter_context(profile.sampled(pids, into, seconds, profiled))
+        before = running.cpu()
+        began = time.time()
+        with updates.BacklogWatch(running.database_url) as backlog:
+            offers = updates.offer(sim, bots, steps, LOAD_USERS)
+            updates.wait_answered(running, {o.user for o in offers}, 180)
+        cpu = updates.cpu_delta(before, running.cpu())
+    if profiled is not None:
+        profiled.statements = profile.statements(running.database_url, len(offers))
     return updates.collect(running, offers), cpu, backlog, began
 
 
@@ -85,10 +104,12 @@ def update_path(
     name: str, title: str, *, workers: int, telegram_ms: float, options: Options
 ) -> Section:
     section = Section(name, title)
-    with stack(workers=workers, telegram_ms=telegram_ms) as running:
+    profiled = profile.Profile() if options.profile else None
+    postgres = profile.POSTGRES_SETTINGS if options.profile else {}
+    with stack(workers=workers, telegram_ms=telegram_ms, postgres=postgres) as running:
         bots = updates.set_up(running, options.bots)
         steps = [(options.rate, options.seconds)]
-        found, cpu, backlog, began = _run_load(running, bots, steps, options.warmup)
+        found, cpu, backlog, began = _run_load(running, bots, steps, options.warmup, profiled)
         busiest, refused = updates.sends_seen(running)
     summary = updates.summarize(found)
     per_update = _stack_ms(cpu, summary.offered)
@@ -122,6 +143,8 @@ def update_path(
         f"- Busiest second of sends, any bot: {max(busiest.values(), default=0)} "
         f"(limit 25); 429 answers: {refused}.",
     ]
+    if profiled is not None:
+        section.lines += profiled.lines()
     section.measured = [
         (
             f"{options.rate:g} updates/s, {workers} worker(s), Telegram {telegram_ms:g} ms",

@@ -159,14 +159,15 @@ def stack(
     database_url: str | None = None,
     billing: bool = False,
     env: dict[str, str] | None = None,
+    postgres: dict[str, str] | None = None,
 ) -> Iterator[Stack]:
     """Everything up, panel-api's owner seeded; stopped (and PostgreSQL removed) on exit.
     `database_url`: a migrated database to use instead of a throwaway server (its CPU is then
     not measured). `billing`: billing too, before botedge, which asks it. `env`: more settings
-    for every process."""
+    for every process. `postgres`: more settings for the throwaway server."""
     with ExitStack() as exits:
         if database_url is None:
-            url, pg = exits.enter_context(database({"max_connections": "300"}))
+            url, pg = exits.enter_context(database({"max_connections": "300", **(postgres or {})}))
         else:
             url, pg = database_url, None
         logs = exits.enter_context(tempfile.TemporaryDirectory(prefix="gatehouse-load-"))
