@@ -97,6 +97,16 @@ async def sleep_unless_stopped(stopping: asyncio.Event, seconds: float) -> None:
         await asyncio.wait_for(stopping.wait(), seconds)
 
 
+async def wait_any(timeout: float | None, *events: asyncio.Event) -> None:
+    """Until one of `events` is set, or `timeout` seconds (None: no limit)."""
+    waiters = [asyncio.ensure_future(event.wait()) for event in events]
+    try:
+        await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()
+
+
 def run(main: Coroutine[Any, Any, T]) -> T:
     """Run a process's main coroutine on uvloop, an event loop written in C: in the reference
     load (200 updates/s) a worker spent 46.1 s of CPU on it against 54.1 s on asyncio's own."""

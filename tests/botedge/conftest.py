@@ -65,7 +65,12 @@ def queue_messages(database_url: str, bot_id: int, messages: list[tuple[int, str
             "INSERT INTO outbox (bot_id, chat_id, method, payload, dedupe_key)"
             " VALUES (%s, %s, 'sendMessage', %s, %s)",
             [
-                (bot_id, chat, json.dumps({"chat_id": chat, "text": text}), f"test:{n}:{text}")
+                (
+                    bot_id,
+                    chat,
+                    json.dumps({"chat_id": chat, "text": text}),
+                    f"test:{bot_id}:{n}:{text}",
+                )
                 for n, (chat, text) in enumerate(messages)
             ],
         )

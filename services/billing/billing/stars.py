@@ -25,6 +25,7 @@ from billing.sqlq import Q
 from shared.backoff import backoff_delay
 from shared.clock import SYSTEM_CLOCK, Clock
 from shared.db import Pool
+from shared.lifecycle import wait_any
 
 log = logging.getLogger("billing.stars")
 
@@ -132,12 +133,7 @@ class StarsLedger:
                 done = 0
             if done >= self.batch:
                 continue
-            waits = [asyncio.ensure_future(stopping.wait()), asyncio.ensure_future(wakeup.wait())]
-            try:
-                await asyncio.wait(waits, timeout=self.interval, return_when="FIRST_COMPLETED")
-            finally:
-                for waiter in waits:
-                    waiter.cancel()
+            await wait_any(self.interval, stopping, wakeup)
 
     async def round(self) -> int:
         """Claims due rows and applies each; how many were claimed."""

@@ -154,6 +154,11 @@ async def release_lease(conn: Connection, name: str, holder: str) -> None:
     await conn.execute(Q["release_lease"], {"name": name, "holder": holder})
 
 
+async def live_workers(conn: Connection) -> int:
+    row = await _one(conn, "live_workers", {})
+    return int(row["workers"]) if row else 0
+
+
 # -- people and chats ---------------------------------------------------------------------
 
 

@@ -33,7 +33,7 @@ from botedge.inbox_store import claim_lost
 from botedge.registration import upstream_error
 from botedge.telegram import BadRequest, BotApi, Forbidden, TelegramError
 from shared.db import Connection, Pool
-from shared.lifecycle import sleep_unless_stopped
+from shared.lifecycle import sleep_unless_stopped, wait_any
 from shared.listen import Notifier
 from shared.secretbox import SecretBox
 
@@ -195,7 +195,7 @@ class FanOut:
                 task.add_done_callback(self._forget(claimed.id))
                 continue
             self.wakeup.clear()
-            await _first(stopping, self.wakeup, self.poll_interval)
+            await wait_any(self.poll_interval, stopping, self.wakeup)
         if self.held:
             await asyncio.gather(*self.held.values(), return_exceptions=True)
 
@@ -280,15 +280,6 @@ class FanOut:
         if fanned is not None and int(fanned["queued"]):
             self.notifier.announce("outbox", str(claim.bot_id))
         return "more"
-
-
-async def _first(stopping: asyncio.Event, wakeup: asyncio.Event, timeout: float) -> None:
-    waiters = [asyncio.ensure_future(stopping.wait()), asyncio.ensure_future(wakeup.wait())]
-    try:
-        await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for waiter in waiters:
-            waiter.cancel()
 
 
 def drop_on_cancel(drop: Callable[[int, int], None]) -> Callable[[str], None]:

@@ -26,7 +26,7 @@ from botedge.outbox_store import OutboxRow
 from botedge.telegram import parked_delay
 from shared.backoff import backoff_delay
 from shared.db import Pool
-from shared.lifecycle import sleep_unless_stopped
+from shared.lifecycle import sleep_unless_stopped, wait_any
 from shared.listen import Notifier
 from shared.logging import request_id
 
@@ -120,20 +120,10 @@ class InboxConsumer:
         self._slot_freed.set()
 
     async def _wait(self, stopping: asyncio.Event, *, for_slot: bool) -> None:
-        waits = [
-            asyncio.ensure_future(self.wakeup.wait()),
-            asyncio.ensure_future(self._more.wait()),
-            asyncio.ensure_future(stopping.wait()),
-        ]
+        events = [self.wakeup, self._more, stopping]
         if for_slot:
-            waits.append(asyncio.ensure_future(self._slot_freed.wait()))
-        try:
-            await asyncio.wait(
-                waits, timeout=self.config.poll_interval, return_when=asyncio.FIRST_COMPLETED
-            )
-        finally:
-            for waiter in waits:
-                waiter.cancel()
+            events.append(self._slot_freed)
+        await wait_any(self.config.poll_interval, *events)
         self.wakeup.clear()
         self._more.clear()
         self._slot_freed.clear()

@@ -44,6 +44,9 @@ LEASE_CHANGES = Counter(
     "botedge_lease_changes_total", "Leases taken over or lost by this process", ["kind", "change"]
 )
 POLLED_UPDATES = Counter("botedge_polled_updates_total", "Updates received by getUpdates")
+SEND_LEASES = Gauge(
+    "botedge_send_leases", "Send leases this worker holds, and its share of them", ["of"]
+)
 BOTS_SERVED = Gauge(
     "botedge_bots_served", "Active bots with a working token this worker contends for"
 )

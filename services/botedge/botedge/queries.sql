@@ -363,7 +363,22 @@ ON CONFLICT (name) DO UPDATE
 RETURNING term, holder = %(holder)s AND acquired_at = now() AS taken;
 
 -- release_lease --
-DELETE FROM leases WHERE name = %(name)s AND holder = %(holder)s;
+-- Announced: a worker waiting for the lease takes it now, not at its next try.
+WITH gone AS (
+    DELETE FROM leases WHERE name = %(name)s AND holder = %(holder)s RETURNING name
+)
+SELECT pg_notify('lease', name) FROM gone;
+
+-- live_workers --
+-- The workers whose presence lease (`worker:<holder>`) still runs; a presence a day past its
+-- end is dropped here, as no one else would.
+WITH gone AS (
+    DELETE FROM leases
+     WHERE name LIKE 'worker:%%' AND expires_at < now() - interval '1 day'
+)
+SELECT count(*) AS workers
+  FROM leases
+ WHERE name LIKE 'worker:%%' AND expires_at >= now();
 
 -- queue_gauges --
 -- Depth and the age of the oldest unfinished update per bot, through the partial index.

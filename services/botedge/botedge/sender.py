@@ -37,7 +37,7 @@ from botedge.telegram import (
 from shared.backoff import backoff_delay
 from shared.clock import SYSTEM_CLOCK, Clock
 from shared.db import Pool
-from shared.lifecycle import sleep_unless_stopped
+from shared.lifecycle import sleep_unless_stopped, wait_any
 
 log = logging.getLogger("botedge.sender")
 LANES = 4
@@ -145,6 +145,8 @@ class Sender:
         self.closing = False
         self.stopping = asyncio.Event()
         self.lanes: set[asyncio.Task[None]] = set()
+        # The lanes between a call's start and its outcome's record.
+        self.on_the_wire: set[asyncio.Task[Any]] = set()
         self.invalid = False
         # What the bot's row says of Telegram failing for it; None at start, not known, so the
         # first send that goes through clears a mark an earlier holder left.
@@ -187,15 +189,25 @@ class Sender:
             await self._token_invalid(error)
         finally:
             # Lanes stop before their next send; one mid-call finishes and records what
-            # Telegram answered, so the next holder does not send it again.
+            # Telegram answered, so the next holder does not send it again. One waiting for
+            # its turn (the rate limits, a pause) is stopped where it waits.
             self.closing = True
             self.changed.set()
+            for lane in self.lanes - self.on_the_wire:
+                lane.cancel()
             if self.lanes:
                 await asyncio.wait(list(self.lanes), timeout=LANE_GRACE)
             renewer.cancel()
             for lane in list(self.lanes):
                 lane.cancel()
             await asyncio.gather(renewer, *self.lanes, return_exceptions=True)
+
+    def hand_over(self) -> None:
+        """Stop as on a stop signal, for another worker to take the bot: no new send starts,
+        one mid-call finishes and is recorded, then `run` returns."""
+        self.closing = True
+        self.changed.set()
+        self.wakeup.set()
 
     def _sending(self) -> bool:
         return (
@@ -295,17 +307,7 @@ class Sender:
 
     async def _wait(self, stopping: asyncio.Event) -> None:
         """Until a wake-up, a stop, or the poll interval."""
-        waiters = [
-            asyncio.ensure_future(self.wakeup.wait()),
-            asyncio.ensure_future(stopping.wait()),
-        ]
-        try:
-            await asyncio.wait(
-                waiters, timeout=self.poll_interval, return_when=asyncio.FIRST_COMPLETED
-            )
-        finally:
-            for waiter in waiters:
-                waiter.cancel()
+        await wait_any(self.poll_interval, self.wakeup, stopping)
         self.wakeup.clear()
 
     async def _lane(self) -> None:
@@ -340,6 +342,16 @@ class Sender:
             await sleep_unless_stopped(self.stopping, closed)
         if not self._sending():
             return NOT_SENT
+        lane = asyncio.current_task()
+        if lane is not None:
+            self.on_the_wire.add(lane)
+        try:
+            return await self._call(row)
+        finally:
+            self.on_the_wire.discard(lane)
+
+    async def _call(self, row: OutboxRow) -> Retry | None:
+        """The call to Telegram and the record of what it answered."""
         try:
             params, files = uploads.split(row.payload)
         except uploads.BadUpload as error:

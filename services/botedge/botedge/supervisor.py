@@ -2,6 +2,8 @@
 per active bot (reloaded every 5 s), and the queue gauges.
 
 Every worker runs the same thing; the leases decide which one sends (and polls) for each bot.
+The send leases are shared out: each worker keeps a presence lease, and with N workers present
+none holds more than its share, ceil(bots / N); one over it hands the rest over.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from botedge.metrics import (
     INBOX_OLDEST_AGE,
     LISTENING,
     OUTBOX_DEPTH,
+    SEND_LEASES,
 )
 from botedge.outbox_store import OutboxRow
 from botedge.pause import BotPause
@@ -52,13 +55,15 @@ from botedge.telegram import BotApi, BotClients
 from shared.breaker import Breakers
 from shared.clock import SYSTEM_CLOCK, Clock
 from shared.db import Pool
-from shared.lifecycle import sleep_unless_stopped
+from shared.lifecycle import sleep_unless_stopped, wait_any
 from shared.listen import Listener, Notifier
 from shared.secretbox import SecretBox, SecretBoxError
 
 log = logging.getLogger("botedge.supervisor")
 
 BOTS_REFRESH = 5.0
+# release_lease's NOTIFY, with the lease's name.
+LEASE_RELEASED = "lease"
 
 
 class WorkerSupervisor:
@@ -89,6 +94,7 @@ class WorkerSupervisor:
                 gate.CONTENTS_CHANNEL,
                 broadcasts.QUEUED,
                 broadcasts.CANCELLED,
+                LEASE_RELEASED,
             ),
         )
         # Tokens of the bots loaded below, for the handlers' reads from Telegram.
@@ -178,6 +184,15 @@ class WorkerSupervisor:
         self.marks = SentMarks(pool)
         # This worker's senders, by bot, while they run.
         self.senders: dict[int, Sender] = {}
+        # The bots whose send lease this worker holds, and how many it may hold (None until
+        # the workers present are known: any).
+        self.sending: set[int] = set()
+        self.share: int | None = None
+        self.presence = Lease(
+            pool, f"worker:{self.holder}", self.holder, settings.lease_seconds, clock
+        )
+        SEND_LEASES.labels("held").set_function(lambda: len(self.sending))
+        SEND_LEASES.labels("share").set_function(lambda: float(self.share or 0))
         self.contenders: dict[str, asyncio.Task[None]] = {}
         # One per bot, shared by its sender and poller: a 429 to either quiets both.
         self.pauses: dict[int, BotPause] = {}
@@ -224,6 +239,8 @@ class WorkerSupervisor:
         for task in pending:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
+        with contextlib.suppress(errors.BotedgeError):
+            await self.presence.release()
         await self.notifier.close()
         await self.listener.stop()
 
@@ -241,6 +258,7 @@ class WorkerSupervisor:
                 self.tokens.update({bot.id: bot.token for bot in bots})
                 self.identities.clear()
                 self.identities.update({b.id: (b.telegram_bot_id, b.token) for b in bots})
+                await self._share_out(len(bots))
             wanted: dict[str, Callable[[], Awaitable[None]]] = {
                 "rights-watch": self._rights_watch,
                 "stats-rollup": self._stats_rollup,
@@ -259,7 +277,29 @@ class WorkerSupervisor:
                     self.contenders[name] = asyncio.get_running_loop().create_task(
                         self._contend(name, run)
                     )
-            await sleep_unless_stopped(self.stopping, BOTS_REFRESH)
+            # Often enough that shares settle within a lease period of a worker joining.
+            refresh = min(BOTS_REFRESH, self.settings.lease_seconds / 6)
+            await sleep_unless_stopped(self.stopping, refresh)
+
+    async def _share_out(self, bots: int) -> None:
+        """This worker's share of the send leases, from the workers present now; over it, the
+        senders of its highest bot ids hand over (their sends in hand finish first)."""
+        try:
+            await self.presence.take_or_renew()
+            async with connection(self.pool, timeout=5) as conn:
+                workers = await bot_store.live_workers(conn)
+        except errors.BotedgeError as error:
+            log.warning("could not count the workers: %s", error)
+            return
+        self.share = -(-bots // max(1, workers))
+        for bot_id in sorted(self.sending)[self.share :]:
+            sender = self.senders.get(bot_id)
+            if sender is not None and not sender.closing:
+                log.info("bot %d: handing its sends over (share %d)", bot_id, self.share)
+                sender.hand_over()
+
+    def _may_send(self) -> bool:
+        return self.share is None or len(self.sending) < self.share
 
     def _pause(self, bot_id: int) -> BotPause:
         if bot_id not in self.pauses:
@@ -280,6 +320,7 @@ class WorkerSupervisor:
             )
 
             async def send() -> None:
+                self.sending.add(bot.id)
                 sender = self.senders[bot.id] = Sender(
                     self.pool,
                     self.api,
@@ -297,10 +338,11 @@ class WorkerSupervisor:
                 try:
                     await sender.run(self.stopping)
                 finally:
+                    self.sending.discard(bot.id)
                     if self.senders.get(bot.id) is sender:
                         del self.senders[bot.id]
 
-            await self._while_holding(lease, send)
+            await self._while_holding(lease, send, may_take=self._may_send)
 
         return run
 
@@ -388,25 +430,35 @@ class WorkerSupervisor:
 
         return run
 
-    async def _while_holding(self, lease: Lease, work: Callable[[], Awaitable[None]]) -> None:
-        """Contend for the lease; do the work while it is ours; hand it back on stop."""
+    async def _while_holding(
+        self,
+        lease: Lease,
+        work: Callable[[], Awaitable[None]],
+        may_take: Callable[[], bool] = lambda: True,
+    ) -> None:
+        """Contend for the lease (when `may_take`); do the work while it is ours; hand it back
+        when the work ends with the lease still ours (on stop, or handed over)."""
+        released = self.listener.event(LEASE_RELEASED, lease.name)
         while not self.stopping.is_set():
-            try:
-                taken = await lease.take_or_renew()
-            except errors.BotedgeError as error:
-                log.warning("lease %s: %s", lease.name, error)
-                taken = False
+            taken = False
+            released.clear()
+            if may_take():
+                try:
+                    taken = await lease.take_or_renew()
+                except errors.BotedgeError as error:
+                    log.warning("lease %s: %s", lease.name, error)
             if taken:
                 log.info("holding %s", lease.name)
                 try:
                     await work()
                 finally:
-                    if self.stopping.is_set():
+                    if lease.held:
                         with contextlib.suppress(errors.BotedgeError):
                             await lease.release()
                 if self.stopping.is_set():
                     return
-            await sleep_unless_stopped(self.stopping, lease.renew_every)
+            # Until the holder lets go, or the next try.
+            await wait_any(lease.renew_every, released, self.stopping)
 
     async def _contend(self, name: str, run: Callable[[], Awaitable[None]]) -> None:
         try:

@@ -127,14 +127,15 @@ def test_answers__403_blocks_401_stops_400_fails_not_modified_counts(edge: Edge)
         "every row answered",
     )
     rows = dict(edge.query("SELECT dedupe_key, state || ':' || coalesce(error, '') FROM outbox"))
-    assert rows["test:0:to a blocker"] == "failed:Forbidden: bot was blocked by the user"
-    assert rows["test:1:fine"] == "sent:"
+    assert rows[f"test:{bot_id}:0:to a blocker"] == "failed:Forbidden: bot was blocked by the user"
+    assert rows[f"test:{bot_id}:1:fine"] == "sent:"
     assert rows["empty"] == "failed:Bad Request: message text is empty"
     assert rows["gone"] == "failed:Bad Request: message to delete not found"
     assert edge.query("SELECT blocked_at IS NOT NULL FROM bot_people") == [(True,)]
     # A sent message keeps Telegram's message id.
     assert edge.query(
-        "SELECT telegram_message_id IS NOT NULL FROM outbox WHERE dedupe_key = 'test:1:fine'"
+        "SELECT telegram_message_id IS NOT NULL FROM outbox WHERE dedupe_key = %s",
+        f"test:{bot_id}:1:fine",
     ) == [(True,)]
 
     # The token is revoked: the bot is marked and its sender stops.
@@ -337,3 +338,76 @@ def test_a_send_committed_after_a_later_one__still_sent_without_a_full_read(edge
     # Well before the periodic full read would have found it.
     assert time.monotonic() - committed < FULL_READ_EVERY / 3
     wait_all_recorded(edge, bot_id)
+
+
+# A short lease, so a share settles in seconds; every bot's sends spread over most of the run.
+SHARED_OUT = {
+    "LEASE_SECONDS": "6",
+    "TELEGRAM_POLL_TIMEOUT": "0",
+    "SEND_RATE": "6",
+    "LOG_LEVEL": "INFO",
+}
+LEASE = 6.0
+
+
+def shares(edge: Edge, bots: list[int]) -> list[int]:
+    """How many of the bots' send leases each holder has, largest first."""
+    rows = edge.query(
+        "SELECT count(*) FROM leases WHERE name = ANY(%s) AND expires_at > now()"
+        " GROUP BY holder ORDER BY count(*) DESC",
+        [f"send:{bot}" for bot in bots],
+    )
+    return [n for (n,) in rows]
+
+
+def settle(edge: Edge, bots: list[int], expected: list[int], what: str) -> float:
+    """Seconds until the leases are held `expected` ways."""
+    began = time.monotonic()
+    edge.wait_until(lambda: shares(edge, bots) == expected, 4 * LEASE, what)
+    return time.monotonic() - began
+
+
+@pytest.mark.slow(18)
+def test_send_leases__shared_out_as_workers_join_and_leave_none_sent_twice_or_out_of_order(
+    edge: Edge,
+) -> None:
+    telegram_ids = [9201 + n for n in range(6)]
+    bots = [edge.add_bot(telegram_id)[0] for telegram_id in telegram_ids]
+    for bot in bots:
+        queue(edge, bot, chats=20, per_chat=5)
+    first = edge.start_worker(**SHARED_OUT)
+    settle(edge, bots, [6], "the first worker holds every bot")
+    second = edge.start_worker(**SHARED_OUT)
+    joined = settle(edge, bots, [3, 3], "three bots each")
+    third = edge.start_worker(**SHARED_OUT)
+    joined_again = settle(edge, bots, [2, 2, 2], "two bots each")
+    first.signal(signal.SIGTERM)
+    assert first.wait(timeout=20) == 0
+    left = settle(edge, bots, [3, 3], "three bots each again")
+    # Each share settled within a lease period of the worker starting or stopping (measured
+    # from its start or its exit, so the process's own start-up counts against it).
+    assert max(joined, joined_again, left) < LEASE, (joined, joined_again, left)
+    for bot, telegram_id in zip(bots, telegram_ids, strict=True):
+        edge.wait_until(
+            lambda t=telegram_id: len(edge.sim_get("/_sim/sent", bot_id=t)) >= 100, 60, "all"
+        )
+        wait_all_recorded(edge, bot)
+    moved = 0
+    for telegram_id in telegram_ids:
+        # Every chat's messages once each, in order, whoever sent them.
+        assert texts_by_chat(edge.sim_get("/_sim/sent", bot_id=telegram_id)) == expected(20, 5)
+        calls = edge.sim_get("/_sim/calls", bot_id=telegram_id, method="sendMessage")
+        # The sends in time order, as runs of one sender: a hand-over starts a new run; two
+        # senders at once would interleave into many.
+        agents = [c["user_agent"] for c in sorted(calls, key=lambda c: c["at"])]
+        runs = [agent for agent, _ in itertools.groupby(agents)]
+        assert len(runs) <= 5, runs
+        moved += len(runs) > 1
+    # Bots did change hands mid-send (the case under test), and the stopped worker sent too.
+    assert moved >= 3, moved
+    agents = {
+        c["user_agent"]
+        for t in telegram_ids
+        for c in edge.sim_get("/_sim/calls", bot_id=t, method="sendMessage")
+    }
+    assert agents == {f"gatehouse-botedge/{w.proc.pid}" for w in (first, second, third)}

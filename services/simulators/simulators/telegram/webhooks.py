@@ -11,6 +11,7 @@ from typing import Any
 
 import aiohttp
 
+from shared.lifecycle import wait_any
 from simulators.telegram.state import Bot, World, queue_key
 
 QueueKey = tuple[str, int]
@@ -94,16 +95,7 @@ class _Queues:
     async def wait(self) -> None:
         self.bot.new_updates.clear()
         self.changed.clear()
-        woken = [
-            asyncio.ensure_future(self.bot.new_updates.wait()),
-            asyncio.ensure_future(self.changed.wait()),
-            asyncio.ensure_future(self.world.closing.wait()),
-        ]
-        try:
-            await asyncio.wait(woken, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for waiter in woken:
-                waiter.cancel()
+        await wait_any(None, self.bot.new_updates, self.changed, self.world.closing)
 
     async def stop(self) -> None:
         for task in list(self.posting):
