@@ -58,7 +58,8 @@ def time_claims(conn: psycopg.Connection[tuple[object, ...]], rounds: int) -> li
         started = time.perf_counter()
         # As a worker claims: one statement in autocommit, its commit included.
         rows = conn.execute(
-            sqlq.Q["claim_updates"], {"limit": 32, "lock_seconds": 60, "holder": "bench"}
+            sqlq.Q["claim_updates"],
+            {"limit": 32, "lock_seconds": 60, "holder": "bench", "own": [], "fresh": 0.5},
         ).fetchall()
         timings.append(time.perf_counter() - started)
         if len(rows) != 32:

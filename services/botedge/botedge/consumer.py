@@ -60,12 +60,15 @@ class InboxConsumer:
         config: ConsumerConfig,
         holder: str = "",
         deliver: Callable[[int, list[OutboxRow], list[int]], bool] = lambda *_: False,
+        own: Callable[[], list[int]] = list,
     ) -> None:
         """`deliver(bot_id, rows, earlier)` hands replies just queued to a sender in this
         process; False when none of this process is sending for the bot, or it lacks one of
-        the `earlier` rows."""
+        the `earlier` rows. `own()`: the bots this process sends for, whose updates it
+        claims first."""
         self.pool = pool
         self.deliver = deliver
+        self.own = own
         self.holder = holder
         self.handler = handler
         self.notifier = notifier
@@ -78,7 +81,9 @@ class InboxConsumer:
 
     async def claim(self, limit: int) -> list[InboxRow] | None:
         async with connection(self.pool) as conn:
-            return await inbox_store.claim(conn, limit, self.config.lock_seconds, self.holder)
+            return await inbox_store.claim(
+                conn, limit, self.config.lock_seconds, self.holder, self.own()
+            )
 
     async def run(self, stopping: asyncio.Event) -> None:
         slots = self.config.slots

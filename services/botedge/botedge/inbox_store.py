@@ -109,15 +109,26 @@ async def advance_poll_offset(
 # -- the claim ----------------------------------------------------------------------------
 
 
+# How long an update of another worker's bot may wait behind this worker's own.
+FRESH_SECONDS = 0.5
+
+
 async def claim(
-    conn: Connection, limit: int, lock_seconds: float, holder: str
+    conn: Connection, limit: int, lock_seconds: float, holder: str, own: list[int] | None = None
 ) -> list[InboxRow] | None:
-    """Up to `limit` updates, each the head of its person's queue. None when another claim
-    raced us for a person (the unique index `inbox_one_in_hand` kept the two apart): claim
-    again at once."""
+    """Up to `limit` updates, each the head of its person's queue, the fresh ones of the bots
+    in `own` first. None when another claim raced us for a person (the unique index
+    `inbox_one_in_hand` kept the two apart): claim again at once."""
     try:
         cur = await conn.execute(
-            Q["claim_updates"], {"limit": limit, "lock_seconds": lock_seconds, "holder": holder}
+            Q["claim_updates"],
+            {
+                "limit": limit,
+                "lock_seconds": lock_seconds,
+                "holder": holder,
+                "own": own or [],
+                "fresh": FRESH_SECONDS,
+            },
         )
     except psycopg.errors.UniqueViolation:
         return None

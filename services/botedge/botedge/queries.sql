@@ -101,9 +101,23 @@ UPDATE bots SET token_invalid_at = now(), last_error = %(error)s, last_error_at 
 
 -- claim_updates --
 -- Take up to %(limit)s updates: for each person (bot, chat) only its earliest unfinished
--- update, and only when none of theirs is in hand; plus updates whose claim ran out.
+-- update, and only when none of theirs is in hand; plus updates whose claim ran out. Updates
+-- of the bots in %(own)s (those this worker sends for: their replies need no hand-over) come
+-- before other fresh ones; any claimable for over %(fresh)s seconds comes before both, so a
+-- busy worker's own never keep another bot's waiting.
 WITH candidates AS MATERIALIZED (
-    (SELECT i.id
+    (SELECT i.id, true AS own
+       FROM inbox i
+      WHERE i.state = 'waiting' AND i.available_at <= now()
+        AND i.bot_id = ANY (%(own)s::bigint[])
+        AND NOT EXISTS (
+            SELECT 1 FROM inbox e
+             WHERE e.bot_id = i.bot_id AND e.chat_key = i.chat_key
+               AND e.id < i.id AND e.state IN ('waiting', 'processing'))
+      ORDER BY i.id
+      LIMIT %(limit)s)
+    UNION ALL
+    (SELECT i.id, false
        FROM inbox i
       WHERE i.state = 'waiting' AND i.available_at <= now()
         -- The head of the person's queue: nothing earlier still waiting or in hand.
@@ -115,7 +129,7 @@ WITH candidates AS MATERIALIZED (
       LIMIT %(limit)s)
     UNION ALL
     -- A claim whose lease ran out (its worker died or hung): the same person's head again.
-    (SELECT i.id
+    (SELECT i.id, false
        FROM inbox i
       WHERE i.state = 'processing' AND i.locked_until < now()
       ORDER BY i.locked_until
@@ -124,13 +138,16 @@ WITH candidates AS MATERIALIZED (
 locked AS MATERIALIZED (
     SELECT i.id
       FROM inbox i
-      JOIN candidates c ON c.id = i.id
+      JOIN (SELECT id, bool_or(own) AS own FROM candidates GROUP BY id) c ON c.id = i.id
      -- Repeated here: after SKIP LOCKED finds a row changed by a commit since our snapshot,
      -- PostgreSQL rechecks only this step's conditions; without them two workers could
      -- both take a row the other has just claimed or finished.
      WHERE (i.state = 'waiting' AND i.available_at <= now())
         OR (i.state = 'processing' AND i.locked_until < now())
-     ORDER BY i.id
+     ORDER BY CASE WHEN i.available_at < now() - make_interval(secs => %(fresh)s) THEN 0
+                   WHEN c.own THEN 1
+                   ELSE 2 END,
+              i.id
      LIMIT %(limit)s
      FOR UPDATE OF i SKIP LOCKED
 )

@@ -143,6 +143,7 @@ class WorkerSupervisor:
             ),
             self.holder,
             deliver=self._deliver,
+            own=lambda: list(self.senders),
         )
         self.access = Access(
             pool,

@@ -16,18 +16,31 @@ from psycopg.rows import dict_row
 from botedge import sqlq
 from botedge.consumer import ConsumerConfig, InboxConsumer
 from botedge.handlers import BotLogic
-from botedge.inbox_store import InboxRow
+from botedge.inbox_store import FRESH_SECONDS, InboxRow
 from shared.listen import Notifier
 from tests.botedge.conftest import OpenPool, enqueue, insert_bot
 
 Q = sqlq.Q
 
 
-def claim(conn: psycopg.Connection[Any], limit: int, lock_seconds: float = 30) -> list[Any]:
+def params(limit: int, lock_seconds: float = 30, own: list[int] | None = None) -> dict[str, Any]:
+    return {
+        "limit": limit,
+        "lock_seconds": lock_seconds,
+        "holder": "t",
+        "own": own or [],
+        "fresh": FRESH_SECONDS,
+    }
+
+
+def claim(
+    conn: psycopg.Connection[Any],
+    limit: int,
+    lock_seconds: float = 30,
+    own: list[int] | None = None,
+) -> list[Any]:
     with conn.transaction():
-        rows = conn.execute(
-            Q["claim_updates"], {"limit": limit, "lock_seconds": lock_seconds, "holder": "t"}
-        ).fetchall()
+        rows = conn.execute(Q["claim_updates"], params(limit, lock_seconds, own)).fetchall()
     return rows
 
 
@@ -50,6 +63,31 @@ def test_claim__one_per_person_earliest_first(database_url: str) -> None:
         assert claim(conn, 10) == []
         assert finish(conn, next(r for r in first if r["update_id"] == 1)) == 1
         assert [r["update_id"] for r in claim(conn, 10)] == [3]
+
+
+def test_claim__own_bots_fresh_updates_first_others_in_their_turn_once_waited(
+    database_url: str,
+) -> None:
+    mine, _, _ = insert_bot(database_url, 5550101)
+    theirs, _, _ = insert_bot(database_url, 5550102)
+    # Another worker's bot's updates arrived first.
+    enqueue(database_url, theirs, [(n, 100 + n, "t") for n in range(1, 5)])
+    enqueue(database_url, mine, [(n, 200 + n, "m") for n in range(1, 5)])
+    with psycopg.connect(database_url, row_factory=dict_row, autocommit=True) as conn:
+        first = claim(conn, 4, own=[mine])
+        assert {r["bot_id"] for r in first} == {mine}
+        # Without a preference, arrival order.
+        assert {r["bot_id"] for r in claim(conn, 2)} == {theirs}
+        # Once claimable for longer than FRESH_SECONDS, the others' come first again: none
+        # waits for ever behind a busy worker's own.
+        enqueue(database_url, mine, [(n, 300 + n, "m") for n in range(5, 9)])
+        conn.execute(
+            "UPDATE inbox SET available_at = now() - make_interval(secs => %s)"
+            " WHERE bot_id = %s AND state = 'waiting'",
+            (FRESH_SECONDS * 2, theirs),
+        )
+        assert {r["bot_id"] for r in claim(conn, 2, own=[mine])} == {theirs}
+        assert {r["bot_id"] for r in claim(conn, 4, own=[mine])} == {mine}
 
 
 def test_claim__expired_lock_comes_back_and_old_token_is_fenced(database_url: str) -> None:
@@ -113,9 +151,7 @@ def test_claim__concurrent_claimers_keep_each_person_in_order(database_url: str)
             idle = 0
             while idle < 5:
                 async with conn.transaction():
-                    cur = await conn.execute(
-                        Q["claim_updates"], {"limit": 8, "lock_seconds": 30, "holder": "t"}
-                    )
+                    cur = await conn.execute(Q["claim_updates"], params(8))
                     rows = await cur.fetchall()
                 if not rows:
                     idle += 1
@@ -170,7 +206,7 @@ def test_claim__plan_uses_the_partial_indexes(database_url: str) -> None:
         conn.execute("ANALYZE inbox")
         plan = conn.execute(
             "EXPLAIN (FORMAT JSON) " + Q["claim_updates"],
-            {"limit": 32, "lock_seconds": 30, "holder": "t"},
+            params(32, own=[bot]),
         ).fetchone()
         assert plan is not None
         text = json.dumps(plan[0])
