@@ -103,8 +103,9 @@ UPDATE bots SET token_invalid_at = now(), last_error = %(error)s, last_error_at 
 -- Take up to %(limit)s updates: for each person (bot, chat) only its earliest unfinished
 -- update, and only when none of theirs is in hand; plus updates whose claim ran out. Updates
 -- of the bots in %(own)s (those this worker sends for: their replies need no hand-over) come
--- before other fresh ones; any claimable for over %(fresh)s seconds comes before both, so a
--- busy worker's own never keep another bot's waiting.
+-- first; a fresh one of a bot another worker sends for is left to that worker. Any claimable
+-- for over %(fresh)s seconds comes before both, taken by whoever asks: a busy or dead sender's
+-- bot waits no longer than that.
 WITH candidates AS MATERIALIZED (
     (SELECT i.id, true AS own
        FROM inbox i
@@ -142,8 +143,14 @@ locked AS MATERIALIZED (
      -- Repeated here: after SKIP LOCKED finds a row changed by a commit since our snapshot,
      -- PostgreSQL rechecks only this step's conditions; without them two workers could
      -- both take a row the other has just claimed or finished.
-     WHERE (i.state = 'waiting' AND i.available_at <= now())
-        OR (i.state = 'processing' AND i.locked_until < now())
+     WHERE ((i.state = 'waiting' AND i.available_at <= now())
+            OR (i.state = 'processing' AND i.locked_until < now()))
+       AND (c.own
+            OR i.available_at < now() - make_interval(secs => %(fresh)s)
+            OR NOT EXISTS (
+                SELECT 1 FROM leases l
+                 WHERE l.name = 'send:' || i.bot_id AND l.holder <> %(holder)s
+                   AND l.expires_at > now()))
      ORDER BY CASE WHEN i.available_at < now() - make_interval(secs => %(fresh)s) THEN 0
                    WHEN c.own THEN 1
                    ELSE 2 END,

@@ -65,7 +65,7 @@ def test_claim__one_per_person_earliest_first(database_url: str) -> None:
         assert [r["update_id"] for r in claim(conn, 10)] == [3]
 
 
-def test_claim__own_bots_fresh_updates_first_others_in_their_turn_once_waited(
+def test_claim__own_bots_first_others_fresh_left_to_their_sender_any_once_waited(
     database_url: str,
 ) -> None:
     mine, _, _ = insert_bot(database_url, 5550101)
@@ -88,6 +88,21 @@ def test_claim__own_bots_fresh_updates_first_others_in_their_turn_once_waited(
         )
         assert {r["bot_id"] for r in claim(conn, 2, own=[mine])} == {theirs}
         assert {r["bot_id"] for r in claim(conn, 4, own=[mine])} == {mine}
+        # A fresh update of a bot another worker sends for is left to that worker, until it
+        # has waited FRESH_SECONDS.
+        conn.execute(
+            "INSERT INTO leases (name, holder, term, expires_at, acquired_at)"
+            " VALUES (%s, 'another worker', 1, now() + interval '30 seconds', now())",
+            (f"send:{theirs}",),
+        )
+        enqueue(database_url, theirs, [(9, 109, "t")])
+        assert claim(conn, 4, own=[mine]) == []
+        conn.execute(
+            "UPDATE inbox SET available_at = now() - make_interval(secs => %s)"
+            " WHERE bot_id = %s AND state = 'waiting'",
+            (FRESH_SECONDS * 2, theirs),
+        )
+        assert [r["update_id"] for r in claim(conn, 4, own=[mine])] == [9]
 
 
 def test_claim__expired_lock_comes_back_and_old_token_is_fenced(database_url: str) -> None:
