@@ -48,6 +48,7 @@ class ConsumerConfig:
     # max_attempts; and the longest wait between those tries.
     retry_window: float = 600.0
     transient_cap: float = 15.0
+    affinity: float = inbox_store.AFFINITY_SECONDS
 
 
 class InboxConsumer:
@@ -82,7 +83,7 @@ class InboxConsumer:
     async def claim(self, limit: int) -> list[InboxRow] | None:
         async with connection(self.pool) as conn:
             return await inbox_store.claim(
-                conn, limit, self.config.lock_seconds, self.holder, self.own()
+                conn, limit, self.config.lock_seconds, self.holder, self.own(), self.config.affinity
             )
 
     async def run(self, stopping: asyncio.Event) -> None:

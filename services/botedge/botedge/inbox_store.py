@@ -109,16 +109,22 @@ async def advance_poll_offset(
 # -- the claim ----------------------------------------------------------------------------
 
 
-# How long an update of another worker's bot may wait behind this worker's own.
-FRESH_SECONDS = 0.5
+# How long a fresh update of a bot another worker sends for is left to that worker.
+AFFINITY_SECONDS = 0.5
 
 
 async def claim(
-    conn: Connection, limit: int, lock_seconds: float, holder: str, own: list[int] | None = None
+    conn: Connection,
+    limit: int,
+    lock_seconds: float,
+    holder: str,
+    own: list[int] | None = None,
+    affinity: float = AFFINITY_SECONDS,
 ) -> list[InboxRow] | None:
-    """Up to `limit` updates, each the head of its person's queue, the fresh ones of the bots
-    in `own` first. None when another claim raced us for a person (the unique index
-    `inbox_one_in_hand` kept the two apart): claim again at once."""
+    """Up to `limit` updates, each the head of its person's queue: the bots in `own` first,
+    another worker's bots' left to it for `affinity` seconds (0: arrival order, any bot's).
+    None when another claim raced us for a person (the unique index `inbox_one_in_hand` kept
+    the two apart): claim again at once."""
     try:
         cur = await conn.execute(
             Q["claim_updates"],
@@ -127,7 +133,7 @@ async def claim(
                 "lock_seconds": lock_seconds,
                 "holder": holder,
                 "own": own or [],
-                "fresh": FRESH_SECONDS,
+                "fresh": affinity,
             },
         )
     except psycopg.errors.UniqueViolation:

@@ -36,6 +36,7 @@ class BotedgeSettings:
     send_group_per_minute: float
     gauges_interval: float
     gate_retry_window: float = 600.0
+    affinity_seconds: float = 0.5
     invite_link_hours: float = 24.0
     access_max_attempts: int = 8
     access_retry_base: float = 2.0
@@ -74,6 +75,7 @@ def read(r: Reader, role: str) -> BotedgeSettings:
         send_group_per_minute=r.seconds("SEND_GROUP_PER_MINUTE", 20.0, minimum=0.1),
         gauges_interval=r.seconds("GAUGES_INTERVAL", 5.0, minimum=0.1),
         gate_retry_window=r.seconds("GATE_RETRY_WINDOW", 600.0, minimum=1.0),
+        affinity_seconds=r.seconds("WORKER_AFFINITY_SECONDS", 0.5, minimum=0.0),
         invite_link_hours=r.seconds("INVITE_LINK_HOURS", 24.0, minimum=0.1),
         access_max_attempts=r.integer("ACCESS_MAX_ATTEMPTS", 8, minimum=1, maximum=100),
         access_retry_base=r.seconds("ACCESS_RETRY_BASE", 2.0, minimum=0.01),

@@ -140,6 +140,7 @@ class WorkerSupervisor:
                 poll_interval=settings.poll_interval,
                 backoff_base=settings.retry_base,
                 retry_window=settings.gate_retry_window,
+                affinity=settings.affinity_seconds,
             ),
             self.holder,
             deliver=self._deliver,

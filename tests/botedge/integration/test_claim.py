@@ -16,7 +16,7 @@ from psycopg.rows import dict_row
 from botedge import sqlq
 from botedge.consumer import ConsumerConfig, InboxConsumer
 from botedge.handlers import BotLogic
-from botedge.inbox_store import FRESH_SECONDS, InboxRow
+from botedge.inbox_store import AFFINITY_SECONDS, InboxRow
 from shared.listen import Notifier
 from tests.botedge.conftest import OpenPool, enqueue, insert_bot
 
@@ -29,7 +29,7 @@ def params(limit: int, lock_seconds: float = 30, own: list[int] | None = None) -
         "lock_seconds": lock_seconds,
         "holder": "t",
         "own": own or [],
-        "fresh": FRESH_SECONDS,
+        "fresh": AFFINITY_SECONDS,
     }
 
 
@@ -78,18 +78,18 @@ def test_claim__own_bots_first_others_fresh_left_to_their_sender_any_once_waited
         assert {r["bot_id"] for r in first} == {mine}
         # Without a preference, arrival order.
         assert {r["bot_id"] for r in claim(conn, 2)} == {theirs}
-        # Once claimable for longer than FRESH_SECONDS, the others' come first again: none
+        # Once claimable for longer than AFFINITY_SECONDS, the others' come first again: none
         # waits for ever behind a busy worker's own.
         enqueue(database_url, mine, [(n, 300 + n, "m") for n in range(5, 9)])
         conn.execute(
             "UPDATE inbox SET available_at = now() - make_interval(secs => %s)"
             " WHERE bot_id = %s AND state = 'waiting'",
-            (FRESH_SECONDS * 2, theirs),
+            (AFFINITY_SECONDS * 2, theirs),
         )
         assert {r["bot_id"] for r in claim(conn, 2, own=[mine])} == {theirs}
         assert {r["bot_id"] for r in claim(conn, 4, own=[mine])} == {mine}
         # A fresh update of a bot another worker sends for is left to that worker, until it
-        # has waited FRESH_SECONDS.
+        # has waited AFFINITY_SECONDS.
         conn.execute(
             "INSERT INTO leases (name, holder, term, expires_at, acquired_at)"
             " VALUES (%s, 'another worker', 1, now() + interval '30 seconds', now())",
@@ -100,7 +100,7 @@ def test_claim__own_bots_first_others_fresh_left_to_their_sender_any_once_waited
         conn.execute(
             "UPDATE inbox SET available_at = now() - make_interval(secs => %s)"
             " WHERE bot_id = %s AND state = 'waiting'",
-            (FRESH_SECONDS * 2, theirs),
+            (AFFINITY_SECONDS * 2, theirs),
         )
         assert [r["update_id"] for r in claim(conn, 4, own=[mine])] == [9]
 
