@@ -106,28 +106,22 @@ UPDATE bots SET token_invalid_at = now(), last_error = %(error)s, last_error_at 
 -- first; a fresh one of a bot another worker sends for is left to that worker. Any claimable
 -- for over %(fresh)s seconds comes before both, taken by whoever asks: a busy or dead sender's
 -- bot waits no longer than that.
-WITH candidates AS MATERIALIZED (
-    (SELECT i.id, true AS own
-       FROM inbox i
-      WHERE i.state = 'waiting' AND i.available_at <= now()
-        AND i.bot_id = ANY (%(own)s::bigint[])
-        AND NOT EXISTS (
-            SELECT 1 FROM inbox e
-             WHERE e.bot_id = i.bot_id AND e.chat_key = i.chat_key
-               AND e.id < i.id AND e.state IN ('waiting', 'processing'))
-      ORDER BY i.id
-      LIMIT %(limit)s)
+WITH heads AS NOT MATERIALIZED (
+    SELECT i.id, i.bot_id
+      FROM inbox i
+     WHERE i.state = 'waiting' AND i.available_at <= now()
+       -- The head of the person's queue: nothing earlier still waiting or in hand.
+       AND NOT EXISTS (
+           SELECT 1 FROM inbox e
+            WHERE e.bot_id = i.bot_id AND e.chat_key = i.chat_key
+              AND e.id < i.id AND e.state IN ('waiting', 'processing'))
+),
+candidates AS MATERIALIZED (
+    -- Inlined into each branch, each with its own index scan and limit.
+    (SELECT id, true AS own FROM heads WHERE bot_id = ANY (%(own)s::bigint[])
+      ORDER BY id LIMIT %(limit)s)
     UNION ALL
-    (SELECT i.id, false
-       FROM inbox i
-      WHERE i.state = 'waiting' AND i.available_at <= now()
-        -- The head of the person's queue: nothing earlier still waiting or in hand.
-        AND NOT EXISTS (
-            SELECT 1 FROM inbox e
-             WHERE e.bot_id = i.bot_id AND e.chat_key = i.chat_key
-               AND e.id < i.id AND e.state IN ('waiting', 'processing'))
-      ORDER BY i.id
-      LIMIT %(limit)s)
+    (SELECT id, false FROM heads ORDER BY id LIMIT %(limit)s)
     UNION ALL
     -- A claim whose lease ran out (its worker died or hung): the same person's head again.
     (SELECT i.id, false
