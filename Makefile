@@ -77,7 +77,7 @@ faults: $(STAMP) $(NODE_STAMP)
 migrate: $(STAMP)
 	$(BIN)/python -m shared.migrate
 
-# Every load scenario, with a report and charts under loadtest/reports/ (about 13 minutes);
+# Every load scenario, with a report and charts under loadtest/reports/ (about 30 minutes, the capacity scenario half of it);
 # LOADTEST_ARGS picks scenarios and options, e.g. "reference-1 --seconds 20".
 loadtest: $(VENV)/.loadtest
 	$(BIN)/python -m loadtest $(LOADTEST_ARGS)

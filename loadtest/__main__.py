@@ -1,6 +1,6 @@
 """`python -m loadtest [scenario ...]`: run the load scenarios and write the report.
 
-    make loadtest                                   # every scenario, about 13 minutes
+    make loadtest                                   # every scenario, about 30 minutes
     python -m loadtest reference-1 --seconds 20     # one, shorter
 
 Writes loadtest/reports/<timestamp>/report.md with its charts, prints its path, and exits 1
@@ -27,6 +27,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=Options.seconds)
     parser.add_argument("--bots", type=int, default=Options.bots)
     parser.add_argument("--quiet", type=float, default=Options.quiet)
+    parser.add_argument(
+        "--step-seconds",
+        type=float,
+        default=Options.step_seconds,
+        help="how long the capacity scenario offers each rate",
+    )
     parser.add_argument("--reports", type=Path, default=Path(__file__).parent / "reports")
     parser.add_argument(
         "--profile",
@@ -41,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         rate=args.rate,
         seconds=args.seconds,
         quiet=args.quiet,
+        step_seconds=args.step_seconds,
         profile=args.profile,
     )
     chosen = args.scenarios or list(SCENARIOS)

@@ -51,7 +51,7 @@ class Options:
     warmup: float = 10.0
     quiet: float = 60.0
     capacity_steps: tuple[float, ...] = (100.0, 150.0, 200.0, 250.0, 300.0, 350.0, 400.0)
-    step_seconds: float = 15.0
+    step_seconds: float = 60.0
     # py-spy and pg_stat_statements over the update path's measured seconds.
     profile: bool = False
 
@@ -157,18 +157,33 @@ def update_path(
 
 def capacity(options: Options) -> Section:
     """Each rate for a while, one after another from a drained system, until one is not held:
-    a rate that is not held only grows a backlog that would spoil the next."""
+    a rate that is not held only grows a backlog that would spoil the next. With one worker,
+    then two."""
     section = Section("capacity", "Capacity: the offered rate stepped up")
     section.lines = [
-        f"{options.bots} bots, 2 workers, Telegram 40 ms; each rate for {options.step_seconds:g} "
-        "s, from a drained system, stopping at the first not held. A rate is held when all its "
-        "updates are answered once with p99 under 1 s.",
+        f"{options.bots} bots, Telegram 40 ms; each rate for {options.step_seconds:g} s (a "
+        "shorter step hides a slow drift), from a drained system, stopping at the first not "
+        "held. A rate is held when all its updates are answered once with p99 under 1 s.",
+    ]
+    held = {workers: _capacity_steps(options, workers, section) for workers in (1, 2)}
+    section.ok = held[2] >= 300
+    section.measured = [
+        (f"Capacity, {w} worker(s), Telegram 40 ms", f"{held[w]:g} updates/s held", target)
+        for w, target in ((1, "≥ 200"), (2, "≥ 300"))
+    ]
+    return section
+
+
+def _capacity_steps(options: Options, workers: int, section: Section) -> float:
+    section.lines += [
+        "",
+        f"{workers} worker(s):",
         "",
         "| Offered/s | Answered once | p50 | p99 | CPU/update | Held | Bottleneck |",
         "|---|---|---|---|---|---|---|",
     ]
     held = 0.0
-    with stack(workers=2, telegram_ms=40) as running:
+    with stack(workers=workers, telegram_ms=40) as running:
         bots = updates.set_up(running, options.bots)
         sim = running.get("telegram").url
         warm = updates.offer(sim, bots, [(options.capacity_steps[0] / 2, options.warmup)], 1)
@@ -190,12 +205,8 @@ def capacity(options: Options) -> Section:
             if not ok:
                 break
             held = rate
-    section.lines += ["", f"- Held up to {held:g} updates/s."]
-    section.ok = held >= 300
-    section.measured = [
-        ("Capacity, 2 workers, Telegram 40 ms", f"{held:g} updates/s held", "≥ 300")
-    ]
-    return section
+    section.lines += ["", f"- Held up to {held:g} updates/s with {workers} worker(s)."]
+    return held
 
 
 def quiet(options: Options, connect_ms: float = 150.0) -> Section:

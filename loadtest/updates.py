@@ -206,17 +206,29 @@ def wait_answered(stack: Stack, users: set[int], timeout: float) -> None:
     )
 
 
+# Whether anything is still in hand, through the queues' partial indexes: asked while the
+# backlog drains, it costs PostgreSQL next to nothing (counting the handled updates there
+# cost 0.28 ms of its CPU per update, inside the measured window).
+BUSY = (
+    "SELECT EXISTS (SELECT 1 FROM inbox WHERE state = 'waiting')"
+    " OR EXISTS (SELECT 1 FROM inbox WHERE state = 'processing')"
+    " OR EXISTS (SELECT 1 FROM outbox WHERE state = 'pending')"
+)
+
+
 def wait_counted(
     stack: Stack, query: str, params: tuple[object, ...], count: int, timeout: float
 ) -> None:
     """Until `query` counts at least `count` done and nothing pending (its two columns), or
-    `timeout` seconds."""
+    `timeout` seconds. `query` is asked only when the queues look idle."""
     deadline = time.monotonic() + timeout
     with psycopg.connect(stack.database_url, autocommit=True) as conn:
         while time.monotonic() < deadline:
-            row = conn.execute(query, params).fetchone()
-            if row is not None and row[0] >= count and row[1] == 0:
-                return
+            busy = conn.execute(BUSY).fetchone()
+            if busy is not None and not busy[0]:
+                row = conn.execute(query, params).fetchone()
+                if row is not None and row[0] >= count and row[1] == 0:
+                    return
             time.sleep(0.2)
 
 
