@@ -184,16 +184,16 @@ class WorkerSupervisor:
         )
         # Every sender of this worker records its sends through one group commit.
         self.marks = SentMarks(pool)
-        # This worker's senders, by bot, while they run.
+        # This worker's senders, by bot, while they run (while it holds their send leases).
         self.senders: dict[int, Sender] = {}
-        # The bots whose send lease this worker holds, and how many it may hold (None until
-        # the workers present are known: any).
-        self.sending: set[int] = set()
+        # How many send leases it may hold (None until the workers present are known: any),
+        # and one take at a time, so that leases freed at once are not all taken over it.
         self.share: int | None = None
+        self.send_takes = asyncio.Lock()
         self.presence = Lease(
             pool, f"worker:{self.holder}", self.holder, settings.lease_seconds, clock
         )
-        SEND_LEASES.labels("held").set_function(lambda: len(self.sending))
+        SEND_LEASES.labels("held").set_function(lambda: len(self.senders))
         SEND_LEASES.labels("share").set_function(lambda: float(self.share or 0))
         self.contenders: dict[str, asyncio.Task[None]] = {}
         # One per bot, shared by its sender and poller: a 429 to either quiets both.
@@ -294,14 +294,14 @@ class WorkerSupervisor:
             log.warning("could not count the workers: %s", error)
             return
         self.share = -(-bots // max(1, workers))
-        for bot_id in sorted(self.sending)[self.share :]:
-            sender = self.senders.get(bot_id)
-            if sender is not None and not sender.closing:
+        for bot_id in sorted(self.senders)[self.share :]:
+            sender = self.senders[bot_id]
+            if not sender.closing:
                 log.info("bot %d: handing its sends over (share %d)", bot_id, self.share)
                 sender.hand_over()
 
     def _may_send(self) -> bool:
-        return self.share is None or len(self.sending) < self.share
+        return self.share is None or len(self.senders) < self.share
 
     def _pause(self, bot_id: int) -> BotPause:
         if bot_id not in self.pauses:
@@ -322,7 +322,6 @@ class WorkerSupervisor:
             )
 
             async def send() -> None:
-                self.sending.add(bot.id)
                 sender = self.senders[bot.id] = Sender(
                     self.pool,
                     self.api,
@@ -340,11 +339,10 @@ class WorkerSupervisor:
                 try:
                     await sender.run(self.stopping)
                 finally:
-                    self.sending.discard(bot.id)
                     if self.senders.get(bot.id) is sender:
                         del self.senders[bot.id]
 
-            await self._while_holding(lease, send, may_take=self._may_send)
+            await self._while_holding(lease, send, self._may_send, self.send_takes)
 
         return run
 
@@ -437,18 +435,21 @@ class WorkerSupervisor:
         lease: Lease,
         work: Callable[[], Awaitable[None]],
         may_take: Callable[[], bool] = lambda: True,
+        one_at_a_time: asyncio.Lock | None = None,
     ) -> None:
-        """Contend for the lease (when `may_take`); do the work while it is ours; hand it back
+        """Contend for the lease (when `may_take`, asked and taken under `one_at_a_time`, and
+        `work` starts before the next is asked); do the work while it is ours; hand it back
         when the work ends with the lease still ours (on stop, or handed over)."""
         released = self.listener.event(LEASE_RELEASED, lease.name)
         while not self.stopping.is_set():
             taken = False
             released.clear()
-            if may_take():
-                try:
-                    taken = await lease.take_or_renew()
-                except errors.BotedgeError as error:
-                    log.warning("lease %s: %s", lease.name, error)
+            async with one_at_a_time or contextlib.nullcontext():
+                if may_take():
+                    try:
+                        taken = await lease.take_or_renew()
+                    except errors.BotedgeError as error:
+                        log.warning("lease %s: %s", lease.name, error)
             if taken:
                 log.info("holding %s", lease.name)
                 try:
