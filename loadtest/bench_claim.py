@@ -52,14 +52,16 @@ def fill(conn: psycopg.Connection[tuple[object, ...]], bot_id: int, waiting: int
     os.sync()
 
 
-def time_claims(conn: psycopg.Connection[tuple[object, ...]], rounds: int) -> list[float]:
+def time_claims(
+    conn: psycopg.Connection[tuple[object, ...]], rounds: int, own: list[int]
+) -> list[float]:
     timings = []
     for _ in range(rounds):
         started = time.perf_counter()
         # As a worker claims: one statement in autocommit, its commit included.
         rows = conn.execute(
             sqlq.Q["claim_updates"],
-            {"limit": 32, "lock_seconds": 60, "holder": "bench", "own": [], "fresh": 0.5},
+            {"limit": 32, "lock_seconds": 60, "holder": "bench", "own": own, "fresh": 0.5},
         ).fetchall()
         timings.append(time.perf_counter() - started)
         if len(rows) != 32:
@@ -77,6 +79,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=300)
     parser.add_argument("--depths", default="1000,1000000")
+    parser.add_argument(
+        "--own",
+        action="store_true",
+        help="claim as the worker that sends for the bot (its updates preferred)",
+    )
     args = parser.parse_args()
     with bench_database({"shared_buffers": "256MB", "max_wal_size": "4GB"}) as url:
         with psycopg.connect(url, autocommit=True) as conn:
@@ -92,7 +99,8 @@ def main() -> None:
                 filled = time.perf_counter()
                 fill(conn, int(bot[0]), depth)
                 fill_seconds = time.perf_counter() - filled
-                timings = sorted(time_claims(conn, args.rounds))
+                own = [int(bot[0])] if args.own else []
+                timings = sorted(time_claims(conn, args.rounds, own))
                 p50 = statistics.median(timings) * 1000
                 p99 = timings[int(len(timings) * 0.99) - 1] * 1000
                 print(
