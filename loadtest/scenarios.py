@@ -78,8 +78,9 @@ def _run_load(
             profile.reset_statements(running.database_url)
             pids = {p.name: p.proc.pid for p in running.processes if p.name != "panel-api"}
             seconds = sum(s for _, s in steps)
-            into = Path(tempfile.mkdtemp(prefix="gatehouse-profile-"))
-            sampling.enter_context(profile.sampled(pids, into, seconds, profiled))
+            # py-spy's raw samples, read into `profiled` when the load ends, then removed.
+            into = sampling.enter_context(tempfile.TemporaryDirectory(prefix="gatehouse-profile-"))
+            sampling.enter_context(profile.sampled(pids, Path(into), seconds, profiled))
         before = running.cpu()
         began = time.time()
         with updates.BacklogWatch(running.database_url) as backlog:
