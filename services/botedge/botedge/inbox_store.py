@@ -125,20 +125,23 @@ async def claim(
     another worker's bots' left to it for `affinity` seconds (0: arrival order, any bot's).
     None when another claim raced us for a person (the unique index `inbox_one_in_hand` kept
     the two apart): claim again at once."""
+    params = {
+        "limit": limit,
+        "lock_seconds": lock_seconds,
+        "holder": holder,
+        "own": own or [],
+        "fresh": affinity,
+    }
     try:
-        cur = await conn.execute(
-            Q["claim_updates"],
-            {
-                "limit": limit,
-                "lock_seconds": lock_seconds,
-                "holder": holder,
-                "own": own or [],
-                "fresh": affinity,
-            },
-        )
+        # One round trip: BEGIN, the plan's pin, the claim and COMMIT.
+        async with conn.pipeline():
+            async with conn.transaction():
+                await conn.execute(Q["claim_plan"])
+                cur = await conn.execute(Q["claim_updates"], params)
+            rows = await cur.fetchall()
     except psycopg.errors.UniqueViolation:
         return None
-    return [InboxRow.from_row(row) for row in await cur.fetchall()]
+    return [InboxRow.from_row(row) for row in rows]
 
 
 # The SQLSTATE of a finish whose claim was taken over.

@@ -235,6 +235,58 @@ def test_claim__plan_uses_the_partial_indexes(database_url: str) -> None:
     assert scans == []
 
 
+def test_claim__cost_does_not_grow_with_the_backlog_when_statistics_predate_it(
+    database_url: str,
+) -> None:
+    """A queue's statistics lag its backlog: the planner believes little is waiting. The
+    claim must still read about as many pages with 20,000 waiting as with 2,000."""
+    bot, _, _ = insert_bot(database_url)
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute("ALTER TABLE inbox SET (autovacuum_enabled = false)")
+
+        def wait(first: int, last: int) -> None:
+            conn.execute(
+                "INSERT INTO inbox (bot_id, update_id, chat_key, kind, payload)"
+                " SELECT %s, g, g, 'message', '{}' FROM generate_series(%s::int, %s::int) g",
+                (bot, first, last),
+            )
+            # Half claimed and given back: their rows move, so the inbox is no longer stored
+            # in id order (as a busy one is not), then vacuumed as autovacuum would.
+            conn.execute(
+                "UPDATE inbox SET state = 'processing', lock_token = gen_random_uuid(),"
+                " locked_until = now() + interval '1 minute'"
+                " WHERE update_id BETWEEN %s AND %s AND update_id %% 2 = 0",
+                (first, last),
+            )
+            conn.execute(
+                "UPDATE inbox SET state = 'waiting', lock_token = NULL, locked_until = NULL"
+                " WHERE state = 'processing'"
+            )
+            conn.execute("VACUUM inbox")
+
+        def pages_read() -> int:
+            with conn.transaction(force_rollback=True):
+                conn.execute(Q["claim_plan"])
+                found = conn.execute(
+                    "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + Q["claim_updates"],
+                    params(16, own=[bot]),
+                ).fetchone()
+            assert found is not None
+            top = found[0][0]["Plan"]
+            assert top["Actual Rows"] == 16
+            return int(top["Shared Hit Blocks"]) + int(top["Shared Read Blocks"])
+
+        # Statistics taken after a busy spell, with a few waiting.
+        wait(1, 3000)
+        conn.execute("UPDATE inbox SET state = 'done', done_at = now() WHERE update_id < 2950")
+        conn.execute("VACUUM ANALYZE inbox")
+        wait(3001, 5000)
+        shallow = pages_read()
+        wait(5001, 23000)
+        deep = pages_read()
+    assert deep <= shallow * 1.5, (shallow, deep)
+
+
 def _nodes(node: dict[str, Any]) -> list[dict[str, Any]]:
     found = [node]
     for child in node.get("Plans", []):
