@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from starlette.responses import JSONResponse, Response
-
 from simulators.telegram.state import ApiError, Bot, Chat, InviteLink, Upload, World
 
 Params = dict[str, Any]
@@ -30,14 +28,8 @@ NOT_MODIFIED = (
 MEMBER_STATUSES = ("creator", "administrator", "member", "restricted", "left", "kicked")
 
 
-def ok(result: Any, description: str | None = None) -> Response:
-    body: dict[str, Any] = {"ok": True, "result": result}
-    if description:
-        body["description"] = description
-    return JSONResponse(body)
-
-
-def error_response(error: ApiError) -> Response:
+def error_body(error: ApiError) -> tuple[dict[str, Any], dict[str, str]]:
+    """An error answer's JSON body and headers."""
     if error.code == 429:
         body: dict[str, Any] = {
             "ok": False,
@@ -45,9 +37,8 @@ def error_response(error: ApiError) -> Response:
             "description": f"Too Many Requests: retry after {error.retry_after}",
             "parameters": {"retry_after": error.retry_after},
         }
-        return JSONResponse(body, status_code=429, headers={"Retry-After": str(error.retry_after)})
-    body = {"ok": False, "error_code": error.code, "description": error.description}
-    return JSONResponse(body, status_code=error.code)
+        return body, {"Retry-After": str(error.retry_after)}
+    return {"ok": False, "error_code": error.code, "description": error.description}, {}
 
 
 @dataclass(frozen=True)
