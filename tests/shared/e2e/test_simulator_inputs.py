@@ -71,3 +71,33 @@ def test_control_endpoints__bad_bodies_answer_4xx_never_5xx(serve: Serve, make: 
     assert failures == []
     # The bodies reached the handlers, which refused them: not every answer a 404 or a 2xx.
     assert refused >= len(BODIES)
+
+
+def test_bot_api__bad_bodies_from_a_known_bot_answer_telegrams_4xx(serve: Serve) -> None:
+    """The Bot API's calls are answered ahead of the app's middleware (for speed): with a
+    token the simulator knows, the bodies reach the methods, and each refusal is Telegram's
+    `{"ok": false, "error_code", "description"}`, an oversized body too."""
+    url = serve(telegram_app()).url
+    token = "7000001:AA" + "b" * 33
+    HTTP.post(f"{url}/_sim/bots", json={"token": token}).raise_for_status()
+    failures = []
+    for method in ("sendMessage", "getChatMember", "getUpdates", "setWebhook", "editMessageText"):
+        for body, headers in BODIES:
+            answer = HTTP.post(f"{url}/bot{token}/{method}", content=body, headers=headers)
+            if answer.status_code >= 500:
+                failures.append(f"{method} {body[:40]!r}: {answer.text[:120]}")
+            elif answer.status_code >= 400:
+                said = answer.json()
+                assert said["ok"] is False and said["error_code"] == answer.status_code
+                assert said["description"]
+            elif method == "sendMessage":
+                failures.append(f"sendMessage took {body[:40]!r}")
+    assert failures == []
+    too_big = HTTP.post(
+        f"{url}/bot{token}/sendMessage", content=b"x" * (50 * 1024 * 1024 + 1), headers=JSON
+    )
+    assert too_big.status_code == 413
+    assert too_big.json()["description"] == "Request Entity Too Large"
+    # Every call is in the simulator's log, as a call through the app would be.
+    calls = HTTP.get(f"{url}/_sim/calls").json()
+    assert len(calls) == 5 * len(BODIES) + 1

@@ -101,7 +101,7 @@ def _body_params(query: str, content_type: str, body: bytes) -> Params:
     if "json" in content_type:
         try:
             loaded = json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise ApiError(400, "Bad Request: can't parse JSON object") from None
         if isinstance(loaded, dict):
             params.update(loaded)
@@ -187,6 +187,10 @@ async def _answer(world: World, token: str, name: str, scope: Scope, read: Any) 
     except ApiError as error:
         status = error.code
         return Answer.error(error)
+    except (LookupError, ValueError, TypeError, ArithmeticError) as error:
+        # A parameter of a shape the method did not expect: the caller's mistake.
+        status = 400
+        return Answer.error(ApiError(400, f"Bad Request: {type(error).__name__}: {error}"[:300]))
     finally:
         world.in_flight[name] -= 1
         agent = next((v for k, v in scope["headers"] if k == b"user-agent"), b"")

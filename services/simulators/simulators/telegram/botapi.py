@@ -54,7 +54,7 @@ def _int(params: Params, key: str) -> int:
         raise ApiError(400, f'Bad Request: parameter "{key}" is required')
     try:
         return int(params[key])
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ApiError(400, f"Bad Request: invalid {key} specified") from None
 
 
