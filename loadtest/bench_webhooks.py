@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import os
 import platform
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -29,6 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import aiohttp
 import httpx
 import psycopg
 
@@ -39,6 +42,7 @@ sys.path.insert(0, str(ROOT / "loadtest"))
 from benchdb import bench_database  # noqa: E402
 from payments import subgate_delivery  # noqa: E402
 
+from loadtest.stack import cpu_seconds, postgres_cpu  # noqa: E402
 from shared import lifecycle  # noqa: E402
 from shared.embedded_pg import POSTGRES_BIN_PATH, free_port  # noqa: E402
 
@@ -114,26 +118,54 @@ async def drive(base: str, orders: list[str], seconds: float) -> tuple[int, list
     counter = 0
     deadline = time.perf_counter() + seconds
 
-    async def worker() -> None:
-        # A client (one connection) each: httpcore's pool looks at every connection it holds
-        # on each request. One pool of 32 cost the driver 3.4 ms of CPU per delivery (1.0 ms
-        # this way) and held the measured rate to what the driver could send.
+    async def worker(client: aiohttp.ClientSession) -> None:
         nonlocal counter, errors
-        async with httpx.AsyncClient(timeout=30) as client:
-            while time.perf_counter() < deadline:
-                counter += 1
-                body = subgate_delivery(SECRET, orders[counter % len(orders)], f"bench-{counter}")
-                started = time.perf_counter()
-                response = await client.post(f"{base}/v1/webhooks/payments/subgate", content=body)
-                latencies.append(time.perf_counter() - started)
-                if response.status_code != 200:
-                    errors += 1
+        while time.perf_counter() < deadline:
+            counter += 1
+            body = subgate_delivery(SECRET, orders[counter % len(orders)], f"bench-{counter}")
+            started = time.perf_counter()
+            async with client.post(url, data=body) as response:
+                await response.read()
+            latencies.append(time.perf_counter() - started)
+            if response.status != 200:
+                errors += 1
 
-    await asyncio.gather(*(worker() for _ in range(CLIENTS)))
+    # aiohttp, as pgbench's side is C: the driver shares the cores with what it measures. With
+    # httpx (a client each) the driver took 1.0 ms of CPU a delivery.
+    url = f"{base}/v1/webhooks/payments/subgate"
+    async with aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=CLIENTS),
+        timeout=aiohttp.ClientTimeout(total=30),
+        headers={"content-type": "application/json"},
+    ) as client:
+        await asyncio.gather(*(worker(client) for _ in range(CLIENTS)))
     return len(latencies), latencies, errors
 
 
-def pgbench(url: str, seconds: int, invoices: int) -> float:
+def postmaster_of(url: str) -> int | None:
+    """The server's postmaster when it runs on this machine (a backend's parent), else None."""
+    with psycopg.connect(url) as conn:
+        backend = conn.execute("SELECT pg_backend_pid()").fetchone()
+    try:
+        return int(Path(f"/proc/{backend[0]}/stat").read_text().rsplit(")", 1)[1].split()[1])  # type: ignore[index]
+    except (FileNotFoundError, IndexError, ValueError):
+        return None
+
+
+def cpu(billing: int, postmaster: int | None) -> tuple[float, float, float]:
+    """CPU seconds so far of billing, PostgreSQL (nan when not on this machine) and this
+    process."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    return (
+        cpu_seconds(billing),
+        postgres_cpu(postmaster) if postmaster else math.nan,
+        own.ru_utime + own.ru_stime,
+    )
+
+
+def pgbench(url: str, seconds: int, invoices: int) -> tuple[float, float]:
+    """Transactions per second and pgbench's own CPU seconds."""
+    started = resource.getrusage(resource.RUSAGE_CHILDREN)
     with tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False) as script:
         script.write(PGBENCH_SCRIPT)
     os.chmod(script.name, 0o644)
@@ -163,7 +195,9 @@ def pgbench(url: str, seconds: int, invoices: int) -> float:
     match = re.search(r"tps = ([\d.]+)", result.stdout)
     if match is None:
         raise SystemExit(f"no tps in pgbench output:\n{result.stdout}")
-    return float(match.group(1))
+    ended = resource.getrusage(resource.RUSAGE_CHILDREN)
+    used = ended.ru_utime + ended.ru_stime - started.ru_utime - started.ru_stime
+    return float(match.group(1)), used
 
 
 def server_side_quantiles(base: str) -> tuple[str, str]:
@@ -227,10 +261,16 @@ def run(url: str, seconds: int, invoices: int) -> None:
             except httpx.TransportError:
                 time.sleep(0.1)
         lifecycle.run(drive(base, orders, 2))  # warm-up
+        postmaster = postmaster_of(url)
+        before = cpu(billing.pid, postmaster)
         count, latencies, errors = lifecycle.run(drive(base, orders, seconds))
+        used = [b - a for a, b in zip(before, cpu(billing.pid, postmaster), strict=True)]
         rate = count / seconds
         server = server_side_quantiles(base)
-        tps = pgbench(url, seconds, invoices)
+        before = cpu(billing.pid, postmaster)
+        tps, pgbench_cpu = pgbench(url, seconds, invoices)
+        pg_used = cpu(billing.pid, postmaster)[1] - before[1]
+        transactions = tps * seconds
         machine = f"{platform.machine()}, {os.cpu_count()} cores"
         print(f"machine: {machine}, Python {platform.python_version()}")
         print(f"billing webhooks, {CLIENTS} concurrent clients, {seconds} s:")
@@ -240,7 +280,15 @@ def run(url: str, seconds: int, invoices: int) -> None:
             f" p99 {percentile(latencies, 0.99) * 1000:.1f} ms"
         )
         print(f"  inside billing (its own histogram): p50 <= {server[0]}, p99 <= {server[1]}")
+        print(
+            f"  CPU per delivery: billing {used[0] / count * 1000:.2f} ms, PostgreSQL"
+            f" {used[1] / count * 1000:.2f} ms, this driver {used[2] / count * 1000:.2f} ms"
+        )
         print(f"pgbench, same transaction, {CLIENTS} clients, {seconds} s: {tps:.0f} tps")
+        print(
+            f"  CPU per transaction: PostgreSQL {pg_used / transactions * 1000:.2f} ms,"
+            f" pgbench {pgbench_cpu / transactions * 1000:.2f} ms"
+        )
         print(f"ratio webhooks/pgbench: {rate / tps:.2f}")
     finally:
         if billing is not None:

@@ -42,7 +42,7 @@ class Process:
     env: dict[str, str] = field(default_factory=dict)
 
     def cpu(self) -> float:
-        return _cpu_seconds(self.proc.pid)
+        return cpu_seconds(self.proc.pid)
 
 
 @dataclass
@@ -72,7 +72,7 @@ class Stack:
         """CPU seconds so far: each process, PostgreSQL (all of its processes) and this one."""
         used = {p.name: p.cpu() for p in self.processes}
         if self.postmaster is not None:
-            used["postgresql"] = _postgres_cpu(self.postmaster)
+            used["postgresql"] = postgres_cpu(self.postmaster)
         times = os.times()
         used["generator"] = times.user + times.system
         return used
@@ -231,7 +231,7 @@ def _stat(pid: int) -> list[str]:
     return text[text.rindex(")") + 2 :].split()
 
 
-def _cpu_seconds(pid: int, *, children: bool = False) -> float:
+def cpu_seconds(pid: int, *, children: bool = False) -> float:
     try:
         fields = _stat(pid)
     except (FileNotFoundError, ProcessLookupError):
@@ -243,15 +243,15 @@ def _cpu_seconds(pid: int, *, children: bool = False) -> float:
     return ticks / CLOCK_TICKS
 
 
-def _postgres_cpu(postmaster: int) -> float:
+def postgres_cpu(postmaster: int) -> float:
     """The postmaster, its live children, and the children it has reaped."""
-    total = _cpu_seconds(postmaster, children=True)
+    total = cpu_seconds(postmaster, children=True)
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             if int(_stat(int(entry.name))[1]) == postmaster:
-                total += _cpu_seconds(int(entry.name))
+                total += cpu_seconds(int(entry.name))
         except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
             continue
     return total
