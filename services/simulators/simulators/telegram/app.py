@@ -15,7 +15,7 @@ import logging
 import os
 import re
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -159,7 +159,9 @@ def _call(
     )
 
 
-async def _answer(world: World, token: str, name: str, scope: Scope, read: Any) -> Answer:
+async def _answer(
+    world: World, token: str, name: str, scope: Scope, read: Callable[[], Awaitable[Params]]
+) -> Answer:
     """One Bot API call; `read()` gives its parameters (it may raise ApiError)."""
     started = time.time()
     status = 200
