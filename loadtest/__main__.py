@@ -18,6 +18,7 @@ from pathlib import Path
 
 from loadtest import report
 from loadtest.scenarios import SCENARIOS, Options
+from loadtest.stack import machine_now
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,9 +54,11 @@ def main(argv: list[str] | None = None) -> int:
     chosen = args.scenarios or list(SCENARIOS)
     sections = []
     for name in chosen:
+        machine = machine_now()
         started = time.monotonic()
-        print(f"{name} ...", flush=True)
+        print(f"{name} ... ({machine.describe()})", flush=True)
         section = SCENARIOS[name](options)
+        section.machine = machine.describe()
         print(
             f"{name}: {'met' if section.ok else 'MISSED'} in {time.monotonic() - started:.0f} s",
             flush=True,

@@ -25,7 +25,10 @@ def write(sections: list[Section], directory: Path, command: str) -> Path:
         for what, figure, target in section.measured:
             lines.append(f"| {what} | {figure} | {target} | {'yes' if section.ok else 'no'} |")
     for section in sections:
-        lines += ["", f"## {section.title}", "", *section.lines]
+        lines += ["", f"## {section.title}", ""]
+        if section.machine:
+            lines += [f"The machine at the start: {section.machine}.", ""]
+        lines += section.lines
         for chart in _charts(section, directory):
             lines += ["", f"![{section.title}]({chart.name})"]
     path = directory / "report.md"

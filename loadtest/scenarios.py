@@ -41,6 +41,8 @@ class Section:
     # One row of the README's table: what, figure, target.
     measured: list[tuple[str, str, str]] = field(default_factory=list)
     ok: bool = True
+    # The machine as the scenario started (stack.Machine.describe()).
+    machine: str = ""
 
 
 @dataclass(frozen=True)

@@ -255,3 +255,45 @@ def postgres_cpu(postmaster: int) -> float:
         except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
             continue
     return total
+
+
+@dataclass(frozen=True)
+class Machine:
+    """The machine as a scenario starts: busy or not, and how fast. This machine's speed
+    drifts (the same code took 25% more CPU an update an hour later), so a figure is compared
+    with another only beside these."""
+
+    load: tuple[float, float, float]
+    idle_percent: float
+    loop_ms: float
+
+    def describe(self) -> str:
+        return (
+            f"load average {self.load[0]:.2f} / {self.load[1]:.2f} / {self.load[2]:.2f},"
+            f" {self.idle_percent:.0f}% of the CPU idle over the 2 s before, a fixed Python loop"
+            f" (a million additions) {self.loop_ms:.0f} ms"
+        )
+
+
+def machine_now(window: float = 2.0) -> Machine:
+    before = _idle_and_total()
+    # A measuring window, not a wait for something.
+    time.sleep(window)
+    after = _idle_and_total()
+    total = after[1] - before[1]
+    idle = 100.0 * (after[0] - before[0]) / total if total else 100.0
+    return Machine(os.getloadavg(), idle, min(_loop_ms() for _ in range(3)))
+
+
+def _idle_and_total() -> tuple[int, int]:
+    """Idle (with I/O wait) and all CPU ticks since boot, over every core (/proc/stat)."""
+    ticks = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    return ticks[3] + ticks[4], sum(ticks)
+
+
+def _loop_ms() -> float:
+    started = time.perf_counter()
+    total = 0
+    for n in range(1_000_000):
+        total += n
+    return (time.perf_counter() - started) * 1000
