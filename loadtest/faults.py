@@ -431,7 +431,9 @@ def postgres(options: Options) -> Outcome:
 def _watch_ready(
     running: Stack, seen: dict[str, list[tuple[float, int]]], stopping: threading.Event
 ) -> None:
-    with httpx.Client(timeout=2) as client:
+    # Longer than /readyz's own 2 s wait for a pool connection: a process whose pool has
+    # nothing left answers 503 after it, and a watcher that gave up at 2 s would miss it.
+    with httpx.Client(timeout=5) as client:
         while not stopping.is_set():
             for process in running.processes:
                 if process.name == "telegram":
