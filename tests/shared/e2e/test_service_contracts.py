@@ -153,11 +153,15 @@ def stateful(schema: Any, headers: dict[str, str], scenarios: int) -> Scenarios:
     checks.update(included_check_names=["all"], excluded_check_names=[POSITIVE])
     run = Scenarios()
     # Hypothesis ends a suite early, quietly, when a replayed choice meets a server whose state
-    # has moved on (FlakyStrategyDefinition); fresh suites until the scenarios are made.
-    for _ in range(scenarios):
-        if run.scenarios >= scenarios:
+    # has moved on (FlakyStrategyDefinition); fresh suites until the scenarios are made. A few
+    # dozen random scenarios can all end before a link is followed (each first call refused):
+    # more, up to four times as many, until one has.
+    limit = 4 * scenarios
+    for _ in range(limit):
+        if run.scenarios >= limit or (run.scenarios >= scenarios and run.chained > 0):
             break
-        schema.config.generation.update(max_examples=scenarios - run.scenarios, database="none")
+        wanted = scenarios - run.scenarios if run.scenarios < scenarios else scenarios
+        schema.config.generation.update(max_examples=wanted, database="none")
         suite(schema, run)
     return run
 
