@@ -114,6 +114,7 @@ def update_path(
         steps = [(options.rate, options.seconds)]
         found, cpu, backlog, began = _run_load(running, bots, steps, options.warmup, profiled)
         busiest, refused = updates.sends_seen(running)
+        handling = updates.handling_seen(running)
     summary = updates.summarize(found)
     per_update = _stack_ms(cpu, summary.offered)
     section.series = updates.per_second(found, began)
@@ -141,6 +142,7 @@ def update_path(
         f"- Parts at p99: to the inbox {_ms(summary.to_inbox.p99)}, in the inbox "
         f"{_ms(summary.in_inbox.p99)}, outbox and send {_ms(summary.to_answer.p99)}.",
         f"- Bottleneck: {updates.bottleneck(summary)}.",
+        f"- In the workers: {handling.describe()}.",
         f"- CPU per update (botedge api, workers, PostgreSQL): {per_update:.1f} ms; "
         + ", ".join(f"{k} {v:.1f} s" for k, v in sorted(cpu.items())),
         f"- Busiest second of sends, any bot: {max(busiest.values(), default=0)} "

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import httpx
 import psycopg
+from prometheus_client.parser import text_string_to_metric_families
 
 from loadtest.stack import OWNER_EMAIL, OWNER_PASSWORD, Stack
 from shared import lifecycle
@@ -313,6 +314,41 @@ def bottleneck(summary: Summary) -> str:
     name = max(parts, key=lambda k: parts[k] if not math.isnan(parts[k]) else -1)
     total = summary.latency.p99 * 1000
     return f"{name}: p99 {parts[name] * 1000:.0f} ms of the answer's {total:.0f} ms"
+
+
+@dataclass
+class Handling:
+    """Claim to commit, from the workers' histograms (warm-up included): the bucket bounds
+    under which half and 99% of the updates were handled."""
+
+    p50: float
+    p99: float
+    count: int
+
+    def describe(self) -> str:
+        return (
+            f"handled (claim to commit) within {self.p50 * 1000:g} ms for half and "
+            f"{self.p99 * 1000:g} ms for 99% of {self.count}"
+        )
+
+
+def handling_seen(stack: Stack) -> Handling:
+    counts: Counter[float] = Counter()
+    for worker in stack.workers():
+        text = httpx.get(f"{worker.url}/metrics", timeout=10).text
+        for family in text_string_to_metric_families(text):
+            if family.name != "botedge_update_handling_seconds":
+                continue
+            for sample in family.samples:
+                if sample.name.endswith("_bucket"):
+                    counts[float(sample.labels["le"])] += sample.value
+    total = counts[math.inf]
+    bounds = sorted(counts)
+
+    def bound(share: float) -> float:
+        return next((b for b in bounds if counts[b] >= share * total), math.nan)
+
+    return Handling(bound(0.5), bound(0.99), int(total))
 
 
 def sends_seen(stack: Stack) -> tuple[dict[int, int], int]:

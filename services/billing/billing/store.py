@@ -40,7 +40,7 @@ from billing.transitions import (
     next_status,
     replay,
 )
-from shared.db import Connection, Pool, translated
+from shared.db import Connection, Pool, pipelined_transaction, translated
 
 log = logging.getLogger("billing.store")
 Q = sqlq.Q
@@ -111,7 +111,7 @@ async def record_delivery(conn: Connection, delivery: Delivery, now: dt.datetime
     """
     if delivery.kind is Kind.REFUND:
         return await record_refund(conn, delivery, now)
-    async with conn.pipeline(), conn.transaction():
+    async with pipelined_transaction(conn):
         if delivery.kind is not Kind.PAYMENT:
             reason = (
                 "not a successful payment"

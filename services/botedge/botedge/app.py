@@ -452,7 +452,8 @@ def create_worker_app(
 ) -> Starlette:
     @asynccontextmanager
     async def lifespan(state: Runtime) -> AsyncIterator[WorkerSupervisor]:
-        async with pay.billing_http() as http, BotClients() as telegram:
+        telegram_clients = BotClients(settings.telegram_connections)
+        async with pay.billing_http() as http, telegram_clients as telegram:
             supervisor = WorkerSupervisor(
                 settings, state.pool, http, telegram, handler, clock=clock, breakers=state.breakers
             )

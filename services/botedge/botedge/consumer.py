@@ -1,6 +1,7 @@
 """The inbox consumer: claim and handle updates, each person's in order, people in parallel.
 
-N slots (default 16). A claim runs when updates are announced (NOTIFY inbox), when a finished
+N slots (default 64), most of their time waiting on Telegram; a slot takes a pool connection
+only for its statements. A claim runs when updates are announced (NOTIFY inbox), when a finished
 update's person has another one waiting, when a retried one is due, and, after a claim that
 filled every free slot, as soon as a quarter of them are free again. One transaction per update
 writes the person, the effects and the replies, and finishes the row by compare-and-set on its
@@ -25,7 +26,7 @@ from botedge.metrics import HANDLING_SECONDS, REPLIES_QUEUED, UPDATES_HANDLED
 from botedge.outbox_store import OutboxRow
 from botedge.telegram import parked_delay
 from shared.backoff import backoff_delay
-from shared.db import Pool
+from shared.db import Pool, pipelined_transaction
 from shared.lifecycle import sleep_unless_stopped, wait_any
 from shared.listen import Notifier
 from shared.logging import request_id
@@ -38,7 +39,7 @@ GAVE_UP = "Sorry, we could not get that done after all. Please try again."
 
 @dataclass(frozen=True)
 class ConsumerConfig:
-    slots: int = 16
+    slots: int = 64
     lock_seconds: float = 60.0
     max_attempts: int = 5
     poll_interval: float = 1.0
@@ -142,9 +143,9 @@ class InboxConsumer:
             budget = self.config.lock_seconds * 0.8
             prepared = await asyncio.wait_for(self.handler.prepare(update), budget)
             # Pipelined: BEGIN goes with the first statement and COMMIT with the last, so the
-            # usual update takes two round trips.
-            async with connection(self.pool) as conn, conn.pipeline():
-                async with conn.transaction():
+            # usual update takes one round trip.
+            async with connection(self.pool) as conn:
+                async with pipelined_transaction(conn):
                     replies = await self.handler.apply(conn, update, prepared)
                     finished = await inbox_store.finish(conn, update, replies)
                 # Nothing else in this process has run since COMMIT's answer came back (the

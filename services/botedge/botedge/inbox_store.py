@@ -17,7 +17,7 @@ from botedge import sqlq
 from botedge.ids import BotId, ChatId, UserId
 from botedge.outbox_store import OutboxRow, Reply, queue_reply
 from botedge.updates import Incoming
-from shared.db import Connection
+from shared.db import Connection, pipelined_transaction
 
 Q = sqlq.Q
 
@@ -134,11 +134,10 @@ async def claim(
     }
     try:
         # One round trip: BEGIN, the plan's pin, the claim and COMMIT.
-        async with conn.pipeline():
-            async with conn.transaction():
-                await conn.execute(Q["claim_plan"])
-                cur = await conn.execute(Q["claim_updates"], params)
-            rows = await cur.fetchall()
+        async with pipelined_transaction(conn):
+            await conn.execute(Q["claim_plan"])
+            cur = await conn.execute(Q["claim_updates"], params)
+        rows = await cur.fetchall()
     except psycopg.errors.UniqueViolation:
         return None
     return [InboxRow.from_row(row) for row in rows]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -12,6 +13,10 @@ WORKER_PORT = 8012
 # Connections a worker needs beside its slots: the claim, lease renewals, sends being
 # recorded, the gauges.
 WORKER_SPARE_CONNECTIONS = 4
+# A slot holds a connection only for its statements, never while it waits on Telegram (most of
+# its time), so slots share connections. One for every four slots keeps the pool's queue short:
+# a lease renewal waits behind at most a few transactions on each connection.
+SLOTS_PER_CONNECTION = 4
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,13 @@ class BotedgeSettings:
     stat_days: int = 90
 
     @property
+    def telegram_connections(self) -> int:
+        """A worker's connections to Telegram for each bot: a slot's gate asks two channels at
+        once, and the sender's lanes and a long poll run beside them, so one busy bot can have
+        every slot in hand."""
+        return 2 * self.worker_slots + self.send_lanes + 1
+
+    @property
     def secrets(self) -> list[Secret | None]:
         return [self.common.database_url, self.service_token, self.bot_token_key]
 
@@ -62,7 +74,7 @@ def read(r: Reader, role: str) -> BotedgeSettings:
         telegram_api_base=r.url("TELEGRAM_API_BASE", "https://api.telegram.org"),
         public_base_url=r.optional_text("PUBLIC_BASE_URL"),
         billing_url=r.url("BILLING_URL", "http://127.0.0.1:8001"),
-        worker_slots=r.integer("WORKER_SLOTS", 16, minimum=1, maximum=1024),
+        worker_slots=r.integer("WORKER_SLOTS", 64, minimum=1, maximum=1024),
         lock_seconds=r.seconds("WORKER_LOCK_SECONDS", 60.0, minimum=1.0),
         max_attempts=r.integer("WORKER_MAX_ATTEMPTS", 5, minimum=1, maximum=100),
         lease_seconds=r.seconds("LEASE_SECONDS", 30.0, minimum=3.0),
@@ -92,7 +104,8 @@ def read(r: Reader, role: str) -> BotedgeSettings:
 def check(settings: BotedgeSettings) -> None:
     """Combinations that would start and then quietly not work."""
     if settings.role == "worker":
-        needed = settings.worker_slots + WORKER_SPARE_CONNECTIONS
+        shared = math.ceil(settings.worker_slots / SLOTS_PER_CONNECTION)
+        needed = shared + WORKER_SPARE_CONNECTIONS
         if settings.common.db_pool_max < needed:
             raise SettingsError(
                 "DB_POOL_MAX",

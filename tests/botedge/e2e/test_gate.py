@@ -359,3 +359,43 @@ def test_gate__channel_titles_are_escaped_in_the_html_gate_message(edge: Edge) -
     edge.wait_until(lambda: bool(sent_to(edge, VISITOR)), 30, "the gate message")
     [gate] = sent_to(edge, VISITOR)
     assert "<b>Tom &amp; &lt;Jerry&gt; &quot;news&quot;</b>" in gate["text"]
+
+
+def most_at_once(spans: list[tuple[float, float]]) -> int:
+    """The most spans (start, end) open at one instant."""
+    edges = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans])
+    most = now = 0
+    for _, step in edges:
+        now += step
+        most = max(most, now)
+    return most
+
+
+def test_gate__more_visitors_in_hand_than_the_worker_has_connections(edge: Edge) -> None:
+    """A slot waits on Telegram without a connection: with Telegram 300 ms away, 48 slots on a
+    pool of 16 have more visitors in hand than connections, each visitor gated once and the
+    worker's leases renewed throughout."""
+    setup = gate_setup(edge)
+    edge.sim_post("/_sim/faults", {"delay_ms": 300})
+    worker = edge.start_worker(
+        WORKER_SLOTS="48", DB_POOL_MAX="16", LEASE_SECONDS="6", TELEGRAM_POLL_TIMEOUT="0"
+    )
+    visitors = list(range(6001, 6001 + 96))
+    for user in visitors:
+        start(edge, setup, user)
+    edge.wait_until(
+        lambda: all(sent_to(edge, user) for user in visitors), 60, "every visitor answered"
+    )
+    edge.wait_until(lambda: settled(edge), 30, "every update done")
+    for user in visitors:
+        [gate] = sent_to(edge, user)
+        assert gate["text"].startswith(GATE_OPENING)
+    # Two getChatMember calls a visitor, both at once (and the bot's own rights, at start).
+    asks = [(c["started"], c["at"]) for c in calls(edge, "getChatMember")]
+    assert len(asks) >= 2 * len(visitors)
+    in_hand = most_at_once(asks) // 2
+    assert in_hand > 16, in_hand
+    # Each renewal found a connection within its 5 s wait: no lease was lost or refused.
+    output = worker.output()
+    assert "lease send:" not in output and "lease worker:" not in output
+    assert "Traceback" not in output

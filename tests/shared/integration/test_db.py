@@ -4,8 +4,9 @@ import asyncio
 
 import psycopg
 import pytest
+from psycopg import pq
 
-from shared.db import create_pool
+from shared.db import connect, create_pool, pipelined_transaction
 from shared.settings import CommonSettings, Reader
 
 
@@ -26,5 +27,47 @@ def test_pool__sessions_in_utc_with_a_statement_timeout(database_url: str) -> No
                     await conn.execute("SELECT pg_sleep(2)")
         finally:
             await pool.close()
+
+    asyncio.run(check())
+
+
+def test_pipelined_transaction__all_or_nothing_and_the_connection_left_idle(
+    database_url: str,
+) -> None:
+    """Committed whole; a failed statement or an exception in the block rolls back what came
+    before it, the error comes out, and the connection is ready for the next one."""
+
+    async def check() -> None:
+        conn = await connect(database_url, autocommit=True)
+        try:
+            await conn.execute("CREATE TEMP TABLE t (k int PRIMARY KEY)")
+
+            async def rows() -> list[int]:
+                cur = await conn.execute("SELECT k FROM t ORDER BY k")
+                return [row["k"] for row in await cur.fetchall()]
+
+            async with pipelined_transaction(conn):
+                await conn.execute("INSERT INTO t VALUES (1)")
+                cur = await conn.execute("INSERT INTO t VALUES (2) RETURNING k")
+                # Rows read mid-way are answered then, inside the transaction.
+                assert await cur.fetchone() == {"k": 2}
+            assert await rows() == [1, 2]
+
+            with pytest.raises(psycopg.errors.UniqueViolation):
+                async with pipelined_transaction(conn):
+                    await conn.execute("INSERT INTO t VALUES (3)")
+                    await conn.execute("INSERT INTO t VALUES (1)")
+                    await conn.execute("INSERT INTO t VALUES (4)")
+            assert conn.info.transaction_status is pq.TransactionStatus.IDLE
+            assert await rows() == [1, 2]
+
+            with pytest.raises(LookupError):
+                async with pipelined_transaction(conn):
+                    await conn.execute("INSERT INTO t VALUES (5)")
+                    raise LookupError("the caller changed its mind")
+            assert conn.info.transaction_status is pq.TransactionStatus.IDLE
+            assert await rows() == [1, 2]
+        finally:
+            await conn.close()
 
     asyncio.run(check())
