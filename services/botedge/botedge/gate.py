@@ -24,13 +24,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from botedge import admission, bot_store, sqlq, stats
+from botedge import admission, bot_store, sqlq
 from botedge.db import connection
 from botedge.handlers import Context, RetryLater, Routes, Visit
 from botedge.ids import ChatId
 from botedge.inbox_store import InboxRow
 from botedge.metrics import CONTENT_LOOKUPS
 from botedge.outbox_store import Reply
+from botedge.stats import Counted
 from botedge.telegram import BadRequest, ServerError, TelegramError, TooManyRequests
 from botedge.text import escape_html
 from shared.clock import SYSTEM_CLOCK, Clock
@@ -374,15 +375,9 @@ class _Start:
                 "parse_mode": "HTML",
                 "reply_markup": gate_markup(check.content, check),
             }
-            await stats.record(
-                conn,
-                "gate_shown",
-                visit.update.bot_id,
-                visit.person_id,
-                visit.now,
-                check.content.id,
-            )
-            return [Reply(chat_id, "sendMessage", payload)]
+            # Counted by the statement that queues the gate's message.
+            shown = Counted("gate_shown", visit.person_id, visit.now, check.content.id)
+            return [Reply(chat_id, "sendMessage", payload, counted=shown)]
         # The link opened again after the gate: the content again; recorded the first time.
         await _deliver_once(conn, visit, check.content)
         return [content_reply(chat_id, check.content)]

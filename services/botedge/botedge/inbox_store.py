@@ -184,8 +184,9 @@ class Finished:
 
 async def finish(conn: Connection, row: InboxRow, replies: Sequence[Reply] = ()) -> Finished:
     """Compare-and-set on the claim, queueing `replies` in the outbox in the same statement,
-    each once under `inbox:<id>:<n>`. When the claim was taken over the statement fails
-    (`claim_lost`), in pipeline mode when the transaction commits, and it all rolls back."""
+    each once under `inbox:<id>:<n>`, and writing the statistics event each stands for. When
+    the claim was taken over the statement fails (`claim_lost`), in pipeline mode when the
+    transaction commits, and it all rolls back."""
     queued = [
         {
             "chat_id": reply.chat_id,
@@ -195,11 +196,22 @@ async def finish(conn: Connection, row: InboxRow, replies: Sequence[Reply] = ())
         }
         for n, reply in enumerate(replies)
     ]
+    counted = [
+        {
+            "at": reply.counted.at.isoformat(),
+            "kind": reply.counted.kind,
+            "person_id": reply.counted.person_id,
+            "content_id": reply.counted.content_id,
+        }
+        for reply in replies
+        if reply.counted is not None
+    ]
     cursor = await conn.execute(
         Q["finish_with_replies"],
         {
             **row.claim,
             "replies": Jsonb(queued),
+            "counted": Jsonb(counted),
             "bot_id": row.bot_id,
             "chats": sorted({reply.chat_id for reply in replies}),
         },

@@ -10,6 +10,7 @@ from typing import Any
 
 from botedge import sqlq
 from botedge.ids import ChatId
+from botedge.stats import Counted
 from shared.clock import SYSTEM_CLOCK, Clock
 from shared.db import Connection
 
@@ -23,6 +24,7 @@ class Reply:
     chat_id: ChatId
     method: str
     payload: dict[str, Any]
+    counted: Counted | None = None
 
 
 @dataclass(frozen=True)

@@ -180,7 +180,8 @@ UPDATE inbox
    AND state = 'processing';
 
 -- finish_with_replies --
--- finish_update with the update's replies queued in the same statement. A lost claim fails
+-- finish_update with the update's replies queued in the same statement, and the statistics
+-- events they stand for (the gate shown). A lost claim fails
 -- the statement (GH001, see migration 0016), so COMMIT may be sent without waiting for it.
 -- Returns the outbox id of each reply queued now, by its place in %(replies)s; the unsent rows
 -- queued before them for the same chats (their order comes first); and whether the person has
@@ -200,6 +201,12 @@ WITH finished AS (
                AS r (chat_id bigint, method text, payload jsonb, dedupe_key text)
     ON CONFLICT (dedupe_key) DO NOTHING
     RETURNING id, dedupe_key
+), counted AS (
+    INSERT INTO stat_events (at, kind, bot_id, person_id, content_id)
+    SELECT c.at, c.kind, f.bot_id, c.person_id, c.content_id
+      FROM finished f,
+           jsonb_to_recordset(%(counted)s::jsonb)
+               AS c (at timestamptz, kind text, person_id integer, content_id integer)
 )
 SELECT botedge_claim_held(count(*) = 1) AS held,
        coalesce(bool_or(EXISTS (SELECT 1 FROM inbox e
@@ -918,10 +925,6 @@ RETURNING b.state, b.recipients, b.skipped, b.sent, b.failed, b.unsent;
 
 -- broadcast_state --
 SELECT state FROM broadcasts WHERE id = %(id)s;
-
--- record_stat --
-INSERT INTO stat_events (at, kind, bot_id, person_id, content_id)
-VALUES (%(at)s, %(kind)s, %(bot_id)s, %(person_id)s, %(content_id)s);
 
 -- rollup_state --
 -- The roll-up's watermark under its row lock, the workspace's zone, and where counting would
