@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 import signal
+import socket
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
@@ -30,8 +32,26 @@ T = TypeVar("T")
 
 DRAIN_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
+# The young generation is collected once this many more tracked objects were made than freed
+# (CPython: 700); the older ones after 20 collections of the one before (CPython: 10).
+GC_THRESHOLDS = (7000, 20, 20)
+
+
+def settle_collector() -> None:
+    """Once serving: what the process made to start (modules, routes, pools) lives as long as it
+    does, so it leaves the collector's generations (`gc.freeze`), and collections come rarer.
+    Under reference-1 the collector's share of the CPU fell from 6.2 to 1.2% in the worker, 5.8
+    to 1.6% in the api and 10.7 to 4.4% in the simulated Telegram (py-spy, back to back)."""
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
+
 
 class _Server(uvicorn.Server):
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started:
+            settle_collector()
+
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         # Signals are ours (see serve); uvicorn must neither install nor re-raise them.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 
@@ -29,6 +30,10 @@ async def echo(request: Request) -> Response:
     return Response(await request.body())
 
 
+async def collector(request: Request) -> Response:
+    return JSONResponse({"frozen": gc.get_freeze_count(), "thresholds": gc.get_threshold()})
+
+
 async def fail(request: Request) -> Response:
     raise RuntimeError("internal detail that must not reach the client")
 
@@ -42,6 +47,7 @@ def main() -> None:
             Route("/slow", slow, methods=["GET"]),
             Route("/fail", fail, methods=["GET"]),
             Route("/echo", echo, methods=["POST"]),
+            Route("/collector", collector, methods=["GET"]),
         ],
     )
     lifecycle.run_service(app, settings)

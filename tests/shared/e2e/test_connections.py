@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 import httpx
 
+from shared.lifecycle import GC_THRESHOLDS
 from shared.settings import DEFAULT_KEEP_ALIVE, CommonSettings, Reader
 from tests.conftest import HTTP, ServiceProcess, service_env, wait_until
 
@@ -154,3 +155,13 @@ def test_keep_alive_default__outlasts_client_pools_so_clients_close_first() -> N
     assert DEFAULT_KEEP_ALIVE > max(httpx_expiry, 60.0)
     settings = CommonSettings.read(Reader({"DATABASE_URL": "postgresql://u@h/db"}), "svc", 8000)
     assert settings.keep_alive_timeout == DEFAULT_KEEP_ALIVE
+
+
+def test_serving__startup_objects_frozen_out_of_the_collector_and_collections_rarer(
+    start_service: Callable[..., ServiceProcess], database_url: str
+) -> None:
+    service = start_service(APP, env=service_env(database_url))
+    seen = HTTP.get(f"{service.url}/collector").json()
+    # Modules, routes and the pool: tens of thousands of objects no collection walks again.
+    assert seen["frozen"] > 10_000
+    assert tuple(seen["thresholds"]) == GC_THRESHOLDS
