@@ -237,7 +237,7 @@ def create_api_app(settings: BotedgeSettings, *, clock: Clock = SYSTEM_CLOCK) ->
             raise Problem(401, "bad-secret-token", "X-Telegram-Bot-Api-Secret-Token is wrong")
         body = await read_body(request)
         try:
-            incoming = parse(jsonsafe.loads(body))
+            incoming = parse(jsonsafe.loads(body), storable=True)
         except (jsonsafe.UnsafeJson, MalformedUpdate):
             # Telegram retries every non-2xx and holds back the chat meanwhile: drop it here.
             WEBHOOK_UPDATES.labels("malformed").inc()

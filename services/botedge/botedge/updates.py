@@ -56,8 +56,9 @@ def _int_at(obj: Any, *path: str) -> int:
     return obj
 
 
-def parse(payload: Any) -> Incoming:
-    """Classify one update; `kind` is None for kinds the edge does not act on."""
+def parse(payload: Any, *, storable: bool = False) -> Incoming:
+    """Classify one update; `kind` is None for kinds the edge does not act on. `storable`: it
+    came through `jsonsafe.loads`, which refused what jsonb cannot store."""
     if not isinstance(payload, dict):
         raise MalformedUpdate("an update is a JSON object")
     update_id = payload.get("update_id")
@@ -65,7 +66,7 @@ def parse(payload: Any) -> Incoming:
         raise MalformedUpdate("update_id must be a positive integer")
     if update_id > BIGINT_MAX:
         raise MalformedUpdate("update_id is out of range")
-    problem = storage_problem(payload)
+    problem = None if storable else storage_problem(payload)
     if problem is not None:
         # jsonb could not store it, and no real update carries it.
         raise MalformedUpdate(f"update {problem}")
