@@ -162,6 +162,33 @@ async def live_workers(conn: Connection) -> int:
 # -- people and chats ---------------------------------------------------------------------
 
 
+def person_params(
+    bot_id: int,
+    user: Any,
+    *,
+    met: bool = True,
+    counted: str | None = None,
+    at: dt.datetime | None = None,
+) -> dict[str, Any] | None:
+    """What `record_person` (or a finish that records the person) upserts for a `from`; None
+    when it is no person (a bot, Telegram's own accounts, no id)."""
+    if not isinstance(user, dict) or user.get("is_bot") or not isinstance(user.get("id"), int):
+        return None
+    if user["id"] in NOT_PEOPLE:
+        return None
+    return {
+        "telegram_user_id": user["id"],
+        "username": user.get("username"),
+        "first_name": str(user.get("first_name") or ""),
+        "last_name": user.get("last_name"),
+        "language_code": user.get("language_code"),
+        "bot_id": bot_id,
+        "met": met,
+        "counted": counted,
+        "at": at,
+    }
+
+
 async def record_person(
     conn: Connection,
     bot_id: int,
@@ -174,25 +201,10 @@ async def record_person(
     """Upsert the person behind a `from` and, with `met`, note that this bot met them (a
     channel member seen in `chat_member` is not a visitor of the bot); their id. `counted`
     names a statistics event of theirs at `at`, written by the same statement."""
-    if not isinstance(user, dict) or user.get("is_bot") or not isinstance(user.get("id"), int):
+    params = person_params(bot_id, user, met=met, counted=counted, at=at)
+    if params is None:
         return None
-    if user["id"] in NOT_PEOPLE:
-        return None
-    row = await _one(
-        conn,
-        "upsert_person",
-        {
-            "telegram_user_id": user["id"],
-            "username": user.get("username"),
-            "first_name": str(user.get("first_name") or ""),
-            "last_name": user.get("last_name"),
-            "language_code": user.get("language_code"),
-            "bot_id": bot_id,
-            "met": met,
-            "counted": counted,
-            "at": at,
-        },
-    )
+    row = await _one(conn, "upsert_person", params)
     return None if row is None else PersonId(int(row["id"]))
 
 

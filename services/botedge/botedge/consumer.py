@@ -142,12 +142,17 @@ class InboxConsumer:
         try:
             budget = self.config.lock_seconds * 0.8
             prepared = await asyncio.wait_for(self.handler.prepare(update), budget)
-            # Pipelined: BEGIN goes with the first statement and COMMIT with the last, so the
-            # usual update takes one round trip.
+            settled = self.handler.settle(update, prepared)
             async with connection(self.pool) as conn:
-                async with pipelined_transaction(conn):
-                    replies = await self.handler.apply(conn, update, prepared)
-                    finished = await inbox_store.finish(conn, update, replies)
+                if settled is not None:
+                    # Its person, replies and finish in one statement: its own transaction.
+                    replies = settled.replies
+                    finished = await inbox_store.finish(conn, update, replies, settled.person)
+                else:
+                    # Pipelined: BEGIN goes with the first statement and COMMIT with the last.
+                    async with pipelined_transaction(conn):
+                        replies = await self.handler.apply(conn, update, prepared)
+                        finished = await inbox_store.finish(conn, update, replies)
                 # Nothing else in this process has run since COMMIT's answer came back (the
                 # rows are in hand, no await waits): here, the hand-over comes before a later
                 # update of this person can be claimed and before a read could show the rows.

@@ -17,6 +17,7 @@ that entry in every worker once the leave is committed.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 import enum
 import logging
@@ -294,6 +295,11 @@ class Gate:
         return Content.from_row(row), channels
 
 
+def _known(check: Check) -> Check:
+    """The check once its unknown channels are flagged: what the visitor is told is the same."""
+    return dataclasses.replace(check, unknown=())
+
+
 async def _flag_unknown(conn: Connection, bot_id: int, check: Check) -> None:
     for channel, why in check.unknown:
         await conn.execute(
@@ -363,24 +369,35 @@ class _Start:
         found = await self.gate.content(update.bot_id, code=arg[:64])
         return await self.gate.check(ctx, found, update.sender_id)
 
-    async def apply(self, conn: Connection, visit: Visit, check: Check) -> list[Reply]:
+    def settle(self, visit: Visit, check: Check) -> list[Reply] | None:
+        """Without the database: an unknown code, or the gate while a channel is missing (and
+        none unknown, which is flagged)."""
         chat_id = visit.update.chat_key
         if check.content is None:
             return [Reply(chat_id, "sendMessage", {"chat_id": chat_id, "text": NOT_FOUND})]
+        if not check.missing or check.unknown:
+            return None
+        payload = {
+            "chat_id": chat_id,
+            "text": gate_text(check),
+            "parse_mode": "HTML",
+            "reply_markup": gate_markup(check.content, check),
+        }
+        # Counted by the statement that queues the gate's message.
+        shown = Counted("gate_shown", visit.person_id, visit.now, check.content.id)
+        return [Reply(chat_id, "sendMessage", payload, counted=shown)]
+
+    async def apply(self, conn: Connection, visit: Visit, check: Check) -> list[Reply]:
         await _flag_unknown(conn, visit.update.bot_id, check)
-        if check.missing:
-            payload = {
-                "chat_id": chat_id,
-                "text": gate_text(check),
-                "parse_mode": "HTML",
-                "reply_markup": gate_markup(check.content, check),
-            }
-            # Counted by the statement that queues the gate's message.
-            shown = Counted("gate_shown", visit.person_id, visit.now, check.content.id)
-            return [Reply(chat_id, "sendMessage", payload, counted=shown)]
+        settled = self.settle(visit, _known(check))
+        if settled is not None:
+            return settled
+        content = check.content
+        if content is None:  # settled above
+            return []
         # The link opened again after the gate: the content again; recorded the first time.
-        await _deliver_once(conn, visit, check.content)
-        return [content_reply(chat_id, check.content)]
+        await _deliver_once(conn, visit, content)
+        return [content_reply(visit.update.chat_key, content)]
 
 
 class _Press:
@@ -392,38 +409,53 @@ class _Press:
         found = await self.gate.content(update.bot_id, content_id=content_id)
         return await self.gate.check(ctx, found, update.sender_id)
 
-    async def apply(self, conn: Connection, visit: Visit, check: Check) -> list[Reply]:
+    def settle(self, visit: Visit, check: Check) -> list[Reply] | None:
+        """Without the database: an unknown content, or "not yet" while a channel is missing
+        (and none unknown, which is flagged)."""
         body = visit.update.body
         chat_id = visit.update.chat_key
         answer: dict[str, Any] = {"callback_query_id": str(body.get("id", ""))}
-        message = body.get("message") or {}
-        message_id = message.get("message_id")
         if check.content is None:
             answer["text"] = NOT_FOUND
             return [Reply(chat_id, "answerCallbackQuery", answer)]
-        await _flag_unknown(conn, visit.update.bot_id, check)
-        if check.missing:
-            answer["text"] = "Not yet: join the channels still listed."
-            replies = [Reply(chat_id, "answerCallbackQuery", answer)]
-            if isinstance(message_id, int):
-                edit = {
-                    "chat_id": chat_id,
-                    "message_id": message_id,
-                    "text": gate_text(check),
-                    "parse_mode": "HTML",
-                    "reply_markup": gate_markup(check.content, check),
-                }
-                replies.append(Reply(chat_id, "editMessageText", edit))
-            return replies
+        if not check.missing or check.unknown:
+            return None
+        answer["text"] = "Not yet: join the channels still listed."
         replies = [Reply(chat_id, "answerCallbackQuery", answer)]
-        if not await _deliver_once(conn, visit, check.content):
+        message_id = (body.get("message") or {}).get("message_id")
+        if isinstance(message_id, int):
+            edit = {
+                "chat_id": chat_id,
+                "message_id": message_id,
+                "text": gate_text(check),
+                "parse_mode": "HTML",
+                "reply_markup": gate_markup(check.content, check),
+            }
+            replies.append(Reply(chat_id, "editMessageText", edit))
+        return replies
+
+    async def apply(self, conn: Connection, visit: Visit, check: Check) -> list[Reply]:
+        await _flag_unknown(conn, visit.update.bot_id, check)
+        settled = self.settle(visit, _known(check))
+        if settled is not None:
+            return settled
+        content = check.content
+        if content is None:  # settled above
+            return []
+        body = visit.update.body
+        chat_id = visit.update.chat_key
+        replies = [
+            Reply(chat_id, "answerCallbackQuery", {"callback_query_id": str(body.get("id", ""))})
+        ]
+        if not await _deliver_once(conn, visit, content):
             # Already sent to this person: a second press sends nothing more.
             return replies
+        message_id = (body.get("message") or {}).get("message_id")
         if isinstance(message_id, int):
             replies.append(
                 Reply(chat_id, "deleteMessage", {"chat_id": chat_id, "message_id": message_id})
             )
-        replies.append(content_reply(chat_id, check.content))
+        replies.append(content_reply(chat_id, content))
         return replies
 
 

@@ -31,8 +31,23 @@ WELCOME = "Welcome! Here is what I can do:"
 CONTENT_HELP = "• Open a content link you were given, and I send you the content."
 
 
+@dataclass(frozen=True)
+class Settled:
+    """An update decided without the database: its replies, and its person to record with
+    them (`bot_store.person_params`; None when it came from no person). The finish writes all
+    of it in one statement."""
+
+    replies: list[Reply]
+    person: dict[str, Any] | None
+
+
 class Handler(Protocol):
     async def prepare(self, update: InboxRow) -> Any: ...
+
+    def settle(self, update: InboxRow, prepared: Any) -> Settled | None:
+        """The update's outcome when nothing but its person and replies is written; None when
+        `apply` must run in a transaction."""
+        ...
 
     async def apply(self, conn: Connection, update: InboxRow, prepared: Any) -> list[Reply]: ...
 
@@ -95,7 +110,10 @@ class Visit:
 
 class Route(Protocol):
     """A route whose class sets `reads_telegram = False` is not prepared: its `apply` gets
-    None, and its updates need no token loaded."""
+    None, and its updates need no token loaded. A route may also have `settle(visit,
+    prepared) -> list[Reply] | None`: the replies when `apply` would write nothing, decided
+    before the person is recorded (the visit's `person_id` is None, and an event it counts
+    without one is the person's)."""
 
     async def prepare(self, ctx: Context, update: InboxRow, arg: str) -> Any: ...
 
@@ -299,6 +317,23 @@ class BotLogic:
         if row is None:
             return None
         return Step(str(row["step"]), dict(row["data"]), row["expires_at"] <= self.clock.now())
+
+    def settle(self, update: InboxRow, prepared: Any) -> Settled | None:
+        if prepared is None:
+            return None
+        route, arg, value = prepared
+        settle = getattr(route, "settle", None)
+        if settle is None:
+            return None
+        now = self.clock.now()
+        replies = settle(Visit(update, arg, None, now), value)
+        if replies is None:
+            return None
+        body = update.body
+        person = bot_store.person_params(
+            update.bot_id, body.get("from"), counted=_counted(update), at=now
+        )
+        return Settled(list(replies), person)
 
     async def apply(self, conn: Connection, update: InboxRow, prepared: Any) -> list[Reply]:
         body = update.body

@@ -182,11 +182,23 @@ class Finished:
         return queued, [int(i) for i in found["earlier"]], bool(found["more"])
 
 
-async def finish(conn: Connection, row: InboxRow, replies: Sequence[Reply] = ()) -> Finished:
+# A finish that records no person (bot_store.person_params gives the other).
+NO_PERSON: dict[str, Any] = dict.fromkeys(
+    ("telegram_user_id", "username", "first_name", "last_name", "language_code", "counted", "at")
+) | {"met": False}
+
+
+async def finish(
+    conn: Connection,
+    row: InboxRow,
+    replies: Sequence[Reply] = (),
+    person: dict[str, Any] | None = None,
+) -> Finished:
     """Compare-and-set on the claim, queueing `replies` in the outbox in the same statement,
-    each once under `inbox:<id>:<n>`, and writing the statistics event each stands for. When
-    the claim was taken over the statement fails (`claim_lost`), in pipeline mode when the
-    transaction commits, and it all rolls back."""
+    each once under `inbox:<id>:<n>`, and writing the statistics event each stands for; with
+    `person` (`bot_store.person_params`), recording the update's person as well, to whom an
+    event without a person belongs. When the claim was taken over the statement fails
+    (`claim_lost`), in pipeline mode when the transaction commits, and it all rolls back."""
     queued = [
         {
             "chat_id": reply.chat_id,
@@ -196,7 +208,7 @@ async def finish(conn: Connection, row: InboxRow, replies: Sequence[Reply] = ())
         }
         for n, reply in enumerate(replies)
     ]
-    counted = [
+    events = [
         {
             "at": reply.counted.at.isoformat(),
             "kind": reply.counted.kind,
@@ -210,8 +222,9 @@ async def finish(conn: Connection, row: InboxRow, replies: Sequence[Reply] = ())
         Q["finish_with_replies"],
         {
             **row.claim,
+            **(person or NO_PERSON),
             "replies": Jsonb(queued),
-            "counted": Jsonb(counted),
+            "events": Jsonb(events),
             "bot_id": row.bot_id,
             "chats": sorted({reply.chat_id for reply in replies}),
         },

@@ -181,12 +181,31 @@ UPDATE inbox
 
 -- finish_with_replies --
 -- finish_update with the update's replies queued in the same statement, and the statistics
--- events they stand for (the gate shown). A lost claim fails
--- the statement (GH001, see migration 0016), so COMMIT may be sent without waiting for it.
+-- events they stand for (the gate shown). With %(telegram_user_id)s, the update's person too,
+-- as upsert_person records them, for an update whose route needed nothing else written: the
+-- whole update is then this one statement, with no transaction around it; an event without
+-- a person is theirs. A lost claim fails the statement (GH001, see migration 0016), so COMMIT
+-- may be sent without waiting for it.
 -- Returns the outbox id of each reply queued now, by its place in %(replies)s; the unsent rows
 -- queued before them for the same chats (their order comes first); and whether the person has
 -- another update waiting (the worker then claims again at once).
-WITH finished AS (
+WITH person AS (
+    INSERT INTO people (telegram_user_id, username, first_name, last_name, language_code)
+    SELECT %(telegram_user_id)s, %(username)s, %(first_name)s, %(last_name)s, %(language_code)s
+     WHERE %(telegram_user_id)s::bigint IS NOT NULL
+    ON CONFLICT (telegram_user_id) DO UPDATE
+       SET username = excluded.username, first_name = excluded.first_name,
+           last_name = excluded.last_name, language_code = excluded.language_code,
+           updated_at = now()
+    RETURNING id
+), met AS (
+    INSERT INTO bot_people (bot_id, person_id, first_seen_at, last_seen_at)
+    SELECT %(bot_id)s, id, now(), now() FROM person WHERE %(met)s
+    ON CONFLICT (bot_id, person_id) DO UPDATE SET last_seen_at = now(), unreachable_at = NULL
+), person_counted AS (
+    INSERT INTO stat_events (at, kind, bot_id, person_id)
+    SELECT %(at)s, %(counted)s, %(bot_id)s, id FROM person WHERE %(counted)s::text IS NOT NULL
+), finished AS (
     UPDATE inbox
        SET state = 'done', done_at = now(), lock_token = NULL, locked_until = NULL,
            last_error = NULL
@@ -203,9 +222,10 @@ WITH finished AS (
     RETURNING id, dedupe_key
 ), counted AS (
     INSERT INTO stat_events (at, kind, bot_id, person_id, content_id)
-    SELECT c.at, c.kind, f.bot_id, c.person_id, c.content_id
+    SELECT c.at, c.kind, f.bot_id, coalesce(c.person_id, (SELECT id FROM person)),
+           c.content_id
       FROM finished f,
-           jsonb_to_recordset(%(counted)s::jsonb)
+           jsonb_to_recordset(%(events)s::jsonb)
                AS c (at timestamptz, kind text, person_id integer, content_id integer)
 )
 SELECT botedge_claim_held(count(*) = 1) AS held,
@@ -268,8 +288,8 @@ UPDATE inbox
 RETURNING id, bot_id;
 
 -- upsert_person --
--- The person and, when `met`, that this bot met them: one round trip on every update. With
--- `counted` (a /start, a block), the statistics' event too.
+-- The person and, when `met`, that this bot met them. With `counted` (a /start, a block), the
+-- statistics' event too. finish_with_replies does the same for an update it finishes alone.
 WITH person AS (
     INSERT INTO people (telegram_user_id, username, first_name, last_name, language_code)
     VALUES (%(telegram_user_id)s, %(username)s, %(first_name)s, %(last_name)s,

@@ -155,6 +155,17 @@ def test_gate__two_channels_joined_one_by_one_then_content_once(edge: Edge) -> N
         )
     )
     assert counted == {"start": 1, "gate_shown": 1, "gate_passed": 2, "content_delivered": 1}
+    # Each the visitor's, the start and the gate shown too: the /start was finished by one
+    # statement that recorded the visitor with them.
+    [(person,)] = edge.query("SELECT id FROM people WHERE telegram_user_id = %s", VISITOR)
+    assert edge.query(
+        "SELECT DISTINCT person_id FROM stat_events WHERE bot_id = %s", setup.bot_id
+    ) == [(person,)]
+    assert edge.query(
+        "SELECT count(*) FROM bot_people WHERE bot_id = %s AND person_id = %s",
+        setup.bot_id,
+        person,
+    ) == [(1,)]
 
 
 def test_gate__a_member_of_both_gets_the_content_at_once(edge: Edge) -> None:

@@ -8,15 +8,17 @@ import uuid
 import pytest
 
 from botedge.gate import (
+    Check,
     Content,
     ContentCache,
+    Gate,
     GateChannel,
     JoinedCache,
     JoinState,
     is_member,
     join_state_of,
 )
-from botedge.handlers import BotLogic, RetryLater, Routes, start_payload
+from botedge.handlers import BotLogic, RetryLater, Routes, Settled, start_payload
 from botedge.inbox_store import InboxRow
 from botedge.telegram import BadRequest, Forbidden, ServerError, TooManyRequests
 from botedge.text import escape_html
@@ -199,3 +201,35 @@ def test_start_payload__only_in_private_chats() -> None:
 def test_escape_html__the_four_characters_only() -> None:
     assert escape_html('Tom & <Jerry> "x"') == "Tom &amp; &lt;Jerry&gt; &quot;x&quot;"
     assert escape_html("it's ☕ ok") == "it's ☕ ok"
+
+
+def test_settle__the_gate_shown_and_an_unknown_code_need_no_transaction_the_rest_do() -> None:
+    """Settled updates are finished by one statement that records the person with them."""
+    logic = BotLogic(features=[Gate(None, JoinedCache())], clock=ManualClock())  # type: ignore[arg-type]
+    visitor = {"id": 42, "first_name": "Sara", "is_bot": False}
+    start = row(
+        "message", {"chat": {"type": "private", "id": 7}, "from": visitor, "text": "/start promo"}
+    )
+    found = logic.route(start)
+    assert found is not None
+    route, arg = found
+    content, channels = PROMO
+    news = channels[0]
+
+    def settle(check: Check) -> Settled | None:
+        return logic.settle(start, (route, arg, check))
+
+    shown = settle(Check(content, missing=(news,)))
+    assert shown is not None
+    [gate] = shown.replies
+    assert gate.counted is not None and gate.counted.kind == "gate_shown"
+    # Counted before the person is known: the finish gives it the person it records.
+    assert gate.counted.person_id is None
+    person = shown.person
+    assert person is not None and person["telegram_user_id"] == 42 and person["counted"] == "start"
+    unknown_code = settle(Check(None))
+    assert unknown_code is not None and unknown_code.replies[0].payload["text"]
+    # A channel that could not be asked is flagged, and the content is delivered once: both
+    # write, so both go through `apply` in a transaction.
+    assert settle(Check(content, missing=(news,), unknown=((news, "chat not found"),))) is None
+    assert settle(Check(content)) is None
