@@ -361,10 +361,28 @@ async def _deliver_once(conn: Connection, visit: Visit, content: Content) -> boo
     return await cur.fetchone() is not None
 
 
-class _Start:
+class _GateRoute:
+    """A route to content behind the gate: `settle` answers what needs no database (an unknown
+    content, the gate while a channel is missing), `through` lets the visitor through."""
+
     def __init__(self, gate: Gate) -> None:
         self.gate = gate
 
+    def settle(self, visit: Visit, check: Check) -> list[Reply] | None:
+        raise NotImplementedError
+
+    async def through(self, conn: Connection, visit: Visit, content: Content) -> list[Reply]:
+        raise NotImplementedError
+
+    async def apply(self, conn: Connection, visit: Visit, check: Check) -> list[Reply]:
+        await _flag_unknown(conn, visit.update.bot_id, check)
+        settled = self.settle(visit, _known(check))
+        if settled is not None or check.content is None:
+            return settled or []
+        return await self.through(conn, visit, check.content)
+
+
+class _Start(_GateRoute):
     async def prepare(self, ctx: Context, update: InboxRow, arg: str) -> Check:
         found = await self.gate.content(update.bot_id, code=arg[:64])
         return await self.gate.check(ctx, found, update.sender_id)
@@ -387,23 +405,13 @@ class _Start:
         shown = Counted("gate_shown", visit.person_id, visit.now, check.content.id)
         return [Reply(chat_id, "sendMessage", payload, counted=shown)]
 
-    async def apply(self, conn: Connection, visit: Visit, check: Check) -> list[Reply]:
-        await _flag_unknown(conn, visit.update.bot_id, check)
-        settled = self.settle(visit, _known(check))
-        if settled is not None:
-            return settled
-        content = check.content
-        if content is None:  # settled above
-            return []
+    async def through(self, conn: Connection, visit: Visit, content: Content) -> list[Reply]:
         # The link opened again after the gate: the content again; recorded the first time.
         await _deliver_once(conn, visit, content)
         return [content_reply(visit.update.chat_key, content)]
 
 
-class _Press:
-    def __init__(self, gate: Gate) -> None:
-        self.gate = gate
-
+class _Press(_GateRoute):
     async def prepare(self, ctx: Context, update: InboxRow, arg: str) -> Check:
         content_id = int(arg) if arg.isascii() and arg.isdigit() and len(arg) < 10 else 0
         found = await self.gate.content(update.bot_id, content_id=content_id)
@@ -434,14 +442,7 @@ class _Press:
             replies.append(Reply(chat_id, "editMessageText", edit))
         return replies
 
-    async def apply(self, conn: Connection, visit: Visit, check: Check) -> list[Reply]:
-        await _flag_unknown(conn, visit.update.bot_id, check)
-        settled = self.settle(visit, _known(check))
-        if settled is not None:
-            return settled
-        content = check.content
-        if content is None:  # settled above
-            return []
+    async def through(self, conn: Connection, visit: Visit, content: Content) -> list[Reply]:
         body = visit.update.body
         chat_id = visit.update.chat_key
         replies = [
