@@ -158,6 +158,11 @@ PAGE_HEADERS = {
 }
 
 
+# What reading a caller's fields raises when one is missing or of the wrong kind: their
+# mistake, refused, not a fault of ours (the simulators' control calls and Bot API methods).
+CALLERS_MISTAKES = (LookupError, ValueError, TypeError, ArithmeticError)
+
+
 def create_plain_app(routes: Sequence[BaseRoute], *, body_limit: int = 1024 * 1024) -> Starlette:
     """An app without a database (the simulated servers): same errors, health and metrics."""
 
@@ -174,7 +179,7 @@ def create_plain_app(routes: Sequence[BaseRoute], *, body_limit: int = 1024 * 10
         routes=all_routes,
         exception_handlers={
             **default_exception_handlers(),
-            **dict.fromkeys((LookupError, ValueError, TypeError, ArithmeticError), _bad_values),
+            **dict.fromkeys(CALLERS_MISTAKES, _bad_values),
         },
         middleware=[
             Middleware(RequestContextMiddleware, methods=route_methods(all_routes)),

@@ -29,7 +29,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from shared.web import create_plain_app
+from shared.web import CALLERS_MISTAKES, create_plain_app
 from simulators.pages import page_routes
 from simulators.statefile import StateFile, saving
 from simulators.telegram import control, stars
@@ -189,7 +189,7 @@ async def _answer(
     except ApiError as error:
         status = error.code
         return Answer.error(error)
-    except (LookupError, ValueError, TypeError, ArithmeticError) as error:
+    except CALLERS_MISTAKES as error:
         # A parameter of a shape the method did not expect: the caller's mistake.
         status = 400
         return Answer.error(ApiError(400, f"Bad Request: {type(error).__name__}: {error}"[:300]))
