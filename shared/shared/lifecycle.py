@@ -23,7 +23,7 @@ import uvicorn
 import uvloop
 from starlette.applications import Starlette
 
-from shared.protocol import with_read_deadline
+from shared.protocol import protocol_of, with_read_deadline
 from shared.settings import DEFAULT_KEEP_ALIVE, DEFAULT_READ_TIMEOUT, CommonSettings
 
 log = logging.getLogger("shared.lifecycle")
@@ -81,7 +81,7 @@ async def serve(
         app,
         host=host,
         port=port,
-        http=with_read_deadline(read_timeout),
+        http=with_read_deadline(read_timeout, protocol_of(app)),
         log_config=None,
         access_log=False,
         server_header=False,

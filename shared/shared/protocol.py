@@ -22,10 +22,19 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 log = logging.getLogger("shared.protocol")
 
 
-def with_read_deadline(read_timeout: float) -> type[HttpToolsProtocol]:
+def protocol_of(app: Any) -> type[HttpToolsProtocol]:
+    """The protocol an app asks to be served with (`app.state.http_protocol`, a subclass of
+    uvicorn's), else uvicorn's."""
+    state = getattr(app, "state", None)
+    return getattr(state, "http_protocol", None) or HttpToolsProtocol
+
+
+def with_read_deadline(
+    read_timeout: float, base: type[HttpToolsProtocol] = HttpToolsProtocol
+) -> type[HttpToolsProtocol]:
     """A protocol class whose connections must deliver each request within the deadline."""
 
-    class ReadDeadlineProtocol(HttpToolsProtocol):
+    class ReadDeadlineProtocol(base):  # type: ignore[valid-type,misc]
         _deadline: asyncio.TimerHandle | None = None
         # Part of a request has arrived and its end has not.
         _partial = False

@@ -34,6 +34,7 @@ import uvicorn
 
 from shared import migrate
 from shared.embedded_pg import EmbeddedPostgres, port_free
+from shared.protocol import protocol_of
 from shared.settings import DEFAULT_KEEP_ALIVE
 
 # Durability off: test databases are thrown away, and fsync dominates a 2-core CI run.
@@ -205,6 +206,7 @@ def serve_in_thread(app: Any, port: int | None = None) -> Iterator[str]:
         log_config=None,
         access_log=False,
         lifespan="on",
+        http=protocol_of(app),
         timeout_keep_alive=DEFAULT_KEEP_ALIVE,  # type: ignore[arg-type]  # as lifecycle.serve
     )
     server = uvicorn.Server(config)

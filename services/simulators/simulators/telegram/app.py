@@ -27,7 +27,8 @@ from starlette.datastructures import UploadFile
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Receive
+from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from shared.web import CALLERS_MISTAKES, create_plain_app
 from simulators.pages import page_routes
@@ -111,17 +112,16 @@ def _body_params(query: str, content_type: str, body: bytes) -> Params:
     return params
 
 
-async def _injected(world: World, bot: Bot, name: str, scope: Scope) -> Answer | None:
+async def _injected(
+    world: World, bot: Bot, name: str, client: tuple[str, int] | None
+) -> Answer | None:
     """The faults this call meets before it is answered: delays, a 502 for a bot that is
     down, and at random a 429, a 502, a 504 after a long wait or a 200 that is not JSON (never
     for getUpdates)."""
     faults = world.faults
     if bot.id in faults.down_bots:
         return Answer.html(502, BAD_GATEWAY)
-    client = scope.get("client")
-    if faults.connect_delay_ms and world.new_connection(
-        (str(client[0]), int(client[1])) if client else None
-    ):
+    if faults.connect_delay_ms and world.new_connection(client):
         await asyncio.sleep(faults.connect_delay_ms / 1000)
     if faults.delay_ms:
         await asyncio.sleep(faults.delay_ms / 1000)
@@ -160,7 +160,12 @@ def _call(
 
 
 async def _answer(
-    world: World, token: str, name: str, scope: Scope, read: Callable[[], Awaitable[Params]]
+    world: World,
+    token: str,
+    name: str,
+    client: tuple[str, int] | None,
+    agent: str,
+    read: Callable[[], Awaitable[Params]],
 ) -> Answer:
     """One Bot API call; `read()` gives its parameters (it may raise ApiError)."""
     started = time.time()
@@ -174,7 +179,7 @@ async def _answer(
         method = METHODS.get(name) or stars.METHODS.get(name)
         if method is None:
             raise ApiError(404, "Not Found: method not found")
-        refused = await _injected(world, bot, name, scope)
+        refused = await _injected(world, bot, name, client)
         if refused is not None:
             status = refused.status
             return refused
@@ -195,72 +200,30 @@ async def _answer(
         return Answer.error(ApiError(400, f"Bad Request: {type(error).__name__}: {error}"[:300]))
     finally:
         world.in_flight[name] -= 1
-        agent = next((v for k, v in scope["headers"] if k == b"user-agent"), b"")
-        world.calls.append(
-            _call(bot.id if bot else 0, name, started, status, agent.decode("latin-1"), params)
-        )
+        world.calls.append(_call(bot.id if bot else 0, name, started, status, agent, params))
 
 
 async def bot_method(request: Request) -> Response:
-    """A Bot API call the fast path passed on: an upload (multipart form)."""
+    """A Bot API call the connection did not answer itself: an upload (multipart form), or a
+    request pipelined behind another on its connection."""
     world: World = request.app.state.world
+    content_type = request.headers.get("content-type", "")
+
+    async def read() -> Params:
+        if content_type.startswith("multipart/"):
+            return await _upload_params(request)
+        body = await _read_body(request.receive)
+        return _body_params(request.scope["query_string"].decode("latin-1"), content_type, body)
+
     answer = await _answer(
         world,
         request.path_params["token"],
         request.path_params["method"].lower(),
-        request.scope,
-        lambda: _upload_params(request),
+        request.client and (request.client.host, request.client.port),
+        request.headers.get("user-agent", ""),
+        read,
     )
     return answer.response()
-
-
-_BOT_PATH = re.compile(r"/bot([^/]+)/([^/]+)")
-
-
-class BotApiFastPath:
-    """The Bot API's calls answered straight from ASGI, ahead of the app's middleware and
-    router: those cost the simulator more CPU than the call itself, and in the load test it
-    shares the cores with what is measured (three calls an update on the gate path). An
-    upload, a method other than GET or POST, and every other path go on to the app."""
-
-    def __init__(self, app: ASGIApp, world: World) -> None:
-        self.app = app
-        self.world = world
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        found = _BOT_PATH.fullmatch(scope["path"]) if scope["type"] == "http" else None
-        content_type = ""
-        if found is not None:
-            for key, value in scope["headers"]:
-                if key == b"content-type":
-                    content_type = value.decode("latin-1")
-        if (
-            found is None
-            or scope["method"] not in ("GET", "POST")
-            or content_type.startswith("multipart/")
-        ):
-            await self.app(scope, receive, send)
-            return
-
-        async def read() -> Params:
-            body = await _read_body(receive)
-            query = scope["query_string"].decode("latin-1")
-            return _body_params(query, content_type, body)
-
-        try:
-            answer = await _answer(self.world, found[1], found[2].lower(), scope, read)
-        except Exception:
-            log.exception("unhandled error in %s", found[2])
-            answer = Answer.json(
-                500, {"ok": False, "error_code": 500, "description": "Internal Server Error"}
-            )
-        headers = [
-            (b"content-type", answer.content_type.encode()),
-            (b"content-length", str(len(answer.body)).encode()),
-            *((k.lower().encode(), v.encode()) for k, v in answer.headers),
-        ]
-        await send({"type": "http.response.start", "status": answer.status, "headers": headers})
-        await send({"type": "http.response.body", "body": answer.body})
 
 
 async def _read_body(receive: Receive) -> bytes:
@@ -279,6 +242,167 @@ async def _read_body(receive: Receive) -> bytes:
             return b"".join(chunks)
 
 
+# The request target of a Bot API call: a path with nothing to unquote, and its query.
+_BOT_TARGET = re.compile(rb"/bot([^/?%]+)/([^/?%]+)(?:\?(.*))?", re.DOTALL)
+
+
+class _NoEvent:
+    """What uvicorn's protocol sets when a body arrives; the call reads it when it is whole."""
+
+    def set(self) -> None:
+        pass
+
+
+_NO_EVENT = _NoEvent()
+
+
+class _BotCall:
+    """A Bot API call its connection answers itself, in place of uvicorn's request cycle: the
+    fields the protocol reads and sets on a cycle are here."""
+
+    __slots__ = (
+        "agent",
+        "body",
+        "content_type",
+        "disconnected",
+        "keep_alive",
+        "message_event",
+        "more_body",
+        "name",
+        "query",
+        "response_complete",
+        "started",
+        "token",
+        "too_big",
+    )
+
+    def __init__(
+        self, token: str, name: str, query: str, content_type: str, agent: str, keep_alive: bool
+    ) -> None:
+        self.token = token
+        self.name = name
+        self.query = query
+        self.content_type = content_type
+        self.agent = agent
+        self.keep_alive = keep_alive
+        self.body = b""
+        self.more_body = True
+        self.started = False
+        self.response_complete = False
+        self.disconnected = False
+        self.too_big = False
+        self.message_event = _NO_EVENT
+
+    async def read(self) -> Params:
+        if self.too_big:
+            raise ApiError(413, "Request Entity Too Large")
+        return _body_params(self.query, self.content_type, self.body)
+
+
+def bot_api_protocol(world: World) -> type[HttpToolsProtocol]:
+    """uvicorn's protocol, answering the Bot API's calls itself: the ASGI request cycle, the
+    task and the app's middleware and router cost the simulator more CPU than the call, and in
+    the load test it shares the cores with what is measured (three calls an update on the gate
+    path). An upload, a method other than GET or POST, a request queued behind another on its
+    connection and every other path go on to the app."""
+
+    class BotApiProtocol(HttpToolsProtocol):
+        def on_headers_complete(self) -> None:
+            call = self._bot_call()
+            if call is None:
+                super().on_headers_complete()
+            else:
+                self.cycle = call  # type: ignore[assignment]
+
+        def on_body(self, body: bytes) -> None:
+            call = self.cycle
+            super().on_body(body)
+            if isinstance(call, _BotCall) and not call.response_complete:
+                if len(call.body) > BODY_LIMIT:
+                    # Answered now, and the connection closed on the rest.
+                    call.body = b""
+                    call.too_big = True
+                    call.keep_alive = False
+                    self._start(call)
+                else:
+                    # uvicorn pauses reading past 64 KiB until the app reads; here nothing will.
+                    self.flow.resume_reading()
+
+        def on_message_complete(self) -> None:
+            call = self.cycle
+            super().on_message_complete()
+            if isinstance(call, _BotCall):
+                self._start(call)
+
+        def _start(self, call: _BotCall) -> None:
+            if call.started:
+                return
+            call.started = True
+            task = self.loop.create_task(self._run(call))
+            task.add_done_callback(self.tasks.discard)
+            self.tasks.add(task)
+
+        def _bot_call(self) -> _BotCall | None:
+            if self.cycle is not None and not self.cycle.response_complete:
+                return None
+            if self.parser.get_method() not in (b"GET", b"POST") or self.parser.should_upgrade():
+                return None
+            found = _BOT_TARGET.fullmatch(self.url)
+            if found is None:
+                return None
+            content_type = agent = ""
+            for key, value in self.headers:
+                if key == b"content-type":
+                    content_type = value.decode("latin-1")
+                elif key == b"user-agent":
+                    agent = value.decode("latin-1")
+            if content_type.startswith("multipart/") or self.expect_100_continue:
+                return None
+            return _BotCall(
+                found[1].decode("latin-1"),
+                found[2].decode("latin-1").lower(),
+                (found[3] or b"").decode("latin-1"),
+                content_type,
+                agent,
+                self.parser.get_http_version() != "1.0" and self.parser.should_keep_alive(),
+            )
+
+        async def _run(self, call: _BotCall) -> None:
+            try:
+                answer = await _answer(
+                    world, call.token, call.name, self.client, call.agent, call.read
+                )
+            except Exception:
+                log.exception("unhandled error in %s", call.name)
+                answer = Answer.json(
+                    500, {"ok": False, "error_code": 500, "description": "Internal Server Error"}
+                )
+            self._answer(call, answer)
+
+        def _answer(self, call: _BotCall, answer: Answer) -> None:
+            """Head and body in one write, then what uvicorn does when a response is done."""
+            if call.response_complete:
+                return
+            call.response_complete = True
+            if call.disconnected:
+                return
+            head = [
+                STATUS_LINE[answer.status],
+                *(b"%s: %s\r\n" % pair for pair in self.server_state.default_headers),
+                b"content-type: %s\r\ncontent-length: %d\r\n"
+                % (answer.content_type.encode(), len(answer.body)),
+                *(f"{k.lower()}: {v}\r\n".encode("latin-1") for k, v in answer.headers),
+                b"\r\n" if call.keep_alive else b"connection: close\r\n\r\n",
+                answer.body,
+            ]
+            self.transport.write(b"".join(head))
+            if not call.keep_alive:
+                self.transport.close()
+            self.on_response_complete()
+
+    return BotApiProtocol
+
+
 def create_app(faults: Faults | None = None, seed: int | None = None) -> Starlette:
     world = World(faults or Faults.from_env(os.environ), seed)
     state = StateFile.restored(world.snapshot, world.version, world.restore)
@@ -294,7 +418,8 @@ def create_app(faults: Faults | None = None, seed: int | None = None) -> Starlet
         body_limit=BODY_LIMIT,
     )
     app.state.world = world
-    app.add_middleware(BotApiFastPath, world=world)
+    # Served with this protocol by shared.lifecycle.serve (and the tests' server).
+    app.state.http_protocol = bot_api_protocol(world)
     # A control call about a bot the simulator refuses is answered as the Bot API would.
     app.add_exception_handler(ApiError, lambda _, error: Answer.error(error).response())
     # Called by the server on a stop signal, before it waits for requests in flight.

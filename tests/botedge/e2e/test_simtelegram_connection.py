@@ -1,0 +1,97 @@
+"""The simulated Telegram answers Bot API calls on the connection itself, ahead of the ASGI
+app: what a client sees must not change. Raw sockets, so the bytes on the wire are checked."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+from shared.testing import serve_in_thread
+from simulators.telegram.app import create_app
+from tests.botedge.conftest import new_token
+from tests.conftest import HTTP
+
+
+@pytest.fixture
+def sim() -> Iterator[tuple[str, str]]:
+    with serve_in_thread(create_app()) as url:
+        token = new_token(7700001)
+        HTTP.post(f"{url}/_sim/bots", json={"token": token}).raise_for_status()
+        yield url, token
+
+
+def _request(method: str, target: str, body: bytes = b"", version: str = "1.1") -> bytes:
+    head = f"{method} {target} HTTP/{version}\r\nHost: sim\r\nUser-Agent: raw-test\r\n"
+    if body:
+        head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+    return head.encode() + b"\r\n" + body
+
+
+def _answers(conn: socket.socket, count: int) -> list[tuple[int, dict[str, str], Any]]:
+    """`count` whole responses read off the connection, in the order they came."""
+    data = b""
+    found: list[tuple[int, dict[str, str], Any]] = []
+    while len(found) < count:
+        end = data.find(b"\r\n\r\n")
+        if end >= 0:
+            lines = data[:end].decode().split("\r\n")
+            headers = dict(line.lower().split(": ", 1) for line in lines[1:])
+            length = int(headers["content-length"])
+            if len(data) >= end + 4 + length:
+                body = data[end + 4 : end + 4 + length]
+                found.append((int(lines[0].split()[1]), headers, json.loads(body)))
+                data = data[end + 4 + length :]
+                continue
+        chunk = conn.recv(65536)
+        assert chunk, f"closed after {len(found)} of {count} answers"
+        data += chunk
+    assert data == b""
+    return found
+
+
+def test_bot_api__pipelined_calls_answered_in_order_on_one_kept_alive_connection(
+    sim: tuple[str, str],
+) -> None:
+    url, token = sim
+    parts = urlsplit(url)
+    with socket.create_connection((parts.hostname, parts.port), timeout=10) as conn:
+        # Three calls in one write: a JSON body, a query string and an unknown method.
+        conn.sendall(
+            _request("POST", f"/bot{token}/getMe", b"{}")
+            + _request("GET", f"/bot{token}/getChatMember?chat_id=42&user_id=7")
+            + _request("POST", f"/bot{token}/noSuchMethod", b'{"a": 1}')
+        )
+        first, second, third = _answers(conn, 3)
+        assert first[0] == 200 and first[2]["result"]["is_bot"] is True
+        assert first[1]["content-type"] == "application/json"
+        assert "connection" not in first[1]
+        assert second[0] == 400 and second[2]["description"].startswith("Bad Request: chat")
+        assert third[0] == 404 and third[2] == {
+            "ok": False,
+            "error_code": 404,
+            "description": "Not Found: method not found",
+        }
+        # Still open: a fourth call on the same connection.
+        conn.sendall(_request("GET", f"/bot{token}/getMe"))
+        assert _answers(conn, 1)[0][0] == 200
+    calls = HTTP.get(f"{url}/_sim/calls").json()
+    assert [c["method"] for c in calls] == ["getme", "getchatmember", "nosuchmethod", "getme"]
+    assert {c["user_agent"] for c in calls} == {"raw-test"}
+
+
+def test_bot_api__an_http_1_0_call_is_answered_and_its_connection_closed(
+    sim: tuple[str, str],
+) -> None:
+    url, token = sim
+    parts = urlsplit(url)
+    with socket.create_connection((parts.hostname, parts.port), timeout=10) as conn:
+        conn.sendall(_request("POST", f"/bot{token}/getMe", b"{}", version="1.0"))
+        [(status, headers, body)] = _answers(conn, 1)
+        assert status == 200 and body["ok"] is True
+        assert headers["connection"] == "close"
+        assert conn.recv(1) == b""
