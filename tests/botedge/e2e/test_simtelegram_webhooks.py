@@ -101,6 +101,35 @@ def test_webhook__each_chat_in_order_up_to_max_connections_and_a_failing_chat_ho
     assert all(a[4] < last_of_failing for a in arrivals if a[0] != FAILING_CHAT)
 
 
+def test_webhook__max_connections_lowered_while_delivering_holds_from_then_on(
+    sim_url: str,
+) -> None:
+    receiver = Receiver()
+    token = new_token(5552003)
+    chats = [7101, 7102, 7103, 7104, 7105, 7106]
+    updates = [message(chat, f"{chat}-{n}") for n in range(4) for chat in chats]
+    assert HTTP.post(f"{sim_url}/_sim/updates", json={"token": token, "updates": updates})
+    with serve_in_thread(receiver.app()) as hook_url:
+        call(sim_url, token, "setWebhook", url=f"{hook_url}/hook", max_connections=6)
+        wait_until(lambda: len(receiver.arrivals) >= 6, 30, "the first round delivered")
+        call(sim_url, token, "setWebhook", url=f"{hook_url}/hook", max_connections=2)
+        lowered = time.monotonic()
+        wait_until(lambda: len(receiver.arrivals) == len(updates), 60, "every update delivered")
+
+    arrivals = receiver.arrivals
+    before = [a for a in arrivals if a[2] < lowered]
+    after = [a for a in arrivals if a[2] > lowered]
+    # Six at once before; from the change on, never more than two, and still two at once.
+    assert max(sum(1 for b in before if b[2] <= a[2] + 0.01 <= b[3]) for a in before) == 6
+    overlaps = [sum(1 for b in arrivals if b[2] <= m <= b[3]) for m in (a[2] + 0.01 for a in after)]
+    assert len(after) >= 12
+    assert max(overlaps) == 2
+    for chat in chats:
+        assert [a[1] for a in arrivals if a[0] == chat] == sorted(
+            a[1] for a in arrivals if a[0] == chat
+        )
+
+
 def test_webhook_deleted__undelivered_updates_go_back_to_get_updates_in_order(
     sim_url: str,
 ) -> None:

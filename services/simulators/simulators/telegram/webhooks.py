@@ -12,7 +12,6 @@ from urllib.parse import urlsplit
 
 import httptools
 
-from shared.lifecycle import wait_any
 from simulators.telegram.state import Bot, World, queue_key
 
 QueueKey = tuple[str, int]
@@ -55,12 +54,22 @@ class _Connection(asyncio.Protocol):
         if self.answer is not None and not self.answer.done():
             self.answer.set_exception(error)
 
-    async def exchange(self, request: bytes) -> int:
+    async def exchange(self, request: bytes, timeout: float) -> int:
         if self.transport is None or self.closed:
             raise ConnectionResetError("not connected")
-        self.answer = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        self.answer = loop.create_future()
+        # A timer handle, cheaper than asyncio.timeout() around the await.
+        timer = loop.call_later(timeout, self._timed_out)
         self.transport.write(request)
-        return await self.answer
+        try:
+            return await self.answer
+        finally:
+            timer.cancel()
+
+    def _timed_out(self) -> None:
+        self._fail(TimeoutError("no answer in time"))
+        self.close()
 
     def close(self) -> None:
         self.closed = True
@@ -89,29 +98,31 @@ class _Poster:
         if secret:
             head += f"X-Telegram-Bot-Api-Secret-Token: {secret}\r\n"
         request = f"{head}Content-Length: {len(body)}\r\n\r\n".encode("latin-1") + body
-        # A kept-alive connection the server has since closed fails at once: one more try
-        # on a new one, as a client library's pool does.
-        while self.idle:
-            conn = self.idle.pop()
-            if not conn.closed:
-                status = await self._exchange(conn, request)
-                if status is not None or not conn.closed:
-                    return status
         try:
+            while self.idle:
+                conn = self.idle.pop()
+                if conn.closed:
+                    continue
+                try:
+                    return await self._exchange(conn, request)
+                except ConnectionError:
+                    # Closed by the server since it was last used, before it answered: one
+                    # more try, on the next, as a client library's pool does. Not after a
+                    # timeout: that post was given its time.
+                    continue
             _, conn = await asyncio.get_running_loop().create_connection(
                 _Connection, self.host, self.port
             )
-        except OSError:
-            return None
-        return await self._exchange(conn, request)
-
-    async def _exchange(self, conn: _Connection, request: bytes) -> int | None:
-        try:
-            async with asyncio.timeout(POST_TIMEOUT):
-                status = await conn.exchange(request)
+            return await self._exchange(conn, request)
         except (OSError, TimeoutError, httptools.HttpParserError):
-            conn.close()
             return None
+
+    async def _exchange(self, conn: _Connection, request: bytes) -> int:
+        try:
+            status = await conn.exchange(request, POST_TIMEOUT)
+        except BaseException:
+            conn.close()
+            raise
         if conn.reusable and not conn.closed:
             self.idle.append(conn)
         else:
@@ -146,7 +157,6 @@ class Deliveries:
         try:
             while bot.webhook_url and not self.world.closing.is_set():
                 queues.take_new()
-                queues.post_ready()
                 await queues.wait()
         finally:
             await queues.stop()
@@ -155,16 +165,20 @@ class Deliveries:
 
 
 class _Queues:
-    """One bot's per-chat queues and the posts in flight."""
+    """One bot's per-chat queues, and the posters working them: each takes a queue that is
+    ready, posts its first update until it is taken, and puts the queue back if more wait.
+    Posters are started as queues wait, up to the bot's `max_connections`, and kept: a task
+    an update, and a wake-up of the delivery loop after each post, cost the simulator more
+    than the post."""
 
     def __init__(self, world: World, bot: Bot) -> None:
         self.world = world
         self.bot = bot
         self.poster: _Poster | None = None
-        self.ready: deque[QueueKey] = deque()
-        self.posting: set[asyncio.Task[None]] = set()
+        self.ready: asyncio.Queue[QueueKey] = asyncio.Queue()
         self.busy: set[QueueKey] = set()
-        self.changed = asyncio.Event()
+        self.posters: set[asyncio.Task[None]] = set()
+        self.idle = 0
 
     def take_new(self) -> None:
         bot = self.bot
@@ -173,54 +187,69 @@ class _Queues:
             key = queue_key(update)
             queue = bot.held.setdefault(key, deque())
             if not queue and key not in self.busy:
-                self.ready.append(key)
+                self.ready.put_nowait(key)
             queue.append(update)
-
-    def post_ready(self) -> None:
-        while self.ready and len(self.busy) < self.bot.max_connections:
-            key = self.ready.popleft()
-            if key in self.busy or not self.bot.held.get(key):
-                continue
-            self.busy.add(key)
-            task = asyncio.get_running_loop().create_task(self._post(key))
-            self.posting.add(task)
-            task.add_done_callback(self.posting.discard)
+        # A poster for each queue waiting that no idle poster will take.
+        loop = asyncio.get_running_loop()
+        while self.ready.qsize() > self.idle and len(self.posters) < self.bot.max_connections:
+            task = loop.create_task(self._work())
+            self.posters.add(task)
+            task.add_done_callback(self.posters.discard)
 
     async def wait(self) -> None:
         self.bot.new_updates.clear()
-        self.changed.clear()
-        await wait_any(None, self.bot.new_updates, self.changed, self.world.closing)
+        await self.bot.new_updates.wait()
 
     async def stop(self) -> None:
-        for task in list(self.posting):
+        for task in list(self.posters):
             task.cancel()
-        await asyncio.gather(*self.posting, return_exceptions=True)
+        await asyncio.gather(*self.posters, return_exceptions=True)
         if self.poster is not None:
             self.poster.close()
 
+    async def _work(self) -> None:
+        bot = self.bot
+        while self._delivering():
+            if len(self.posters) > bot.max_connections:
+                # setWebhook lowered it: one poster fewer, each as it finishes a post.
+                self.posters.discard(cast("asyncio.Task[None]", asyncio.current_task()))
+                return
+            self.idle += 1
+            try:
+                key = await self.ready.get()
+            finally:
+                self.idle -= 1
+            if key in self.busy:
+                continue
+            self.busy.add(key)
+            try:
+                await self._post(key)
+            finally:
+                self.busy.discard(key)
+
+    def _delivering(self) -> bool:
+        return bool(self.bot.webhook_url) and not self.world.closing.is_set()
+
     async def _post(self, key: QueueKey) -> None:
-        """Post the queue's first update until it is taken, then hand the queue back."""
+        """Post the queue's first update until it is taken; the queue goes back to wait its
+        turn if more is in it."""
         bot = self.bot
         delay = 0.0
-        try:
-            while bot.webhook_url and not self.world.closing.is_set():
-                queue = bot.held.get(key)
-                if not queue:
-                    return
-                update = queue[0]
-                if await self._posted(update):
-                    if queue and queue[0] is update:
-                        queue.popleft()
-                    if queue:
-                        self.ready.append(key)
-                    elif bot.held.get(key) is queue:
-                        del bot.held[key]
-                    return
-                delay = min(5.0, max(0.05, delay * 2 or 0.05))
-                await asyncio.sleep(delay)
-        finally:
-            self.busy.discard(key)
-            self.changed.set()
+        while self._delivering():
+            queue = bot.held.get(key)
+            if not queue:
+                return
+            update = queue[0]
+            if await self._posted(update):
+                if queue and queue[0] is update:
+                    queue.popleft()
+                if queue:
+                    self.ready.put_nowait(key)
+                elif bot.held.get(key) is queue:
+                    del bot.held[key]
+                return
+            delay = min(5.0, max(0.05, delay * 2 or 0.05))
+            await asyncio.sleep(delay)
 
     async def _posted(self, update: dict[str, Any]) -> bool:
         url = self.bot.webhook_url
