@@ -82,6 +82,10 @@ async def serve(
         host=host,
         port=port,
         http=with_read_deadline(read_timeout, protocol_of(app)),
+        # Who is asking is the app's to say, from TRUSTED_PROXIES (shared.web.client_address):
+        # uvicorn's own rewrite of the client from X-Forwarded-For trusts 127.0.0.1 whatever
+        # that says, and costs a middleware on every request.
+        proxy_headers=False,
         log_config=None,
         access_log=False,
         server_header=False,

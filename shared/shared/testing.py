@@ -207,6 +207,7 @@ def serve_in_thread(app: Any, port: int | None = None) -> Iterator[str]:
         access_log=False,
         lifespan="on",
         http=protocol_of(app),
+        proxy_headers=False,
         timeout_keep_alive=DEFAULT_KEEP_ALIVE,  # type: ignore[arg-type]  # as lifecycle.serve
     )
     server = uvicorn.Server(config)

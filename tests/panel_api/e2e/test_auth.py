@@ -237,6 +237,19 @@ def test_login__behind_a_trusted_proxy_the_forwarded_address_counts(database_url
         assert from_address("203.0.113.6", "owner@example.com", PASSWORD).status_code == 200
 
 
+def test_login__without_trusted_proxies_a_forwarded_address_is_not_believed(panel: str) -> None:
+    """Each failure claims another address; none is believed, even from 127.0.0.1 (uvicorn's
+    own X-Forwarded-For handling would have believed it), so the one peer is throttled."""
+    for n in range(10):
+        answer = HTTP.post(
+            f"{panel}/v1/auth/login",
+            json={"email": f"nobody{n}@example.com", "password": "wrong password"},
+            headers={"X-Forwarded-For": f"203.0.113.{n + 1}"},
+        )
+        assert answer.status_code == 401
+    assert login(panel, "owner@example.com", PASSWORD).status_code == 429
+
+
 def password_checks(panel: str) -> float:
     text = HTTP.get(f"{panel}/metrics").text
     line = next(x for x in text.splitlines() if x.startswith("panel_password_checks_total "))
