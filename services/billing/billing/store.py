@@ -152,29 +152,38 @@ async def record_delivery(conn: Connection, delivery: Delivery, now: dt.datetime
             )
             for row in rows
         ]
-        return await _apply_payment(conn, InvoiceRecord.from_row(rows[0]), held, delivery, now)
+        if delivery.paid_at is None or delivery.amount_minor is None:
+            raise ValueError("a payment delivery carries paid_at and amount_minor")
+        invoice = InvoiceRecord.from_row(rows[0])
+        decision = decide(invoice, delivery, None)
+        if decision.verdict is not Verdict.APPLIED:
+            return await _not_applied(conn, invoice, held, delivery, decision, now)
+        # Its answer is read with COMMIT's: one round trip fewer.
+        written = await _write_applied(
+            conn, invoice, held, delivery, delivery.paid_at, decision, now
+        )
+    applied = await written.outcome(delivery)
+    if applied is not None:
+        return applied
+    # Nothing was written: the payment's key was taken meanwhile. Decided again against the
+    # payment stored under it, which is never applied a second time.
+    async with pipelined_transaction(conn):
+        return await _not_applied(conn, invoice, held, delivery, decision, now)
 
 
-async def _apply_payment(
+async def _not_applied(
     conn: Connection,
     invoice: InvoiceRecord,
     held: list[Held],
     delivery: Delivery,
+    decision: Decision,
     now: dt.datetime,
 ) -> Outcome:
-    """`held` are the memberships the invoice pays for, read under their locks."""
-    if delivery.paid_at is None or delivery.amount_minor is None:
-        raise ValueError("a payment delivery carries paid_at and amount_minor")
+    """A payment delivery that changes no membership: stored flagged, or a duplicate or a
+    conflict of one stored before; `decision` is APPLIED when its write found the key taken."""
     before = next(h.membership for h in held if h.channel_id == invoice.key.channel_id)
-    decision = decide(invoice, delivery, None)
     payment_id: int | None = None
-    if decision.verdict is Verdict.APPLIED:
-        applied = await _write_applied(
-            conn, invoice, held, delivery, delivery.paid_at, decision, now
-        )
-        if applied is not None:
-            return applied
-    elif decision.stores_payment:
+    if decision.verdict is not Verdict.APPLIED and decision.stores_payment:
         cur = await conn.execute(
             Q["insert_payment"],
             {
@@ -221,6 +230,29 @@ async def _apply_payment(
     return await _record(conn, delivery, outcome, now)
 
 
+@dataclass(frozen=True)
+class _Written:
+    """The applying statement sent; its answer is read after COMMIT."""
+
+    cur: AsyncCursor[DictRow]
+    mine: Membership
+    flag: str | None
+
+    async def outcome(self, delivery: Delivery) -> Outcome | None:
+        """None when the payment's key was already taken and nothing was written."""
+        stored = await self.cur.fetchone()
+        if stored is None:
+            return None
+        payment_id = int(stored["id"])
+        if self.flag is not None:
+            log.warning(
+                "invoice %s paid a second time (payment %d); applied",
+                delivery.order_reference,
+                payment_id,
+            )
+        return Outcome(Recorded.APPLIED, False, True, self.flag, self.mine, payment_id)
+
+
 async def _write_applied(
     conn: Connection,
     invoice: InvoiceRecord,
@@ -229,9 +261,8 @@ async def _write_applied(
     paid_at: dt.datetime,
     decision: Decision,
     now: dt.datetime,
-) -> Outcome | None:
-    """The payment stored and each membership it pays for extended, in one statement; None
-    when its key was already taken."""
+) -> _Written:
+    """The payment stored and each membership it pays for extended, in one statement."""
     after = {
         h.channel_id: Membership(
             Status.ACTIVE,
@@ -275,18 +306,7 @@ async def _write_applied(
             "now": now,
         },
     )
-    stored = await cur.fetchone()
-    if stored is None:
-        return None
-    payment_id = int(stored["id"])
-    if decision.flag is not None:
-        log.warning(
-            "invoice %s paid a second time (payment %d); applied",
-            delivery.order_reference,
-            payment_id,
-        )
-    mine = after[invoice.key.channel_id]
-    return Outcome(Recorded.APPLIED, False, True, decision.flag, mine, payment_id)
+    return _Written(cur, after[invoice.key.channel_id], decision.flag)
 
 
 async def write_membership(
