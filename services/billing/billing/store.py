@@ -107,7 +107,7 @@ async def record_delivery(conn: Connection, delivery: Delivery, now: dt.datetime
     """Apply one authentic delivery exactly once; every path records a gateway event.
 
     Pipelined: BEGIN, the lock and the read under it go in one round trip, and an applied
-    payment's writes are one statement, so the usual payment takes three round trips.
+    payment's writes are one statement sent with COMMIT, so the usual payment takes two.
     """
     if delivery.kind is Kind.REFUND:
         return await record_refund(conn, delivery, now)
@@ -165,9 +165,11 @@ async def record_delivery(conn: Connection, delivery: Delivery, now: dt.datetime
     applied = await written.outcome(delivery)
     if applied is not None:
         return applied
-    # Nothing was written: the payment's key was taken meanwhile. Decided again against the
-    # payment stored under it, which is never applied a second time.
+    # Nothing was written: the payment's key was taken meanwhile. Decided again, under the
+    # lock as every decision is, against the payment stored under it, which is never applied
+    # a second time.
     async with pipelined_transaction(conn):
+        await conn.execute(Q["lock_membership_of_invoice"], reference)
         return await _not_applied(conn, invoice, held, delivery, decision, now)
 
 
