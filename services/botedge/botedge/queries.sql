@@ -368,11 +368,14 @@ SELECT pg_current_snapshot()::text AS snapshot, o.*
         LIMIT %(limit)s) AS o ON true;
 
 -- mark_sent_many --
+-- The rows are named by id. Not `state = 'pending'`: it let the planner reach them through a
+-- pending partial index, which between two vacuums holds thousands of rows already sent (a
+-- hash join over 600 heap pages to mark one row, 3 ms under the reference load).
 UPDATE outbox o
    SET state = 'sent', sent_at = now(), telegram_message_id = s.message_id,
        attempts = o.attempts + 1
   FROM unnest(%(ids)s::bigint[], %(message_ids)s::bigint[]) AS s (id, message_id)
- WHERE o.id = s.id AND o.state = 'pending';
+ WHERE o.id = s.id AND o.state NOT IN ('sent', 'failed');
 
 -- mark_failed --
 UPDATE outbox SET state = 'failed', error = %(error)s, attempts = attempts + 1

@@ -1,5 +1,6 @@
 """The outbox read and the access-event claim find their rows through their partial indexes,
-however much finished history the tables hold (as the inbox claim's plan test pins its own)."""
+however much finished history the tables hold (as the inbox claim's plan test pins its own);
+marking rows sent finds them by id, however stale the pending indexes are."""
 
 from __future__ import annotations
 
@@ -35,6 +36,39 @@ def test_outbox_read__plan_uses_the_pending_index(database_url: str) -> None:
     text = json.dumps(plan["QUERY PLAN"])
     assert "outbox_pending" in text, "the read no longer uses outbox_pending"
     assert "Seq Scan" not in scans_of(plan["QUERY PLAN"][0]["Plan"], "outbox")
+
+
+def test_mark_sent__rows_found_by_id_not_through_a_pending_index(database_url: str) -> None:
+    """Between two vacuums a pending partial index holds thousands of rows already sent; the
+    statistics say few are pending. Marking sent rows must still go straight to them."""
+    bot, _, _ = insert_bot(database_url)
+    with psycopg.connect(database_url, autocommit=True, row_factory=dict_row) as conn:
+        conn.execute("ALTER TABLE outbox SET (autovacuum_enabled = off)")
+        conn.execute(
+            "INSERT INTO outbox (bot_id, chat_id, method, payload, dedupe_key, state)"
+            " SELECT %s, g, 'sendMessage', '{}', 'k' || g,"
+            " CASE WHEN g > 19995 THEN 'pending' ELSE 'sent' END FROM generate_series(1, 20000) g",
+            (bot,),
+        )
+        conn.execute("VACUUM ANALYZE outbox")
+        # Sent since the last vacuum: still in the pending indexes.
+        conn.execute(
+            "INSERT INTO outbox (bot_id, chat_id, method, payload, dedupe_key)"
+            " SELECT %s, g, 'sendMessage', '{}', 'k' || g FROM generate_series(20001, 24000) g",
+            (bot,),
+        )
+        conn.execute("UPDATE outbox SET state = 'sent' WHERE id BETWEEN 20001 AND 23997")
+        statement = Q["mark_sent_many"].replace("%(ids)s", "$1").replace("%(message_ids)s", "$2")
+        conn.execute("PREPARE mark(bigint[], bigint[]) AS " + statement)
+        # The plan a worker's prepared statement gets after its first executions.
+        conn.execute("SET plan_cache_mode = force_generic_plan")
+        plan = conn.execute(
+            "EXPLAIN (FORMAT JSON) EXECUTE mark(ARRAY[23999]::bigint[], ARRAY[1]::bigint[])"
+        ).fetchone()
+    assert plan is not None
+    text = json.dumps(plan["QUERY PLAN"])
+    assert "outbox_pkey" in text
+    assert "outbox_pending" not in text
 
 
 def test_access_event_claim__plan_uses_the_claimable_index(database_url: str) -> None:
