@@ -24,10 +24,9 @@ from urllib.parse import parse_qsl
 
 from starlette.applications import Starlette
 from starlette.datastructures import UploadFile
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
-from starlette.types import Receive
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from shared.web import CALLERS_MISTAKES, create_plain_app
@@ -212,7 +211,11 @@ async def bot_method(request: Request) -> Response:
     async def read() -> Params:
         if content_type.startswith("multipart/"):
             return await _upload_params(request)
-        body = await _read_body(request.receive)
+        try:
+            # Its size is BodyLimitMiddleware's to check, as for every route.
+            body = await request.body()
+        except ClientDisconnect:
+            raise ApiError(400, "Bad Request: request was not read whole") from None
         return _body_params(request.scope["query_string"].decode("latin-1"), content_type, body)
 
     answer = await _answer(
@@ -224,22 +227,6 @@ async def bot_method(request: Request) -> Response:
         read,
     )
     return answer.response()
-
-
-async def _read_body(receive: Receive) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise ApiError(400, "Bad Request: request was not read whole")
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > BODY_LIMIT:
-            raise ApiError(413, "Request Entity Too Large")
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)
 
 
 # The request target of a Bot API call: a path with nothing to unquote, and its query.
@@ -377,9 +364,9 @@ def bot_api_protocol(world: World) -> type[HttpToolsProtocol]:
                 answer = Answer.json(
                     500, {"ok": False, "error_code": 500, "description": "Internal Server Error"}
                 )
-            self._answer(call, answer)
+            self._respond(call, answer)
 
-        def _answer(self, call: _BotCall, answer: Answer) -> None:
+        def _respond(self, call: _BotCall, answer: Answer) -> None:
             """Head and body in one write, then what uvicorn does when a response is done."""
             if call.response_complete:
                 return
