@@ -3,12 +3,15 @@
     make bench-webhooks            # or: python loadtest/bench_webhooks.py --seconds 20
 
 Starts a throwaway embedded PostgreSQL (or uses BENCH_DATABASE_URL, a role that may create a
-database), migrates a fresh database, starts billing as its own process on loopback, and:
+database), migrates a fresh database, starts billing on loopback (one process per core, as
+pgbench runs a thread per core; --processes), and:
 
-1. sends distinct signed `subgate` payments from 32 concurrent clients for --seconds, and prints
-   deliveries per second with p50/p99 latency;
+1. sends distinct signed `subgate` payments from 32 concurrent clients spread over billing's
+   processes for --seconds, each paying an invoice once, and prints deliveries per second with
+   p50/p99 latency;
 2. runs pgbench with 32 clients for the same time on a script that makes the same writes in one
-   transaction (lock, payment, membership, history, access event, invoice, gateway event);
+   transaction (lock, payment, membership, history, access event, invoice, gateway event with
+   the delivery's payload, statistics event);
 3. prints the ratio of the two.
 
 The ratio is the price of HTTP, JSON, signature checking and Python on top of the SQL. Both
@@ -29,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import aiohttp
@@ -50,7 +54,7 @@ SECRET = "bench-subgate-secret-000000000000"  # noqa: S105 - a throwaway benchma
 CLIENTS = 32
 
 PGBENCH_SCRIPT = r"""
-\set inv random(1, :ninvoices)
+\set inv random(:first_invoice, :last_invoice)
 \set ext random(1, 2000000000)
 BEGIN;
 SELECT id AS invoice_id, person_id, channel_id, amount_minor FROM invoices WHERE id = :inv \gset
@@ -80,8 +84,15 @@ INSERT INTO access_events (kind, person_id, channel_id, membership_event_id, exp
     created_at, available_at)
   VALUES ('grant', :person_id, :channel_id, :event_id, now(), now(), now());
 UPDATE invoices SET status = 'paid', paid_at = coalesce(paid_at, now()) WHERE id = :invoice_id;
-INSERT INTO gateway_events (gateway, event_type, outcome, payment_id, payload, received_at)
-  VALUES ('pgbench', 'payment', 'applied', :payment_id, '{}', now());
+INSERT INTO gateway_events (gateway, event_type, order_reference, external_payment_id, outcome,
+    payment_id, payload, received_at)
+  VALUES ('pgbench', 'payment', 'bench-' || :person_id, :client_id || '-' || :ext, 'applied',
+    :payment_id, jsonb_build_object('orderReference', 'bench-' || :person_id,
+    'externalPaymentId', :client_id || '-' || :ext, 'amount', '12.50', 'currency', 'USD',
+    'timestamp', extract(epoch FROM now())::bigint, 'signature', md5(:ext::text)), now());
+INSERT INTO stat_events (at, kind, bot_id, person_id, amount, currency)
+  VALUES (now(), 'payment', (SELECT manager_bot_id FROM channels WHERE id = :channel_id),
+    :person_id, :amount_minor, 'USD');
 END;
 """
 
@@ -112,17 +123,24 @@ def setup(url: str, invoices: int) -> list[str]:
         return [r[0] for r in conn.execute("SELECT order_reference FROM invoices ORDER BY id")]
 
 
-async def drive(base: str, orders: list[str], seconds: float) -> tuple[int, list[float], int]:
+def invoice_ids(url: str) -> tuple[int, int]:
+    """The first and last invoice's id, for pgbench to pick among."""
+    with psycopg.connect(url) as conn:
+        first, last = conn.execute("SELECT min(id), max(id) FROM invoices").fetchone()  # type: ignore[misc]
+        return first, last
+
+
+async def drive(
+    bases: list[str], deliveries: Iterator[bytes], seconds: float
+) -> tuple[int, list[float], int]:
     latencies: list[float] = []
     errors = 0
-    counter = 0
     deadline = time.perf_counter() + seconds
 
-    async def worker(client: aiohttp.ClientSession) -> None:
-        nonlocal counter, errors
+    async def worker(client: aiohttp.ClientSession, url: str) -> None:
+        nonlocal errors
         while time.perf_counter() < deadline:
-            counter += 1
-            body = subgate_delivery(SECRET, orders[counter % len(orders)], f"bench-{counter}")
+            body = next(deliveries)
             started = time.perf_counter()
             async with client.post(url, data=body) as response:
                 await response.read()
@@ -132,14 +150,23 @@ async def drive(base: str, orders: list[str], seconds: float) -> tuple[int, list
 
     # aiohttp, as pgbench's side is C: the driver shares the cores with what it measures. With
     # httpx (a client each) the driver took 1.0 ms of CPU a delivery.
-    url = f"{base}/v1/webhooks/payments/subgate"
+    # The clients spread over the billing processes, as a load balancer in front would.
+    urls = [f"{base}/v1/webhooks/payments/subgate" for base in bases]
     async with aiohttp.ClientSession(
         connector=aiohttp.TCPConnector(limit=CLIENTS),
         timeout=aiohttp.ClientTimeout(total=30),
         headers={"content-type": "application/json"},
     ) as client:
-        await asyncio.gather(*(worker(client) for _ in range(CLIENTS)))
+        await asyncio.gather(*(worker(client, urls[n % len(urls)]) for n in range(CLIENTS)))
     return len(latencies), latencies, errors
+
+
+def fresh_payments(orders: list[str]) -> Iterator[bytes]:
+    """Each open invoice paid once, by a payment never sent before (the warm-up's included):
+    an invoice paid twice or a redelivery takes another path, with a warning logged."""
+    for n, order in enumerate(orders):
+        yield subgate_delivery(SECRET, order, f"bench-{n}")
+    raise SystemExit(f"all {len(orders)} invoices paid: run with more --invoices")
 
 
 def postmaster_of(url: str) -> int | None:
@@ -152,63 +179,70 @@ def postmaster_of(url: str) -> int | None:
         return None
 
 
-def cpu(billing: int, postmaster: int | None) -> tuple[float, float, float]:
-    """CPU seconds so far of billing, PostgreSQL (nan when not on this machine) and this
-    process."""
+def cpu(billings: list[int], postmaster: int | None) -> tuple[float, float, float]:
+    """CPU seconds so far of billing's processes, PostgreSQL (nan when not on this machine) and
+    this process."""
     own = resource.getrusage(resource.RUSAGE_SELF)
     return (
-        cpu_seconds(billing),
+        sum(cpu_seconds(pid) for pid in billings),
         postgres_cpu(postmaster) if postmaster else math.nan,
         own.ru_utime + own.ru_stime,
     )
 
 
-def pgbench(url: str, seconds: int, invoices: int) -> tuple[float, float]:
-    """Transactions per second and pgbench's own CPU seconds."""
-    started = resource.getrusage(resource.RUSAGE_CHILDREN)
+def run_pgbench(url: str, invoices: tuple[int, int], *how: str) -> str:
+    """pgbench's output for PGBENCH_SCRIPT paying invoices with ids in the range `invoices`, run
+    as `how` says (clients, -T or -t)."""
     with tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False) as script:
         script.write(PGBENCH_SCRIPT)
     os.chmod(script.name, 0o644)
-    result = subprocess.run(
-        [
-            str(POSTGRES_BIN_PATH / "pgbench"),
-            "-n",
-            "-c",
-            str(CLIENTS),
-            "-j",
-            "2",
-            "-T",
-            str(seconds),
-            "-D",
-            f"ninvoices={invoices}",
-            "-f",
-            script.name,
-            url,
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    os.unlink(script.name)
+    try:
+        result = subprocess.run(
+            [
+                str(POSTGRES_BIN_PATH / "pgbench"),
+                "-n",
+                *how,
+                "-D",
+                f"first_invoice={invoices[0]}",
+                "-D",
+                f"last_invoice={invoices[1]}",
+                "-f",
+                script.name,
+                url,
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    finally:
+        os.unlink(script.name)
     if result.returncode != 0:
         raise SystemExit(f"pgbench failed:\n{result.stderr}\n{result.stdout}")
-    match = re.search(r"tps = ([\d.]+)", result.stdout)
+    return result.stdout
+
+
+def pgbench(url: str, seconds: int, invoices: tuple[int, int]) -> tuple[float, float]:
+    """Transactions per second and pgbench's own CPU seconds."""
+    started = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = run_pgbench(url, invoices, "-c", str(CLIENTS), "-j", "2", "-T", str(seconds))
+    match = re.search(r"tps = ([\d.]+)", out)
     if match is None:
-        raise SystemExit(f"no tps in pgbench output:\n{result.stdout}")
+        raise SystemExit(f"no tps in pgbench output:\n{out}")
     ended = resource.getrusage(resource.RUSAGE_CHILDREN)
     used = ended.ru_utime + ended.ru_stime - started.ru_utime - started.ru_stime
     return float(match.group(1)), used
 
 
-def server_side_quantiles(base: str) -> tuple[str, str]:
-    """p50 and p99 bucket bounds of billing's own request histogram for the webhook route."""
-    text = httpx.get(f"{base}/metrics").text
+def server_side_quantiles(bases: list[str]) -> tuple[str, str]:
+    """p50 and p99 bucket bounds of billing's own request histograms for the webhook route."""
     route = 'route="/v1/webhooks/payments/{gateway}"'
-    buckets: list[tuple[float, float]] = []
-    for line in text.splitlines():
-        if line.startswith("http_request_duration_seconds_bucket") and route in line:
-            bound = line.split('le="')[1].split('"')[0]
-            buckets.append((float(bound), float(line.rsplit(" ", 1)[1])))
+    seen: dict[float, float] = {}
+    for base in bases:
+        for line in httpx.get(f"{base}/metrics").text.splitlines():
+            if line.startswith("http_request_duration_seconds_bucket") and route in line:
+                bound = float(line.split('le="')[1].split('"')[0])
+                seen[bound] = seen.get(bound, 0.0) + float(line.rsplit(" ", 1)[1])
+    buckets = sorted(seen.items())
     total = buckets[-1][1] if buckets else 0.0
 
     def bound_for(q: float) -> str:
@@ -227,53 +261,67 @@ def percentile(values: list[float], q: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=int, default=20)
-    parser.add_argument("--invoices", type=int, default=20_000)
+    parser.add_argument("--invoices", type=int, default=40_000)
+    parser.add_argument(
+        "--processes",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="billing processes, the clients spread over them (default: one per core)",
+    )
     args = parser.parse_args()
 
     with bench_database(
         {"max_connections": "200", "shared_buffers": "256MB", "synchronous_commit": "on"}
     ) as url:
-        run(url, args.seconds, args.invoices)
+        run(url, args.seconds, args.invoices, args.processes)
 
 
-def run(url: str, seconds: int, invoices: int) -> None:
-    billing = None
+def run(url: str, seconds: int, invoices: int, processes: int) -> None:
+    billings: list[subprocess.Popen[bytes]] = []
     try:
         orders = setup(url, invoices)
-        port = free_port()
-        env = {
-            **os.environ,
-            "DATABASE_URL": url,
-            "PORT": str(port),
-            "LOG_LEVEL": "WARNING",
-            "SWEEP_TOKEN": "bench-sweep-token-0000",
-            "SERVICE_TOKEN": "bench-service-token-000",
-            "SUBGATE_WEBHOOK_SECRET": SECRET,
-            "DB_POOL_MAX": "8",
-            "DB_POOL_MIN": "8",
-        }
-        billing = subprocess.Popen([sys.executable, "-m", "billing"], env=env, cwd=ROOT)
-        base = f"http://127.0.0.1:{port}"
-        for _ in range(100):
-            try:
-                if httpx.get(f"{base}/readyz").status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.1)
-        lifecycle.run(drive(base, orders, 2))  # warm-up
+        bases = []
+        for _ in range(processes):
+            port = free_port()
+            env = {
+                **os.environ,
+                "DATABASE_URL": url,
+                "PORT": str(port),
+                "LOG_LEVEL": "WARNING",
+                "SWEEP_TOKEN": "bench-sweep-token-0000",
+                "SERVICE_TOKEN": "bench-service-token-000",
+                "SUBGATE_WEBHOOK_SECRET": SECRET,
+                "DB_POOL_MAX": "4",
+                "DB_POOL_MIN": "4",
+            }
+            billings.append(subprocess.Popen([sys.executable, "-m", "billing"], env=env, cwd=ROOT))
+            bases.append(f"http://127.0.0.1:{port}")
+        for base in bases:
+            for _ in range(100):
+                try:
+                    if httpx.get(f"{base}/readyz").status_code == 200:
+                        break
+                except httpx.TransportError:
+                    time.sleep(0.1)
+        deliveries = fresh_payments(orders)
+        lifecycle.run(drive(bases, deliveries, 2))  # warm-up
         postmaster = postmaster_of(url)
-        before = cpu(billing.pid, postmaster)
-        count, latencies, errors = lifecycle.run(drive(base, orders, seconds))
-        used = [b - a for a, b in zip(before, cpu(billing.pid, postmaster), strict=True)]
+        pids = [billing.pid for billing in billings]
+        before = cpu(pids, postmaster)
+        count, latencies, errors = lifecycle.run(drive(bases, deliveries, seconds))
+        used = [b - a for a, b in zip(before, cpu(pids, postmaster), strict=True)]
         rate = count / seconds
-        server = server_side_quantiles(base)
-        before = cpu(billing.pid, postmaster)
-        tps, pgbench_cpu = pgbench(url, seconds, invoices)
-        pg_used = cpu(billing.pid, postmaster)[1] - before[1]
+        server = server_side_quantiles(bases)
+        before = cpu(pids, postmaster)
+        tps, pgbench_cpu = pgbench(url, seconds, invoice_ids(url))
+        pg_used = cpu(pids, postmaster)[1] - before[1]
         transactions = tps * seconds
         machine = f"{platform.machine()}, {os.cpu_count()} cores"
         print(f"machine: {machine}, Python {platform.python_version()}")
-        print(f"billing webhooks, {CLIENTS} concurrent clients, {seconds} s:")
+        print(
+            f"billing webhooks, {CLIENTS} concurrent clients over {processes} billing"
+            f" process(es), {seconds} s:"
+        )
         print(f"  {count} deliveries, {errors} errors, {rate:.0f} deliveries/s")
         print(
             f"  latency p50 {percentile(latencies, 0.5) * 1000:.1f} ms,"
@@ -291,8 +339,9 @@ def run(url: str, seconds: int, invoices: int) -> None:
         )
         print(f"ratio webhooks/pgbench: {rate / tps:.2f}")
     finally:
-        if billing is not None:
+        for billing in billings:
             billing.terminate()
+        for billing in billings:
             billing.wait(timeout=15)
 
 
