@@ -301,7 +301,7 @@ class BodyLimitMiddleware:
                     await send_problem(scope, send, Problem(400, detail="bad Content-Length"))
                     return
                 if declared > self.limit:
-                    await send_problem(scope, send, _too_large(self.limit))
+                    await send_problem(scope, send, too_large(self.limit))
                     return
         received = 0
 
@@ -311,7 +311,7 @@ class BodyLimitMiddleware:
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > self.limit:
-                    raise _too_large(self.limit)
+                    raise too_large(self.limit)
             return message
 
         await self.app(scope, limited_receive, send)
@@ -330,7 +330,7 @@ def _unstorable_address(scope: Scope) -> Problem | None:
     return None
 
 
-def _too_large(limit: int) -> Problem:
+def too_large(limit: int) -> Problem:
     return Problem(413, detail=f"body exceeds {limit} bytes")
 
 
@@ -348,13 +348,13 @@ async def read_body(request: Request, limit: int = DEFAULT_BODY_LIMIT) -> bytes:
     """The raw body, refusing more than `limit` bytes (413)."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise _too_large(limit)
+        raise too_large(limit)
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
-            raise _too_large(limit)
+            raise too_large(limit)
         chunks.append(chunk)
     return b"".join(chunks)
 

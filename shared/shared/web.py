@@ -188,13 +188,15 @@ def create_plain_app(routes: Sequence[BaseRoute], *, body_limit: int = 1024 * 10
     )
 
 
-async def _bad_values(request: Request, exc: Exception) -> Response:
+def bad_values(exc: Exception) -> Problem:
     """A simulator's control call read a field that is missing or of the wrong kind: the
     caller's mistake (a test's or a person's at the terminal), said as the services say it."""
     detail = f"{type(exc).__name__}: {exc}"[:300]
-    return problem_response(
-        Problem(422, "invalid-values", f"a field is missing or wrong: {detail}")
-    )
+    return Problem(422, "invalid-values", f"a field is missing or wrong: {detail}")
+
+
+async def _bad_values(request: Request, exc: Exception) -> Response:
+    return problem_response(bad_values(exc))
 
 
 def client_address(request: Request, trusted_proxies: Networks) -> str:

@@ -17,7 +17,11 @@ async def fields(request: Request) -> dict[str, Any]:
     if request.headers.get("content-type", "").startswith(FORM_TYPES):
         async with request.form(max_files=0) as form:
             return {key: value for key, value in form.items() if isinstance(value, str)}
-    raw = await request.body()
+    return json_fields(await request.body())
+
+
+def json_fields(raw: bytes) -> dict[str, Any]:
+    """The fields of a JSON body (none for an empty one); Problem 400 for anything else."""
     if not raw.strip():
         # `curl -X POST` with nothing to say: no fields.
         return {}

@@ -95,3 +95,41 @@ def test_bot_api__an_http_1_0_call_is_answered_and_its_connection_closed(
         assert status == 200 and body["ok"] is True
         assert headers["connection"] == "close"
         assert conn.recv(1) == b""
+
+
+def test_messages__a_json_batch_is_answered_by_the_connection_as_the_app_answers_it(
+    sim: tuple[str, str],
+) -> None:
+    url, token = sim
+    bot_id = int(token.split(":")[0])
+    parts = urlsplit(url)
+    batch = {"messages": [{"bot_id": bot_id, "user_id": 7 + n, "text": "/start"} for n in range(3)]}
+    bodies = [
+        json.dumps(batch).encode(),
+        b"{",
+        json.dumps({"bot_id": 1, "user_id": 1}).encode(),
+        json.dumps({"bot_id": bot_id}).encode(),
+    ]
+    answers = []
+    with socket.create_connection((parts.hostname, parts.port), timeout=10) as conn:
+        # One at a time: a request pipelined behind another goes on to the app.
+        for body in bodies:
+            conn.sendall(_request("POST", "/_sim/messages", body))
+            answers.extend(_answers(conn, 1))
+    added, malformed, unknown, missing = answers
+    # Answered by the connection: the app's middleware would have given each a request id.
+    assert not [headers for _, headers, _ in answers if "x-request-id" in headers]
+    assert added[0] == 200 and len(added[2]["update_ids"]) == 3
+    assert (malformed[0], malformed[1]["content-type"]) == (400, "application/problem+json")
+    assert malformed[2]["type"] == "/problems/malformed-json"
+    assert unknown[0] == 404 and unknown[2]["description"].startswith("Not Found: no bot")
+    assert (missing[0], missing[2]["type"]) == (422, "/problems/invalid-values")
+    # The same three people's updates, in order, as the app's route would have added them.
+    updates = HTTP.get(f"{url}/bot{token}/getUpdates").json()["result"]
+    assert [u["update_id"] for u in updates] == added[2]["update_ids"]
+    assert [u["message"]["from"]["id"] for u in updates] == [7, 8, 9]
+    # Form fields go on to the app's route.
+    one = HTTP.post(
+        f"{url}/_sim/messages", data={"bot_id": str(bot_id), "user_id": "10", "text": "hi"}
+    )
+    assert one.status_code == 200 and one.json()["message"]["from"]["id"] == 10

@@ -78,8 +78,12 @@ async def control_messages(request: Request) -> Response:
     """One message (`{bot_id | token, user_id, text}`), answered with its update; or
     `{"messages": [...]}`, a batch, answered with `{"update_ids": [...]}` (the load
     generator's form: one request per tick, not per update)."""
-    world: World = request.app.state.world
-    body = await fields(request)
+    return JSONResponse(add_messages(request.app.state.world, await fields(request)))
+
+
+def add_messages(world: World, body: dict[str, Any]) -> Any:
+    """control_messages' answer to `body`, the messages added (the simulated Telegram's
+    connections answer the load generator's batches with it themselves)."""
     batch = body["messages"] if "messages" in body else [body]
     bots = [control_target(world, message) for message in batch]
     added = [
@@ -93,8 +97,8 @@ async def control_messages(request: Request) -> Response:
         for bot, message in zip(bots, batch, strict=True)
     ]
     if "messages" in body:
-        return JSONResponse({"update_ids": [update["update_id"] for update in added]})
-    return JSONResponse(added[0])
+        return {"update_ids": [update["update_id"] for update in added]}
+    return added[0]
 
 
 async def control_sent(request: Request) -> Response:

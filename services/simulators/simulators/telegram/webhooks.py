@@ -5,12 +5,12 @@ non-2xx answer is retried with backoff and holds up only its own queue."""
 from __future__ import annotations
 
 import asyncio
-import json
 from collections import deque
 from typing import Any, cast
 from urllib.parse import urlsplit
 
 import httptools
+import msgspec
 
 from simulators.telegram.state import Bot, World, queue_key
 
@@ -259,5 +259,5 @@ class _Queues:
             if self.poster is not None:
                 self.poster.close()
             self.poster = _Poster(url)
-        status = await self.poster.post(json.dumps(update).encode(), self.bot.webhook_secret)
+        status = await self.poster.post(msgspec.json.encode(update), self.bot.webhook_secret)
         return status is not None and 200 <= status < 300
