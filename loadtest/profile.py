@@ -62,6 +62,12 @@ class Profile:
         return out
 
 
+def own_time_in(path: Path) -> tuple[list[tuple[str, float]], int]:
+    """own_time of the file py-spy wrote, whose frames may hold bytes that are not UTF-8 (a
+    native frame's name, a string cut by the sampler)."""
+    return own_time(path.read_bytes().decode(errors="replace"))
+
+
 def own_time(raw: str, top: int = TOP) -> tuple[list[tuple[str, float]], int]:
     """py-spy's raw (collapsed) output: each line a stack, `;`-separated, and its count. The
     last frame of a stack is where the time was spent."""
@@ -149,4 +155,4 @@ def sampled(
             proc.wait(timeout=seconds + 60)
             path = directory / f"{name}.txt"
             if path.exists():
-                profile.functions[name], profile.samples[name] = own_time(path.read_text())
+                profile.functions[name], profile.samples[name] = own_time_in(path)

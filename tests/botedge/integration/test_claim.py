@@ -219,13 +219,15 @@ def test_claim__plan_uses_the_partial_indexes(database_url: str) -> None:
             (bot,),
         )
         conn.execute("ANALYZE inbox")
+        # In the claim's transaction, with its plan pinned, as a worker runs it.
+        conn.execute(Q["claim_plan"])
         plan = conn.execute(
             "EXPLAIN (FORMAT JSON) " + Q["claim_updates"],
             params(32, own=[bot]),
         ).fetchone()
         assert plan is not None
         text = json.dumps(plan[0])
-    for index in ("inbox_waiting", "inbox_unfinished_by_person", "inbox_one_in_hand"):
+    for index in ("inbox_waiting", "inbox_unfinished_by_person", "inbox_claim_expiry"):
         assert index in text, f"the claim no longer uses {index}"
     scans = [
         node
@@ -285,6 +287,45 @@ def test_claim__cost_does_not_grow_with_the_backlog_when_statistics_predate_it(
         wait(5001, 23000)
         deep = pages_read()
     assert deep <= shallow * 1.5, (shallow, deep)
+
+
+def test_claim__claims_finished_since_the_last_vacuum_are_not_read(database_url: str) -> None:
+    """Between two vacuums the in-hand indexes hold an entry for every claim finished since
+    (a busy inbox finishes 200 a second). Looking for claims whose lease ran out must not
+    visit them."""
+    bot, _, _ = insert_bot(database_url)
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute("ALTER TABLE inbox SET (autovacuum_enabled = false)")
+        conn.execute(
+            "INSERT INTO inbox (bot_id, update_id, chat_key, kind, payload)"
+            " SELECT %s, g, g, 'message', '{}' FROM generate_series(1, 20100) g",
+            (bot,),
+        )
+        conn.execute("VACUUM ANALYZE inbox")
+        # Claimed and finished, as workers do, with no vacuum since; one hundred still waiting.
+        conn.execute(
+            "UPDATE inbox SET state = 'processing', lock_token = gen_random_uuid(),"
+            " locked_until = now() + interval '30 seconds' WHERE update_id > 100"
+        )
+        conn.execute(
+            "UPDATE inbox SET state = 'done', done_at = now(), lock_token = NULL,"
+            " locked_until = NULL WHERE update_id > 100"
+        )
+        with conn.transaction(force_rollback=True):
+            conn.execute(Q["claim_plan"])
+            found = conn.execute(
+                "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + Q["claim_updates"],
+                params(16, own=[bot]),
+            ).fetchone()
+    assert found is not None
+    top = found[0][0]["Plan"]
+    assert top["Actual Rows"] == 16
+    # The heads, then the claims whose lease ran out: none, found in a page or two (a bitmap
+    # scan of inbox_one_in_hand read every page holding one of the 20,000: 1,275).
+    [heads] = [node for node in _nodes(top) if node["Node Type"] == "Append"]
+    expired = heads["Plans"][1]
+    assert expired["Actual Rows"] == 0
+    assert expired["Shared Hit Blocks"] + expired["Shared Read Blocks"] <= 5
 
 
 def _nodes(node: dict[str, Any]) -> list[dict[str, Any]]:
