@@ -267,15 +267,7 @@ def test_claim__cost_does_not_grow_with_the_backlog_when_statistics_predate_it(
             conn.execute("VACUUM inbox")
 
         def pages_read() -> int:
-            with conn.transaction(force_rollback=True):
-                conn.execute(Q["claim_plan"])
-                found = conn.execute(
-                    "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + Q["claim_updates"],
-                    params(16, own=[bot]),
-                ).fetchone()
-            assert found is not None
-            top = found[0][0]["Plan"]
-            assert top["Actual Rows"] == 16
+            top = _claim_analyzed(conn, bot)
             return int(top["Shared Hit Blocks"]) + int(top["Shared Read Blocks"])
 
         # Statistics taken after a busy spell, with a few waiting.
@@ -311,21 +303,28 @@ def test_claim__claims_finished_since_the_last_vacuum_are_not_read(database_url:
             "UPDATE inbox SET state = 'done', done_at = now(), lock_token = NULL,"
             " locked_until = NULL WHERE update_id > 100"
         )
-        with conn.transaction(force_rollback=True):
-            conn.execute(Q["claim_plan"])
-            found = conn.execute(
-                "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + Q["claim_updates"],
-                params(16, own=[bot]),
-            ).fetchone()
-    assert found is not None
-    top = found[0][0]["Plan"]
-    assert top["Actual Rows"] == 16
+        top = _claim_analyzed(conn, bot)
     # The heads, then the claims whose lease ran out: none, found in a page or two (a bitmap
     # scan of inbox_one_in_hand read every page holding one of the 20,000: 1,275).
     [heads] = [node for node in _nodes(top) if node["Node Type"] == "Append"]
     expired = heads["Plans"][1]
     assert expired["Actual Rows"] == 0
     assert expired["Shared Hit Blocks"] + expired["Shared Read Blocks"] <= 5
+
+
+def _claim_analyzed(conn: psycopg.Connection[Any], bot: int) -> dict[str, Any]:
+    """The plan of a claim of 16 run (and rolled back) as a worker runs it, with what each
+    step read; it must have claimed 16."""
+    with conn.transaction(force_rollback=True):
+        conn.execute(Q["claim_plan"])
+        found = conn.execute(
+            "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + Q["claim_updates"],
+            params(16, own=[bot]),
+        ).fetchone()
+    assert found is not None
+    top: dict[str, Any] = found[0][0]["Plan"]
+    assert top["Actual Rows"] == 16
+    return top
 
 
 def _nodes(node: dict[str, Any]) -> list[dict[str, Any]]:
