@@ -4,6 +4,7 @@ keeps the session through the refresh cookie, Persian right to left, the API's o
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Iterator
 from urllib.parse import urlsplit
 
@@ -190,6 +191,9 @@ def test_page__the_owner_sets_the_workspace_and_a_bad_address_is_refused(
     page.click("a[data-view=audit]")
     page.select_option("select[data-filter=kind]", "workspace")
     page.select_option("select[data-filter=member]", label="owner@example.com")
+    # Each filter is drawn in turn and kept in the address: waited on, since the list before
+    # them already shows the one row checked below.
+    expect(page).to_have_url(re.compile(r"\?(?=.*\bkind=workspace\b)(?=.*\bmember=)"))
     row = page.locator("#audit tbody tr")
     expect(row).to_have_count(1)
     expect(row).to_contain_text("owner@example.com")
@@ -197,7 +201,6 @@ def test_page__the_owner_sets_the_workspace_and_a_bad_address_is_refused(
     row.locator("summary").click()
     expect(row.locator("dl.change dt")).to_have_text(["time_zone"])
     expect(row.locator("dl.change dd")).to_have_text('"UTC" → "Asia/Tehran"')
-    assert "kind=workspace" in page.url
     page.select_option("#language", "fa")
     expect(page.locator("#audit tbody tr")).to_contain_text("فضای کار: تغییر کرد")
     page.select_option("select[data-filter=kind]", "team")
