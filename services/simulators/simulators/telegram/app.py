@@ -66,7 +66,7 @@ class Answer:
             response.status_code,
             bytes(response.body),
             PROBLEM_JSON,
-            tuple((k, v) for k, v in problem.headers.items()),
+            tuple(problem.headers.items()),
         )
 
     @classmethod
@@ -384,12 +384,11 @@ def bot_api_protocol(world: World) -> type[HttpToolsProtocol]:
             if content_type.startswith("multipart/") or self.expect_100_continue:
                 return None
             keep_alive = self.parser.get_http_version() != "1.0" and self.parser.should_keep_alive()
-            if batch:
-                # Form fields (a walk in a shell) go on to the app.
+            if found is None:
+                # A batch of messages. Form fields (a walk in a shell) go on to the app.
                 if not content_type.startswith("application/json"):
                     return None
-                return _BotCall(None, "", "", content_type, agent, keep_alive)
-            assert found is not None  # noqa: S101 - not a batch
+                return _BotCall(None, "_sim/messages", "", content_type, agent, keep_alive)
             return _BotCall(
                 found[1].decode("latin-1"),
                 found[2].decode("latin-1").lower(),
