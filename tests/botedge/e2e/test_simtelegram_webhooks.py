@@ -36,12 +36,21 @@ class Receiver:
     arrivals: list[tuple[int, int, float, float, int]] = field(default_factory=list)
     refusals: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # The first `held` updates wait for `release` before they are answered.
+    held: int = 0
+    release: threading.Event = field(default_factory=threading.Event)
+    entered: int = 0
 
     def app(self) -> Starlette:
         async def hook(request: Request) -> Response:
             update = await request.json()
             chat = update["message"]["chat"]["id"]
             started = time.monotonic()
+            with self.lock:
+                self.entered += 1
+                hold = self.entered <= self.held
+            if hold:
+                await asyncio.to_thread(self.release.wait, 30)
             await asyncio.sleep(HOLD_SECONDS)
             with self.lock:
                 if chat == FAILING_CHAT and self.refusals < 3:
@@ -104,16 +113,19 @@ def test_webhook__each_chat_in_order_up_to_max_connections_and_a_failing_chat_ho
 def test_webhook__max_connections_lowered_while_delivering_holds_from_then_on(
     sim_url: str,
 ) -> None:
-    receiver = Receiver()
-    token = new_token(5552003)
     chats = [7101, 7102, 7103, 7104, 7105, 7106]
+    # The first round is held in flight while the limit is lowered, so that nothing the
+    # simulator sent before the change can reach the hook after it.
+    receiver = Receiver(held=len(chats))
+    token = new_token(5552003)
     updates = [message(chat, f"{chat}-{n}") for n in range(4) for chat in chats]
     assert HTTP.post(f"{sim_url}/_sim/updates", json={"token": token, "updates": updates})
     with serve_in_thread(receiver.app()) as hook_url:
         call(sim_url, token, "setWebhook", url=f"{hook_url}/hook", max_connections=6)
-        wait_until(lambda: len(receiver.arrivals) >= 6, 30, "the first round delivered")
+        wait_until(lambda: receiver.entered >= 6, 30, "the first round in flight")
         call(sim_url, token, "setWebhook", url=f"{hook_url}/hook", max_connections=2)
         lowered = time.monotonic()
+        receiver.release.set()
         wait_until(lambda: len(receiver.arrivals) == len(updates), 60, "every update delivered")
 
     arrivals = receiver.arrivals
@@ -122,7 +134,7 @@ def test_webhook__max_connections_lowered_while_delivering_holds_from_then_on(
     # Six at once before; from the change on, never more than two, and still two at once.
     assert max(sum(1 for b in before if b[2] <= a[2] + 0.01 <= b[3]) for a in before) == 6
     overlaps = [sum(1 for b in arrivals if b[2] <= m <= b[3]) for m in (a[2] + 0.01 for a in after)]
-    assert len(after) >= 12
+    assert (len(before), len(after)) == (6, 18)
     assert max(overlaps) == 2
     for chat in chats:
         assert [a[1] for a in arrivals if a[0] == chat] == sorted(
