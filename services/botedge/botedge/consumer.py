@@ -1,9 +1,10 @@
 """The inbox consumer: claim and handle updates, each person's in order, people in parallel.
 
 N slots (default 64), most of their time waiting on Telegram; a slot takes a pool connection
-only for its statements. A claim runs when updates are announced (NOTIFY inbox), when a finished
-update's person has another one waiting, when a retried one is due, and, after a claim that
-filled every free slot, as soon as a quarter of them are free again. One transaction per update
+only for its statements. A claim runs when updates of its own bots are announced (NOTIFY
+inbox; another worker's bots' once their affinity is over), when a finished update's person has
+another one waiting, when a retried one is due, and, after a claim that filled every free slot,
+as soon as a quarter of them are free again. One transaction per update
 writes the person, the effects and the replies, and finishes the row by compare-and-set on its
 claim token. A failure retries with exponential backoff and jitter, delaying only that person;
 after the last attempt the update is dead and the person moves on.
@@ -22,7 +23,7 @@ from botedge import errors, inbox_store
 from botedge.db import connection
 from botedge.handlers import Handler, RetryLater
 from botedge.inbox_store import InboxRow
-from botedge.metrics import HANDLING_SECONDS, REPLIES_QUEUED, UPDATES_HANDLED
+from botedge.metrics import HANDLING_SECONDS, INBOX_CLAIMS, REPLIES_QUEUED, UPDATES_HANDLED
 from botedge.outbox_store import OutboxRow
 from botedge.telegram import parked_delay
 from shared.backoff import backoff_delay
@@ -80,12 +81,29 @@ class InboxConsumer:
         self._slot_freed = asyncio.Event()
         # Set when a finished update's person has another one waiting: it can be claimed now.
         self._more = asyncio.Event()
+        self._later: asyncio.TimerHandle | None = None
+
+    def announced(self, payload: str) -> None:
+        """NOTIFY inbox; the payload is the bot's id. A fresh update of a bot another worker
+        sends for is left to that worker for `affinity` seconds (the claim's rule), so a claim
+        for it now would find nothing: the wake-up for it comes when that time is over."""
+        affinity = self.config.affinity
+        if affinity <= 0 or not payload.isdigit() or int(payload) in self.own():
+            self.wakeup.set()
+        elif self._later is None:
+            self._later = asyncio.get_running_loop().call_later(affinity, self._wake_later)
+
+    def _wake_later(self) -> None:
+        self._later = None
+        self.wakeup.set()
 
     async def claim(self, limit: int) -> list[InboxRow] | None:
         async with connection(self.pool) as conn:
-            return await inbox_store.claim(
+            claimed = await inbox_store.claim(
                 conn, limit, self.config.lock_seconds, self.holder, self.own(), self.config.affinity
             )
+        INBOX_CLAIMS.labels("updates" if claimed else "none").inc()
+        return claimed
 
     async def run(self, stopping: asyncio.Event) -> None:
         slots = self.config.slots

@@ -21,6 +21,11 @@ INBOX_OLDEST_AGE = Gauge(
 UPDATES_HANDLED = Counter(
     "botedge_updates_handled_total", "Claimed updates by outcome", ["outcome"]
 )
+INBOX_CLAIMS = Counter(
+    "botedge_inbox_claims_total",
+    "Claims of the inbox, by whether they found updates (many finding none: wasted wake-ups)",
+    ["found"],
+)
 DEAD_UPDATES = Gauge("botedge_dead_updates", "Updates that ran out of attempts", ["bot_id"])
 HANDLING_SECONDS = Histogram(
     "botedge_update_handling_seconds",

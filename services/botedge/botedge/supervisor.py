@@ -132,7 +132,7 @@ class WorkerSupervisor:
                 pool=pool,
             ),
             self.notifier,
-            self.listener.event("inbox"),
+            asyncio.Event(),
             ConsumerConfig(
                 slots=settings.worker_slots,
                 lock_seconds=settings.lock_seconds,
@@ -146,6 +146,9 @@ class WorkerSupervisor:
             deliver=self._deliver,
             own=lambda: list(self.senders),
         )
+        self.listener.subscribe("inbox", self.consumer.announced)
+        # What was announced while the connection was down is claimed now.
+        self.listener.on_reconnect(self.consumer.wakeup.set)
         self.access = Access(
             pool,
             self.api,

@@ -4,6 +4,7 @@ at once."""
 from __future__ import annotations
 
 import json
+import re
 import time
 
 from tests.botedge.conftest import message, queue_messages
@@ -91,3 +92,46 @@ def queued_via(worker: str) -> dict[str, float]:
     return {"notify": 0.0, "hand-over": 0.0} | counted(
         worker, "botedge_replies_queued_total", "via"
     )
+
+
+def test_notify__of_another_workers_bot__wakes_this_worker_once_its_affinity_is_over(
+    edge: Edge,
+) -> None:
+    """The claim leaves a fresh update of a bot another worker sends for to that worker for
+    WORKER_AFFINITY_SECONDS: a worker woken by each one's NOTIFY would claim and find
+    nothing, once an update."""
+    bot_id, _, secret = edge.add_bot(9504)
+    api = edge.start_api()
+    quiet = {"WORKER_POLL_INTERVAL": "10", "WORKER_AFFINITY_SECONDS": "2"}
+    edge.start_worker(**quiet)
+    holder = edge.wait_for_sender(bot_id)
+    other = edge.start_worker(**quiet)
+    edge.wait_until(
+        lambda: (
+            re.search(r"^botedge_listening 1\.0$", HTTP.get(f"{other.url}/metrics").text, re.M)
+            is not None
+        ),
+        15,
+        "the second worker listening",
+    )
+    before = counted(other.url, "botedge_inbox_claims_total", "found")
+    started = time.monotonic()
+    updates = 10
+    for n in range(updates):
+        HTTP.post(
+            f"{api.url}/telegram/{bot_id}/webhook",
+            content=json.dumps(message(n + 1, 8004 + n, "hi")),
+            headers={"X-Telegram-Bot-Api-Secret-Token": secret},
+        )
+        edge.wait_until(
+            lambda n=n: len(edge.sim_get("/_sim/sent", bot_id=9504)) == n + 1, 8, "the reply"
+        )
+    elapsed = time.monotonic() - started
+    after = counted(other.url, "botedge_inbox_claims_total", "found")
+    claims = sum(after.values()) - sum(before.values())
+    # At most one wake-up each affinity period (and one more at either end); one an update
+    # before.
+    assert claims <= elapsed / 2 + 2 < updates, (claims, elapsed)
+    # Every update was the sender's to handle.
+    handled = edge.query("SELECT DISTINCT locked_by FROM inbox WHERE bot_id = %s", bot_id)
+    assert handled == [(holder,)]
