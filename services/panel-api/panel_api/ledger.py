@@ -208,10 +208,13 @@ class Priced(msgspec.Struct, kw_only=True):
     amount: str = ""
 
     def __post_init__(self) -> None:
-        if self.currency in TRON_COINS:
-            self.amount = decimal_text(int(self.amount_minor))
-        else:
-            self.amount = major_text(self.amount_minor, self.currency)
+        self.amount = _major(self.amount_minor, self.currency)
+
+
+def _major(minor: Minor, currency: str) -> str:
+    if currency in TRON_COINS:
+        return decimal_text(int(minor))
+    return major_text(minor, currency)
 
 
 class InvoiceQuery(Paged, kw_only=True):
@@ -368,8 +371,25 @@ class GatewayEvent(msgspec.Struct):
     external_payment_id: str | None
     outcome: Attention
     payment_id: int | None
+    # In English, for the API's readers; the panel says it in its language from the fields
+    # below.
     detail: str | None
     received_at: dt.datetime
+    # What was paid (the payment kept, if one was) and what the order reference's invoice
+    # asks, in minor units and as major text; the gateway that invoice is paid through.
+    paid_minor: Minor | None = None
+    paid_currency: str | None = None
+    paid: str | None = None
+    due_minor: Minor | None = None
+    due_currency: str | None = None
+    due: str | None = None
+    invoice_gateway: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.paid_minor is not None and self.paid_currency:
+            self.paid = _major(self.paid_minor, self.paid_currency)
+        if self.due_minor is not None and self.due_currency:
+            self.due = _major(self.due_minor, self.due_currency)
 
 
 AccessState = Literal["pending", "processing", "done", "failed"]

@@ -269,13 +269,19 @@ SELECT pay.id, pay.gateway, pay.external_payment_id, i.order_reference, p.telegr
         OR concat_ws(' ', p.first_name, p.last_name) ILIKE %(q_any)s);
 
 -- gateway_events_list --
--- What needs the owner: deliveries authentic but not applied as they came.
-SELECT id, gateway, event_type, order_reference, external_payment_id, outcome, payment_id,
-       detail, received_at
-  FROM gateway_events
- WHERE outcome IN ('orphan', 'amount_mismatch', 'conflict', 'gateway_mismatch',
-                   'refund_unknown')
-   AND (%(outcome)s::text IS NULL OR outcome = %(outcome)s);
+-- What needs the owner: deliveries authentic but not applied as they came, with what the
+-- owner compares: the amount paid (the payment kept, if one was), and the amount and gateway
+-- the order reference's invoice asks for.
+SELECT g.id, g.gateway, g.event_type, g.order_reference, g.external_payment_id, g.outcome,
+       g.payment_id, g.detail, g.received_at,
+       p.amount_minor::text AS paid_minor, p.currency AS paid_currency,
+       i.amount_minor::text AS due_minor, i.currency AS due_currency, i.gateway AS invoice_gateway
+  FROM gateway_events g
+  LEFT JOIN payments p ON p.id = g.payment_id
+  LEFT JOIN invoices i ON i.order_reference = g.order_reference
+ WHERE g.outcome IN ('orphan', 'amount_mismatch', 'conflict', 'gateway_mismatch',
+                     'refund_unknown')
+   AND (%(outcome)s::text IS NULL OR g.outcome = %(outcome)s);
 
 -- channels_list --
 -- Channels with their default plan and, per bot, the bot's standing there.

@@ -99,6 +99,19 @@ def test_pages__every_page_at_1280_and_390_px_without_sideways_scroll(
                 outage = page.locator("[data-outage]")
                 expect(outage).to_be_visible()
                 expect(outage).to_contain_text("تلگرام" if language == "fa" else "Telegram")
+            if view == "payments":
+                # Why a gateway event needs the owner, in the page's language and digits (not
+                # billing's English detail, "paid 499, invoice asks 500").
+                note = page.locator("#gateway-events li").first
+                expect(note).to_contain_text(
+                    # $4.99 and $5.00 in Persian digits, each marked left-to-right as money
+                    # is on every Persian page.
+                    "\u200e$\u06f4\u066b\u06f9\u06f9 پرداخت شد، صورت‌حساب"
+                    " \u200e$\u06f5\u066b\u06f0\u06f0 می‌خواهد"
+                    if language == "fa"
+                    else "$4.99 paid, the invoice asks $5.00"
+                )
+                expect(note).not_to_contain_text("invoice asks 500")
             overflow = page.evaluate(
                 "document.documentElement.scrollWidth - document.documentElement.clientWidth"
             )

@@ -126,6 +126,42 @@ def test_ledger__an_invoice_paid_shows_everywhere(setup: Setup, database_url: st
     assert (event["outcome"], event["order_reference"]) == ("orphan", "gh_unknown")
 
 
+def test_ledger__gateway_events_carry_what_was_paid_what_the_invoice_asks_and_its_gateway(
+    setup: Setup, database_url: str
+) -> None:
+    """For the panel to say why in its own language: billing's `detail` is English."""
+    channel = gateways.add_paid_channel(database_url)
+    orders = []
+    for user in (4301, 4302):
+        made = setup.post(
+            "/v1/invoices", {"telegram_user_id": user, "channel_id": channel, "gateway": "subgate"}
+        )
+        assert made.status_code == 201, made.text
+        orders.append(made.json()["order_reference"])
+    with httpx.Client() as client:
+        short = gateways.subgate(orders[0], "pay-short", "12.00").send(client, setup.billing.url)
+        other = gateways.wayforpay(orders[1], "12.50").send(client, setup.billing.url)
+    assert (short.status_code, other.status_code) == (200, 200)
+
+    events = {e["outcome"]: e for e in setup.get("/v1/gateway-events").json()["items"]}
+    assert events.keys() == {"amount_mismatch", "gateway_mismatch"}
+    short_paid = events["amount_mismatch"]
+    assert short_paid["detail"]
+    assert (short_paid["paid"], short_paid["paid_currency"], short_paid["paid_minor"]) == (
+        "12.00",
+        "USD",
+        "1200",
+    )
+    assert (short_paid["due"], short_paid["due_currency"], short_paid["due_minor"]) == (
+        "12.50",
+        "USD",
+        "1250",
+    )
+    elsewhere = events["gateway_mismatch"]
+    assert (elsewhere["gateway"], elsewhere["invoice_gateway"]) == ("wayforpay", "subgate")
+    assert (elsewhere["paid"], elsewhere["due"]) == (None, "12.50")
+
+
 @pytest.mark.parametrize(
     ("currency", "price_minor", "amount"),
     [("JPY", 500, "500"), ("KWD", 1250, "1.250"), ("USD", 1250, "12.50"), ("XTR", 250, "250")],

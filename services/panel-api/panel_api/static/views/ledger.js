@@ -108,14 +108,33 @@ export async function invoices(url) {
   });
 }
 
+/**
+ * A gateway event that needs the owner in the page's language: when, what came, and why it
+ * was not applied, from the event's fields (its `detail` is English, for the API's readers).
+ * @param {any} e
+ */
+function eventNote(e) {
+  // Isolated, so a Latin name keeps its place in a Persian sentence.
+  const latin = (/** @type {string} */ text) => `\u2068${text}\u2069`;
+  /** @type {Record<string, () => string | null>} */
+  const why = {
+    orphan: () => e.order_reference && t("eventOrphan", { reference: latin(e.order_reference) }),
+    amount_mismatch: () => e.paid && e.due && t("eventAmount", { paid: money(e.paid, e.paid_currency), due: money(e.due, e.due_currency) }),
+    conflict: () => e.external_payment_id && t("eventConflict", { payment: latin(e.external_payment_id) }),
+    gateway_mismatch: () => e.invoice_gateway && t("eventGateway", { gateway: latin(e.invoice_gateway) }),
+    refund_unknown: () => e.external_payment_id && t("eventRefundUnknown", { payment: latin(e.external_payment_id) }),
+  };
+  const said = why[e.outcome]?.();
+  const line = t("gatewayEvent", { when: when(e.received_at), gateway: latin(e.gateway), kind: t(e.event_type), outcome: t(e.outcome) });
+  return said ? t("gatewayEventWhy", { line, why: said }) : line;
+}
+
 /** @param {URL} url */
 export async function payments(url) {
   // Gateway events that need the owner: authentic callbacks that could not be applied.
   const events = await call("GET", "/v1/gateway-events?limit=20");
   const paid = (await everything("/v1/channels")).filter((c) => c.is_paid);
-  const notes = events.items.map((/** @type {any} */ e) => element("li", {
-    text: `${when(e.received_at)}: ${e.gateway} ${e.event_type}, ${t(e.outcome)}${e.detail ? " (" + e.detail + ")" : ""}`,
-  }));
+  const notes = events.items.map((/** @type {any} */ e) => element("li", { "data-event": String(e.id), text: eventNote(e) }));
   return listView(url, {
     id: "payments", path: "/v1/payments", search: true, csv: "/v1/exports/payments.csv",
     before: notes.length ? [words("h2", "needsOwner"), element("ul", { id: "gateway-events" }, ...notes)] : [],
