@@ -169,6 +169,13 @@ def fresh_payments(orders: list[str]) -> Iterator[bytes]:
     raise SystemExit(f"all {len(orders)} invoices paid: run with more --invoices")
 
 
+def vacuum(url: str) -> None:
+    """Each side starts on a vacuumed database: the autovacuum of the other side's dead rows
+    does not run in its time, on its CPU."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("VACUUM (ANALYZE)")
+
+
 def postmaster_of(url: str) -> int | None:
     """The server's postmaster when it runs on this machine (a backend's parent), else None."""
     with psycopg.connect(url) as conn:
@@ -315,11 +322,13 @@ def run(url: str, seconds: int, invoices: int, processes: int) -> None:
         # machine's speed weighs on both sides alike.
         count, latencies, errors, used = 0, [], 0, [0.0, 0.0, 0.0]
         for then_pgbench in (True, False):
+            vacuum(url)
             before = cpu(pids, postmaster)
             done, timed, failed = lifecycle.run(drive(bases, deliveries, seconds / 2))
             used = [u + b - a for u, a, b in zip(used, before, cpu(pids, postmaster), strict=True)]
             count, errors, latencies = count + done, errors + failed, latencies + timed
             if then_pgbench:
+                vacuum(url)
                 before = cpu(pids, postmaster)
                 tps, pgbench_cpu = pgbench(url, seconds, (first + share, last))
                 pg_used = cpu(pids, postmaster)[1] - before[1]
