@@ -3,18 +3,22 @@ app: what a client sees must not change. Raw sockets, so the bytes on the wire a
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 
 from shared.testing import serve_in_thread
-from simulators.telegram.app import create_app
+from simulators.telegram.app import _Ticks, create_app
+from simulators.telegram.state import Faults
 from tests.botedge.conftest import new_token
-from tests.conftest import HTTP
+from tests.conftest import HTTP, wait_until
 
 
 @pytest.fixture
@@ -133,3 +137,68 @@ def test_messages__a_json_batch_is_answered_by_the_connection_as_the_app_answers
         f"{url}/_sim/messages", data={"bot_id": str(bot_id), "user_id": "10", "text": "hi"}
     )
     assert one.status_code == 200 and one.json()["message"]["from"]["id"] == 10
+
+
+def test_delay__a_call_is_applied_and_answered_only_once_its_delay_is_over() -> None:
+    # Answered from a timer rather than a task: it must still be the method's effect, the
+    # record and the answer that wait, not only the bytes.
+    with serve_in_thread(create_app(Faults(enforce_limits=False, delay_ms=600))) as url:
+        token = new_token(7700002)
+        HTTP.post(f"{url}/_sim/bots", json={"token": token}).raise_for_status()
+        parts = urlsplit(url)
+        with socket.create_connection((parts.hostname, parts.port), timeout=10) as conn:
+            sent_at = time.time()
+            conn.sendall(
+                _request("POST", f"/bot{token}/sendMessage", b'{"chat_id": 42, "text": "hi"}')
+            )
+            wait_until(
+                lambda: HTTP.get(f"{url}/_sim/inflight").json() == {"sendmessage": 1},
+                5,
+                "the call in flight",
+            )
+            # Still waiting, so not sent yet.
+            assert HTTP.get(f"{url}/_sim/sent").json() == []
+            [(status, _, body)] = _answers(conn, 1)
+            answered = time.time()
+        assert status == 200 and body["result"]["text"] == "hi"
+        assert answered - sent_at >= 0.6
+        [sent] = HTTP.get(f"{url}/_sim/sent").json()
+        assert sent["at"] - sent_at >= 0.6
+        [record] = HTTP.get(f"{url}/_sim/calls").json()
+        assert record["status"] == 200 and record["at"] - record["started"] >= 0.6
+
+
+def test_delay__calls_due_within_one_tick_wait_on_one_timer_and_none_early() -> None:
+    async def scheduled() -> tuple[int, list[float], float]:
+        loop = asyncio.get_running_loop()
+        ticks = _Ticks()
+        fired: list[float] = []
+        started = loop.time()
+        for _ in range(10):
+            ticks.call_later(0.05, lambda: fired.append(loop.time()))
+        timers = len(ticks.due)
+        await ticks.sleep(0.1)
+        return timers, fired, started
+
+    timers, fired, started = asyncio.run(scheduled())
+    assert timers == 1
+    # All ten in one pass of the timer's callback.
+    assert len(fired) == 10 and max(fired) - min(fired) < 0.001
+    # At least the delay; at most a tick more, give or take the loop's clock (milliseconds).
+    assert 0.05 <= fired[0] - started <= 0.05 + _Ticks.STEP + 0.002
+
+
+def test_delay__concurrent_calls_each_get_their_own_answer() -> None:
+    with serve_in_thread(create_app(Faults(enforce_limits=False, delay_ms=100))) as url:
+        token = new_token(7700003)
+        HTTP.post(f"{url}/_sim/bots", json={"token": token}).raise_for_status()
+
+        def one(chat: int) -> tuple[int, str]:
+            result = HTTP.post(
+                f"{url}/bot{token}/sendMessage", json={"chat_id": chat, "text": f"to {chat}"}
+            ).json()["result"]
+            return result["chat"]["id"], result["text"]
+
+        with ThreadPoolExecutor(20) as pool:
+            answers = list(pool.map(one, range(1, 41)))
+    assert answers == [(chat, f"to {chat}") for chat in range(1, 41)]

@@ -12,10 +12,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import os
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,13 +37,22 @@ from simulators.fields import json_fields
 from simulators.pages import page_routes
 from simulators.statefile import StateFile, saving
 from simulators.telegram import control, stars
-from simulators.telegram.botapi import METHODS, Params, WithDescription, error_body
+from simulators.telegram.botapi import (
+    LONG_POLL,
+    METHODS,
+    Params,
+    WithDescription,
+    error_body,
+    get_updates,
+)
 from simulators.telegram.state import ApiError, Bot, Call, Faults, Upload, World
 from simulators.telegram.webhooks import Deliveries
 
 log = logging.getLogger("simtelegram")
 
 BODY_LIMIT = 50 * 1024 * 1024
+# Every method but getUpdates: each answers at once.
+_METHODS = {**METHODS, **stars.METHODS}
 
 
 @dataclass(frozen=True)
@@ -123,32 +133,151 @@ def _body_params(query: str, content_type: str, body: bytes) -> Params:
     return params
 
 
-async def _injected(
+class _Ticks:
+    """Answers due within the same few milliseconds go out from one timer, so that the loop
+    wakes once for them (at the reference load a timer an answer woke the simulator 600 times
+    a second). Each waits until the tick after its time: at least its delay, at most a tick
+    more."""
+
+    STEP = 0.005
+
+    def __init__(self) -> None:
+        self.due: dict[int, list[Callable[[], None]]] = {}
+
+    def call_later(self, seconds: float, callback: Callable[[], None]) -> None:
+        loop = asyncio.get_running_loop()
+        tick = math.ceil((loop.time() + seconds) / self.STEP)
+        waiting = self.due.get(tick)
+        if waiting is None:
+            waiting = self.due[tick] = []
+            loop.call_at(tick * self.STEP, self._fire, tick)
+        waiting.append(callback)
+
+    async def sleep(self, seconds: float) -> None:
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def wake() -> None:
+            if not waiter.done():  # cancelled
+                waiter.set_result(None)
+
+        self.call_later(seconds, wake)
+        await waiter
+
+    def _fire(self, tick: int) -> None:
+        for callback in self.due.pop(tick, ()):
+            try:
+                callback()
+            except Exception:
+                # Not to keep the others in this tick from their answers.
+                log.exception("answering a Bot API call failed")
+
+
+def _faults(
     world: World, bot: Bot, name: str, client: tuple[str, int] | None
-) -> Answer | None:
-    """The faults this call meets before it is answered: delays, a 502 for a bot that is
-    down, and at random a 429, a 502, a 504 after a long wait or a 200 that is not JSON (never
-    for getUpdates)."""
+) -> tuple[float, Answer | None]:
+    """The faults this call meets: how long it waits before it is answered, and what it is
+    answered with in place of the method's answer: a 502 at once for a bot that is down, and at
+    random a 429, a 502, a 504 after a long wait or a 200 that is not JSON (never for
+    getUpdates)."""
     faults = world.faults
     if bot.id in faults.down_bots:
-        return Answer.html(502, BAD_GATEWAY)
+        return 0.0, Answer.html(502, BAD_GATEWAY)
+    wait = faults.delay_ms / 1000
     if faults.connect_delay_ms and world.new_connection(client):
-        await asyncio.sleep(faults.connect_delay_ms / 1000)
-    if faults.delay_ms:
-        await asyncio.sleep(faults.delay_ms / 1000)
-    if name == "getupdates":
-        return None
+        wait += faults.connect_delay_ms / 1000
+    if name == LONG_POLL:
+        return wait, None
     roll = world.random.random()
     if roll < faults.rate_429:
-        raise ApiError(429, "", retry_after=faults.retry_after)
+        return wait, Answer.error(ApiError(429, "", retry_after=faults.retry_after))
     if roll < faults.rate_429 + faults.rate_5xx:
-        return Answer.html(502, BAD_GATEWAY)
+        return wait, Answer.html(502, BAD_GATEWAY)
     if roll < faults.rate_429 + faults.rate_5xx + faults.rate_timeout:
-        await asyncio.sleep(faults.timeout_seconds)
-        return Answer.html(504, "<html><body>504 Gateway Time-out</body></html>")
+        return wait + faults.timeout_seconds, Answer.html(
+            504, "<html><body>504 Gateway Time-out</body></html>"
+        )
     if roll < faults.rate_429 + faults.rate_5xx + faults.rate_timeout + faults.rate_non_json:
-        return Answer.html(200, "<html><body>Please wait, checking your browser</body></html>")
-    return None
+        return wait, Answer.html(
+            200, "<html><body>Please wait, checking your browser</body></html>"
+        )
+    return wait, None
+
+
+class _Exchange:
+    """One Bot API call: `begin` when it has arrived, `finish` once its wait is over (after
+    `await long_poll()` for getUpdates); recorded in `world.calls` when answered."""
+
+    __slots__ = ("agent", "answer", "bot", "name", "params", "started", "wait", "world")
+
+    def __init__(self, world: World, name: str, agent: str) -> None:
+        self.world = world
+        self.name = name
+        self.agent = agent
+        self.started = time.time()
+        self.bot: Bot | None = None
+        self.params: Params = {}
+        self.wait = 0.0
+        # Set when the call is answered without its method (a fault, an error), and by a
+        # long poll.
+        self.answer: Answer | None = None
+        world.in_flight[name] += 1
+
+    def begin(self, token: str, read: Callable[[], Params], client: tuple[str, int] | None) -> None:
+        try:
+            self.bot = self.world.bot(token)
+            self.params = read()
+            if self.name not in _METHODS and self.name != LONG_POLL:
+                raise ApiError(404, "Not Found: method not found")
+            self.wait, self.answer = _faults(self.world, self.bot, self.name, client)
+        except Exception as error:
+            self.answer = self._failed(error)
+
+    async def long_poll(self) -> None:
+        if self.answer is None and self.name == LONG_POLL and self.bot is not None:
+            try:
+                self.answer = self._answered(await get_updates(self.world, self.bot, self.params))
+            except Exception as error:
+                self.answer = self._failed(error)
+
+    def finish(self) -> Answer:
+        answer = self.answer if self.answer is not None else self._run()
+        self.world.in_flight[self.name] -= 1
+        bot_id = self.bot.id if self.bot else 0
+        self.world.calls.append(
+            _call(bot_id, self.name, self.started, answer.status, self.agent, self.params)
+        )
+        return answer
+
+    def _run(self) -> Answer:
+        method = _METHODS.get(self.name)
+        try:
+            if method is None or self.bot is None:
+                raise RuntimeError(f"{self.name} finished without being begun or awaited")
+            return self._answered(method(self.world, self.bot, self.params))
+        except Exception as error:
+            return self._failed(error)
+
+    def _answered(self, result: Any) -> Answer:
+        if self.name == "setwebhook" and self.bot is not None:
+            self.world.on_update(self.bot)
+        if isinstance(result, WithDescription):
+            return Answer.json(
+                200, {"ok": True, "result": result.result, "description": result.description}
+            )
+        return Answer.json(200, {"ok": True, "result": result})
+
+    def _failed(self, error: Exception) -> Answer:
+        if isinstance(error, ApiError):
+            return Answer.error(error)
+        if isinstance(error, CALLERS_MISTAKES):
+            # A parameter of a shape the method did not expect: the caller's mistake.
+            return Answer.error(
+                ApiError(400, f"Bad Request: {type(error).__name__}: {error}"[:300])
+            )
+        log.error("unhandled error in %s", self.name, exc_info=error)
+        return Answer.json(
+            500, {"ok": False, "error_code": 500, "description": "Internal Server Error"}
+        )
 
 
 def _call(
@@ -172,46 +301,20 @@ def _call(
 
 async def _answer(
     world: World,
+    ticks: _Ticks,
     token: str,
     name: str,
     client: tuple[str, int] | None,
     agent: str,
-    read: Callable[[], Awaitable[Params]],
+    read: Callable[[], Params],
 ) -> Answer:
-    """One Bot API call; `read()` gives its parameters (it may raise ApiError)."""
-    started = time.time()
-    status = 200
-    bot: Bot | None = None
-    params: Params = {}
-    world.in_flight[name] += 1
-    try:
-        bot = world.bot(token)
-        params = await read()
-        method = METHODS.get(name) or stars.METHODS.get(name)
-        if method is None:
-            raise ApiError(404, "Not Found: method not found")
-        refused = await _injected(world, bot, name, client)
-        if refused is not None:
-            status = refused.status
-            return refused
-        result = await method(world, bot, params)
-        if name == "setwebhook":
-            world.on_update(bot)
-        if isinstance(result, WithDescription):
-            return Answer.json(
-                200, {"ok": True, "result": result.result, "description": result.description}
-            )
-        return Answer.json(200, {"ok": True, "result": result})
-    except ApiError as error:
-        status = error.code
-        return Answer.error(error)
-    except CALLERS_MISTAKES as error:
-        # A parameter of a shape the method did not expect: the caller's mistake.
-        status = 400
-        return Answer.error(ApiError(400, f"Bad Request: {type(error).__name__}: {error}"[:300]))
-    finally:
-        world.in_flight[name] -= 1
-        world.calls.append(_call(bot.id if bot else 0, name, started, status, agent, params))
+    """One Bot API call answered in a task: its wait slept, a long poll awaited."""
+    exchange = _Exchange(world, name, agent)
+    exchange.begin(token, read, client)
+    if exchange.wait:
+        await ticks.sleep(exchange.wait)
+    await exchange.long_poll()
+    return exchange.finish()
 
 
 async def bot_method(request: Request) -> Response:
@@ -219,19 +322,30 @@ async def bot_method(request: Request) -> Response:
     request pipelined behind another on its connection."""
     world: World = request.app.state.world
     content_type = request.headers.get("content-type", "")
-
-    async def read() -> Params:
+    params: Params = {}
+    unread: ApiError | None = None
+    try:
         if content_type.startswith("multipart/"):
-            return await _upload_params(request)
-        try:
+            params = await _upload_params(request)
+        else:
             # Its size is BodyLimitMiddleware's to check, as for every route.
             body = await request.body()
-        except ClientDisconnect:
-            raise ApiError(400, "Bad Request: request was not read whole") from None
-        return _body_params(request.scope["query_string"].decode("latin-1"), content_type, body)
+            params = _body_params(
+                request.scope["query_string"].decode("latin-1"), content_type, body
+            )
+    except ClientDisconnect:
+        unread = ApiError(400, "Bad Request: request was not read whole")
+    except ApiError as error:
+        unread = error
+
+    def read() -> Params:
+        if unread is not None:
+            raise unread
+        return params
 
     answer = await _answer(
         world,
+        request.app.state.ticks,
         request.path_params["token"],
         request.path_params["method"].lower(),
         request.client and (request.client.host, request.client.port),
@@ -303,7 +417,7 @@ class _BotCall:
         self.too_big = False
         self.message_event = _NO_EVENT
 
-    async def read(self) -> Params:
+    def read(self) -> Params:
         if self.too_big:
             raise ApiError(413, "Request Entity Too Large")
         return _body_params(self.query, self.content_type, self.body)
@@ -322,7 +436,7 @@ class _BotCall:
             return Answer.problem(bad_values(error))
 
 
-def bot_api_protocol(world: World) -> type[HttpToolsProtocol]:
+def bot_api_protocol(world: World, ticks: _Ticks) -> type[HttpToolsProtocol]:
     """uvicorn's protocol, answering the Bot API's calls itself: the ASGI request cycle, the
     task and the app's middleware and router cost the simulator more CPU than the call, and in
     the load test it shares the cores with what is measured (three calls an update on the gate
@@ -358,12 +472,29 @@ def bot_api_protocol(world: World) -> type[HttpToolsProtocol]:
                 self._start(call)
 
         def _start(self, call: _BotCall) -> None:
+            """Answered at once or from a timer; a task only for a long poll, which waits."""
             if call.started:
                 return
             call.started = True
-            task = self.loop.create_task(self._run(call))
-            task.add_done_callback(self.tasks.discard)
-            self.tasks.add(task)
+            if call.token is None:
+                try:
+                    answer = call.messages(world)
+                except Exception:
+                    log.exception("unhandled error in a batch of messages")
+                    answer = Answer.json(500, {"ok": False, "description": "Internal Server Error"})
+                self._respond(call, answer)
+                return
+            if call.name == LONG_POLL:
+                task = self.loop.create_task(self._long_poll(call, call.token))
+                task.add_done_callback(self.tasks.discard)
+                self.tasks.add(task)
+                return
+            exchange = _Exchange(world, call.name, call.agent)
+            exchange.begin(call.token, call.read, self.client)
+            if exchange.wait:
+                ticks.call_later(exchange.wait, lambda: self._respond(call, exchange.finish()))
+            else:
+                self._respond(call, exchange.finish())
 
         def _bot_call(self) -> _BotCall | None:
             if self.cycle is not None and not self.cycle.response_complete:
@@ -398,19 +529,10 @@ def bot_api_protocol(world: World) -> type[HttpToolsProtocol]:
                 keep_alive,
             )
 
-        async def _run(self, call: _BotCall) -> None:
-            try:
-                if call.token is None:
-                    answer = call.messages(world)
-                else:
-                    answer = await _answer(
-                        world, call.token, call.name, self.client, call.agent, call.read
-                    )
-            except Exception:
-                log.exception("unhandled error in %s", call.name)
-                answer = Answer.json(
-                    500, {"ok": False, "error_code": 500, "description": "Internal Server Error"}
-                )
+        async def _long_poll(self, call: _BotCall, token: str) -> None:
+            answer = await _answer(
+                world, ticks, token, call.name, self.client, call.agent, call.read
+            )
             self._respond(call, answer)
 
         def _respond(self, call: _BotCall, answer: Answer) -> None:
@@ -453,7 +575,8 @@ def create_app(faults: Faults | None = None, seed: int | None = None) -> Starlet
     )
     app.state.world = world
     # Served with this protocol by shared.lifecycle.serve (and the tests' server).
-    app.state.http_protocol = bot_api_protocol(world)
+    app.state.ticks = _Ticks()
+    app.state.http_protocol = bot_api_protocol(world, app.state.ticks)
     # A control call about a bot the simulator refuses is answered as the Bot API would.
     app.add_exception_handler(ApiError, lambda _, error: Answer.error(error).response())
     # Called by the server on a stop signal, before it waits for requests in flight.

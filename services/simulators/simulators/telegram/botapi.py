@@ -11,7 +11,7 @@ import html
 import re
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -19,7 +19,9 @@ from urllib.parse import urlsplit
 from simulators.telegram.state import ApiError, Bot, Chat, InviteLink, Upload, World
 
 Params = dict[str, Any]
-Method = Callable[[World, Bot, Params], Awaitable[Any]]
+# A method answers at once; getUpdates, which may wait for updates, is the one that is not.
+Method = Callable[[World, Bot, Params], Any]
+LONG_POLL = "getupdates"
 
 NOT_MODIFIED = (
     "Bad Request: message is not modified: specified new message content and reply markup are "
@@ -98,7 +100,7 @@ def _check_html(params: Params) -> None:
             )
 
 
-async def _send(world: World, bot: Bot, params: Params, kind: str) -> Any:
+def _send(world: World, bot: Bot, params: Params, kind: str) -> Any:
     _check_html(params)
     chat_id = _chat_id(world, params)
     if chat_id in world.faults.blocked_users:
@@ -180,23 +182,23 @@ def _file_id(answer: Any) -> str | None:
     return str(answer["file_id"]) if isinstance(answer, dict) else None
 
 
-async def send_message(world: World, bot: Bot, params: Params) -> Any:
-    return await _send(world, bot, params, "text")
+def send_message(world: World, bot: Bot, params: Params) -> Any:
+    return _send(world, bot, params, "text")
 
 
 def _media(kind: str) -> Method:
-    async def send(world: World, bot: Bot, params: Params) -> Any:
-        return await _send(world, bot, params, kind)
+    def send(world: World, bot: Bot, params: Params) -> Any:
+        return _send(world, bot, params, kind)
 
     return send
 
 
-async def copy_message(world: World, bot: Bot, params: Params) -> Any:
+def copy_message(world: World, bot: Bot, params: Params) -> Any:
     source = world.chat(_int(params, "from_chat_id"), create_private=False)
     original = source.messages.get(_int(params, "message_id"))
     if original is None:
         raise ApiError(400, "Bad Request: message to copy not found")
-    copied = await _send(world, bot, {**params, "text": original.get("text") or "[media]"}, "text")
+    copied = _send(world, bot, {**params, "text": original.get("text") or "[media]"}, "text")
     return {"message_id": copied["message_id"]}
 
 
@@ -208,7 +210,7 @@ def _message(world: World, params: Params, what: str) -> tuple[Chat, dict[str, A
     return chat, message
 
 
-async def edit_message_text(world: World, bot: Bot, params: Params) -> Any:
+def edit_message_text(world: World, bot: Bot, params: Params) -> Any:
     _check_html(params)
     chat, message = _message(world, params, "edit")
     text = params.get("text")
@@ -224,7 +226,7 @@ async def edit_message_text(world: World, bot: Bot, params: Params) -> Any:
     return message
 
 
-async def edit_message_reply_markup(world: World, bot: Bot, params: Params) -> Any:
+def edit_message_reply_markup(world: World, bot: Bot, params: Params) -> Any:
     _, message = _message(world, params, "edit")
     if params.get("reply_markup") == message.get("reply_markup"):
         raise ApiError(400, NOT_MODIFIED)
@@ -233,14 +235,14 @@ async def edit_message_reply_markup(world: World, bot: Bot, params: Params) -> A
     return message
 
 
-async def delete_message(world: World, bot: Bot, params: Params) -> Any:
+def delete_message(world: World, bot: Bot, params: Params) -> Any:
     chat, message = _message(world, params, "delete")
     del chat.messages[message["message_id"]]
     world.touch()
     return True
 
 
-async def answer_callback_query(world: World, bot: Bot, params: Params) -> Any:
+def answer_callback_query(world: World, bot: Bot, params: Params) -> Any:
     query_id = str(params.get("callback_query_id") or "")
     if not query_id:
         raise ApiError(
@@ -254,7 +256,7 @@ async def answer_callback_query(world: World, bot: Bot, params: Params) -> Any:
     return True
 
 
-async def get_me(world: World, bot: Bot, params: Params) -> Any:
+def get_me(world: World, bot: Bot, params: Params) -> Any:
     return {
         **bot.user(),
         "can_join_groups": True,
@@ -263,7 +265,7 @@ async def get_me(world: World, bot: Bot, params: Params) -> Any:
     }
 
 
-async def get_chat(world: World, bot: Bot, params: Params) -> Any:
+def get_chat(world: World, bot: Bot, params: Params) -> Any:
     return world.chat(_chat_id(world, params), create_private=False).as_json()
 
 
@@ -297,7 +299,7 @@ BOT_RIGHTS = {
 }
 
 
-async def get_chat_member(world: World, bot: Bot, params: Params) -> Any:
+def get_chat_member(world: World, bot: Bot, params: Params) -> Any:
     chat = world.chat(_chat_id(world, params), create_private=False)
     user_id = _int(params, "user_id")
     if user_id == bot.id:
@@ -320,7 +322,7 @@ def _bot_member(world: World, bot: Bot, chat: Chat) -> dict[str, Any]:
     return {"user": bot.user(), "status": "administrator", **BOT_RIGHTS}
 
 
-async def get_chat_administrators(world: World, bot: Bot, params: Params) -> Any:
+def get_chat_administrators(world: World, bot: Bot, params: Params) -> Any:
     chat = world.chat(_chat_id(world, params), create_private=False)
     admins = [
         member(uid, s) for uid, s in chat.members.items() if s in ("creator", "administrator")
@@ -337,7 +339,7 @@ async def get_chat_administrators(world: World, bot: Bot, params: Params) -> Any
     return admins
 
 
-async def create_chat_invite_link(world: World, bot: Bot, params: Params) -> Any:
+def create_chat_invite_link(world: World, bot: Bot, params: Params) -> Any:
     chat = world.chat(_chat_id(world, params), create_private=False)
     _require_admin(world, bot, chat, "Bad Request: not enough rights to manage chat invite link")
     member_limit = params.get("member_limit")
@@ -361,7 +363,7 @@ async def create_chat_invite_link(world: World, bot: Bot, params: Params) -> Any
     return link.as_json()
 
 
-async def revoke_chat_invite_link(world: World, bot: Bot, params: Params) -> Any:
+def revoke_chat_invite_link(world: World, bot: Bot, params: Params) -> Any:
     chat = world.chat(_chat_id(world, params), create_private=False)
     _require_admin(world, bot, chat, "Bad Request: not enough rights to manage chat invite link")
     link = world.links.get(str(params.get("invite_link", "")))
@@ -372,7 +374,7 @@ async def revoke_chat_invite_link(world: World, bot: Bot, params: Params) -> Any
 
 
 def _set_status(status: str) -> Method:
-    async def change(world: World, bot: Bot, params: Params) -> Any:
+    def change(world: World, bot: Bot, params: Params) -> Any:
         chat = world.chat(_chat_id(world, params), create_private=False)
         _require_admin(
             world, bot, chat, "Bad Request: not enough rights to restrict/unrestrict chat member"
@@ -432,7 +434,7 @@ async def get_updates(world: World, bot: Bot, params: Params) -> Any:
     return list(bot.updates)[:limit]
 
 
-async def set_webhook(world: World, bot: Bot, params: Params) -> Any:
+def set_webhook(world: World, bot: Bot, params: Params) -> Any:
     url = str(params.get("url") or "")
     secret = str(params.get("secret_token") or "")
     if secret and not all(c.isalnum() or c in "_-" for c in secret):
@@ -463,7 +465,7 @@ async def set_webhook(world: World, bot: Bot, params: Params) -> Any:
     return WithDescription(True, "Webhook is already set" if already else "Webhook was set")
 
 
-async def delete_webhook(world: World, bot: Bot, params: Params) -> Any:
+def delete_webhook(world: World, bot: Bot, params: Params) -> Any:
     was = bool(bot.webhook_url)
     bot.webhook_url = ""
     bot.new_updates.set()
@@ -472,7 +474,7 @@ async def delete_webhook(world: World, bot: Bot, params: Params) -> Any:
     return WithDescription(True, "Webhook was deleted" if was else "Webhook is already deleted")
 
 
-async def get_webhook_info(world: World, bot: Bot, params: Params) -> Any:
+def get_webhook_info(world: World, bot: Bot, params: Params) -> Any:
     info: dict[str, Any] = {
         "url": bot.webhook_url,
         "has_custom_certificate": False,
@@ -536,7 +538,7 @@ def _tell_admin_bots(world: World, chat: Chat, kind: str, event: dict[str, Any])
 
 
 def _answer_request(approve: bool) -> Method:
-    async def answer(world: World, bot: Bot, params: Params) -> Any:
+    def answer(world: World, bot: Bot, params: Params) -> Any:
         chat = world.chat(_chat_id(world, params), create_private=False)
         _require_admin(world, bot, chat, "Bad Request: CHAT_ADMIN_REQUIRED")
         user_id = _int(params, "user_id")
@@ -553,7 +555,6 @@ def _answer_request(approve: bool) -> Method:
 
 METHODS: dict[str, Method] = {
     "getme": get_me,
-    "getupdates": get_updates,
     "setwebhook": set_webhook,
     "deletewebhook": delete_webhook,
     "getwebhookinfo": get_webhook_info,

@@ -22,6 +22,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from simulators.fields import fields
+from simulators.telegram.botapi import Method
 from simulators.telegram.control import control_target
 from simulators.telegram.state import ApiError, Bot, World
 
@@ -131,7 +132,7 @@ def _invoice(bot: Bot, params: Params, *, link: bool) -> StarInvoice:
     return StarInvoice(bot.id, title, description, payload, currency, amount, period)
 
 
-async def send_invoice(world: World, bot: Bot, params: Params) -> Any:
+def send_invoice(world: World, bot: Bot, params: Params) -> Any:
     invoice = _invoice(bot, params, link=False)
     chat_id = int(params.get("chat_id") or 0)
     chat = world.chat(chat_id)
@@ -173,14 +174,14 @@ async def send_invoice(world: World, bot: Bot, params: Params) -> Any:
     return message
 
 
-async def create_invoice_link(world: World, bot: Bot, params: Params) -> Any:
+def create_invoice_link(world: World, bot: Bot, params: Params) -> Any:
     invoice = _invoice(bot, params, link=True)
     slug = secrets.token_urlsafe(12)
     desk(world).links[slug] = invoice
     return f"https://t.me/${slug}"
 
 
-async def answer_pre_checkout_query(world: World, bot: Bot, params: Params) -> Any:
+def answer_pre_checkout_query(world: World, bot: Bot, params: Params) -> Any:
     query_id = str(params.get("pre_checkout_query_id") or "")
     ok = params.get("ok")
     if not isinstance(ok, bool):
@@ -207,7 +208,7 @@ async def answer_pre_checkout_query(world: World, bot: Bot, params: Params) -> A
     return True
 
 
-async def edit_user_star_subscription(world: World, bot: Bot, params: Params) -> Any:
+def edit_user_star_subscription(world: World, bot: Bot, params: Params) -> Any:
     charge = str(params.get("telegram_payment_charge_id") or "")
     user_id = int(params.get("user_id") or 0)
     canceled = params.get("is_canceled")
@@ -221,7 +222,7 @@ async def edit_user_star_subscription(world: World, bot: Bot, params: Params) ->
     return True
 
 
-async def refund_star_payment(world: World, bot: Bot, params: Params) -> Any:
+def refund_star_payment(world: World, bot: Bot, params: Params) -> Any:
     """The Stars go back to the person, who (as the bot) is told with `refunded_payment`; the
     refund is a transaction under the charge's own id."""
     stars = desk(world)
@@ -262,7 +263,7 @@ async def refund_star_payment(world: World, bot: Bot, params: Params) -> Any:
     return True
 
 
-async def get_star_transactions(world: World, bot: Bot, params: Params) -> Any:
+def get_star_transactions(world: World, bot: Bot, params: Params) -> Any:
     offset = int(params.get("offset") or 0)
     limit = int(params.get("limit") or 100)
     if not 1 <= limit <= 100 or offset < 0:
@@ -271,7 +272,7 @@ async def get_star_transactions(world: World, bot: Bot, params: Params) -> Any:
     return {"transactions": listed[offset : offset + limit]}
 
 
-METHODS = {
+METHODS: dict[str, Method] = {
     "sendinvoice": send_invoice,
     "createinvoicelink": create_invoice_link,
     "answerprecheckoutquery": answer_pre_checkout_query,

@@ -51,6 +51,7 @@ class Allowance:
 class Faults:
     """Injected misbehaviour; rates are probabilities per call."""
 
+    # Each call answered at least this late, at most a tick (5 ms) later.
     delay_ms: float = 0.0
     rate_429: float = 0.0
     retry_after: int = 1
