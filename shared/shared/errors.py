@@ -7,6 +7,8 @@ traceback. Slugs are listed in docs/errors.md.
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping
@@ -15,8 +17,10 @@ from typing import Any, Literal, TypeVar, get_args
 from urllib.parse import parse_qsl
 
 import msgspec
+import msgspec.inspect
 import psycopg
 import psycopg_pool
+from starlette.datastructures import QueryParams
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
@@ -28,6 +32,7 @@ from shared import jsonsafe
 log = logging.getLogger("shared.errors")
 
 T = TypeVar("T")
+S = TypeVar("S", bound=msgspec.Struct)
 
 PROBLEM_JSON = "application/problem+json"
 DEFAULT_BODY_LIMIT = 1024 * 1024
@@ -136,7 +141,7 @@ def _code_of(message: str) -> FieldCode:
     if message.startswith("Expected "):
         if message.endswith("got `null`"):
             return "required"
-        if message.startswith(("Expected `int`", "Expected `float`", "Expected `decimal`")):
+        if re.match(r"Expected `(int|float|decimal)\b", message):
             return "not-a-number"
         return "wrong-type"
     return "invalid"
@@ -361,13 +366,16 @@ async def read_body(request: Request, limit: int = DEFAULT_BODY_LIMIT) -> bytes:
 
 def decode_json(raw: bytes, kind: type[T]) -> T:
     """Decode and validate a JSON body: 400 when it is not JSON, 422 when values are wrong,
-    a text PostgreSQL cannot hold (NUL, a lone surrogate) among them."""
+    a text PostgreSQL cannot hold (NUL, a lone surrogate) or a byte that is not UTF-8 among
+    them."""
     try:
         value = msgspec.json.decode(raw, type=kind, strict=True)
     except msgspec.ValidationError as error:
         value = _with_whole_numbers(raw, kind, error)
     except msgspec.DecodeError as error:
         raise Problem(400, "malformed-json", f"body is not valid JSON: {error}") from None
+    except UnicodeDecodeError:
+        raise not_utf8(raw) from None
     # Only an escape can put either into a decoded string: most bodies skip the walk.
     if b"\\u" in raw:
         found = jsonsafe.unstorable_text(msgspec.to_builtins(value))
@@ -385,6 +393,8 @@ def _with_whole_numbers(raw: bytes, kind: type[T], error: msgspec.ValidationErro
             return msgspec.convert(_whole(msgspec.json.decode(raw)), kind, strict=True)
         except msgspec.ValidationError as again:
             refused = again
+        except UnicodeDecodeError:
+            raise not_utf8(raw) from None
     raise Problem(
         422, "invalid-body", str(refused), extra={"errors": [field_error(str(refused))]}
     ) from None
@@ -407,6 +417,93 @@ def unstorable(field: str) -> Problem:
         f"{field or 'the body'} holds a NUL character or a lone surrogate, which text cannot",
         extra={"errors": [FieldError(field, "bad-format")]},
     )
+
+
+def not_utf8(raw: bytes) -> Problem:
+    """A body with a byte that is not UTF-8 (JSON's only encoding), refused at the string that
+    holds it: read again with each such byte as a lone surrogate, the string is the one
+    `unstorable_text` finds. 400 when the rest is not JSON either."""
+    try:
+        value = json.loads(raw.decode("utf-8", "surrogateescape"))
+    except ValueError:
+        return Problem(400, "malformed-json", "body is not valid JSON: it is not UTF-8")
+    # A name can hold the byte too: the path is told with it replaced.
+    field = (jsonsafe.unstorable_text(value) or "").encode("utf-8", "replace").decode()
+    return Problem(
+        422,
+        "invalid-body",
+        f"{field or 'the body'} holds a byte that is not UTF-8",
+        extra={"errors": [FieldError(field, "bad-format")]},
+    )
+
+
+def read_query(params: QueryParams, kind: type[S]) -> S:
+    """A query string read as `kind`, whose fields are the parameters; 422 at the parameter
+    when a value does not fit. Text is read leniently (`5` is a number), but never more than
+    the document says: a parameter given twice, `null` for a value, or a number for a time
+    (which msgspec's lax mode would read as seconds since 1970) is refused."""
+    repeated = sorted({name for name, _ in params.multi_items() if len(params.getlist(name)) > 1})
+    if repeated:
+        raise _bad_parameter(
+            f"{', '.join(repeated)} given more than once", repeated[0], "duplicate"
+        )
+    for name in _time_fields(kind) & params.keys():
+        try:
+            msgspec.convert(params[name], _TIME_FIELDS[kind][name], strict=True)
+        except msgspec.ValidationError:
+            raise _bad_parameter(
+                f"{name}: {params[name]!r} is not an RFC 3339 {_TIME_FIELDS[kind][name].__name__}",
+                name,
+                "bad-format",
+            ) from None
+    try:
+        value = msgspec.convert(dict(params), kind, strict=False)
+    except msgspec.ValidationError as error:
+        wrong = field_error(str(error))
+        raise _bad_parameter(str(error).replace("$.", ""), wrong.field, wrong.code) from None
+    # Read leniently, `null` leaves a number or a date unset: given, it is not a value.
+    attributes = dict(zip(kind.__struct_encode_fields__, kind.__struct_fields__, strict=True))
+    unset = [name for name in params if getattr(value, attributes.get(name, ""), "") is None]
+    if unset:
+        raise _bad_parameter(
+            f"{unset[0]}: {params[unset[0]]!r} is not a value", unset[0], "bad-format"
+        )
+    return value
+
+
+def _bad_parameter(detail: str, field: str, code: FieldCode) -> Problem:
+    return Problem(422, "invalid-values", detail, extra={"errors": [FieldError(field, code)]})
+
+
+# Each query type's fields that hold a time or a date, with the type to read them as.
+_TIME_FIELDS: dict[type, dict[str, type]] = {}
+
+
+def _time_fields(kind: type[msgspec.Struct]) -> set[str]:
+    if kind not in _TIME_FIELDS:
+        found: dict[str, type] = {}
+        info = msgspec.inspect.type_info(kind)
+        if not isinstance(info, msgspec.inspect.StructType):
+            raise TypeError(f"{kind!r} is not a struct")
+        for field in info.fields:
+            kind_of = _bare(field.type)
+            options = (
+                kind_of.types if isinstance(kind_of, msgspec.inspect.UnionType) else (kind_of,)
+            )
+            for option in map(_bare, options):
+                if isinstance(option, msgspec.inspect.DateTimeType):
+                    found[field.encode_name] = dt.datetime
+                elif isinstance(option, msgspec.inspect.DateType):
+                    found[field.encode_name] = dt.date
+        _TIME_FIELDS[kind] = found
+    return set(_TIME_FIELDS[kind])
+
+
+def _bare(kind: msgspec.inspect.Type) -> msgspec.inspect.Type:
+    """A type without the constraints (`Annotated[..., Meta(...)]`) around it."""
+    while isinstance(kind, msgspec.inspect.Metadata):
+        kind = kind.type
+    return kind
 
 
 async def json_body(request: Request, kind: type[T], limit: int = DEFAULT_BODY_LIMIT) -> T:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import Any
 
 from shared import lifecycle
 from shared import logging as jsonlog
@@ -30,7 +31,10 @@ def sweep(every: float | None) -> int:
 
 def reconcile(fix: bool, since: str | None) -> int:
     """Asks the running billing (`BILLING_URL`, `SERVICE_TOKEN`) and prints its report as
-    JSON; exits 1 when differences were found and not fixed."""
+    JSON. Exits 0 when nothing differs (with --fix: nothing left unfixed), 1 when something
+    does, 2 when something could not be checked (billing, botedge or Telegram not answering,
+    or a channel or bot that cannot be asked). Payers who have not used their invite yet are no
+    difference."""
     import json
 
     import httpx
@@ -54,11 +58,18 @@ def reconcile(fix: bool, since: str | None) -> int:
     print(json.dumps(answer.json(), indent=2, ensure_ascii=False))
     if answer.status_code != 200:
         return 2
-    report = answer.json()
+    return reconcile_exit_code(answer.json(), fix)
+
+
+def reconcile_exit_code(report: dict[str, Any], fixed: bool) -> int:
+    """2 when a channel or bot was left unchecked, else 1 when a difference is left, else 0."""
+    if any(c["unchecked"] for c in [*report["channels"], *report["stars"]]):
+        return 2
     ledger = report["ledger"]
     left = len(ledger["differences"]) - len(ledger.get("fixed", []))
-    if not fix:
+    if not fixed:
         left += sum(len(c["intruders"]) + len(c["missing"]) for c in report["channels"])
+        left += sum(len(b["missing_here"]) for b in report["stars"])
     return 1 if left else 0
 
 

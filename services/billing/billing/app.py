@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import re
 from collections.abc import Awaitable, Callable, Collection
 from importlib.metadata import version
 from typing import Annotated, Any
@@ -26,7 +25,14 @@ from billing.webhooks import Stripe, Subgate, Verifier, WayForPay
 from shared import openapi
 from shared.breaker import Breakers
 from shared.clock import SYSTEM_CLOCK, Clock
-from shared.errors import Problem, decode_json, json_body, read_body, service_error_handler
+from shared.errors import (
+    Problem,
+    decode_json,
+    json_body,
+    read_body,
+    read_query,
+    service_error_handler,
+)
 from shared.openapi import Object, Operation
 from shared.web import create_service_app, require_bearer, runtime
 
@@ -80,6 +86,7 @@ STATUS: dict[type[errors.BillingError], int] = {
     errors.RateUnavailable: 503,
     errors.DatabaseUnavailable: 503,
     errors.BotedgeUnavailable: 503,
+    errors.BotedgeRefused: 502,
 }
 
 
@@ -132,10 +139,6 @@ class PreCheckout(msgspec.Struct, forbid_unknown_fields=True):
 class RefundRequest(msgspec.Struct, forbid_unknown_fields=True):
     # Who asked, for the record (the panel member's email).
     requested_by: Annotated[str, msgspec.Meta(max_length=320)] | None = None
-
-
-# An RFC 3339 time as the document states `since` (a date, a time, a zone).
-DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?([Zz]|[+-]\d{2}:\d{2})")
 
 
 class ReconcileQuery(msgspec.Struct, forbid_unknown_fields=True):
@@ -390,22 +393,18 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
         )
 
     def reconcile_query(request: Request) -> ReconcileQuery:
-        # Not lax about `since`: a number would be read as seconds since 1970.
-        since = request.query_params.get("since")
-        if since is not None and not DATE_TIME.fullmatch(since):
-            raise errors.InvalidBody("since: an RFC 3339 time", field="since", code="bad-format")
-        try:
-            return msgspec.convert(dict(request.query_params), ReconcileQuery, strict=False)
-        except msgspec.ValidationError as error:
-            raise errors.InvalidBody(str(error)) from None
+        return read_query(request.query_params, ReconcileQuery)
 
     async def reconcile_report(request: Request) -> Response:
         """Each membership against the replay of its history: those that differ."""
         require_bearer(request, settings.service_token)
         wanted = reconcile_query(request)
+        now = clock.now()
         async with store.connection(runtime(request).pool) as conn:
-            checked, found = await reconcile.ledger(conn, clock.now(), wanted.since)
-            members = await reconcile.channels(conn, background.botedge)
+            checked, found = await reconcile.ledger(conn, now, wanted.since)
+            members = await reconcile.channels(
+                conn, background.botedge, now, settings.reconcile_resend_after
+            )
             paid = await reconcile.stars(conn, background.botedge, wanted.since)
         return JSONResponse(
             {
@@ -419,15 +418,18 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
         """The report's differences written as their history has them, each under its lock."""
         require_bearer(request, settings.service_token)
         wanted = reconcile_query(request)
+        now = clock.now()
         async with store.connection(runtime(request).pool) as conn:
-            checked, found = await reconcile.ledger(conn, clock.now(), wanted.since)
+            checked, found = await reconcile.ledger(conn, now, wanted.since)
             fixed = [done for d in found if (done := await reconcile.fix(conn, d, clock.now()))]
             # Payments Telegram took that we never recorded, then the channels once the ledger
             # is right: who should be inside follows from it.
             paid = await reconcile.stars(conn, background.botedge, wanted.since)
             for stars_check in paid:
                 await reconcile.fix_stars(conn, stars_check, clock.now())
-            members = await reconcile.channels(conn, background.botedge)
+            members = await reconcile.channels(
+                conn, background.botedge, now, settings.reconcile_resend_after
+            )
             for check in members:
                 await reconcile.fix_channel(conn, background.botedge, check, clock.now())
         return JSONResponse(
@@ -446,10 +448,7 @@ def create_app(settings: BillingSettings, *, clock: Clock = SYSTEM_CLOCK) -> Sta
         """The gateways an invoice can be made for; with `channel_id`, the channel's offer too
         (null when it is not a paid channel with a default plan)."""
         require_bearer(request, settings.service_token)
-        try:
-            wanted = msgspec.convert(dict(request.query_params), GatewaysQuery, strict=False)
-        except msgspec.ValidationError as error:
-            raise errors.InvalidBody(str(error)) from None
+        wanted = read_query(request.query_params, GatewaysQuery)
         answer: dict[str, object] = {
             "gateways": enabled,
             "titles": {name: TITLES[name] for name in enabled},

@@ -103,6 +103,13 @@ class NotPayableThere(BillingError):
     slug = "invalid-values"
 
 
+class BotedgeRefused(BillingError):
+    """botedge refused a question about a channel or a bot (a 4xx): asking again will not
+    help until the owner changes something."""
+
+    slug = "botedge-refused"
+
+
 class BotedgeUnavailable(BillingError):
     """botedge could not be asked (for Telegram's side of a channel): retry."""
 

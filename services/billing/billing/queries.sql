@@ -693,6 +693,31 @@ SELECT c.id AS channel_id, c.title,
  GROUP BY c.id, c.title
  ORDER BY c.id;
 
+-- payers_standing --
+-- Payers of a channel whom Telegram shows outside: when their current access began (the
+-- latest change that took them from no membership or an expired one to access), when we last
+-- knew them inside, and their latest invite (a grant access event) with whether
+-- reconciliation wrote it.
+SELECT p.telegram_user_id,
+       (SELECT max(me.at) FROM membership_events me
+         WHERE me.person_id = p.id AND me.channel_id = %(channel_id)s
+           AND (me.from_status IS NULL OR me.from_status = 'expired')
+           AND me.to_status IN ('active', 'grace')) AS access_began_at,
+       cm.last_inside_at,
+       invite.created_at AS invited_at,
+       coalesce(invite.cause = 'reconcile', false) AS invited_by_reconcile
+  FROM people p
+  LEFT JOIN channel_members cm ON cm.channel_id = %(channel_id)s AND cm.person_id = p.id
+  LEFT JOIN LATERAL (
+      SELECT a.created_at, me.cause
+        FROM access_events a
+        JOIN membership_events me ON me.id = a.membership_event_id
+       WHERE a.person_id = p.id AND a.channel_id = %(channel_id)s AND a.kind = 'grant'
+       ORDER BY a.id DESC
+       LIMIT 1
+  ) invite ON true
+ WHERE p.telegram_user_id = ANY (%(user_ids)s);
+
 -- star_bots --
 -- The bots to ask for their Star transactions.
 SELECT id FROM bots WHERE status = 'active' ORDER BY id;

@@ -23,6 +23,7 @@ import datetime as dt
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from decimal import Decimal
+from enum import StrEnum
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -138,6 +139,59 @@ async def fix(conn: Connection, difference: Difference, now: dt.datetime) -> Dif
 CHUNK = 500
 
 
+class Unchecked(StrEnum):
+    """Why a channel or a bot could not be checked this time."""
+
+    REFUSED = "refused"
+    """botedge refused to ask about it (its manager bot removed, say): asking again will not
+    help until the owner changes something."""
+    UNAVAILABLE = "unavailable"
+    """botedge or Telegram did not answer: try again later."""
+
+
+@dataclass(frozen=True)
+class Skipped:
+    reason: Unchecked
+    detail: str
+
+    def as_json(self) -> dict[str, str]:
+        return {"reason": self.reason.value, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class Payer:
+    """A payer Telegram shows outside their channel, as our records have them."""
+
+    telegram_user_id: int
+    access_began_at: dt.datetime | None
+    last_inside_at: dt.datetime | None
+    invited_at: dt.datetime | None
+    invited_by_reconcile: bool
+
+
+def has_left(payer: Payer) -> bool:
+    """Whether the payer was inside during their current access and is gone (a difference),
+    rather than paid and invited but not joined yet (not one)."""
+    if payer.last_inside_at is None:
+        return False
+    return payer.access_began_at is None or payer.last_inside_at >= payer.access_began_at
+
+
+def invite_again(payer: Payer, now: dt.datetime, resend_after: dt.timedelta) -> bool:
+    """Whether a fix sends the payer a fresh invite: one who left, once after leaving; one who
+    has not joined yet, once, when their invite is `resend_after` old."""
+    if has_left(payer):
+        invited_since = (
+            payer.invited_at is not None
+            and payer.last_inside_at is not None
+            and payer.invited_at > payer.last_inside_at
+        )
+        return not (payer.invited_by_reconcile and invited_since)
+    if payer.invited_by_reconcile:
+        return False
+    return payer.invited_at is None or payer.invited_at <= now - resend_after
+
+
 @dataclass(frozen=True)
 class ChannelCheck:
     channel_id: int
@@ -146,7 +200,17 @@ class ChannelCheck:
     # Telegram could not be asked about them this time.
     unreachable: list[int]
     intruders: list[int]
+    # Paying, were inside during their access, and are gone: a difference.
     missing: list[int]
+    # Paid and invited, not joined yet: not a difference.
+    not_joined: list[int]
+    # Those a fix sends a fresh invite (of the two lists above).
+    invite: list[int]
+    skipped: Skipped | None = None
+
+    @property
+    def differences(self) -> int:
+        return len(self.intruders) + len(self.missing)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -156,6 +220,9 @@ class ChannelCheck:
             "unreachable": self.unreachable,
             "intruders": self.intruders,
             "missing": self.missing,
+            "not_joined": self.not_joined,
+            "invite": self.invite,
+            "unchecked": None if self.skipped is None else self.skipped.as_json(),
         }
 
 
@@ -197,12 +264,35 @@ class Botedge:
         except httpx.HTTPError as error:
             raise errors.BotedgeUnavailable(f"botedge {path}: {type(error).__name__}") from None
         if answer.status_code != 200:
-            raise errors.BotedgeUnavailable(f"botedge {path}: {answer.status_code}")
+            said = _detail(answer)
+            if 400 <= answer.status_code < 500:
+                raise errors.BotedgeRefused(f"botedge {path}: {answer.status_code} {said}")
+            raise errors.BotedgeUnavailable(f"botedge {path}: {answer.status_code} {said}")
         found: dict[str, Any] = answer.json()
         return found
 
 
-async def channels(conn: Connection, botedge: Botedge) -> list[ChannelCheck]:
+def _detail(answer: httpx.Response) -> str:
+    """A problem answer's detail, else nothing."""
+    try:
+        body = answer.json()
+    except ValueError:
+        return ""
+    return str(body.get("detail", ""))[:300] if isinstance(body, dict) else ""
+
+
+def skipped(error: errors.BillingError) -> Skipped:
+    reason = (
+        Unchecked.REFUSED if isinstance(error, errors.BotedgeRefused) else Unchecked.UNAVAILABLE
+    )
+    return Skipped(reason, error.detail)
+
+
+async def channels(
+    conn: Connection, botedge: Botedge, now: dt.datetime, resend_after: dt.timedelta
+) -> list[ChannelCheck]:
+    """Each paid channel checked on its own: one that cannot be asked is listed with why, and
+    the rest are checked."""
     cur = await conn.execute(Q["channel_people_to_check"])
     rows = await cur.fetchall()
     checks = []
@@ -211,14 +301,22 @@ async def channels(conn: Connection, botedge: Botedge) -> list[ChannelCheck]:
         asked = sorted(int(u) for u in row["user_ids"])
         paying = {int(u) for u in row["paying"]}
         members: list[dict[str, Any]] = []
-        for start in range(0, len(asked), CHUNK):
-            answer = await botedge.post(
-                f"/internal/channels/{channel_id}/members/check",
-                {"user_ids": asked[start : start + CHUNK]},
+        try:
+            for start in range(0, len(asked), CHUNK):
+                answer = await botedge.post(
+                    f"/internal/channels/{channel_id}/members/check",
+                    {"user_ids": asked[start : start + CHUNK]},
+                )
+                members.extend(answer["members"])
+        except (errors.BotedgeRefused, errors.BotedgeUnavailable) as error:
+            checks.append(
+                ChannelCheck(channel_id, str(row["title"]), 0, [], [], [], [], [], skipped(error))
             )
-            members.extend(answer["members"])
+            continue
         unreachable = [m["user_id"] for m in members if m["status"] is None]
         known = [m for m in members if m["status"] is not None]
+        outside = [m["user_id"] for m in known if not m["is_member"] and m["user_id"] in paying]
+        payers = await _payers(conn, channel_id, outside)
         checks.append(
             ChannelCheck(
                 channel_id,
@@ -226,22 +324,43 @@ async def channels(conn: Connection, botedge: Botedge) -> list[ChannelCheck]:
                 len(members),
                 unreachable,
                 [m["user_id"] for m in known if m["is_member"] and not m["may_be_there"]],
-                [m["user_id"] for m in known if not m["is_member"] and m["user_id"] in paying],
+                [p.telegram_user_id for p in payers if has_left(p)],
+                [p.telegram_user_id for p in payers if not has_left(p)],
+                [p.telegram_user_id for p in payers if invite_again(p, now, resend_after)],
             )
         )
     return checks
 
 
+async def _payers(conn: Connection, channel_id: int, user_ids: list[int]) -> list[Payer]:
+    if not user_ids:
+        return []
+    cur = await conn.execute(Q["payers_standing"], {"channel_id": channel_id, "user_ids": user_ids})
+    found = {
+        int(row["telegram_user_id"]): Payer(
+            int(row["telegram_user_id"]),
+            row["access_began_at"],
+            row["last_inside_at"],
+            row["invited_at"],
+            bool(row["invited_by_reconcile"]),
+        )
+        for row in await cur.fetchall()
+    }
+    return [found[user] for user in sorted(found)]
+
+
 async def fix_channel(
     conn: Connection, botedge: Botedge, check: ChannelCheck, now: dt.datetime
 ) -> None:
-    """Intruders out through botedge; a fresh invite for each payer not inside."""
+    """Intruders out through botedge; a fresh invite for each payer the check says is due one."""
+    if check.skipped is not None:
+        return
     if check.intruders:
         await botedge.post(
             f"/internal/channels/{check.channel_id}/members/remove",
             {"user_ids": check.intruders},
         )
-    for user in check.missing:
+    for user in check.invite:
         async with conn.transaction():
             cur = await conn.execute(Q["upsert_person"], {"telegram_user_id": user})
             person = PersonId(int((await one_row(cur))["id"]))
@@ -274,6 +393,7 @@ class StarsCheck:
     missing_here: list[dict[str, Any]]
     # In our ledger, not in Telegram's list for the window (charge ids).
     missing_there: list[str]
+    skipped: Skipped | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -281,6 +401,7 @@ class StarsCheck:
             "checked": self.checked,
             "missing_here": self.missing_here,
             "missing_there": self.missing_there,
+            "unchecked": None if self.skipped is None else self.skipped.as_json(),
         }
 
 
@@ -311,15 +432,19 @@ async def stars(
     checks = []
     for (bot_id,) in [(int(row["id"]),) for row in await cur.fetchall()]:
         theirs: list[dict[str, Any]] = []
-        for page in range(PAGES):
-            answer = await botedge.get(
-                f"/internal/bots/{bot_id}/star-transactions",
-                {"offset": page * PAGE, "limit": PAGE},
-            )
-            listed = answer["transactions"]
-            theirs.extend(p for t in listed if (p := _incoming(t)) is not None)
-            if len(listed) < PAGE:
-                break
+        try:
+            for page in range(PAGES):
+                answer = await botedge.get(
+                    f"/internal/bots/{bot_id}/star-transactions",
+                    {"offset": page * PAGE, "limit": PAGE},
+                )
+                listed = answer["transactions"]
+                theirs.extend(p for t in listed if (p := _incoming(t)) is not None)
+                if len(listed) < PAGE:
+                    break
+        except (errors.BotedgeRefused, errors.BotedgeUnavailable) as error:
+            checks.append(StarsCheck(bot_id, 0, [], [], skipped(error)))
+            continue
         floor = 0 if since is None else int(since.timestamp())
         theirs = [t for t in theirs if int(t["date"] or 0) >= floor]
         cur = await conn.execute(Q["our_star_payments"], {"bot_id": bot_id})

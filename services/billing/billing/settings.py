@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -48,6 +49,8 @@ class BillingSettings:
     tron_check_interval: float = 5.0
     trx_rate_sources: tuple[Source, ...] = ()
     ad_order_pay_hours: float = 24.0
+    # A payer who has not used their invite gets one more from reconciliation, this long after.
+    reconcile_resend_after: dt.timedelta = dt.timedelta(hours=24)
 
     @property
     def secrets(self) -> list[Secret | None]:
@@ -91,6 +94,9 @@ def read(r: Reader) -> BillingSettings:
         tron_check_interval=r.seconds("TRON_CHECK_INTERVAL", 5.0, minimum=0.1),
         trx_rate_sources=_rate_sources(r),
         ad_order_pay_hours=r.seconds("AD_ORDER_PAY_HOURS", 24.0, minimum=0.01),
+        reconcile_resend_after=dt.timedelta(
+            hours=r.seconds("RECONCILE_RESEND_AFTER_HOURS", 24.0, minimum=0.0)
+        ),
     )
 
 

@@ -38,7 +38,7 @@ from botedge.updates import MalformedUpdate, other_kind, parse
 from shared import jsonsafe, openapi
 from shared.clock import SYSTEM_CLOCK, Clock
 from shared.db import Pool
-from shared.errors import Problem, json_body, read_body, service_error_handler
+from shared.errors import Problem, json_body, read_body, read_query, service_error_handler
 from shared.listen import Notifier
 from shared.openapi import Object, Operation
 from shared.secretbox import SecretBox
@@ -358,10 +358,7 @@ def create_api_app(settings: BotedgeSettings, *, clock: Clock = SYSTEM_CLOCK) ->
         bot_id = int(request.path_params["bot_id"])
         if not 0 < bot_id < 2**31:
             raise errors.UnknownBot("no bot with that id")
-        try:
-            page = msgspec.convert(dict(request.query_params), StarPage, strict=False)
-        except msgspec.ValidationError as error:
-            raise errors.InvalidValues(str(error)) from None
+        page = read_query(request.query_params, StarPage)
         async with connection(pool_of(request)) as conn:
             _, token = await channels.bot_token(conn, box, bot_id)
         api = resources(request, ApiResources).api

@@ -507,12 +507,17 @@ SELECT content_id FROM delivered;
 SELECT id FROM channels WHERE telegram_chat_id = %(chat_id)s;
 
 -- upsert_channel_member --
-INSERT INTO channel_members (channel_id, person_id, status, is_member, invite_link, updated_at)
-VALUES (%(channel_id)s, %(person_id)s, %(status)s, %(is_member)s, %(invite_link)s, %(now)s)
+-- last_inside_at: when the person was last known inside, so that reconciliation can tell one
+-- who left from one who never used their invite.
+INSERT INTO channel_members (channel_id, person_id, status, is_member, invite_link, updated_at,
+                             last_inside_at)
+VALUES (%(channel_id)s, %(person_id)s, %(status)s, %(is_member)s, %(invite_link)s, %(now)s,
+        CASE WHEN %(is_member)s THEN %(now)s::timestamptz END)
 ON CONFLICT (channel_id, person_id) DO UPDATE
    SET status = excluded.status, is_member = excluded.is_member,
        invite_link = coalesce(excluded.invite_link, channel_members.invite_link),
-       updated_at = excluded.updated_at;
+       updated_at = excluded.updated_at,
+       last_inside_at = coalesce(excluded.last_inside_at, channel_members.last_inside_at);
 
 -- credit_campaign_join --
 -- A join through a campaign's link into its own channel, credited once per person.

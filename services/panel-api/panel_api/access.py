@@ -27,7 +27,7 @@ from panel_api import errors, store
 from panel_api.auth import Installation, verify_token
 from shared.clock import Clock
 from shared.db import Connection
-from shared.errors import field_error
+from shared.errors import read_query
 from shared.logging import request_id
 from shared.settings import Secret
 from shared.web import bearer_token, runtime
@@ -181,26 +181,7 @@ class Page(msgspec.Struct, Generic[T]):
 def query(request: Request, kind: type[Q]) -> Q:
     """The query string read as `kind`, whose fields are the parameters; 422 when a value does
     not fit. Parameters it does not name are ignored, as a link's extras are."""
-    params = request.query_params
-    repeated = sorted({name for name, _ in params.multi_items() if len(params.getlist(name)) > 1})
-    if repeated:
-        raise errors.InvalidValue(
-            f"{', '.join(repeated)} given more than once", field=repeated[0], code="duplicate"
-        )
-    try:
-        value = msgspec.convert(dict(params), kind, strict=False)
-    except msgspec.ValidationError as error:
-        wrong = field_error(str(error))
-        raise errors.InvalidValue(
-            str(error).replace("$.", ""), field=wrong.field, code=wrong.code
-        ) from None
-    # Read leniently, `null` leaves a number or a date unset: given, it is not a value.
-    unset = [name for name in params if getattr(value, name, "") is None]
-    if unset:
-        raise errors.InvalidValue(
-            f"{unset[0]}: {params[unset[0]]!r} is not a value", field=unset[0], code="bad-format"
-        )
-    return value
+    return read_query(request.query_params, kind)
 
 
 @dataclass(frozen=True)
@@ -314,15 +295,19 @@ def _cursor(sort: str, values: list[Any]) -> str:
 
 def _position(cursor: str, sort: str, order: tuple[Column, ...]) -> tuple[Any, ...]:
     """The values a cursor holds, each of its column's type. One this API did not give out for
-    this sort names no place in the list: 404, as an id that names no row."""
-    foreign = errors.NotFound("cursor is not one this API gave out for this list")
+    this sort is a value the parameter cannot take: 422 at `cursor`."""
+    foreign = errors.InvalidValue(
+        "cursor is not one this API gave out for this list", field="cursor", code="bad-format"
+    )
     try:
         value = json.loads(base64.urlsafe_b64decode(cursor.encode("ascii")))
         given, values = value["s"], value["v"]
     except (ValueError, binascii.Error, KeyError, TypeError, UnicodeEncodeError):
         raise foreign from None
     if given != sort:
-        raise errors.NotFound(f"cursor belongs to sort {given!r}, not {sort!r}")
+        raise errors.InvalidValue(
+            f"cursor belongs to sort {given!r}, not {sort!r}", field="cursor", code="bad-format"
+        )
     if not isinstance(values, list) or len(values) != len(order):
         raise foreign
     try:

@@ -26,9 +26,11 @@ from shared.web import client_address, runtime
 ACCESS_TOKEN_TTL = dt.timedelta(minutes=15)
 # How far a token's `iat` may be ahead of our clock (another panel process's clock may lead).
 CLOCK_SKEW = dt.timedelta(seconds=60)
-# Failed sign-ins allowed per account and per address within the window, then 429.
-FAILURE_LIMIT = 10
+# Failed sign-ins allowed within the window, then 429: a stranger's from one address and
+# naming one account from it, strangers' naming one account from anywhere, one known
+# browser's (store.Limits). No count a stranger fills keeps the owner's known browser out.
 FAILURE_WINDOW = dt.timedelta(minutes=15)
+SIGN_IN_LIMITS = store.Limits(address=30, pair=10, account=100, device=10)
 PASSWORD_CHECKS = Counter(
     "panel_password_checks_total", "bcrypt verifications made by sign-ins (one per attempt)"
 )
@@ -150,10 +152,17 @@ def verify_token(secret: Secret, installation: str, token: str, now: dt.datetime
 
 
 async def refuse_if_throttled(
-    conn: Connection, key: str, address: str, now: dt.datetime, what: str
+    conn: Connection,
+    key: str,
+    address: str,
+    device: str | None,
+    now: dt.datetime,
+    what: str,
+    limits: store.Limits = SIGN_IN_LIMITS,
 ) -> None:
-    """429 with `Retry-After` while `key` or `address` has its fill of recent failures."""
-    until = await store.throttled_until(conn, key, address, now, FAILURE_WINDOW, FAILURE_LIMIT)
+    """429 with `Retry-After` while a count the caller is judged by has its fill of recent
+    failures."""
+    until = await store.throttled_until(conn, key, address, device, now, FAILURE_WINDOW, limits)
     if until is not None:
         wait = max(1, math.ceil((until - now).total_seconds()))
         raise errors.TooManyRequests(f"too many {what}; try again in {wait} s", retry_after=wait)
@@ -176,6 +185,7 @@ class SignIn:
         self.clock = clock
         self.trusted_proxies = trusted_proxies
         self.box = sessions.grace_box(jwt_secret)
+        self.devices = sessions.Devices(jwt_secret)
 
     async def login(self, request: Request) -> Response:
         body = await json_body(request, LoginBody, limit=4096)
@@ -184,8 +194,10 @@ class SignIn:
         now = self.clock.now()
         pool = runtime(request).pool
         async with store.connection(pool) as conn:
-            await refuse_if_throttled(conn, email, address, now, "failed sign-ins")
             row = await store.member_by_email(conn, email)
+            cookie = request.cookies.get(sessions.DEVICE_COOKIE)
+            device = self.devices.device(cookie, None if row is None else row.id)
+            await refuse_if_throttled(conn, email, address, device, now, "failed sign-ins")
         # One bcrypt check whatever the email, so an unknown one answers no sooner.
         password_ok = await self.passwords.check(
             body.password, row.password_hash if row is not None else None
@@ -193,13 +205,15 @@ class SignIn:
         PASSWORD_CHECKS.inc()
         if row is None or not password_ok or row.disabled:
             async with store.connection(pool) as conn:
-                await store.record_failure(conn, email, address, now, FAILURE_WINDOW)
+                await store.record_failure(conn, email, address, device, now, FAILURE_WINDOW)
             raise errors.BadCredentials("email or password is wrong")
         member = Member(id=row.id, email=row.email, role=row.role)
         async with store.connection(pool) as conn, conn.transaction():
-            await store.forget_failures(conn, email)
+            await store.forget_failures(conn, email, address, device)
             pair = await self._new_session(conn, member, now)
-        return self._answer(pair)
+        response = self._answer(pair)
+        sessions.set_device_cookie(response, self.devices.issue(member.id, device))
+        return response
 
     async def change_password(self, request: Request, caller: Signed) -> Response:
         """A member sets their own password, giving the current one: every session they had
@@ -209,13 +223,16 @@ class SignIn:
         address = client_address(request, self.trusted_proxies)
         now = self.clock.now()
         pool = runtime(request).pool
+        # Counted apart from sign-ins: a stranger's guesses at the email do not stop the
+        # signed-in member, and a stolen token gets no more guesses than a stranger.
+        key = f"password-change:{caller.id}"
         async with store.connection(pool) as conn:
-            await refuse_if_throttled(conn, caller.email, address, now, "wrong passwords")
+            await refuse_if_throttled(conn, key, address, None, now, "wrong passwords")
             row = await store.member_by_email(conn, caller.email)
         stored = row.password_hash if row is not None and row.id == caller.id else None
         if not await self.passwords.check(body.current_password, stored):
             async with store.connection(pool) as conn:
-                await store.record_failure(conn, caller.email, address, now, FAILURE_WINDOW)
+                await store.record_failure(conn, key, address, None, now, FAILURE_WINDOW)
             raise errors.InvalidValue(
                 "the current password is wrong", field="current_password", code="wrong"
             )

@@ -195,6 +195,7 @@ PLAN_RULES = (
     "a bundle covers two or more known channels; only a bundle covers others",
 )
 COUPON_RULES = ("a percentage or an amount off, one of them",)
+EXPIRY_RULE = "expires_at is in the future"
 SLOT_RULES = ("price above zero", "takes USDT, TRX or both")
 
 OPERATIONS: dict[tuple[str, str], Operation] = {
@@ -511,7 +512,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         status=201,
         body=NewCoupon,
         handler=Coupons.add_coupon,
-        rules=COUPON_RULES,
+        rules=(*COUPON_RULES, EXPIRY_RULE),
     ),
     ("GET", "/v1/coupons/{coupon_id:int}"): Operation(
         "A coupon", Role.VIEWER, Coupon, problems=(404,), handler=Coupons.coupon
@@ -554,7 +555,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         status=201,
         body=NewAccessCodes,
         handler=AccessCodes.add_codes,
-        rules=("channel_id is a paid channel",),
+        rules=("channel_id is a paid channel", EXPIRY_RULE),
     ),
     ("GET", "/v1/access-codes/{code_id:int}"): Operation(
         "An access code", Role.VIEWER, AccessCode, problems=(404,), handler=AccessCodes.code
@@ -801,12 +802,25 @@ SERVICE_ROUTES: dict[tuple[str, str], Operation] = {
     ("GET", "/openapi.json"): Operation("This document", None, dict[str, Any]),
 }
 
+# The page (panel_api.page): `index.html` for `/` and every other GET outside the API, so that
+# a reload keeps the view. Documented, not built from this table: the page's routes come last.
+PAGE_ROUTES: dict[tuple[str, str], Operation] = {
+    ("GET", "/"): Operation("The panel page", None, str, media_type="text/html"),
+    ("GET", "/{path:path}"): Operation(
+        "The panel page, for any path outside /v1, /internal, /assets and the service's own"
+        " (a reload keeps the view)",
+        None,
+        str,
+        media_type="text/html",
+    ),
+}
+
 _PARAM = re.compile(r"\{(\w+)(?::\w+)?\}")
 _REASONS = {
     400: "The body is not JSON, or its length is malformed",
     401: "No valid credentials",
     403: "The role, or the anti-forgery header, does not allow it",
-    404: "Nothing by that id, or not any more; or a cursor this API did not give out",
+    404: "Nothing by that id, or not any more",
     409: "It conflicts with what exists",
     413: "The body is too large",
     422: "A value is missing, of the wrong type or out of range",
@@ -828,16 +842,15 @@ def problems_of(path: str, op: Operation) -> list[int]:
         statuses.add(422)
     if op.query is not None:
         statuses.add(422)
-        if "cursor" in op.query.__struct_fields__:
-            statuses.add(404)
     if _PARAM.search(path):
         statuses.add(404)
     return sorted(statuses)
 
 
 def openapi(version: str) -> dict[str, Any]:
-    """The OpenAPI 3.1 document of every route in `OPERATIONS` and `SERVICE_ROUTES`."""
-    everything = {**OPERATIONS, **SERVICE_ROUTES}
+    """The OpenAPI 3.1 document of every route in `OPERATIONS`, `SERVICE_ROUTES` and
+    `PAGE_ROUTES`."""
+    everything = {**OPERATIONS, **SERVICE_ROUTES, **PAGE_ROUTES}
     types: list[Any] = [ProblemBody]
     for op in everything.values():
         types += [t for t in (op.answer, op.body) if t is not None and t is not str]
@@ -873,7 +886,9 @@ def _operation(method: str, route: str, op: Operation, schema_of: dict[str, Any]
             "name": name,
             "in": "path",
             "required": True,
-            "schema": {"type": "integer", "minimum": 0},
+            "schema": {"type": "integer", "minimum": 0}
+            if f"{{{name}:path}}" not in route
+            else {"type": "string", "pattern": r"^[a-z][a-z0-9-]*(/[0-9]+)?$"},
         }
         for name in _PARAM.findall(route)
     ]
@@ -912,7 +927,7 @@ def _operation(method: str, route: str, op: Operation, schema_of: dict[str, Any]
 def _operation_id(method: str, route: str) -> str:
     """`patch_team_member_id` for PATCH /v1/team/{member_id:int}."""
     words = re.findall(r"[a-z0-9]+", _PARAM.sub(r"\1", route).lower())
-    return "_".join([method.lower(), *(w for w in words if w != "v1")])
+    return "_".join([method.lower(), *([w for w in words if w != "v1"] or ["page"])])
 
 
 def _responses(route: str, op: Operation, schema_of: dict[str, Any]) -> dict[str, Any]:

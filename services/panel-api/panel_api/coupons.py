@@ -162,6 +162,11 @@ class Coupons:
 
     async def add_coupon(self, request: Request, caller: Caller) -> Response:
         body = await json_body(request, NewCoupon, limit=8192)
+        now = self.clock.now()
+        if body.expires_at is not None and body.expires_at <= now:
+            raise errors.InvalidValue(
+                "the expiry is in the past", field="expires_at", code="out-of-range"
+            )
         plan_ids = _plan_ids(body.plan_ids)
         currency = body.currency if body.amount_off is not None else None
         params = {
@@ -174,7 +179,7 @@ class Coupons:
             "per_person": body.per_person,
             "plan_ids": plan_ids,
             "customers": body.customers,
-            "now": self.clock.now(),
+            "now": now,
         }
         async with store.connection(runtime(request).pool) as conn, conn.transaction():
             await _check_plans(conn, plan_ids, currency)

@@ -38,6 +38,7 @@ log = logging.getLogger("panel_api.first_run")
 CODE_TTL = dt.timedelta(hours=1)
 # Wrong codes are throttled per address and, since there is one code, under this one key.
 THROTTLE_KEY = "setup-code"
+SETUP_LIMITS = store.Limits(address=10, pair=10, account=10, device=10)
 _ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 
 
@@ -107,12 +108,14 @@ class Setup:
         async with store.connection(pool) as conn:
             if await store.owner_exists(conn):
                 raise errors.NotFound("the owner exists; setup is over")
-            await refuse_if_throttled(conn, THROTTLE_KEY, address, now, "wrong setup codes")
+            await refuse_if_throttled(
+                conn, THROTTLE_KEY, address, None, now, "wrong setup codes", SETUP_LIMITS
+            )
             saved = await store.setup_code(conn)
         matches = saved is not None and hmac.compare_digest(saved.code_hash, code_hash(body.code))
         if not matches or saved is None:
             async with store.connection(pool) as conn:
-                await store.record_failure(conn, THROTTLE_KEY, address, now, FAILURE_WINDOW)
+                await store.record_failure(conn, THROTTLE_KEY, address, None, now, FAILURE_WINDOW)
             raise errors.BadSetupCode("the setup code is wrong")
         if saved.expires_at <= now:
             raise errors.SetupCodeExpired("the setup code has expired; restart to get another")

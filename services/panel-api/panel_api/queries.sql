@@ -34,25 +34,43 @@ INSERT INTO plans (channel_id, name, price_minor, currency, period_days, grace_d
 SELECT id, 'Monthly', 500, 'USD', 30, 3, true FROM channel;
 
 -- failures_blocking --
--- When the newest failures of a key reach the limit, the oldest of them (its `limit`-th newest)
--- is what must age out of the window before the key may try again. One row per key, at most.
-(SELECT 'email' AS key, at FROM login_failures
-  WHERE email = %(email)s AND at > %(since)s
-  ORDER BY at DESC OFFSET %(offset)s LIMIT 1)
-UNION ALL
+-- For each count that has reached its limit, the oldest failure of it (its `limit`-th newest)
+-- is what must age out of the window before the caller may try again. One row per count, at
+-- most. A caller with a device cookie of the account is judged by its device's failures
+-- alone; strangers by their address, by the account from their address, and by the account
+-- from anywhere (a guesser spread over many addresses).
 (SELECT 'address' AS key, at FROM login_failures
-  WHERE address = %(address)s AND at > %(since)s
-  ORDER BY at DESC OFFSET %(offset)s LIMIT 1);
+  WHERE %(device)s::text IS NULL AND address = %(address)s AND device IS NULL
+    AND at > %(since)s
+  ORDER BY at DESC OFFSET %(address_offset)s LIMIT 1)
+UNION ALL
+(SELECT 'pair' AS key, at FROM login_failures
+  WHERE %(device)s::text IS NULL AND email = %(email)s AND address = %(address)s
+    AND device IS NULL AND at > %(since)s
+  ORDER BY at DESC OFFSET %(pair_offset)s LIMIT 1)
+UNION ALL
+(SELECT 'account' AS key, at FROM login_failures
+  WHERE %(device)s::text IS NULL AND email = %(email)s AND device IS NULL AND at > %(since)s
+  ORDER BY at DESC OFFSET %(account_offset)s LIMIT 1)
+UNION ALL
+(SELECT 'device' AS key, at FROM login_failures
+  WHERE device = %(device)s AND at > %(since)s
+  ORDER BY at DESC OFFSET %(device_offset)s LIMIT 1);
 
 -- record_failure --
-INSERT INTO login_failures (email, address, at) VALUES (%(email)s, %(address)s, %(now)s);
+INSERT INTO login_failures (email, address, device, at)
+VALUES (%(email)s, %(address)s, %(device)s, %(now)s);
 
 -- forget_old_failures --
 DELETE FROM login_failures WHERE at <= %(since)s;
 
 -- forget_account_failures --
--- A correct password clears the account's count; the address keeps its own.
-DELETE FROM login_failures WHERE email = %(email)s;
+-- A correct password clears the count it was judged by: its device's, or the account's from
+-- its address. A stranger's guesses from elsewhere keep counting.
+DELETE FROM login_failures
+WHERE CASE WHEN %(device)s::text IS NULL
+           THEN email = %(email)s AND address = %(address)s AND device IS NULL
+           ELSE device = %(device)s END;
 
 -- insert_refresh_token --
 INSERT INTO refresh_tokens (family, member_id, token_hash, created_at, expires_at)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import hashlib
+import hmac
 import json
 import secrets
 import uuid
@@ -25,6 +26,11 @@ COOKIE = "gatehouse_refresh"
 COOKIE_PATH = "/v1/auth"
 REFRESH_TTL = dt.timedelta(days=14)
 REUSE_GRACE = dt.timedelta(seconds=10)
+# A browser that signed in to an account keeps this for a year: its sign-ins are throttled by
+# its own failures, not by a stranger's (OWASP's device cookies).
+DEVICE_COOKIE = "gatehouse_device"
+DEVICE_COOKIE_PATH = "/v1/auth/login"
+DEVICE_TTL = dt.timedelta(days=365)
 # Sent by the panel's own page; a cross-site form or image cannot set it.
 CSRF_HEADER = "x-requested-with"
 CSRF_VALUE = "gatehouse"
@@ -78,3 +84,44 @@ def set_cookie(response: Response, token: str) -> None:
 
 def clear_cookie(response: Response) -> None:
     response.delete_cookie(COOKIE, path=COOKIE_PATH, secure=True, httponly=True, samesite="strict")
+
+
+class Devices:
+    """Device cookies: `<member id>.<nonce>.<HMAC of both>`, signed under a key derived from
+    the JWT secret. Nothing is stored: a cookie only ever decides which failures a sign-in is
+    throttled by, never whether it is let in."""
+
+    def __init__(self, jwt_secret: Secret) -> None:
+        self._key = hashlib.sha256(b"gatehouse device cookie\0" + jwt_secret.reveal().encode())
+
+    def _signature(self, member_id: int, nonce: str) -> str:
+        mac = hmac.new(self._key.digest(), f"{member_id}.{nonce}".encode(), hashlib.sha256)
+        return base64.urlsafe_b64encode(mac.digest()).decode().rstrip("=")
+
+    def issue(self, member_id: int, nonce: str | None = None) -> str:
+        nonce = nonce or secrets.token_urlsafe(16)
+        return f"{member_id}.{nonce}.{self._signature(member_id, nonce)}"
+
+    def device(self, cookie: str | None, member_id: int | None) -> str | None:
+        """The device a cookie names, when it is one we gave for `member_id`; else None."""
+        if cookie is None or member_id is None or cookie.count(".") != 2:
+            return None
+        member, nonce, signature = cookie.split(".")
+        if member != str(member_id) or not 16 <= len(nonce) <= 64:
+            return None
+        expected = self._signature(member_id, nonce)
+        if not hmac.compare_digest(signature.encode(), expected.encode()):
+            return None
+        return nonce
+
+
+def set_device_cookie(response: Response, cookie: str) -> None:
+    response.set_cookie(
+        DEVICE_COOKIE,
+        cookie,
+        max_age=int(DEVICE_TTL.total_seconds()),
+        path=DEVICE_COOKIE_PATH,
+        secure=True,
+        httponly=True,
+        samesite="strict",
+    )

@@ -73,34 +73,67 @@ async def installation_name(conn: Connection) -> str:
     return str(row["name"])
 
 
+@dataclass(frozen=True)
+class Limits:
+    """How many failures within the window each count allows before 429."""
+
+    address: int
+    """A stranger's, from one address, whatever account it names."""
+    pair: int
+    """A stranger's, naming one account from one address."""
+    account: int
+    """Strangers', naming one account from anywhere."""
+    device: int
+    """One device cookie's, on the account it was given for."""
+
+
 async def throttled_until(
     conn: Connection,
-    email: str,
+    key: str,
     address: str,
+    device: str | None,
     now: dt.datetime,
     window: dt.timedelta,
-    limit: int,
+    limits: Limits,
 ) -> dt.datetime | None:
-    """When the account or the address may try again, if either has `limit` failures within
-    `window` of `now`; else None."""
+    """When the caller may try again, if a count it is judged by has its limit of failures
+    within `window` of `now`; else None."""
     cur = await conn.execute(
         Q["failures_blocking"],
-        {"email": email, "address": address, "since": now - window, "offset": limit - 1},
+        {
+            "email": key,
+            "address": address,
+            "device": device,
+            "since": now - window,
+            "address_offset": limits.address - 1,
+            "pair_offset": limits.pair - 1,
+            "account_offset": limits.account - 1,
+            "device_offset": limits.device - 1,
+        },
     )
     blocking = [row["at"] + window for row in await cur.fetchall()]
     return max(blocking) if blocking else None
 
 
 async def record_failure(
-    conn: Connection, email: str, address: str, now: dt.datetime, window: dt.timedelta
+    conn: Connection,
+    key: str,
+    address: str,
+    device: str | None,
+    now: dt.datetime,
+    window: dt.timedelta,
 ) -> None:
     async with conn.transaction():
         await conn.execute(Q["forget_old_failures"], {"since": now - window})
-        await conn.execute(Q["record_failure"], {"email": email, "address": address, "now": now})
+        await conn.execute(
+            Q["record_failure"], {"email": key, "address": address, "device": device, "now": now}
+        )
 
 
-async def forget_failures(conn: Connection, email: str) -> None:
-    await conn.execute(Q["forget_account_failures"], {"email": email})
+async def forget_failures(conn: Connection, key: str, address: str, device: str | None) -> None:
+    await conn.execute(
+        Q["forget_account_failures"], {"email": key, "address": address, "device": device}
+    )
 
 
 # -- refresh tokens -----------------------------------------------------------------------

@@ -911,12 +911,27 @@ def test_forms__reconcile_finds_a_planted_difference_and_the_owner_fixes_it_afte
         headers={"Authorization": f"Bearer {SECRETS['SERVICE_TOKEN']}"},
     )
     assert granted.status_code == 200, granted.text
+    removed, _, _ = insert_bot(stack.database_url, 5550798)
     with psycopg.connect(stack.database_url) as conn:
         # Planted: a year nobody granted.
         conn.execute("UPDATE memberships SET expires_at = '2032-01-01T00:00:00Z'")
+        # A paid channel whose bot was removed: it cannot be asked, the rest still is.
+        conn.execute(
+            "UPDATE bots SET status = 'removed', removed_at = now() WHERE id = %s", (removed,)
+        )
+        conn.execute(
+            "WITH c AS (INSERT INTO channels (telegram_chat_id, title, is_paid, manager_bot_id)"
+            " VALUES (-1001000000797, 'Orphan', true, %s) RETURNING id),"
+            " p AS (INSERT INTO people (telegram_user_id) VALUES (4747) RETURNING id)"
+            " INSERT INTO channel_members (channel_id, person_id, status, is_member, updated_at)"
+            " SELECT c.id, p.id, 'member', true, now() FROM c, p",
+            (removed,),
+        )
     sign_in(page, stack.url)
     page.goto(f"{stack.url}/reconcile")
     expect(page.locator("#reconcile-checked")).to_contain_text("1 memberships checked")
+    orphan = page.locator("#reconcile-channels li.unchecked")
+    expect(orphan).to_contain_text("Orphan not checked: the bot service cannot ask about it")
     row = page.locator("#reconcile tbody tr")
     expect(row).to_have_count(1)
     expect(row).to_contain_text("4646")
@@ -930,7 +945,7 @@ def test_forms__reconcile_finds_a_planted_difference_and_the_owner_fixes_it_afte
     page.locator("button[data-action=applyFixes]").click()
     page.locator("button[data-confirm=applyFixes]").click()
     expect(page.locator("#reconcile-clean")).to_contain_text("هر عضویت همان است")
-    expect(page.locator("#reconcile-no-channels")).to_be_visible()
+    expect(orphan).to_contain_text("سنجیده نشد: سرویس ربات نمی‌تواند")
     page.screenshot(path=str(ARTIFACTS / "reconcile-fa.png"), full_page=True)
     with psycopg.connect(stack.database_url) as conn:
         history = conn.execute(

@@ -12,12 +12,14 @@ import psycopg
 import pytest
 
 from panel_api.app import create_app
-from panel_api.auth import audience, issuer
+from panel_api.auth import SIGN_IN_LIMITS, audience, issuer
 from panel_api.seed import seed
+from panel_api.sessions import DEVICE_COOKIE
 from shared.testing import serve_in_thread
 from tests.conftest import HTTP, SECRETS, TEST_BCRYPT_ROUNDS, panel_settings
 
 PASSWORD = "correct horse battery"
+ADDRESS_LIMIT = SIGN_IN_LIMITS.address
 
 
 @pytest.fixture
@@ -192,7 +194,9 @@ def test_login__unstorable_or_oversized_email_is_422(panel: str, email: str) -> 
     assert response.headers["content-type"] == "application/problem+json"
 
 
-def test_login__eleventh_failure_for_an_account_is_429_with_retry_after(panel: str) -> None:
+def test_login__eleventh_failure_for_an_account_from_one_address_is_429_with_retry_after(
+    panel: str,
+) -> None:
     for _ in range(10):
         assert login(panel, "owner@example.com", "wrong password").status_code == 401
     throttled = login(panel, "owner@example.com", PASSWORD)
@@ -202,7 +206,7 @@ def test_login__eleventh_failure_for_an_account_is_429_with_retry_after(panel: s
 
 
 def test_login__one_address_across_accounts_is_throttled_too(panel: str) -> None:
-    for n in range(10):
+    for n in range(ADDRESS_LIMIT):
         assert login(panel, f"nobody{n}@example.com", "wrong password").status_code == 401
     assert login(panel, "owner@example.com", PASSWORD).status_code == 429
 
@@ -230,7 +234,7 @@ def test_login__behind_a_trusted_proxy_the_forwarded_address_counts(database_url
                 headers={"X-Forwarded-For": f"198.51.100.1, {address}"},
             )
 
-        for n in range(10):
+        for n in range(ADDRESS_LIMIT):
             assert from_address("203.0.113.5", f"x{n}@example.com", "wrong").status_code == 401
         assert from_address("203.0.113.5", "owner@example.com", PASSWORD).status_code == 429
         # Another client behind the same proxy is not held back.
@@ -240,7 +244,7 @@ def test_login__behind_a_trusted_proxy_the_forwarded_address_counts(database_url
 def test_login__without_trusted_proxies_a_forwarded_address_is_not_believed(panel: str) -> None:
     """Each failure claims another address; none is believed, even from 127.0.0.1 (uvicorn's
     own X-Forwarded-For handling would have believed it), so the one peer is throttled."""
-    for n in range(10):
+    for n in range(ADDRESS_LIMIT):
         answer = HTTP.post(
             f"{panel}/v1/auth/login",
             json={"email": f"nobody{n}@example.com", "password": "wrong password"},
@@ -272,3 +276,74 @@ def test_login__exactly_one_bcrypt_check_whatever_the_email(
     before = password_checks(panel)
     login(panel, email, password)
     assert password_checks(panel) - before == 1
+
+
+@pytest.fixture
+def behind_proxy(database_url: str) -> Iterator[str]:
+    """A panel behind a trusted proxy on 127.0.0.1, so each call can come from any address."""
+    assert seed(database_url, "owner@example.com", PASSWORD, TEST_BCRYPT_ROUNDS) is True
+    settings = panel_settings(database_url, TRUSTED_PROXIES="127.0.0.1/32")
+    with serve_in_thread(create_app(settings)) as url:
+        yield url
+
+
+def sign_in_from(
+    url: str, address: str, password: str, email: str = "owner@example.com", device: str = ""
+) -> httpx.Response:
+    headers = {"X-Forwarded-For": address}
+    if device:
+        headers["Cookie"] = f"{DEVICE_COOKIE}={device}"
+    return HTTP.post(
+        f"{url}/v1/auth/login", json={"email": email, "password": password}, headers=headers
+    )
+
+
+def device_cookie(response: httpx.Response) -> str:
+    """The device cookie a sign-in set: a year, only for the sign-in route, never to scripts."""
+    (header,) = [h for h in response.headers.get_list("set-cookie") if h.startswith(DEVICE_COOKIE)]
+    attributes = [a.strip().lower() for a in header.split(";")]
+    assert {"httponly", "secure", "samesite=strict", "path=/v1/auth/login"} <= set(attributes)
+    assert f"max-age={365 * 24 * 3600}" in attributes
+    return header.split(";")[0].split("=", 1)[1]
+
+
+def test_login__a_strangers_hundred_guesses_keep_neither_the_owner_elsewhere_nor_their_browser_out(
+    behind_proxy: str,
+) -> None:
+    url = behind_proxy
+    known = device_cookie(sign_in_from(url, "198.51.100.7", PASSWORD))
+    answers = [sign_in_from(url, "203.0.113.5", "wrong password").status_code for _ in range(100)]
+    assert answers[:10] == [401] * 10
+    assert set(answers[10:]) == {429}
+    # The stranger's own address stays throttled, even with the right password.
+    assert sign_in_from(url, "203.0.113.5", PASSWORD).status_code == 429
+    # The owner from another address, and from their known browser on the stranger's address.
+    assert sign_in_from(url, "198.51.100.8", PASSWORD).status_code == 200
+    assert sign_in_from(url, "203.0.113.5", PASSWORD, device=known).status_code == 200
+    # A cookie forged from the known one, or given for another account, is no device of ours.
+    member, nonce, signature = known.split(".")
+    forged = f"{member}.{nonce[::-1]}.{signature}"
+    assert sign_in_from(url, "203.0.113.5", PASSWORD, device=forged).status_code == 429
+
+
+def test_login__guesses_spread_over_many_addresses_stop_strangers_but_not_a_known_browser(
+    behind_proxy: str,
+) -> None:
+    url = behind_proxy
+    known = device_cookie(sign_in_from(url, "198.51.100.7", PASSWORD))
+    limit = SIGN_IN_LIMITS.account
+    for n in range(limit):
+        address = f"203.0.{n // 5}.{n % 5 + 1}"  # five guesses an address: no address's limit
+        assert sign_in_from(url, address, "wrong password").status_code == 401
+    assert sign_in_from(url, "198.51.100.9", PASSWORD).status_code == 429
+    assert sign_in_from(url, "198.51.100.9", PASSWORD, device=known).status_code == 200
+
+
+def test_login__a_known_browser_is_throttled_by_its_own_failures(behind_proxy: str) -> None:
+    url = behind_proxy
+    known = device_cookie(sign_in_from(url, "198.51.100.7", PASSWORD))
+    for _ in range(SIGN_IN_LIMITS.device):
+        assert sign_in_from(url, "198.51.100.7", "typo", device=known).status_code == 401
+    assert sign_in_from(url, "198.51.100.7", PASSWORD, device=known).status_code == 429
+    # Its failures were its own: the same address without the cookie is not held back.
+    assert sign_in_from(url, "198.51.100.7", PASSWORD).status_code == 200

@@ -4,6 +4,7 @@ refusals at their fields; each use listed and exported once billing redeems one.
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 from typing import Any
 
@@ -99,6 +100,7 @@ def test_coupons__added_used_listed_exported_and_switched_off(panel: Panel) -> N
 
 def test_coupons__refusals_at_their_fields_and_nothing_written(panel: Panel) -> None:
     _, plan = paid_plan(panel, currency="EUR")
+    past = (dt.datetime.now(dt.UTC) - dt.timedelta(minutes=1)).isoformat()
     panel.call("POST", "/v1/coupons", {"code": "TAKEN", "percent_off": 5})
     for body, field, code in (
         ({"code": "taken", "percent_off": 5}, "code", "taken"),
@@ -121,6 +123,8 @@ def test_coupons__refusals_at_their_fields_and_nothing_written(panel: Panel) -> 
         ({"code": "GONE", "percent_off": 5, "plan_ids": [99999]}, "plan_ids", "not-found"),
         ({"code": "TWICE", "percent_off": 5, "plan_ids": [plan, plan]}, "plan_ids", "duplicate"),
         ({"code": "WHO", "percent_off": 5, "customers": "friends"}, "customers", "not-one-of"),
+        # As access codes: an expiry already past would make a coupon no one can use.
+        ({"code": "OLD", "percent_off": 5, "expires_at": past}, "expires_at", "out-of-range"),
     ):
         refused = panel.call("POST", "/v1/coupons", body)
         assert refused.status_code == 422, (body, refused.text)

@@ -282,13 +282,14 @@ FORGED: list[tuple[str, dict[str, Any], str]] = [
 ]
 
 
-def test_sorts__an_unknown_sort_gets_422_and_a_forged_cursor_404(lists: Lists) -> None:
+def test_sorts__an_unknown_sort_or_a_forged_cursor_gets_422_at_its_parameter(lists: Lists) -> None:
     for path, params, detail in FORGED:
         answer = lists.get(path, **params)
-        status = 404 if "cursor" in params else 422
-        assert answer.status_code == status, (params, answer.text)
+        assert answer.status_code == 422, (params, answer.text)
         assert answer.headers["content-type"] == "application/problem+json"
         assert detail in answer.json()["detail"], (params, answer.json())
+        if "cursor" in params:
+            assert answer.json()["errors"] == [{"field": "cursor", "code": "bad-format"}]
 
 
 def test_lists__null_for_a_number_filter_is_422_at_it_and_a_text_filter_searches_it(

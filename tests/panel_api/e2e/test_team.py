@@ -216,16 +216,22 @@ def test_team__pages_through_a_cursor(panel: Panel) -> None:
         ("?limit=0", 422),
         ("?limit=201", 422),
         ("?limit=x", 422),
-        # A cursor this API did not give out names no place in the list.
-        ("?cursor=%%%", 404),
-        ("?cursor=e30=", 404),
+        # A cursor this API did not give out is a value the parameter cannot take.
+        ("?cursor=%%%", 422),
+        ("?cursor=e30=", 422),
     ],
 )
-def test_team__bad_limit_is_422_and_a_foreign_cursor_404(
-    panel: Panel, query: str, status: int
-) -> None:
+def test_team__bad_limit_or_a_foreign_cursor_is_422(panel: Panel, query: str, status: int) -> None:
     response = panel.call("GET", f"/v1/team{query}", Role.OWNER)
     assert response.status_code == status, response.text
+
+
+@pytest.mark.parametrize("path", ["/v1/audit", "/v1/team"])
+def test_lists__a_malformed_cursor_is_422_at_the_cursor(panel: Panel, path: str) -> None:
+    response = panel.call("GET", f"{path}?cursor=not-a-cursor", Role.OWNER)
+    assert response.status_code == 422, response.text
+    assert response.headers["content-type"] == "application/problem+json"
+    assert response.json()["errors"] == [{"field": "cursor", "code": "bad-format"}]
 
 
 def test_audit__every_write_with_before_after_and_request_id(panel: Panel) -> None:

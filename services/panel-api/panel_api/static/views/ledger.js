@@ -179,14 +179,21 @@ export async function reconcile() {
     cell("now", `${t(d.status)} · ${d.expires_at.startsWith("1970-01-01") ? t("none") : when(d.expires_at)}`),
     cell("byHistory", `${t(d.expected_status)} · ${d.expected_expires_at.startsWith("1970-01-01") ? t("none") : when(d.expected_expires_at)}`)));
   const head = ["telegramUser", "channel", "now", "byHistory"].map((key) => element("th", { scope: "col", text: t(key) }));
-  const channels = report.channels.map((/** @type {any} */ c) => element("li", { "data-channel": String(c.channel_id) },
+  /** Why a channel or a bot was not checked, in the page's language. @param {any} unchecked */
+  const notChecked = (unchecked) => t("notChecked", { why: t(unchecked.reason === "refused" ? "uncheckedRefused" : "uncheckedUnavailable") });
+  const channels = report.channels.map((/** @type {any} */ c) => element("li", { "data-channel": String(c.channel_id), ...(c.unchecked ? { class: "unchecked" } : {}) },
     element("strong", { text: c.title }), " ",
-    t("channelChecked", { checked: number(c.checked), intruders: number(c.intruders.length), missing: number(c.missing.length) }),
+    c.unchecked
+      ? notChecked(c.unchecked)
+      : t("channelChecked", { checked: number(c.checked), intruders: number(c.intruders.length), missing: number(c.missing.length) }),
+    ...(c.not_joined.length ? [" ", t("notJoinedYet", { count: number(c.not_joined.length) })] : []),
     ...(c.unreachable.length ? [" ", t("telegramSilent", { count: number(c.unreachable.length) })] : [])));
-  const stars = report.stars.map((/** @type {any} */ b) => element("li", { "data-bot": String(b.bot_id) },
-    t("starsChecked", { bot: botName(b.bot_id), checked: number(b.checked), here: number(b.missing_here.length), there: number(b.missing_there.length) })));
+  const stars = report.stars.map((/** @type {any} */ b) => element("li", { "data-bot": String(b.bot_id), ...(b.unchecked ? { class: "unchecked" } : {}) },
+    b.unchecked
+      ? `${botName(b.bot_id)}: ${notChecked(b.unchecked)}`
+      : t("starsChecked", { bot: botName(b.bot_id), checked: number(b.checked), here: number(b.missing_here.length), there: number(b.missing_there.length) })));
   const toFix = differences.length + report.channels.reduce(
-    (/** @type {number} */ n, /** @type {any} */ c) => n + c.intruders.length + c.missing.length, 0)
+    (/** @type {number} */ n, /** @type {any} */ c) => n + c.intruders.length + c.invite.length, 0)
     + report.stars.reduce((/** @type {number} */ n, /** @type {any} */ b) => n + b.missing_here.length, 0);
   return [
     words("h2", "ledgerHeading"),
