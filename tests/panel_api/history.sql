@@ -10,8 +10,8 @@ WITH bot AS (SELECT min(id) AS id FROM bots),
        SELECT 7000000 + n, 'demo_' || n, 'Demo ' || n, now() - (31 - n % 30) * interval '1 day'
          FROM generate_series(1, 60) n
        RETURNING id, telegram_user_id, created_at)
-INSERT INTO bot_people (bot_id, person_id, first_seen_at, last_seen_at)
-SELECT bot.id, made.id, made.created_at, made.created_at + interval '2 hours'
+INSERT INTO bot_people (bot_id, person_id, first_seen_at, last_seen_at, started_at)
+SELECT bot.id, made.id, made.created_at, made.created_at + interval '2 hours', made.created_at
   FROM made, bot WHERE bot.id IS NOT NULL;
 
 WITH plan AS (SELECT p.id, p.channel_id, p.price_minor, p.currency, p.period_days, p.grace_days

@@ -35,6 +35,7 @@ NOT_YOURS = "not-yours"
 PAID = "paid"
 EXPIRED = "expired"
 AMOUNT = "amount"
+CURRENCY = "currency"
 
 
 def refusal(
@@ -54,7 +55,9 @@ def refusal(
         return PAID
     if invoice["status"] != "open" or invoice["expires_at"] <= now:
         return EXPIRED
-    if invoice["currency"] != currency or Decimal(invoice["amount_minor"]) != total_amount:
+    if invoice["currency"] != currency:
+        return CURRENCY
+    if Decimal(invoice["amount_minor"]) != total_amount:
         return AMOUNT
     return None
 

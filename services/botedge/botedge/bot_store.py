@@ -167,6 +167,7 @@ def person_params(
     user: Any,
     *,
     met: bool = True,
+    started: bool = False,
     counted: str | None = None,
     at: dt.datetime | None = None,
 ) -> dict[str, Any] | None:
@@ -184,6 +185,7 @@ def person_params(
         "language_code": user.get("language_code"),
         "bot_id": bot_id,
         "met": met,
+        "started": met and started,
         "counted": counted,
         "at": at,
     }
@@ -195,13 +197,15 @@ async def record_person(
     user: Any,
     *,
     met: bool = True,
+    started: bool = False,
     counted: str | None = None,
     at: dt.datetime | None = None,
 ) -> PersonId | None:
     """Upsert the person behind a `from` and, with `met`, note that this bot met them (a
     channel member seen in `chat_member` is not a visitor of the bot); their id. `counted`
-    names a statistics event of theirs at `at`, written by the same statement."""
-    params = person_params(bot_id, user, met=met, counted=counted, at=at)
+    names a statistics event of theirs at `at`, written by the same statement. `started`: the
+    update came from the person's private chat with the bot, so it may write to them."""
+    params = person_params(bot_id, user, met=met, started=started, counted=counted, at=at)
     if params is None:
         return None
     row = await _one(conn, "upsert_person", params)

@@ -150,6 +150,24 @@ def is_private(message: dict[str, Any]) -> bool:
     return (message.get("chat") or {}).get("type") == "private"
 
 
+def started_by(update: InboxRow) -> bool:
+    """Whether the update comes from the person's private chat with the bot (they started it,
+    so the bot may write to them first): a private message, a press under one, a payment's
+    pre-checkout, or unblocking the bot. A join, a group message or a press under a channel
+    post is not."""
+    body = update.body
+    if update.kind == "message":
+        return is_private(body)
+    if update.kind == "callback_query":
+        return is_private(body.get("message") or {})
+    if update.kind == "pre_checkout_query":
+        return True
+    if update.kind == "my_chat_member":
+        status = (body.get("new_chat_member") or {}).get("status")
+        return is_private(body) and status == "member"
+    return False
+
+
 def command_of(message: dict[str, Any]) -> tuple[str, str] | None:
     """`/name` (without `@bot`) and the rest of the text, for a command; None otherwise."""
     text = message.get("text")
@@ -287,8 +305,10 @@ class BotLogic:
     async def prepare(self, update: InboxRow) -> Any:
         found = self.route(update)
         step = None
-        if found is not None and found[0] is self.routes.messages and self.routes.steps:
-            # A person's updates are applied one at a time, so the step read here is the one
+        if found is not None and self.routes.steps and self._conversational(update, found[0]):
+            # The step the person is in decides what a plain message means: after "I have a
+            # coupon", BLACKFRIDAY25 is a coupon though it looks like an access code. A
+            # person's updates are applied one at a time, so the step read here is the one
             # their message answers.
             step = await self._step(update)
             if step is not None and step.name in self.routes.steps:
@@ -304,6 +324,11 @@ class BotLogic:
             # Loaded every few seconds: a bot added a moment ago is known soon.
             raise RetryLater(f"bot {update.bot_id} is not loaded in this worker yet")
         return route, arg, await route.prepare(Context(self.api, token, step), update, arg)
+
+    def _conversational(self, update: InboxRow, route: Route) -> bool:
+        """Whether a message routed to `route` is one a conversation step may take: plain text
+        or any other message, not a command or a start link."""
+        return route is self.routes.messages or any(route is r for _, r in self.routes.texts)
 
     async def _step(self, update: InboxRow) -> Step | None:
         if self.pool is None or not isinstance(update.sender_id, int):
@@ -331,14 +356,23 @@ class BotLogic:
             return None
         body = update.body
         person = bot_store.person_params(
-            update.bot_id, body.get("from"), counted=_counted(update), at=now
+            update.bot_id,
+            body.get("from"),
+            started=started_by(update),
+            counted=_counted(update),
+            at=now,
         )
         return Settled(list(replies), person)
 
     async def apply(self, conn: Connection, update: InboxRow, prepared: Any) -> list[Reply]:
         body = update.body
         person_id = await bot_store.record_person(
-            conn, update.bot_id, body.get("from"), counted=_counted(update), at=self.clock.now()
+            conn,
+            update.bot_id,
+            body.get("from"),
+            started=started_by(update),
+            counted=_counted(update),
+            at=self.clock.now(),
         )
         if prepared is not None:
             route, arg, value = prepared

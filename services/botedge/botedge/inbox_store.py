@@ -185,7 +185,7 @@ class Finished:
 # A finish that records no person (bot_store.person_params gives the other).
 NO_PERSON: dict[str, Any] = dict.fromkeys(
     ("telegram_user_id", "username", "first_name", "last_name", "language_code", "counted", "at")
-) | {"met": False}
+) | {"met": False, "started": False}
 
 
 async def finish(

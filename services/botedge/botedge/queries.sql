@@ -199,9 +199,13 @@ WITH person AS (
            updated_at = now()
     RETURNING id
 ), met AS (
-    INSERT INTO bot_people (bot_id, person_id, first_seen_at, last_seen_at)
-    SELECT %(bot_id)s, id, now(), now() FROM person WHERE %(met)s
-    ON CONFLICT (bot_id, person_id) DO UPDATE SET last_seen_at = now(), unreachable_at = NULL
+    -- started_at: the first update from the person's private chat with the bot.
+    INSERT INTO bot_people (bot_id, person_id, first_seen_at, last_seen_at, started_at)
+    SELECT %(bot_id)s, id, now(), now(), CASE WHEN %(started)s THEN now() END
+      FROM person WHERE %(met)s
+    ON CONFLICT (bot_id, person_id) DO UPDATE
+       SET last_seen_at = now(), unreachable_at = NULL,
+           started_at = coalesce(bot_people.started_at, excluded.started_at)
 ), person_counted AS (
     INSERT INTO stat_events (at, kind, bot_id, person_id)
     SELECT %(at)s, %(counted)s, %(bot_id)s, id FROM person WHERE %(counted)s::text IS NOT NULL
@@ -300,9 +304,13 @@ WITH person AS (
            updated_at = now()
     RETURNING id
 ), met AS (
-    INSERT INTO bot_people (bot_id, person_id, first_seen_at, last_seen_at)
-    SELECT %(bot_id)s, id, now(), now() FROM person WHERE %(met)s
-    ON CONFLICT (bot_id, person_id) DO UPDATE SET last_seen_at = now(), unreachable_at = NULL
+    -- started_at: the first update from the person's private chat with the bot.
+    INSERT INTO bot_people (bot_id, person_id, first_seen_at, last_seen_at, started_at)
+    SELECT %(bot_id)s, id, now(), now(), CASE WHEN %(started)s THEN now() END
+      FROM person WHERE %(met)s
+    ON CONFLICT (bot_id, person_id) DO UPDATE
+       SET last_seen_at = now(), unreachable_at = NULL,
+           started_at = coalesce(bot_people.started_at, excluded.started_at)
 ), counted AS (
     INSERT INTO stat_events (at, kind, bot_id, person_id)
     SELECT %(at)s, %(counted)s, %(bot_id)s, id FROM person WHERE %(counted)s::text IS NOT NULL
@@ -869,8 +877,11 @@ WITH claim AS (
      WHERE id = %(id)s AND lock_token = %(token)s AND state = 'fanning_out'
        FOR UPDATE
 ), batch AS (
+    -- Passed over without trying: who blocked the bot, could not be reached before, or never
+    -- started it (Telegram refuses a message to them).
     SELECT bp.person_id, p.telegram_user_id AS chat_id,
-           (bp.blocked_at IS NOT NULL OR bp.unreachable_at IS NOT NULL) AS passed_over
+           (bp.blocked_at IS NOT NULL OR bp.unreachable_at IS NOT NULL
+            OR bp.started_at IS NULL) AS passed_over
       FROM claim c
       JOIN bot_people bp ON bp.bot_id = c.bot_id AND bp.person_id > c.fanned_to
       JOIN people p ON p.id = bp.person_id

@@ -41,6 +41,7 @@ REFUSED = {
     "paid": "This invoice is paid already.",
     "expired": "This invoice has expired. Ask the bot for a new one.",
     "amount": "The price of this invoice has changed. Ask the bot for a new one.",
+    "currency": "This invoice is paid in Telegram Stars (XTR) only. Ask the bot for a new one.",
 }
 UNAVAILABLE = "Payments are briefly unavailable. Nothing was charged; please try again shortly."
 # Within Telegram's 10 s, with room for the answer itself.

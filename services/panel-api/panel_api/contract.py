@@ -921,7 +921,18 @@ def _operation(method: str, route: str, op: Operation, schema_of: dict[str, Any]
             "required": True,
             "content": {"application/json": {"schema": schema_of[_key(op.body)]}},
         }
-    return with_rules(doc, op.rules)
+    return with_rules(doc, rules_of(op))
+
+
+CURSOR_RULE = "cursor is one this API gave out for this list and sort"
+
+
+def rules_of(op: Operation) -> tuple[str, ...]:
+    """What an operation refuses with a 422 beyond its schema: its own rules, and for a list
+    read page by page, a cursor it did not give out."""
+    if op.query is not None and "cursor" in op.query.__struct_fields__:
+        return (*op.rules, CURSOR_RULE)
+    return op.rules
 
 
 def _operation_id(method: str, route: str) -> str:

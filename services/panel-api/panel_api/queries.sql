@@ -673,11 +673,14 @@ VALUES (%(bot_id)s, %(text)s, %(content_id)s, %(button_text)s, %(button_url)s,
 RETURNING id;
 
 -- broadcast_audience --
+-- Unreachable: Telegram refused them before, or they never started the bot (it may not write
+-- to them first); a broadcast passes both over without trying.
 SELECT count(*)::integer AS people,
-       count(*) FILTER (WHERE blocked_at IS NULL AND unreachable_at IS NULL)::integer
-           AS reachable,
+       count(*) FILTER (WHERE blocked_at IS NULL AND unreachable_at IS NULL
+                          AND started_at IS NOT NULL)::integer AS reachable,
        count(blocked_at)::integer AS blocked,
-       count(*) FILTER (WHERE blocked_at IS NULL AND unreachable_at IS NOT NULL)::integer
+       count(*) FILTER (WHERE blocked_at IS NULL
+                          AND (unreachable_at IS NOT NULL OR started_at IS NULL))::integer
            AS unreachable
   FROM bot_people
  WHERE bot_id = %(bot_id)s;

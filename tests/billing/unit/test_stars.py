@@ -42,7 +42,7 @@ def test_refusal__an_open_unexpired_invoice_of_the_payer_at_its_price_passes() -
         (invoice(status="cancelled"), BUYER, "XTR", 250, "expired"),
         (invoice(expires_at=NOW), BUYER, "XTR", 250, "expired"),
         (invoice(), BUYER, "XTR", 249, "amount"),
-        (invoice(), BUYER, "USD", 250, "amount"),
+        (invoice(), BUYER, "USD", 250, "currency"),
     ],
     ids=[
         "no invoice",

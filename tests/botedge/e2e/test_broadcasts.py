@@ -37,8 +37,8 @@ def people(edge: Edge, bot_id: int, first: int = PEOPLE[0], last: int = PEOPLE[-
     edge.query(
         "WITH p AS (INSERT INTO people (telegram_user_id, first_name)"
         " SELECT u, 'P' || u FROM generate_series(%s::bigint, %s::bigint) u RETURNING id)"
-        " INSERT INTO bot_people (bot_id, person_id, first_seen_at, last_seen_at)"
-        " SELECT %s, id, now(), now() FROM p RETURNING 1",
+        " INSERT INTO bot_people (bot_id, person_id, first_seen_at, last_seen_at, started_at)"
+        " SELECT %s, id, now(), now(), now() FROM p RETURNING 1",
         first,
         last,
         bot_id,
@@ -227,3 +227,50 @@ def test_test_message__to_one_person_now_and_refusals_at_the_field(edge: Edge) -
         edge, "/internal/broadcasts/test", {"bot_id": bot_id, "chat_id": 1, "content_id": 77}
     )
     assert no_content.json()["errors"] == [{"field": "content_id", "code": "not-found"}]
+
+
+CHANNEL = -1001000000990
+STARTER, JOINER = 9_100_101, 9_100_102
+
+
+def test_broadcast__goes_only_to_people_who_started_the_bot_and_counts_joiners_unreachable(
+    edge: Edge,
+) -> None:
+    """One person starts the bot, another only joins a channel it runs (Telegram refuses a
+    message to someone who never started the bot): the broadcast goes to the first, and the
+    second is counted as passed over without a call to Telegram."""
+    bot_id, _, _ = edge.add_bot(BOT, mode="polling")
+    edge.sim_post(
+        "/_sim/chats",
+        {"id": CHANNEL, "type": "channel", "title": "Club", "admin_bots": [BOT], "members": {}},
+    )
+    edge.query(
+        "INSERT INTO channels (telegram_chat_id, title) VALUES (%s, 'Club') RETURNING id", CHANNEL
+    )
+    edge.start_worker()
+    edge.sim_post("/_sim/messages", {"bot_id": BOT, "user_id": STARTER, "text": "/start"})
+    # Answered: the bot has polled since, asking for joins too.
+    edge.wait_until(lambda: bool(edge.sim_get("/_sim/sent", chat_id=STARTER)), 30, "the welcome")
+    edge.sim_post("/_sim/join", {"chat_id": CHANNEL, "user_id": JOINER})
+    edge.wait_until(
+        lambda: (
+            len(
+                edge.query(
+                    "SELECT 1 FROM people WHERE telegram_user_id IN (%s, %s)", STARTER, JOINER
+                )
+            )
+            == 2
+            and not edge.query("SELECT 1 FROM inbox WHERE state <> 'done'")
+        ),
+        30,
+        "both people recorded",
+    )
+    broadcast_id = broadcast(edge, bot_id, "News for starters")
+    edge.wait_until(
+        lambda: progress(edge, broadcast_id)["state"] == "done", 30, "the broadcast done"
+    )
+    assert received(edge, "News for starters") == Counter({STARTER: 1})
+    done = progress(edge, broadcast_id)
+    assert (done["recipients"], done["sent"], done["skipped"]) == (1, 1, 1)
+    calls = edge.sim_get("/_sim/calls", method="sendMessage")
+    assert [c["chat_id"] for c in calls] == [STARTER, STARTER]  # the welcome, the broadcast

@@ -460,6 +460,31 @@ def test_pay__a_coupon_typed_under_the_pay_link_makes_a_discounted_one_that_is_p
     assert "access to Paid is open" in said(9)
 
 
+def test_pay__a_coupon_shaped_like_an_access_code_is_taken_as_a_coupon_after_i_have_one(
+    store: Store,
+) -> None:
+    """BLACKFRIDAY25 has the shape of an access code (10-32 of A-Z and 2-7, a letter and a
+    digit): the step the person is in, not the shape, says what it is."""
+    edge = store.edge
+    edge.query(
+        "INSERT INTO coupons (code, percent_off, created_at) VALUES ('BLACKFRIDAY25', 20, now())"
+        " RETURNING id"
+    )
+    edge.start_worker()
+    store.pay_link("subgate")
+    [plan] = store.button("subgate").rsplit(":", 1)[1:]
+    [edit] = store.edits()
+    store.press(edit["message_id"], f"coupon:{store.channel}:subgate:{plan}")
+    edge.wait_until(lambda: len(store.sent()) >= 2, 30, "the ask for a code")
+    store.say("BLACKFRIDAY25")
+    edge.wait_until(lambda: len(store.sent()) >= 3, 30, "the answer to the code")
+    assert str(store.sent()[2]["text"]).startswith(
+        "Pay <b>10.00 UAH</b> instead of 12.50 UAH, with coupon <code>BLACKFRIDAY25</code>"
+    )
+    # Nothing was tried as an access code: no miss counted against the person.
+    assert edge.query("SELECT count(*) FROM access_code_misses") == [(0,)]
+
+
 def test_pay__a_free_trial_taken_from_the_plans_brings_the_invite_and_not_twice(
     store: Store,
 ) -> None:

@@ -320,6 +320,7 @@ def test_stars__pre_checkout_refused_with_its_reason_and_nothing_recorded(stars:
     no_invoice = stars.pay(payload="gh_" + "x" * 24, total_amount=PRICE)
     others = stars.pay(user=OTHER, payload=reference)
     wrong_amount = stars.pay(payload=reference, total_amount=PRICE - 1)
+    wrong_currency = stars.pay(payload=reference, currency="USD")
     edge.query(
         "UPDATE invoices SET expires_at = now() - interval '1 minute'"
         " WHERE order_reference = %s RETURNING id",
@@ -330,6 +331,7 @@ def test_stars__pre_checkout_refused_with_its_reason_and_nothing_recorded(stars:
         "no invoice": no_invoice,
         "another person's": others,
         "wrong amount": wrong_amount,
+        "wrong currency": wrong_currency,
         "expired": expired,
     }
     assert {what: (a["ok"], a["error_message"]) for what, a in said.items()} == {
@@ -345,18 +347,22 @@ def test_stars__pre_checkout_refused_with_its_reason_and_nothing_recorded(stars:
             False,
             "The price of this invoice has changed. Ask the bot for a new one.",
         ),
+        "wrong currency": (
+            False,
+            "This invoice is paid in Telegram Stars (XTR) only. Ask the bot for a new one.",
+        ),
         "expired": (False, "This invoice has expired. Ask the bot for a new one."),
     }
     assert all(a["seconds"] < 10 for a in said.values())
     answers = edge.sim_get("/_sim/stars")["answers"]
-    assert [a["ok"] for a in answers] == [False] * 4
+    assert [a["ok"] for a in answers] == [False] * 5
     # Stored for the record, and nothing else.
     edge.wait_until(
         lambda: (
             edge.query(
                 "SELECT count(*) FROM inbox WHERE kind = 'pre_checkout_query' AND state = 'done'"
             )
-            == [(4,)]
+            == [(5,)]
         ),
         30,
         "the queries kept",

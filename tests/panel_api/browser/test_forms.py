@@ -484,8 +484,9 @@ def test_forms__a_broadcast_tested_on_oneself_then_sent_and_watched_to_the_end(
             "WITH p AS (INSERT INTO people (telegram_user_id, first_name, username)"
             " SELECT u, 'P', CASE WHEN u = 7400001 THEN 'owner_me' END"
             " FROM generate_series(7400001, 7400012) u RETURNING id, telegram_user_id)"
-            " INSERT INTO bot_people (bot_id, person_id, first_seen_at, last_seen_at, blocked_at)"
-            " SELECT %s, id, now(), now(), CASE WHEN telegram_user_id = 7400012 THEN now() END"
+            " INSERT INTO bot_people (bot_id, person_id, first_seen_at, last_seen_at, blocked_at,"
+            " started_at) SELECT %s, id, now(), now(),"
+            " CASE WHEN telegram_user_id = 7400012 THEN now() END, now()"
             " FROM p",
             (bot,),
         )

@@ -54,8 +54,9 @@ def panel(serve: Serve, database_url: str) -> Iterator[EdgePanel]:
             "WITH p AS (INSERT INTO people (telegram_user_id, first_name, username)"
             " SELECT u, 'P', 'p' || u FROM generate_series(%s::bigint, %s::bigint) u"
             " RETURNING id, telegram_user_id)"
-            " INSERT INTO bot_people (bot_id, person_id, first_seen_at, last_seen_at, blocked_at)"
-            " SELECT %s, id, now(), now(), CASE WHEN telegram_user_id < %s THEN now() END FROM p",
+            " INSERT INTO bot_people (bot_id, person_id, first_seen_at, last_seen_at, blocked_at,"
+            " started_at) SELECT %s, id, now(), now(),"
+            " CASE WHEN telegram_user_id < %s THEN now() END, now() FROM p",
             (PEOPLE[0], PEOPLE[-1], bot, PEOPLE[2]),
         )
     assert seed(database_url, "owner@example.com", PASSWORD, TEST_BCRYPT_ROUNDS) is True

@@ -289,7 +289,7 @@ def _user(world: World, user_id: int) -> dict[str, Any]:
 def _find(world: World, bot: Bot, body: dict[str, Any]) -> StarInvoice | None:
     """The invoice a person pays: through a link, or one the bot sent (to them, or to someone
     who forwarded it). With `total_amount`, a client claiming that amount for it, or for an
-    invoice the simulator never saw (one sent before a reset)."""
+    invoice the simulator never saw (one sent before a reset); with `currency`, that currency."""
     stars = desk(world)
     found: StarInvoice | None = None
     if body.get("link"):
@@ -307,6 +307,8 @@ def _find(world: World, bot: Bot, body: dict[str, Any]) -> StarInvoice | None:
             found = StarInvoice(bot.id, "Invoice", "Invoice", payload, "XTR", 1)
     if found is not None and "total_amount" in body:
         found = replace(found, amount=int(body["total_amount"]))
+    if found is not None and "currency" in body:
+        found = replace(found, currency=str(body["currency"]))
     return found
 
 
@@ -372,7 +374,8 @@ def _charge(
 
 
 async def control_pay(request: Request) -> Response:
-    """`{bot_id | bot_username | token, user_id, payload | link | message_id, total_amount?}`:
+    """`{bot_id | bot_username | token, user_id, payload | link | message_id, total_amount?,
+    currency?}`:
     the person pays (see `_find`). The bot is
     sent a `pre_checkout_query`; an `ok: true` within 10 s takes the Stars and sends the
     `successful_payment`; a refusal or no answer fails the payment, as in Telegram."""
