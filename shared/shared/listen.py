@@ -20,6 +20,7 @@ from psycopg import sql
 
 from shared.backoff import backoff_delay
 from shared.db import Connection, Pool, connect
+from shared.tasks import retrieve
 
 log = logging.getLogger("shared.listen")
 
@@ -37,6 +38,7 @@ class Notifier:
         self._pending.add((channel, payload))
         if self._flush is None or self._flush.done():
             self._flush = asyncio.get_running_loop().create_task(self._send_soon())
+            self._flush.add_done_callback(retrieve(log, "sending notifications"))
 
     async def _send_soon(self) -> None:
         await asyncio.sleep(GATHER_SECONDS)

@@ -36,6 +36,7 @@ from shared.db import Connection, Pool
 from shared.lifecycle import sleep_unless_stopped, wait_any
 from shared.listen import Notifier
 from shared.secretbox import SecretBox
+from shared.tasks import retrieve
 
 log = logging.getLogger("botedge.broadcasts")
 Q = sqlq.Q
@@ -193,6 +194,7 @@ class FanOut:
                 task = asyncio.get_running_loop().create_task(self._carry(claimed, stopping))
                 self.held[claimed.id] = task
                 task.add_done_callback(self._forget(claimed.id))
+                task.add_done_callback(retrieve(log, f"broadcast {claimed.id}"))
                 continue
             self.wakeup.clear()
             await wait_any(self.poll_interval, stopping, self.wakeup)

@@ -31,6 +31,7 @@ from shared.db import Pool, pipelined_transaction
 from shared.lifecycle import sleep_unless_stopped, wait_any
 from shared.listen import Notifier
 from shared.logging import request_id
+from shared.tasks import retrieve
 
 log = logging.getLogger("botedge.consumer")
 
@@ -126,6 +127,9 @@ class InboxConsumer:
                     task = asyncio.get_running_loop().create_task(self.handle(update))
                     self.in_flight.add(task)
                     task.add_done_callback(self._done)
+                    task.add_done_callback(
+                        retrieve(log, f"bot {update.bot_id} update {update.update_id}")
+                    )
             if (claimed and len(claimed) == free) or free < quarter:
                 # Possibly more waiting: claim again once a quarter of the slots are free.
                 await self._wait(stopping, for_slot=True)

@@ -5,10 +5,14 @@ worker's senders, so that bots sending at once share the round trips."""
 from __future__ import annotations
 
 import asyncio
+import logging
 
 from botedge import errors, outbox_store
 from botedge.db import connection
 from shared.db import Pool
+from shared.tasks import retrieve
+
+log = logging.getLogger("botedge.marks")
 
 
 class SentMarks:
@@ -25,6 +29,7 @@ class SentMarks:
         self._waiting.append((row_id, message_id, done))
         if self._writer is None or self._writer.done():
             self._writer = loop.create_task(self._write())
+            self._writer.add_done_callback(retrieve(log, "marking sends recorded"))
         await done
 
     async def _write(self) -> None:

@@ -67,7 +67,9 @@ class Poller:
         # Ask without an offset until a batch arrives (see the module's docstring).
         self.restart = False
 
-    async def run(self, stopping: asyncio.Event) -> None:
+    async def run(self, stopping: asyncio.Event) -> bool:
+        """Poll while the lease is ours; True when it ended on a token Telegram refused (no
+        poll again until the owner gives the bot another)."""
         await self.pause.load()
         try:
             async with connection(self.pool) as conn:
@@ -83,26 +85,26 @@ class Poller:
         while not stopping.is_set():
             await self.pause.wait(stopping)
             if stopping.is_set():
-                return
+                return False
             try:
                 if not await self.lease.take_or_renew():
-                    return
+                    return False
             except errors.BotedgeError as error:
                 # Still ours until it runs out.
                 log.warning("bot %d: could not renew the poll lease: %s", self.bot_id, error)
                 if not self.lease.held:
-                    return
+                    return False
             try:
                 updates = await self._get_updates(stopping)
                 if updates is None:
-                    return
+                    return False
             except TooManyRequests as error:
                 await self.pause.extend(error.retry_after or 1.0)
                 continue
             except (Conflict, Unauthorized) as error:
                 await self._record(error, invalid=isinstance(error, Unauthorized))
                 if isinstance(error, Unauthorized):
-                    return
+                    return True
                 await self._back_off(stopping)
                 continue
             except TelegramError as error:
@@ -117,6 +119,7 @@ class Poller:
                     # The offset did not move: the same updates come again.
                     log.warning("bot %d: could not store polled updates: %s", self.bot_id, error)
                     await self._back_off(stopping)
+        return False
 
     async def _get_updates(self, stopping: asyncio.Event) -> Any:
         """One long poll, abandoned at once on stop (None): nothing is confirmed until the

@@ -38,6 +38,7 @@ from shared.backoff import backoff_delay
 from shared.clock import SYSTEM_CLOCK, Clock
 from shared.db import Pool
 from shared.lifecycle import sleep_unless_stopped, wait_any
+from shared.tasks import retrieve
 
 log = logging.getLogger("botedge.sender")
 LANES = 4
@@ -169,6 +170,7 @@ class Sender:
         self.stopping = stopping
         loop = asyncio.get_running_loop()
         renewer = loop.create_task(self._renew(stopping))
+        renewer.add_done_callback(retrieve(log, f"bot {self.bot_id}: the send lease's renewal"))
         try:
             await self.pause.load()
             if not await self._check_token(stopping):
@@ -177,6 +179,7 @@ class Sender:
                 lane = loop.create_task(self._lane())
                 self.lanes.add(lane)
                 lane.add_done_callback(self.lanes.discard)
+                lane.add_done_callback(retrieve(log, f"bot {self.bot_id}: a send lane"))
             while self._sending():
                 more = False
                 try:

@@ -324,7 +324,7 @@ class WorkerSupervisor:
                 clock=self.clock,
             )
 
-            async def send() -> None:
+            async def send() -> bool:
                 sender = self.senders[bot.id] = Sender(
                     self.pool,
                     self.api,
@@ -344,6 +344,7 @@ class WorkerSupervisor:
                 finally:
                     if self.senders.get(bot.id) is sender:
                         del self.senders[bot.id]
+                return sender.invalid
 
             await self._while_holding(lease, send, self._may_send, self.send_takes)
 
@@ -436,13 +437,16 @@ class WorkerSupervisor:
     async def _while_holding(
         self,
         lease: Lease,
-        work: Callable[[], Awaitable[None]],
+        work: Callable[[], Awaitable[bool | None]],
         may_take: Callable[[], bool] = lambda: True,
         one_at_a_time: asyncio.Lock | None = None,
     ) -> None:
         """Contend for the lease (when `may_take`, asked and taken under `one_at_a_time`, and
         `work` starts before the next is asked); do the work while it is ours; hand it back
-        when the work ends with the lease still ours (on stop, or handed over)."""
+        when the work ends with the lease still ours (on stop, or handed over). Work that
+        ends saying True is over for this bot (Telegram refused its token): the lease is not
+        asked for again, and the bot is served again only once the owner gives it a token
+        that works (`active_bots` leaves it out meanwhile)."""
         released = self.listener.event(LEASE_RELEASED, lease.name)
         while not self.stopping.is_set():
             taken = False
@@ -455,13 +459,14 @@ class WorkerSupervisor:
                         log.warning("lease %s: %s", lease.name, error)
             if taken:
                 log.info("holding %s", lease.name)
+                over = False
                 try:
-                    await work()
+                    over = bool(await work())
                 finally:
                     if lease.held:
                         with contextlib.suppress(errors.BotedgeError):
                             await lease.release()
-                if self.stopping.is_set():
+                if self.stopping.is_set() or over:
                     return
             # Until the holder lets go, or the next try.
             await wait_any(lease.renew_every, released, self.stopping)

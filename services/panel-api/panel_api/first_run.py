@@ -59,9 +59,10 @@ def code_hash(code: str) -> bytes:
 
 
 def print_code(code: str) -> None:
+    # One line, the code last: a grep finds it whole and a double-click copies it.
     print(
-        f"\nNo owner yet. Create one within the hour with the setup code {code}:\n"
-        f'  POST /v1/setup {{"code": "{code}", "email": ..., "password": ...}}\n',
+        "No owner yet: create one within the hour on the panel's page (or POST /v1/setup with"
+        f" the code, an email and a password); the setup code is {code}",
         file=sys.stderr,
         flush=True,
     )

@@ -7,8 +7,9 @@ import time
 
 import pytest
 
+from tests.botedge.conftest import new_token as new_token_of
 from tests.botedge.e2e.conftest import Edge
-from tests.conftest import HTTP
+from tests.conftest import HTTP, SECRETS
 
 
 def test_polling__updates_flow_and_the_offset_advances_after_commit(edge: Edge) -> None:
@@ -96,6 +97,54 @@ def test_polling__revoked_token_marks_the_bot(edge: Edge) -> None:
     )
     edge.wait_until(lambda: edge.bots_served(edge.workers[0]) == 0, 20, "the bot dropped")
     assert len(edge.sim_get("/_sim/calls", bot_id=9203)) <= 3
+
+
+# How long a bot with a refused token is watched for calls: two of the supervisor's refreshes
+# and then some, long enough for a retaking loop to show (54-60 getMe in 12 s before).
+WATCHED = 12.0
+
+
+@pytest.mark.slow(16)
+def test_refused_token__sender_and_poller_stop_within_three_calls_until_a_new_token(
+    edge: Edge,
+) -> None:
+    bot_id, _, _ = edge.add_bot(9205, mode="polling")
+    edge.start_api()
+    # Short long polls: the refusal comes within a second of the revoke.
+    worker = edge.start_worker(TELEGRAM_POLL_TIMEOUT="1")
+    edge.wait_for_sender(bot_id)
+    edge.sim_post("/_sim/bots/9205/revoke", {})
+    edge.wait_until(
+        lambda: any(c["status"] == 401 for c in edge.sim_get("/_sim/calls", bot_id=9205)),
+        30,
+        "the first refusal",
+    )
+    # The behaviour is what does not happen over a window: no call is retried in it.
+    time.sleep(WATCHED)
+    calls = edge.sim_get("/_sim/calls", bot_id=9205)
+    refused = [c for c in calls if c["status"] == 401]
+    assert len(refused) <= 3, [
+        (c["method"], round(c["started"] - refused[0]["started"], 2)) for c in refused
+    ]
+    assert edge.query("SELECT token_invalid_at IS NOT NULL FROM bots WHERE id = %s", bot_id) == [
+        (True,)
+    ]
+    assert edge.bots_served(worker) == 0
+
+    # The owner gives the bot its new token (BotFather's /revoke): it is served again.
+    new_token = new_token_of(9205)
+    edge.sim_post("/_sim/bots/9205/revoke", {"new_token": new_token})
+    assert edge.api is not None
+    registered = HTTP.post(
+        f"{edge.api.url}/internal/bots",
+        json={"token": new_token, "mode": "polling"},
+        headers={"Authorization": f"Bearer {SECRETS['SERVICE_TOKEN']}"},
+        timeout=30,
+    )
+    assert registered.status_code == 201, registered.text
+    edge.wait_until(lambda: edge.bots_served(worker) == 1, 30, "the bot served again")
+    edge.sim_post("/_sim/messages", {"bot_id": 9205, "user_id": 4242, "text": "/start"})
+    edge.wait_until(lambda: bool(edge.sim_get("/_sim/sent", chat_id=4242)), 30, "an answer")
 
 
 @pytest.mark.slow(16)

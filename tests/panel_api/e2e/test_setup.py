@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import httpx
@@ -124,6 +125,8 @@ def test_setup__a_real_panel_process_prints_its_code(
         "panel_api", env=service_env(database_url)
     )
     wait_until(lambda: "No owner yet" in panel.output(), 15, "the printed setup code")
-    line = next(line for line in panel.output().splitlines() if "setup code" in line)
-    code = line.rsplit(" ", 1)[-1].rstrip(":")
+    # On one line, the code last, as a person copies it.
+    [line] = [line for line in panel.output().splitlines() if "No owner yet" in line]
+    code = line.rsplit(" ", 1)[-1]
+    assert re.fullmatch(r"[A-Z2-9]{4}-[A-Z2-9]{4}-[A-Z2-9]{4}", code), line
     assert set_up(panel.url, code).status_code == 201

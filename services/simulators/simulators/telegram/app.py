@@ -207,7 +207,17 @@ class _Exchange:
     """One Bot API call: `begin` when it has arrived, `finish` once its wait is over (after
     `await long_poll()` for getUpdates); recorded in `world.calls` when answered."""
 
-    __slots__ = ("agent", "answer", "bot", "name", "params", "started", "wait", "world")
+    __slots__ = (
+        "agent",
+        "answer",
+        "bot",
+        "claimed_id",
+        "name",
+        "params",
+        "started",
+        "wait",
+        "world",
+    )
 
     def __init__(self, world: World, name: str, agent: str) -> None:
         self.world = world
@@ -215,6 +225,9 @@ class _Exchange:
         self.agent = agent
         self.started = time.time()
         self.bot: Bot | None = None
+        # The bot a refused token names (its digits before the colon), so that its refused
+        # calls are counted as that bot's.
+        self.claimed_id = 0
         self.params: Params = {}
         self.wait = 0.0
         # Set when the call is answered without its method (a fault, an error), and by a
@@ -223,6 +236,8 @@ class _Exchange:
         world.in_flight[name] += 1
 
     def begin(self, token: str, read: Callable[[], Params], client: tuple[str, int] | None) -> None:
+        prefix = token.partition(":")[0]
+        self.claimed_id = int(prefix) if prefix.isdigit() and len(prefix) < 16 else 0
         try:
             self.bot = self.world.bot(token)
             self.params = read()
@@ -242,7 +257,7 @@ class _Exchange:
     def finish(self) -> Answer:
         answer = self.answer if self.answer is not None else self._run()
         self.world.in_flight[self.name] -= 1
-        bot_id = self.bot.id if self.bot else 0
+        bot_id = self.bot.id if self.bot else self.claimed_id
         self.world.calls.append(
             _call(bot_id, self.name, self.started, answer.status, self.agent, self.params)
         )

@@ -41,11 +41,21 @@ async def control_bot(request: Request) -> Response:
 
 
 async def control_revoke(request: Request) -> Response:
+    """The bot's token stops working; with `{new_token}`, BotFather's /revoke: that one works
+    from now on instead."""
     world: World = request.app.state.world
     bot = world.bots.get(int(request.path_params["bot_id"]))
     if bot is None:
         return JSONResponse({"error": "no such bot"}, status_code=404)
-    bot.revoked = True
+    body = await fields(request)
+    new_token = str(body.get("new_token") or "")
+    if new_token:
+        if new_token.partition(":")[0] != str(bot.id) or new_token == bot.token:
+            return JSONResponse({"error": "a new token of this bot"}, status_code=400)
+        bot.token, bot.revoked = new_token, False
+    else:
+        bot.revoked = True
+    world.touch()
     return JSONResponse({"revoked": bot.id})
 
 
