@@ -72,7 +72,7 @@ FAULT_RECORDS = $(VENV)/fault-records
 faults: $(STAMP) $(NODE_STAMP)
 	rm -rf $(FAULT_RECORDS) && mkdir -p $(FAULT_RECORDS)
 	GATEHOUSE_FULL_SCALE=1 GATEHOUSE_FAULT_RECORDS=$(abspath $(FAULT_RECORDS)) $(BIN)/python -m pytest -n 2 --maxschedchunk 1 --durations=15 -m scaled tests $(PYTEST_ARGS)
-	$(BIN)/python -m loadtest.faults --records $(FAULT_RECORDS) --write docs/reliability.md $(FAULTS_ARGS)
+	$(BIN)/python -m loadtest.faults --records $(FAULT_RECORDS) --write docs/reliability.md --readme README.md $(FAULTS_ARGS)
 
 migrate: $(STAMP)
 	$(BIN)/python -m shared.migrate

@@ -595,6 +595,55 @@ def write(outcomes: list[Outcome], records: Path | None, path: Path, command: st
     path.write_text("\n".join(lines).rstrip() + "\n")
 
 
+README_BEGIN = "<!-- faults:begin (written by make faults) -->"
+README_END = "<!-- faults:end -->"
+
+
+def summary(outcomes: list[Outcome], records: Path | None, when: dt.datetime) -> list[str]:
+    """The README's table of the same run docs/reliability.md is written from: one row a
+    fault, its lost, doubled and failed answers and how long until all was answered."""
+    lines = [
+        f"Latest run: {when:%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores; every figure from"
+        " [docs/reliability.md](docs/reliability.md), written by the same run.",
+        "",
+        "| fault | held | lost | twice | 5xx outside the fault"
+        " | answers p99 / max; last answer after the fault |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for outcome in outcomes:
+        f = dict(outcome.figures)
+        payments = f.get("payments delivered (each twice)")
+        lost = f"{f.get('lost (never answered)', '?')} of {f.get('visitors offered', '?')} visitors"
+        if payments is not None:
+            unpaid = int(payments) - int(f.get("payments applied", payments))
+            lost += f", {unpaid} of {payments} payments"
+        twice = (
+            f"{f.get('answered twice', '?')} visitors, {f.get('payers sent it twice', '?')} invites"
+        )
+        p99 = " / ".join(f.get("answer p50 / p99 / max", "? / ? / ?").split(" / ")[1:])
+        recovered = f.get("recovered (last answer after the fault ended)", "?")
+        lines.append(
+            f"| {outcome.title} | {'yes' if outcome.ok else 'NO'} | {lost} | {twice} |"
+            f" {f.get('5xx outside the fault', '?')} | {p99}; {recovered} |"
+        )
+    if records is not None and records.is_dir():
+        for path in sorted(records.glob("*.json")):
+            record = json.loads(path.read_text())
+            if record["title"].startswith("Schemathesis"):
+                continue
+            shown = "; ".join(f"{k}: {v}" for k, v in list(record["figures"].items())[:3])
+            lines.append(f"| {record['title']} | yes | | | | {shown} |")
+    return lines
+
+
+def write_readme(path: Path, lines: list[str]) -> None:
+    """`lines` between the README's markers, the rest as it was."""
+    text = path.read_text()
+    start, end = text.index(README_BEGIN), text.index(README_END)
+    body = "\n".join([README_BEGIN, *lines, README_END])
+    path.write_text(text[:start] + body + text[end + len(README_END) :])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m loadtest.faults", description=__doc__)
     parser.add_argument("runs", nargs="*", choices=[[], *RUNS], default=[])
@@ -603,6 +652,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--payments", type=int, default=Options.payments)
     parser.add_argument("--records", type=Path, help="the scaled tests' figures")
     parser.add_argument("--write", type=Path, help="where to write the document")
+    parser.add_argument("--readme", type=Path, help="the README whose fault table to rewrite")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     options = Options(rate=args.rate, seconds=args.seconds, payments=args.payments)
@@ -619,6 +669,9 @@ def main(argv: list[str] | None = None) -> int:
         shown = " ".join(argv if argv is not None else sys.argv[1:])
         write(outcomes, args.records, args.write, f"python -m loadtest.faults {shown}".strip())
         print(f"written: {args.write}")
+    if args.readme:
+        write_readme(args.readme, summary(outcomes, args.records, dt.datetime.now(dt.UTC)))
+        print(f"written: the fault table of {args.readme}")
     return 0 if all(o.ok for o in outcomes) else 1
 
 
