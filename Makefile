@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 UV_LOUD := $(BIN)/uv pip install --compile-bytecode --python $(BIN)/python
 UV     := $(UV_LOUD) --quiet
 
-.PHONY: run test test-fast faults check lint typecheck page pytest migrate loadtest bench-webhooks bench-claim bench-login bench-gate bench-sweep bench-stats bench-precheckout clean
+.PHONY: run test test-fast faults docs check lint typecheck page pytest migrate loadtest bench-webhooks bench-claim bench-login bench-gate bench-sweep bench-stats bench-precheckout clean
 
 # The first time, it says what it does and how far it got (uv prints each stage's count).
 $(STAMP): pyproject.toml services/simulators/pyproject.toml
@@ -73,6 +73,10 @@ faults: $(STAMP) $(NODE_STAMP)
 	rm -rf $(FAULT_RECORDS) && mkdir -p $(FAULT_RECORDS)
 	GATEHOUSE_FULL_SCALE=1 GATEHOUSE_FAULT_RECORDS=$(abspath $(FAULT_RECORDS)) $(BIN)/python -m pytest -n 2 --maxschedchunk 1 --durations=15 -m scaled tests $(PYTEST_ARGS)
 	$(BIN)/python -m loadtest.faults --records $(FAULT_RECORDS) --write docs/reliability.md --readme README.md $(FAULTS_ARGS)
+
+# docs/api.md from the services' OpenAPI documents (a test fails while it is stale).
+docs: $(STAMP)
+	$(BIN)/python -m tests.apidoc --write docs/api.md
 
 migrate: $(STAMP)
 	$(BIN)/python -m shared.migrate

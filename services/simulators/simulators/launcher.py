@@ -151,6 +151,11 @@ def write_private(path: Path, text: str) -> None:
     os.replace(temporary, path)
 
 
+# The repository's folder (services/simulators/simulators/launcher.py is three below it):
+# `.data` is kept there, where the README says.
+REPOSITORY = Path(__file__).resolve().parents[3]
+
+
 class Launcher:
     def __init__(self, root: Path, env: dict[str, str], out: IO[str]) -> None:
         self.root = root
@@ -485,8 +490,7 @@ def _healthy(port: int) -> bool:
 def main() -> int:
     level = os.environ.get("LOG_LEVEL", "INFO").upper()
     jsonlog.configure("launcher", level if level in LOG_LEVELS else "INFO")
-    root = Path(__file__).resolve().parents[2]
-    return Launcher(root, dict(os.environ), sys.stdout).run()
+    return Launcher(REPOSITORY, dict(os.environ), sys.stdout).run()
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,16 @@ def readme_walk() -> str:
     return block.group(1)
 
 
+def test_launcher__keeps_its_data_in_the_repositorys_data_folder_as_the_readme_says() -> None:
+    from shared.backup import ROOT as BACKUP_ROOT
+    from simulators.launcher import REPOSITORY, Launcher
+
+    assert REPOSITORY == ROOT == BACKUP_ROOT
+    assert Launcher(REPOSITORY, {}, sys.stdout).data_dir == ROOT / ".data"
+    assert "`.data` in the repository's folder" in (ROOT / "README.md").read_text()
+    assert "GATEHOUSE_DATA_DIR" not in readme_walk()
+
+
 def test_readme_walk__the_block_is_the_whole_walk() -> None:
     walk = readme_walk()
     # Each stage of the walk is there, and nothing in it is left for the reader to fill in.
@@ -42,17 +53,24 @@ def test_readme_walk__runs_as_printed_and_the_person_ends_in_every_channel_with_
     tmp_path: Path,
 ) -> None:
     ports = {child.name: free_port() for child in CHILDREN}
-    env = launcher_env(tmp_path / "data", ports)
+    # tmp_path stands for the repository's folder: the launcher keeps its data in `.data`
+    # there, and the walk runs from it.
+    env = launcher_env(tmp_path / ".data", ports)
     log = tmp_path / "launcher.log"
     proc = start_launcher(env, log)
     try:
         wait_all_ready(ports, proc, log)
         # The banner points at the walk by the section's name.
         assert f'"{HEADING}"' in log.read_text()
+        # As a user runs it: the environment they have, and the ports they moved (a user
+        # who moved them set these for `make run`), nothing else of the launcher's.
+        user = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "PORT"}}
+        user.pop("GATEHOUSE_DATA_DIR", None)
+        user.update({child.port_variable: str(ports[child.name]) for child in CHILDREN})
         done = subprocess.run(
             ["bash", "-euo", "pipefail", "-c", readme_walk()],
-            env=env,
-            cwd=ROOT,
+            env=user,
+            cwd=tmp_path,
             capture_output=True,
             text=True,
             timeout=180,
