@@ -154,6 +154,24 @@ async def release_lease(conn: Connection, name: str, holder: str) -> None:
     await conn.execute(Q["release_lease"], {"name": name, "holder": holder})
 
 
+async def workers_gone(conn: Connection, window: float) -> list[str]:
+    """Holders whose presence ran out within the last `window` seconds."""
+    cur = await conn.execute(Q["workers_gone"], {"window": window})
+    return [str(row["holder"]) for row in await cur.fetchall()]
+
+
+async def leases_of_the_gone(conn: Connection, gone: list[str]) -> list[str]:
+    """The running leases those holders still hold."""
+    cur = await conn.execute(Q["leases_of_the_gone"], {"gone": gone})
+    return [str(row["name"]) for row in await cur.fetchall()]
+
+
+async def end_claims_of_the_gone(conn: Connection, gone: list[str]) -> int:
+    """Ends those holders' claims on updates; how many."""
+    cur = await conn.execute(Q["end_claims_of_the_gone"], {"gone": gone})
+    return len(await cur.fetchall())
+
+
 async def live_workers(conn: Connection) -> int:
     row = await _one(conn, "live_workers", {})
     return int(row["workers"]) if row else 0

@@ -1,4 +1,13 @@
-"""Named leases in one table: one holder at a time, taken over only once expired."""
+"""Named leases in one table: one holder at a time, taken over once expired, or at once when
+its holder's presence has run out.
+
+A worker's presence (`worker:<holder>`) is a short lease of its own, renewed every third of
+`PRESENCE_SECONDS`; its send and poll leases are long (`LEASE_SECONDS`, one renewal a bot
+every ten seconds) and bound to it. Another worker may take a bound lease as soon as the
+holder's presence has run out by the database's clock, the one every host shares; the holder
+stops trusting the lease as soon as it stops trusting its presence, a sixth of
+`PRESENCE_SECONDS` before the database would let it go, so two holders never overlap while a
+killed worker's bots move in seconds."""
 
 from __future__ import annotations
 
@@ -30,6 +39,8 @@ class Lease:
     ttl: float = 30.0
     clock: Clock = SYSTEM_CLOCK
     valid_until: float = 0.0
+    # The presence this lease lives by: held only while it is, asked for only while it is.
+    bound: Lease | None = None
 
     @property
     def margin(self) -> float:
@@ -41,10 +52,15 @@ class Lease:
 
     @property
     def held(self) -> bool:
-        return self.clock.monotonic() < self.valid_until
+        now = self.clock.monotonic()
+        return now < self.valid_until and (self.bound is None or self.bound.held)
 
     async def take_or_renew(self) -> bool:
         """True while we hold the lease; False (and stop at once) when we do not."""
+        if self.bound is not None and not self.bound.held:
+            # Without a presence others see, a lease taken now is free for them to take.
+            self.lose()
+            return False
         asked = self.clock.monotonic()
         # A failure to ask changes nothing: what we held is still ours until `valid_until`.
         async with connection(self.pool, timeout=5) as conn:

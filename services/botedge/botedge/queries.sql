@@ -412,8 +412,9 @@ UPDATE outbox SET available_at = now() + make_interval(secs => %(delay)s),
  WHERE id = %(id)s AND state = 'pending';
 
 -- take_lease --
--- One statement: take a free or expired lease, renew our own, return nothing when another
--- holder's lease is still running.
+-- One statement: take a free or expired lease, or one whose holder's presence has run out
+-- (the worker died, stalled or lost the database), renew our own, return nothing when another
+-- holder's lease is still running. Expiry by the database's clock, the one all hosts share.
 INSERT INTO leases (name, holder, term, expires_at, acquired_at)
 VALUES (%(name)s, %(holder)s, 1, now() + make_interval(secs => %(ttl)s), now())
 ON CONFLICT (name) DO UPDATE
@@ -424,7 +425,31 @@ ON CONFLICT (name) DO UPDATE
                           ELSE now() END,
        expires_at = excluded.expires_at
  WHERE leases.holder = excluded.holder OR leases.expires_at < now()
+    OR (leases.name NOT LIKE 'worker:%%'
+        AND NOT EXISTS (SELECT 1 FROM leases w
+                         WHERE w.name = 'worker:' || leases.holder AND w.expires_at >= now()))
 RETURNING term, holder = %(holder)s AND acquired_at = now() AS taken;
+
+-- workers_gone --
+-- Workers whose presence ran out within the last %(window)s seconds (killed, stalled, cut
+-- off from the database): what they held is handed on. Older ones held nothing still running.
+SELECT substr(name, 8) AS holder
+  FROM leases
+ WHERE name LIKE 'worker:%%' AND expires_at < now()
+   AND expires_at > now() - make_interval(secs => %(window)s);
+
+-- leases_of_the_gone --
+-- The running leases of those workers: another worker takes each at once (take_lease).
+SELECT name FROM leases
+ WHERE holder = ANY (%(gone)s) AND name NOT LIKE 'worker:%%' AND expires_at >= now();
+
+-- end_claims_of_the_gone --
+-- Updates in hand of those workers: their claims end now, so the next claim takes them
+-- instead of waiting WORKER_LOCK_SECONDS. A gone worker that is only stalled cannot finish
+-- one any more: its finish is fenced by the lock token.
+UPDATE inbox SET locked_until = now()
+ WHERE state = 'processing' AND locked_until > now() AND locked_by = ANY (%(gone)s)
+RETURNING id;
 
 -- release_lease --
 -- Announced: a worker waiting for the lease takes it now, not at its next try.

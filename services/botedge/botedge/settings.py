@@ -32,6 +32,9 @@ class BotedgeSettings:
     lock_seconds: float
     max_attempts: int
     lease_seconds: float
+    # The worker's presence: renewed every third of it; a worker silent this long (killed,
+    # stalled, cut off) is gone, and its send and poll leases go to another at once.
+    presence_seconds: float
     poll_timeout: int
     poll_interval: float
     retry_base: float
@@ -78,6 +81,7 @@ def read(r: Reader, role: str) -> BotedgeSettings:
         lock_seconds=r.seconds("WORKER_LOCK_SECONDS", 60.0, minimum=1.0),
         max_attempts=r.integer("WORKER_MAX_ATTEMPTS", 5, minimum=1, maximum=100),
         lease_seconds=r.seconds("LEASE_SECONDS", 30.0, minimum=3.0),
+        presence_seconds=r.seconds("PRESENCE_SECONDS", 2.4, minimum=0.3),
         poll_timeout=r.integer("TELEGRAM_POLL_TIMEOUT", 20, minimum=0, maximum=50),
         poll_interval=r.seconds("WORKER_POLL_INTERVAL", 1.0, minimum=0.05),
         retry_base=r.seconds("WORKER_RETRY_BASE", 1.0, minimum=0.01),
@@ -112,6 +116,12 @@ def check(settings: BotedgeSettings) -> None:
                 f"a worker with WORKER_SLOTS={settings.worker_slots} needs at least {needed} "
                 f"connections, got {settings.common.db_pool_max}",
             )
+    if settings.presence_seconds * 2 > settings.lease_seconds:
+        raise SettingsError(
+            "PRESENCE_SECONDS",
+            f"must be at most half of LEASE_SECONDS={settings.lease_seconds:g}"
+            f" (a lease outlives the presence that keeps it), got {settings.presence_seconds:g}",
+        )
     # A long poll must end well inside the part of the lease its holder trusts (5/6 of it);
     # otherwise another worker takes the lease mid-poll and Telegram answers both with 409.
     trusted = settings.lease_seconds * 5 / 6

@@ -194,7 +194,7 @@ class WorkerSupervisor:
         self.share: int | None = None
         self.send_takes = asyncio.Lock()
         self.presence = Lease(
-            pool, f"worker:{self.holder}", self.holder, settings.lease_seconds, clock
+            pool, f"worker:{self.holder}", self.holder, settings.presence_seconds, clock
         )
         SEND_LEASES.labels("held").set_function(lambda: len(self.senders))
         SEND_LEASES.labels("share").set_function(lambda: float(self.share or 0))
@@ -216,8 +216,14 @@ class WorkerSupervisor:
 
     async def start(self) -> None:
         self.listener.start()
+        # Present before any lease is asked for (a lease is asked for only while it is).
+        try:
+            await self.presence.take_or_renew()
+        except errors.BotedgeError as error:
+            log.warning("could not announce this worker yet: %s", error)
         loop = asyncio.get_running_loop()
         self.tasks = [
+            loop.create_task(self._heartbeat()),
             loop.create_task(self.consumer.run(self.stopping)),
             loop.create_task(self._supervise_bots()),
             loop.create_task(self._gauges()),
@@ -286,11 +292,34 @@ class WorkerSupervisor:
             refresh = min(BOTS_REFRESH, self.settings.lease_seconds / 6)
             await sleep_unless_stopped(self.stopping, refresh)
 
+    async def _heartbeat(self) -> None:
+        """This worker's presence, renewed every third of PRESENCE_SECONDS; and each round,
+        what workers whose presence has run out still held, handed on: their send and poll
+        leases offered to this worker's contenders at once, their updates in hand made
+        claimable. One small statement a round while no worker is gone."""
+        window = max(self.settings.lease_seconds, self.settings.lock_seconds)
+        while not self.stopping.is_set():
+            leases: list[str] = []
+            try:
+                await self.presence.take_or_renew()
+                async with connection(self.pool, timeout=self.presence.renew_every) as conn:
+                    gone = await bot_store.workers_gone(conn, window)
+                    if gone:
+                        leases = await bot_store.leases_of_the_gone(conn, gone)
+                        if await bot_store.end_claims_of_the_gone(conn, gone):
+                            self.consumer.wakeup.set()
+            except errors.BotedgeError as error:
+                log.warning("could not renew this worker's presence: %s", error)
+            # A contender is named as the lease it contends for (`send:<bot>`, `poll:<bot>`).
+            for name in leases:
+                if name in self.contenders:
+                    self.listener.event(LEASE_RELEASED, name).set()
+            await sleep_unless_stopped(self.stopping, self.presence.renew_every)
+
     async def _share_out(self, bots: int) -> None:
         """This worker's share of the send leases, from the workers present now; over it, the
         senders of its highest bot ids hand over (their sends in hand finish first)."""
         try:
-            await self.presence.take_or_renew()
             async with connection(self.pool, timeout=5) as conn:
                 workers = await bot_store.live_workers(conn)
         except errors.BotedgeError as error:
@@ -315,7 +344,12 @@ class WorkerSupervisor:
         async def run() -> None:
             settings = self.settings
             lease = Lease(
-                self.pool, f"send:{bot.id}", self.holder, settings.lease_seconds, self.clock
+                self.pool,
+                f"send:{bot.id}",
+                self.holder,
+                settings.lease_seconds,
+                self.clock,
+                bound=self.presence,
             )
             limits = Limits(
                 per_second=settings.send_rate,
@@ -413,7 +447,12 @@ class WorkerSupervisor:
     def _poller_factory(self, bot: bot_store.BotRecord) -> Callable[[], Awaitable[None]]:
         async def run() -> None:
             lease = Lease(
-                self.pool, f"poll:{bot.id}", self.holder, self.settings.lease_seconds, self.clock
+                self.pool,
+                f"poll:{bot.id}",
+                self.holder,
+                self.settings.lease_seconds,
+                self.clock,
+                bound=self.presence,
             )
             await self._while_holding(
                 lease,

@@ -342,6 +342,9 @@ def test_lease__one_holder_then_takeover_after_expiry(database_url: str) -> None
             ).fetchone()
 
     with psycopg.connect(database_url, row_factory=dict_row, autocommit=True) as conn:
+        # Both present, as a worker is before it asks for a bot's lease.
+        for holder in ("a", "b"):
+            conn.execute(Q["take_lease"], {"name": f"worker:{holder}", "holder": holder, "ttl": 60})
         first = take(conn, "a", 0.3)
         assert first is not None and first["taken"] and first["term"] == 1
         assert take(conn, "b", 30) is None
@@ -351,6 +354,34 @@ def test_lease__one_holder_then_takeover_after_expiry(database_url: str) -> None
         taken = take(conn, "b", 30)
         assert taken is not None and taken["taken"] and taken["term"] == 2
         assert take(conn, "a", 30) is None
+
+
+def test_lease__a_holder_whose_presence_ran_out_loses_it_at_once(database_url: str) -> None:
+    """A bot's lease runs 30 s, but a worker silent past its presence (killed, stalled) hands
+    it over then; a present holder's lease is kept."""
+    with psycopg.connect(database_url, row_factory=dict_row, autocommit=True) as conn:
+
+        def take(name: str, holder: str, ttl: float) -> Any:
+            params = {"name": name, "holder": holder, "ttl": ttl}
+            return conn.execute(Q["take_lease"], params).fetchone()
+
+        assert take("worker:a", "a", 60)["taken"]
+        assert take("worker:b", "b", 60)["taken"]
+        assert take("send:1", "a", 30)["taken"]
+        assert take("send:1", "b", 30) is None
+        assert conn.execute(Q["workers_gone"], {"window": 60}).fetchall() == []
+        # a falls silent: its presence ends (by the database's clock) and nothing renews it.
+        conn.execute(
+            "UPDATE leases SET expires_at = now() - interval '1 s' WHERE name = 'worker:a'"
+        )
+        assert [r["holder"] for r in conn.execute(Q["workers_gone"], {"window": 60})] == ["a"]
+        gone = conn.execute(Q["leases_of_the_gone"], {"gone": ["a"]}).fetchall()
+        assert [r["name"] for r in gone] == ["send:1"]
+        taken = take("send:1", "b", 30)
+        assert taken is not None and taken["taken"] and taken["term"] == 2
+        # Back, a finds the lease held by a present worker: it is not a's again.
+        assert take("worker:a", "a", 60) is not None
+        assert take("send:1", "a", 30) is None
 
 
 def test_consumer__a_claim_taken_over_before_commit_writes_nothing(
