@@ -81,7 +81,7 @@ def read(r: Reader, role: str) -> BotedgeSettings:
         lock_seconds=r.seconds("WORKER_LOCK_SECONDS", 60.0, minimum=1.0),
         max_attempts=r.integer("WORKER_MAX_ATTEMPTS", 5, minimum=1, maximum=100),
         lease_seconds=r.seconds("LEASE_SECONDS", 30.0, minimum=3.0),
-        presence_seconds=r.seconds("PRESENCE_SECONDS", 2.4, minimum=0.3),
+        presence_seconds=r.seconds("PRESENCE_SECONDS", 1.5, minimum=0.3),
         poll_timeout=r.integer("TELEGRAM_POLL_TIMEOUT", 20, minimum=0, maximum=50),
         poll_interval=r.seconds("WORKER_POLL_INTERVAL", 1.0, minimum=0.05),
         retry_base=r.seconds("WORKER_RETRY_BASE", 1.0, minimum=0.01),
