@@ -228,6 +228,9 @@ class CommonSettings:
     migrations_dir: str | None
     request_read_timeout: float = DEFAULT_READ_TIMEOUT
     keep_alive_timeout: float = DEFAULT_KEEP_ALIVE
+    # libpq's own variable, for a DATABASE_URL without a password (compose sets both): read
+    # here only so that it is hidden from the logs like every other secret.
+    database_password: Secret | None = None
 
     @classmethod
     def read(
@@ -250,6 +253,7 @@ class CommonSettings:
                 "REQUEST_READ_TIMEOUT", DEFAULT_READ_TIMEOUT, minimum=0.1
             ),
             keep_alive_timeout=r.seconds("KEEP_ALIVE_TIMEOUT", DEFAULT_KEEP_ALIVE, minimum=1),
+            database_password=r.optional_secret("PGPASSWORD"),
         )
         if settings.db_pool_min > settings.db_pool_max:
             raise SettingsError(

@@ -56,6 +56,7 @@ class BillingSettings:
     def secrets(self) -> list[Secret | None]:
         return [
             self.common.database_url,
+            self.common.database_password,
             self.sweep_token,
             self.service_token,
             self.trongrid_api_key,

@@ -63,7 +63,12 @@ class BotedgeSettings:
 
     @property
     def secrets(self) -> list[Secret | None]:
-        return [self.common.database_url, self.service_token, self.bot_token_key]
+        return [
+            self.common.database_url,
+            self.common.database_password,
+            self.service_token,
+            self.bot_token_key,
+        ]
 
 
 def read(r: Reader, role: str) -> BotedgeSettings:

@@ -25,7 +25,13 @@ class PanelSettings:
 
     @property
     def secrets(self) -> list[Secret | None]:
-        return [self.common.database_url, self.jwt_secret, self.service_token, self.bot_token_key]
+        return [
+            self.common.database_url,
+            self.common.database_password,
+            self.jwt_secret,
+            self.service_token,
+            self.bot_token_key,
+        ]
 
 
 def read(r: Reader) -> PanelSettings:
