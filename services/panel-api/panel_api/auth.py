@@ -153,16 +153,14 @@ def verify_token(secret: Secret, installation: str, token: str, now: dt.datetime
 
 async def refuse_if_throttled(
     conn: Connection,
-    key: str,
-    address: str,
-    device: str | None,
+    attempt: store.Attempt,
     now: dt.datetime,
     what: str,
     limits: store.Limits = SIGN_IN_LIMITS,
 ) -> None:
     """429 with `Retry-After` while a count the caller is judged by has its fill of recent
     failures."""
-    until = await store.throttled_until(conn, key, address, device, now, FAILURE_WINDOW, limits)
+    until = await store.throttled_until(conn, attempt, now, FAILURE_WINDOW, limits)
     if until is not None:
         wait = max(1, math.ceil((until - now).total_seconds()))
         raise errors.TooManyRequests(f"too many {what}; try again in {wait} s", retry_after=wait)
@@ -197,7 +195,8 @@ class SignIn:
             row = await store.member_by_email(conn, email)
             cookie = request.cookies.get(sessions.DEVICE_COOKIE)
             device = self.devices.device(cookie, None if row is None else row.id)
-            await refuse_if_throttled(conn, email, address, device, now, "failed sign-ins")
+            attempt = store.Attempt(email, address, device)
+            await refuse_if_throttled(conn, attempt, now, "failed sign-ins")
         # One bcrypt check whatever the email, so an unknown one answers no sooner.
         password_ok = await self.passwords.check(
             body.password, row.password_hash if row is not None else None
@@ -205,14 +204,14 @@ class SignIn:
         PASSWORD_CHECKS.inc()
         if row is None or not password_ok or row.disabled:
             async with store.connection(pool) as conn:
-                await store.record_failure(conn, email, address, device, now, FAILURE_WINDOW)
+                await store.record_failure(conn, attempt, now, FAILURE_WINDOW)
             raise errors.BadCredentials("email or password is wrong")
         member = Member(id=row.id, email=row.email, role=row.role)
         async with store.connection(pool) as conn, conn.transaction():
-            await store.forget_failures(conn, email, address, device)
+            await store.forget_failures(conn, attempt)
             pair = await self._new_session(conn, member, now)
         response = self._answer(pair)
-        sessions.set_device_cookie(response, self.devices.issue(member.id, device))
+        sessions.set_device_cookie(response, self.devices.issue(member.id, attempt.device))
         return response
 
     async def change_password(self, request: Request, caller: Signed) -> Response:
@@ -225,14 +224,14 @@ class SignIn:
         pool = runtime(request).pool
         # Counted apart from sign-ins: a stranger's guesses at the email do not stop the
         # signed-in member, and a stolen token gets no more guesses than a stranger.
-        key = f"password-change:{caller.id}"
+        attempt = store.Attempt(f"password-change:{caller.id}", address)
         async with store.connection(pool) as conn:
-            await refuse_if_throttled(conn, key, address, None, now, "wrong passwords")
+            await refuse_if_throttled(conn, attempt, now, "wrong passwords")
             row = await store.member_by_email(conn, caller.email)
         stored = row.password_hash if row is not None and row.id == caller.id else None
         if not await self.passwords.check(body.current_password, stored):
             async with store.connection(pool) as conn:
-                await store.record_failure(conn, key, address, None, now, FAILURE_WINDOW)
+                await store.record_failure(conn, attempt, now, FAILURE_WINDOW)
             raise errors.InvalidValue(
                 "the current password is wrong", field="current_password", code="wrong"
             )

@@ -106,17 +106,16 @@ class Setup:
         address = client_address(request, self.trusted_proxies)
         now = self.clock.now()
         pool = runtime(request).pool
+        attempt = store.Attempt(THROTTLE_KEY, address)
         async with store.connection(pool) as conn:
             if await store.owner_exists(conn):
                 raise errors.NotFound("the owner exists; setup is over")
-            await refuse_if_throttled(
-                conn, THROTTLE_KEY, address, None, now, "wrong setup codes", SETUP_LIMITS
-            )
+            await refuse_if_throttled(conn, attempt, now, "wrong setup codes", SETUP_LIMITS)
             saved = await store.setup_code(conn)
         matches = saved is not None and hmac.compare_digest(saved.code_hash, code_hash(body.code))
         if not matches or saved is None:
             async with store.connection(pool) as conn:
-                await store.record_failure(conn, THROTTLE_KEY, address, None, now, FAILURE_WINDOW)
+                await store.record_failure(conn, attempt, now, FAILURE_WINDOW)
             raise errors.BadSetupCode("the setup code is wrong")
         if saved.expires_at <= now:
             raise errors.SetupCodeExpired("the setup code has expired; restart to get another")

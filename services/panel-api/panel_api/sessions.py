@@ -71,11 +71,16 @@ class Pair:
 
 
 def set_cookie(response: Response, token: str) -> None:
+    _set(response, COOKIE, token, REFRESH_TTL, COOKIE_PATH)
+
+
+def _set(response: Response, name: str, value: str, ttl: dt.timedelta, path: str) -> None:
+    """A cookie no script reads, sent back over HTTPS alone, to this site alone."""
     response.set_cookie(
-        COOKIE,
-        token,
-        max_age=int(REFRESH_TTL.total_seconds()),
-        path=COOKIE_PATH,
+        name,
+        value,
+        max_age=int(ttl.total_seconds()),
+        path=path,
         secure=True,
         httponly=True,
         samesite="strict",
@@ -116,12 +121,4 @@ class Devices:
 
 
 def set_device_cookie(response: Response, cookie: str) -> None:
-    response.set_cookie(
-        DEVICE_COOKIE,
-        cookie,
-        max_age=int(DEVICE_TTL.total_seconds()),
-        path=DEVICE_COOKIE_PATH,
-        secure=True,
-        httponly=True,
-        samesite="strict",
-    )
+    _set(response, DEVICE_COOKIE, cookie, DEVICE_TTL, DEVICE_COOKIE_PATH)

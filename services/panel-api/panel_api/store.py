@@ -87,23 +87,27 @@ class Limits:
     """One device cookie's, on the account it was given for."""
 
 
+@dataclass(frozen=True)
+class Attempt:
+    """Who tries a secret: the key it names (an account's email), the address it comes from,
+    and the known browser (device cookie) it comes with, if any."""
+
+    key: str
+    address: str
+    device: str | None = None
+
+
 async def throttled_until(
-    conn: Connection,
-    key: str,
-    address: str,
-    device: str | None,
-    now: dt.datetime,
-    window: dt.timedelta,
-    limits: Limits,
+    conn: Connection, attempt: Attempt, now: dt.datetime, window: dt.timedelta, limits: Limits
 ) -> dt.datetime | None:
     """When the caller may try again, if a count it is judged by has its limit of failures
     within `window` of `now`; else None."""
     cur = await conn.execute(
         Q["failures_blocking"],
         {
-            "email": key,
-            "address": address,
-            "device": device,
+            "email": attempt.key,
+            "address": attempt.address,
+            "device": attempt.device,
             "since": now - window,
             "address_offset": limits.address - 1,
             "pair_offset": limits.pair - 1,
@@ -116,24 +120,17 @@ async def throttled_until(
 
 
 async def record_failure(
-    conn: Connection,
-    key: str,
-    address: str,
-    device: str | None,
-    now: dt.datetime,
-    window: dt.timedelta,
+    conn: Connection, attempt: Attempt, now: dt.datetime, window: dt.timedelta
 ) -> None:
+    params = {"email": attempt.key, "address": attempt.address, "device": attempt.device}
     async with conn.transaction():
         await conn.execute(Q["forget_old_failures"], {"since": now - window})
-        await conn.execute(
-            Q["record_failure"], {"email": key, "address": address, "device": device, "now": now}
-        )
+        await conn.execute(Q["record_failure"], {**params, "now": now})
 
 
-async def forget_failures(conn: Connection, key: str, address: str, device: str | None) -> None:
-    await conn.execute(
-        Q["forget_account_failures"], {"email": key, "address": address, "device": device}
-    )
+async def forget_failures(conn: Connection, attempt: Attempt) -> None:
+    params = {"email": attempt.key, "address": attempt.address, "device": attempt.device}
+    await conn.execute(Q["forget_account_failures"], params)
 
 
 # -- refresh tokens -----------------------------------------------------------------------

@@ -10,6 +10,7 @@ from typing import Any
 
 from tests.botedge.e2e.conftest import Edge
 from tests.botedge.e2e.test_sending import expected, queue, texts_by_chat, wait_all_recorded
+from tests.conftest import ServiceProcess
 
 BOT = 9601
 # Sending for long enough that the holder is mid-stream when it dies: 600 messages at 40/s.
@@ -33,15 +34,22 @@ def holder_pid(edge: Edge, bot_id: int) -> int:
     return int(holder.split(":")[1])
 
 
-def test_failover__a_killed_workers_bot_sends_again_within_seconds_and_never_from_two(
-    edge: Edge,
-) -> None:
+def two_workers_sending(edge: Edge) -> tuple[int, ServiceProcess, ServiceProcess]:
+    """The bot with 600 messages to send, two workers, the first sends made: the bot's id,
+    the worker that sends for it and the other."""
     bot_id, _, _ = edge.add_bot(BOT)
     queue(edge, bot_id, chats=20, per_chat=30)
     first, second = edge.start_worker(**SLOW), edge.start_worker(**SLOW)
     edge.wait_until(lambda: len(sends(edge)) >= 60, 30, "the first sends")
     pid = holder_pid(edge, bot_id)
-    killed, other = (first, second) if first.proc.pid == pid else (second, first)
+    return (bot_id, first, second) if first.proc.pid == pid else (bot_id, second, first)
+
+
+def test_failover__a_killed_workers_bot_sends_again_within_seconds_and_never_from_two(
+    edge: Edge,
+) -> None:
+    bot_id, killed, other = two_workers_sending(edge)
+    pid = killed.proc.pid
     killed.signal(signal.SIGKILL)
     killed_at = time.time()
     edge.wait_until(lambda: bool(by(other.proc.pid, sends(edge))), 30, "the other worker sends")
@@ -64,12 +72,8 @@ def test_failover__a_stalled_worker_loses_its_bot_and_sends_nothing_for_it_when_
     """SIGSTOP freezes the holder with its connections open, as a network stall or a paused
     host would: its presence runs out, the other worker takes the bot; woken, the stalled one
     finds its leases no longer trusted and sends nothing more for the bot while it is held."""
-    bot_id, _, _ = edge.add_bot(BOT)
-    queue(edge, bot_id, chats=20, per_chat=30)
-    first, second = edge.start_worker(**SLOW), edge.start_worker(**SLOW)
-    edge.wait_until(lambda: len(sends(edge)) >= 60, 30, "the first sends")
-    pid = holder_pid(edge, bot_id)
-    stalled, other = (first, second) if first.proc.pid == pid else (second, first)
+    bot_id, stalled, other = two_workers_sending(edge)
+    pid = stalled.proc.pid
     stalled.signal(signal.SIGSTOP)
     stopped_at = time.time()
     try:
