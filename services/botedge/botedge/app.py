@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import hmac
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -42,8 +44,11 @@ from shared.errors import Problem, json_body, read_body, read_query, service_err
 from shared.listen import Notifier
 from shared.openapi import Object, Operation
 from shared.secretbox import SecretBox
+from shared.tasks import retrieve
 from shared.telegram_shapes import CHAT_PATTERN, TOKEN_PATTERN
 from shared.web import Runtime, create_service_app, require_bearer, resources, runtime
+
+log = logging.getLogger("botedge.app")
 
 BOT_CACHE_SECONDS = 5.0
 
@@ -206,7 +211,19 @@ def create_api_app(settings: BotedgeSettings, *, clock: Clock = SYSTEM_CLOCK) ->
             billing = pay.BillingClient(
                 http, settings.billing_url, settings.service_token, state.breakers
             )
+            # Telegram told this address for every webhook bot it was not, beside serving.
+            repointing = (
+                asyncio.get_running_loop().create_task(
+                    registration.repoint(state.pool, api, box, settings.public_base_url)
+                )
+                if settings.public_base_url
+                else None
+            )
+            if repointing is not None:
+                repointing.add_done_callback(retrieve(log, "pointing the webhooks here"))
             yield ApiResources(notifier, api, PreCheckout(api, billing))
+            if repointing is not None and not repointing.done():
+                repointing.cancel()
         await notifier.close()
 
     async def bot_secret(request: Request, bot_id: int) -> tuple[str, str, str] | None:

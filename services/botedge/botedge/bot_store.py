@@ -108,6 +108,15 @@ async def change_bot(
     return await _one(conn, change, {"bot_id": bot_id, "now": now})
 
 
+async def set_webhook_url(conn: Connection, bot_id: int, url: str | None) -> None:
+    await conn.execute(Q["set_webhook_url"], {"bot_id": bot_id, "url": url})
+
+
+async def bots_to_repoint(conn: Connection, base: str) -> list[dict[str, Any]]:
+    cur = await conn.execute(Q["bots_to_repoint"], {"base": base})
+    return [dict(row) for row in await cur.fetchall()]
+
+
 async def activate_bot(conn: Connection, bot_id: int) -> None:
     await conn.execute(Q["activate_bot"], {"bot_id": bot_id})
 

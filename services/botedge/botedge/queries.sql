@@ -20,6 +20,18 @@ ON CONFLICT (telegram_bot_id) DO UPDATE
        mode = excluded.mode, token_invalid_at = NULL, status = 'paused', removed_at = NULL
 RETURNING id;
 
+-- set_webhook_url --
+UPDATE bots SET webhook_url = %(url)s WHERE id = %(bot_id)s;
+
+-- bots_to_repoint --
+-- Active webhook bots Telegram was not told to send to this address (PUBLIC_BASE_URL moved,
+-- or pointed before the address was kept).
+SELECT id, token_encrypted, webhook_secret_encrypted
+  FROM bots
+ WHERE status = 'active' AND mode = 'webhook' AND token_invalid_at IS NULL
+   AND webhook_url IS DISTINCT FROM %(base)s || '/telegram/' || id || '/webhook'
+ ORDER BY id;
+
 -- bot_to_point --
 -- A bot as resuming or removing it needs it: its token and where Telegram sends its updates.
 SELECT id, telegram_bot_id, username, mode, status, token_encrypted, webhook_secret_encrypted

@@ -11,6 +11,7 @@ rows stay for the history.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import math
 import re
 from typing import Any, NoReturn
@@ -22,6 +23,8 @@ from botedge.updates import ALLOWED_UPDATES
 from shared.db import Connection, Pool
 from shared.secretbox import SecretBox, SecretBoxError
 from shared.telegram_shapes import TOKEN_PATTERN
+
+log = logging.getLogger("botedge.registration")
 
 # Checked before any call: the token goes into the Bot API URL's path.
 TOKEN_SHAPE = re.compile(TOKEN_PATTERN, re.ASCII)
@@ -60,18 +63,16 @@ async def _point(
     secret: str,
     public_base_url: str | None,
 ) -> None:
-    """Telegram told where the bot's updates go: our webhook, or nowhere (getUpdates)."""
+    """Telegram told where the bot's updates go: our webhook, or nowhere (getUpdates); the
+    address kept, so that a moved PUBLIC_BASE_URL is noticed (`repoint`)."""
     method = "setWebhook" if mode == "webhook" else "deleteWebhook"
+    url = f"{public_base_url}/telegram/{bot_id}/webhook" if mode == "webhook" else None
     try:
         if mode == "webhook":
             await api.call(
                 token,
                 method,
-                {
-                    "url": f"{public_base_url}/telegram/{bot_id}/webhook",
-                    "secret_token": secret,
-                    "allowed_updates": ALLOWED_UPDATES,
-                },
+                {"url": url, "secret_token": secret, "allowed_updates": ALLOWED_UPDATES},
             )
         else:
             await api.call(token, method, {"drop_pending_updates": False})
@@ -79,6 +80,27 @@ async def _point(
         async with connection(pool) as conn:
             await bot_store.record_bot_error(conn, bot_id, f"{error.code}: {error.description}")
         raise upstream_error(method, error) from None
+    async with connection(pool) as conn:
+        await bot_store.set_webhook_url(conn, bot_id, url)
+
+
+async def repoint(pool: Pool, api: BotApi, box: SecretBox, public_base_url: str) -> int:
+    """Every active webhook bot Telegram sends elsewhere (PUBLIC_BASE_URL moved to another
+    host or proxy), pointed here; how many. One that fails keeps its error for the panel and
+    is tried again at the next start."""
+    async with connection(pool) as conn:
+        found = await bot_store.bots_to_repoint(conn, public_base_url)
+    pointed = 0
+    for bot in found:
+        try:
+            token = box.open(bot["token_encrypted"])
+            secret = box.open(bot["webhook_secret_encrypted"])
+            await _point(pool, api, token, int(bot["id"]), "webhook", secret, public_base_url)
+        except (errors.BotedgeError, SecretBoxError) as error:
+            log.warning("bot %d: could not point its webhook here: %s", bot["id"], error)
+            continue
+        pointed += 1
+    return pointed
 
 
 async def pause(pool: Pool, bot_id: int) -> dict[str, Any]:

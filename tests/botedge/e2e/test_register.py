@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+
 import pytest
 
 from tests.botedge.conftest import new_token
@@ -150,3 +152,43 @@ def test_remove__deletes_the_webhook_and_the_bot_is_served_nowhere(edge: Edge) -
     HTTP.post(f"{edge.sim.url}/_sim/bots/9606/revoke").raise_for_status()
     gone = HTTP.post(f"{api.url}/internal/bots/{other}/remove", headers=auth)
     assert (gone.status_code, gone.json()["status"]) == (200, "removed")
+
+
+def test_public_base_url_moved__the_api_points_every_webhook_bot_at_the_new_address(
+    edge: Edge,
+) -> None:
+    """The operator moves PUBLIC_BASE_URL (another host, a proxy in front) and restarts the
+    api: each active webhook bot is told the new address once, a polling one is left alone."""
+    port = free_port()
+    api = edge.start_api(port=port, PUBLIC_BASE_URL=f"http://127.0.0.1:{port}")
+    auth = {"Authorization": f"Bearer {SECRETS['SERVICE_TOKEN']}"}
+    tokens = {mode: new_token(number) for mode, number in (("webhook", 9611), ("polling", 9612))}
+    ids = {}
+    for mode, token in tokens.items():
+        made = HTTP.post(
+            f"{api.url}/internal/bots", json={"token": token, "mode": mode}, headers=auth
+        )
+        assert made.status_code == 201, made.text
+        ids[mode] = made.json()["id"]
+    api.signal(signal.SIGTERM)
+    assert api.wait(timeout=20) == 0
+    calls = len(edge.sim_get("/_sim/calls", method="setwebhook"))
+
+    moved = free_port()
+    edge.start_api(port=moved, PUBLIC_BASE_URL=f"http://127.0.0.1:{moved}")
+
+    def url(token: str) -> str:
+        return str(HTTP.post(f"{edge.sim.url}/bot{token}/getWebhookInfo").json()["result"]["url"])
+
+    expected = f"http://127.0.0.1:{moved}/telegram/{ids['webhook']}/webhook"
+    edge.wait_until(lambda: url(tokens["webhook"]) == expected, 20, "the webhook moved")
+    assert url(tokens["polling"]) == ""
+    assert len(edge.sim_get("/_sim/calls", method="setwebhook")) == calls + 1
+    assert edge.query("SELECT mode, webhook_url FROM bots ORDER BY id") == [
+        ("webhook", expected),
+        ("polling", None),
+    ]
+    # Telegram delivers to the new address, and the bot answers.
+    edge.start_worker()
+    edge.sim_post("/_sim/messages", {"token": tokens["webhook"], "user_id": 7778, "text": "/start"})
+    edge.wait_until(lambda: bool(edge.sim_get("/_sim/sent", bot_id=9611)), 20, "a reply")
