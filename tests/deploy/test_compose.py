@@ -54,7 +54,7 @@ def variables_read(command: list[str]) -> set[str]:
 
 def test_compose__every_command_is_a_real_entry_point(compose: dict[str, Any]) -> None:
     for name, service in compose["services"].items():
-        if service.get("image") == "postgres:18":
+        if service.get("image") in ("postgres:18", "caddy:2"):
             continue
         command = service["command"]
         assert command[:2] == ["python", "-m"], name
@@ -88,6 +88,8 @@ def test_compose__apps_wait_for_migrations_and_have_healthchecks(compose: dict[s
 
 def test_compose__published_ports_bind_loopback_only(compose: dict[str, Any]) -> None:
     for name, service in compose["services"].items():
+        if name == "caddy":
+            continue
         for mapping in service.get("ports", []):
             assert str(mapping).startswith("127.0.0.1:"), f"{name} publishes {mapping}"
     # A scalable worker cannot publish a fixed host port.
@@ -126,6 +128,25 @@ def test_compose__the_password_lives_once_ports_move_and_images_carry_their_vers
     assert "./backups:/backups" in backup["volumes"]
     ignored = (ROOT / ".dockerignore").read_text().split()
     assert {"node_modules", "tests", "services/simulators"} <= set(ignored)
+
+
+def test_compose__https_in_front_is_a_profile_routing_webhooks_and_the_panel(
+    compose: dict[str, Any],
+) -> None:
+    caddy = compose["services"]["caddy"]
+    assert caddy["profiles"] == ["https"]
+    assert sorted(caddy["ports"]) == ["443:443", "80:80"]
+    assert "./Caddyfile:/etc/caddy/Caddyfile:ro" in caddy["volumes"]
+    routes = (ROOT / "Caddyfile").read_text()
+    for route, upstream in (
+        ("/telegram/*", "botedge-api:8002"),
+        ("/v1/webhooks/*", "billing:8001"),
+    ):
+        block = routes.split(f"handle {route} {{", 1)[1].split("}", 1)[0]
+        assert f"reverse_proxy {upstream}" in block, route
+    assert "Strict-Transport-Security" in routes
+    # /internal never leaves the host.
+    assert "handle /internal/* {\n\t\trespond 404" in routes
 
 
 def test_dockerfile__installs_the_project_and_runs_unprivileged() -> None:
