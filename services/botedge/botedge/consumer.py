@@ -16,6 +16,7 @@ import asyncio
 import datetime as dt
 import logging
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -79,6 +80,10 @@ class InboxConsumer:
         self.wakeup = wakeup
         self.config = config
         self.in_flight: set[asyncio.Task[None]] = set()
+        # Claims whose failure could not be recorded (the database away), by update id with
+        # their lock token: given back once it answers again (`give_back`), not left until
+        # WORKER_LOCK_SECONDS run out.
+        self.unreturned: dict[int, uuid.UUID] = {}
         self._slot_freed = asyncio.Event()
         # Set when a finished update's person has another one waiting: it can be claimed now.
         self._more = asyncio.Event()
@@ -219,6 +224,18 @@ class InboxConsumer:
         age = (dt.datetime.now(dt.UTC) - update.received_at).total_seconds()
         return age < self.config.retry_window
 
+    async def give_back(self) -> None:
+        """The claims whose failure could not be recorded, claimable again now."""
+        if not self.unreturned:
+            return
+        taken = dict(self.unreturned)
+        async with connection(self.pool, timeout=5) as conn:
+            given = await inbox_store.give_back(conn, taken)
+        for update_id in taken:
+            self.unreturned.pop(update_id, None)
+        if given:
+            self.wakeup.set()
+
     async def _fail(self, update: InboxRow, error: BaseException) -> str:
         description = f"{type(error).__name__}: {error}"[:1000]
         notice = error.notice if isinstance(error, RetryLater) else None
@@ -246,8 +263,10 @@ class InboxConsumer:
                         delay = max(delay, error.retry_after)
                     told = await inbox_store.retry(conn, update, description, delay, notice=notice)
         except errors.BotedgeError as db_error:
-            # The claim runs out and the update comes back: nothing is lost.
+            # Given back once the database answers again (or its claim runs out): nothing is
+            # lost.
             log.error("update %d: could not record failure: %s", update.id, db_error)
+            self.unreturned[update.id] = update.lock_token
             return "error"
         if last:
             log.error(

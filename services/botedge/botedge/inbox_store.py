@@ -310,3 +310,12 @@ async def queue_gauges(conn: Connection) -> list[QueueGauge]:
 async def dead_counts(conn: Connection) -> dict[int, int]:
     cur = await conn.execute(Q["dead_count"])
     return {int(r["bot_id"]): int(r["dead"]) for r in await cur.fetchall()}
+
+
+async def give_back(conn: Connection, claims: dict[int, uuid.UUID]) -> int:
+    """Each claim, fenced by its token, claimable again now; how many were still ours."""
+    cur = await conn.execute(
+        Q["give_back_claims"],
+        {"ids": list(claims), "tokens": [claims[i] for i in claims]},
+    )
+    return len(await cur.fetchall())

@@ -455,6 +455,15 @@ SELECT substr(name, 8) AS holder
 SELECT name FROM leases
  WHERE holder = ANY (%(gone)s) AND name NOT LIKE 'worker:%%' AND expires_at >= now();
 
+-- give_back_claims --
+-- Claims this worker could not finish nor record a failure of (the database away), claimable
+-- again now that it answers; each fenced by its lock token, so one taken over meanwhile is
+-- left alone.
+UPDATE inbox i SET locked_until = now()
+  FROM unnest(%(ids)s::bigint[], %(tokens)s::uuid[]) AS c(id, lock_token)
+ WHERE i.id = c.id AND i.lock_token = c.lock_token AND i.state = 'processing'
+RETURNING i.id;
+
 -- end_claims_of_the_gone --
 -- Updates in hand of those workers: their claims end now, so the next claim takes them
 -- instead of waiting WORKER_LOCK_SECONDS. A gone worker that is only stalled cannot finish

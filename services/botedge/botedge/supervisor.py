@@ -300,14 +300,20 @@ class WorkerSupervisor:
         window = max(self.settings.lease_seconds, self.settings.lock_seconds)
         while not self.stopping.is_set():
             leases: list[str] = []
+            lapsed = not self.presence.held
             try:
                 await self.presence.take_or_renew()
+                if lapsed and self.presence.held:
+                    # Present again (the database was away): every contender asks for its
+                    # lease now, not at its next try a third of LEASE_SECONDS away.
+                    leases = list(self.contenders)
                 async with connection(self.pool, timeout=self.presence.renew_every) as conn:
                     gone = await bot_store.workers_gone(conn, window)
                     if gone:
-                        leases = await bot_store.leases_of_the_gone(conn, gone)
+                        leases += await bot_store.leases_of_the_gone(conn, gone)
                         if await bot_store.end_claims_of_the_gone(conn, gone):
                             self.consumer.wakeup.set()
+                await self.consumer.give_back()
             except errors.BotedgeError as error:
                 log.warning("could not renew this worker's presence: %s", error)
             # A contender is named as the lease it contends for (`send:<bot>`, `poll:<bot>`).

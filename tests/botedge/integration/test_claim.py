@@ -450,3 +450,32 @@ def test_retry__a_parked_update_gets_its_try_back_a_failed_one_does_not(
         assert retry_once(0) == 1
         assert retry_once(1) == 1
         assert retry_once(0) == 2
+
+
+def test_give_back__a_claim_whose_failure_was_not_recorded_is_claimable_at_once_if_still_ours(
+    database_url: str,
+) -> None:
+    """The database was away when the update failed: once it answers, the worker gives the
+    claim back (fenced by its token) instead of leaving it for WORKER_LOCK_SECONDS."""
+    import uuid
+
+    from botedge.inbox_store import give_back
+
+    bot, _, _ = insert_bot(database_url)
+    enqueue(database_url, bot, [(1, 10, "a1"), (2, 20, "b1")])
+    with psycopg.connect(database_url, row_factory=dict_row, autocommit=True) as conn:
+        held = {r["id"]: r["lock_token"] for r in claim(conn, 10, lock_seconds=60)}
+        assert claim(conn, 10) == []
+
+    async def back(claims: dict[int, uuid.UUID]) -> int:
+        async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+            return await give_back(conn, claims)
+
+    first, second = sorted(held)
+    # A token not its own (another worker took the update over meanwhile) gives nothing back.
+    assert asyncio.run(back({first: uuid.uuid4()})) == 0
+    assert asyncio.run(back({first: held[first]})) == 1
+    with psycopg.connect(database_url, row_factory=dict_row, autocommit=True) as conn:
+        again = claim(conn, 10)
+    assert [(r["id"], r["attempt"]) for r in again] == [(first, 2)]
+    assert second not in {r["id"] for r in again}
