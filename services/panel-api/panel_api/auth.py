@@ -37,13 +37,14 @@ PASSWORD_CHECKS = Counter(
 
 
 # Something, an @, something (as the column's check has it); no control characters (a NUL
-# cannot even be stored), no space at either end, no longer than an address can be.
+# cannot even be stored), no space or C1 control at either end (spelled out: `\s` means more
+# in Python's regex, U+0085, than in JSON Schema's), no longer than an address can be.
 Email = Annotated[
     str,
     msgspec.Meta(
         min_length=3,
         max_length=254,
-        pattern=r"^[^\s\x00-\x1f\x7f][^\x00-\x1f\x7f]*@[^\x00-\x1f\x7f]*[^\s\x00-\x1f\x7f]$",
+        pattern=r"^[^\x00-\x20\x7f-\xa0][^\x00-\x1f\x7f]*@[^\x00-\x1f\x7f]*[^\x00-\x20\x7f-\xa0]$",
     ),
 ]
 
