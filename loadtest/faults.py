@@ -607,7 +607,7 @@ def write(outcomes: list[Outcome], records: Path | None, path: Path, command: st
         "Counted as lost: a visitor's update never answered, a payment never applied. Counted "
         "as twice: a visitor answered twice, a person sent two invite messages. The one "
         "documented window for a second send is a sender killed after Telegram accepted a "
-        "message and before its answer was recorded (README, Sending).",
+        "message and before its answer was recorded (docs/how-it-works.md, Workers).",
         "",
     ]
     for outcome in outcomes:
