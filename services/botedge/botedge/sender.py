@@ -115,6 +115,10 @@ NOT_SENT = Retry(0.0)
 AFTER_ERROR = Retry(1.0)
 
 
+# Records of sends Telegram took, still being written after their sender stopped.
+RECORDING: set[asyncio.Future[None]] = set()
+
+
 class Sender:
     def __init__(
         self,
@@ -438,7 +442,16 @@ class Sender:
     async def _until_recorded(self, row: OutboxRow, write: Callable[[], Awaitable[None]]) -> None:
         """Record what Telegram answered, whatever it takes: until it is recorded the row looks
         unsent, and the next lane (or the next holder) would send it again. The lane waits
-        here, and takes nothing else, until the database answers."""
+        here, and takes nothing else, until the database answers. The record goes on when the
+        sender stops meanwhile (its lease no longer trusted while the database is away): it is
+        written as soon as the database answers, ahead of another holder's read."""
+        recording = asyncio.ensure_future(self._write_until_done(row, write))
+        RECORDING.add(recording)
+        recording.add_done_callback(RECORDING.discard)
+        recording.add_done_callback(retrieve(log, f"bot {self.bot_id}: recording send {row.id}"))
+        await asyncio.shield(recording)
+
+    async def _write_until_done(self, row: OutboxRow, write: Callable[[], Awaitable[None]]) -> None:
         failures = 0
         while True:
             try:
@@ -450,7 +463,9 @@ class Sender:
                 return
             except errors.BotedgeError as error:
                 failures += 1
-                delay = backoff_delay(failures, base=0.1, cap=5.0)
+                # Soon after the database is back: before a worker that judges this one gone
+                # (PRESENCE_SECONDS after its own return) could read the row as unsent.
+                delay = backoff_delay(failures, base=0.1, cap=0.5)
                 log.warning(
                     "bot %d: could not record send %d (%s); retrying in %.1f s",
                     self.bot_id,

@@ -298,6 +298,7 @@ class WorkerSupervisor:
         leases offered to this worker's contenders at once, their updates in hand made
         claimable. One small statement a round while no worker is gone."""
         window = max(self.settings.lease_seconds, self.settings.lock_seconds)
+        present_since = self.clock.monotonic()
         while not self.stopping.is_set():
             leases: list[str] = []
             lapsed = not self.presence.held
@@ -307,8 +308,13 @@ class WorkerSupervisor:
                     # Present again (the database was away): every contender asks for its
                     # lease now, not at its next try a third of LEASE_SECONDS away.
                     leases = list(self.contenders)
+                    present_since = self.clock.monotonic()
+                # Another worker is judged gone only after this one has been present a whole
+                # PRESENCE_SECONDS: back from the same outage, the other renews its presence
+                # and records the sends it made meanwhile before it can be judged.
+                judging = self.clock.monotonic() - present_since >= self.presence.ttl
                 async with connection(self.pool, timeout=self.presence.renew_every) as conn:
-                    gone = await bot_store.workers_gone(conn, window)
+                    gone = await bot_store.workers_gone(conn, window) if judging else []
                     if gone:
                         leases += await bot_store.leases_of_the_gone(conn, gone)
                         if await bot_store.end_claims_of_the_gone(conn, gone):
