@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 from tests.botedge.e2e.conftest import Edge
+from tests.botedge.e2e.test_gate import gate_setup
 from tests.botedge.e2e.test_sending import expected, queue, texts_by_chat, wait_all_recorded
 from tests.conftest import ServiceProcess
 
@@ -94,9 +95,10 @@ def test_failover__a_stalled_worker_loses_its_bot_and_sends_nothing_for_it_when_
 def test_failover__updates_in_hand_of_a_killed_worker_are_taken_up_within_seconds(
     edge: Edge,
 ) -> None:
-    """Telegram answers slowly, so a worker holds updates mid-way when it is killed: another
-    takes them up once the killed one's presence has run out, not after WORKER_LOCK_SECONDS."""
-    edge.add_bot(BOT, mode="polling")
+    """Telegram answers slowly, so a worker holds gated visitors mid-way (asking Telegram
+    whether they joined) when it is killed: another takes them up once the killed one's
+    presence has run out, not after WORKER_LOCK_SECONDS."""
+    gate_setup(edge, BOT)
     first, second = (
         edge.start_worker(WORKER_LOCK_SECONDS="60"),
         edge.start_worker(WORKER_LOCK_SECONDS="60"),
@@ -106,10 +108,10 @@ def test_failover__updates_in_hand_of_a_killed_worker_are_taken_up_within_second
         30,
         "the poller",
     )
-    edge.sim_post("/_sim/faults", {"delay_ms": 1500})
+    edge.sim_post("/_sim/faults", {"delay_ms": 2000})
     people = range(7001, 7011)
     for person in people:
-        edge.sim_post("/_sim/messages", {"bot_id": BOT, "user_id": person, "text": "/start"})
+        edge.sim_post("/_sim/messages", {"bot_id": BOT, "user_id": person, "text": "/start promo"})
     in_hand: list[tuple[str]] = []
 
     def claimed() -> bool:
