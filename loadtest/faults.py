@@ -39,7 +39,7 @@ import psycopg
 
 from loadtest import updates
 from loadtest.payments import subgate_delivery
-from loadtest.stack import OWNER_EMAIL, OWNER_PASSWORD, Stack, stack
+from loadtest.stack import OWNER_EMAIL, OWNER_PASSWORD, Stack, machine_now, stack
 
 ROOT = Path(__file__).resolve().parents[1]
 SUBGATE_SECRET = "faults-subgate-secret-0000000000"  # noqa: S105 - a throwaway database
@@ -706,8 +706,11 @@ def main(argv: list[str] | None = None) -> int:
     outcomes = []
     for name in args.runs or list(RUNS):
         started = time.monotonic()
-        print(f"{name} ...", flush=True)
+        # The machine's speed beside every figure: it drifts by half within a day.
+        speed = machine_now().describe()
+        print(f"{name} ... ({speed})", flush=True)
         outcome = RUNS[name](options)
+        outcome.figures.insert(0, ("the machine at the start", speed))
         print(f"{name}: {'held' if outcome.ok else 'FAILED'} in {time.monotonic() - started:.0f} s")
         for what, value in outcome.figures:
             print(f"  {what}: {value}")
