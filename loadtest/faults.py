@@ -38,7 +38,7 @@ import httpx
 import psycopg
 
 from loadtest import updates
-from loadtest.payments import subgate_delivery
+from loadtest.payments import set_up_payers, subgate_delivery
 from loadtest.stack import OWNER_EMAIL, OWNER_PASSWORD, Stack, machine_now, stack
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -171,41 +171,6 @@ class Background:
                 self.stopping.wait(0.1)
 
 
-def _set_up_payers(running: Stack, count: int) -> list[tuple[str, int]]:
-    """The first sponsor channel made paid, managed by the first bot; `count` people each with
-    an open invoice for it. Their order references and Telegram ids."""
-    with psycopg.connect(running.database_url) as conn:
-        channel = conn.execute(
-            "UPDATE channels SET is_paid = true,"
-            " manager_bot_id = (SELECT min(id) FROM bots)"
-            " WHERE telegram_chat_id = -1007100000001 RETURNING id"
-        ).fetchone()
-        assert channel is not None  # noqa: S101 - set_up made it
-        plan = conn.execute(
-            "INSERT INTO plans (channel_id, price_minor, currency, period_days, grace_days,"
-            " is_default) VALUES (%s, 1250, 'USD', 30, 3, true) RETURNING id",
-            (channel[0],),
-        ).fetchone()
-        assert plan is not None  # noqa: S101 - inserted
-        conn.execute(
-            "INSERT INTO people (telegram_user_id) SELECT %s + g FROM generate_series(1, %s) g",
-            (FIRST_PAYER, count),
-        )
-        conn.execute(
-            "INSERT INTO invoices (order_reference, person_id, channel_id, plan_id, amount_minor,"
-            " currency, period_days, grace_days, gateway, expires_at)"
-            " SELECT 'fault-' || p.id, p.id, %s, %s, 1250, 'USD', 30, 3, 'subgate',"
-            " now() + interval '1 day' FROM people p WHERE p.telegram_user_id > %s",
-            (channel[0], plan[0], FIRST_PAYER),
-        )
-        rows = conn.execute(
-            "SELECT i.order_reference, p.telegram_user_id FROM invoices i"
-            " JOIN people p ON p.id = i.person_id WHERE p.telegram_user_id > %s",
-            (FIRST_PAYER,),
-        ).fetchall()
-    return sorted((str(r[0]), int(r[1])) for r in rows)
-
-
 # -- one run ----------------------------------------------------------------------------------
 
 
@@ -228,7 +193,7 @@ def _system(options: Options, **sim: str) -> Iterator[Run]:
         env={"SUBGATE_WEBHOOK_SECRET": SUBGATE_SECRET, "LOG_LEVEL": "WARNING"},
     ) as running:
         bots = updates.set_up(running, BOTS)
-        payers = _set_up_payers(running, options.payments)
+        payers = set_up_payers(running.database_url, options.payments, FIRST_PAYER, "fault")
         rate = options.payments / options.seconds
         with Background(running, payers, rate) as background:
             yield Run(running, bots, payers, background)

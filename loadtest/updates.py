@@ -36,47 +36,51 @@ def token_for(telegram_id: int) -> str:
 
 def set_up(stack: Stack, bots: int) -> list[int]:
     """Bots, channels, gates and content through panel-api; the bots' Telegram ids."""
-    sim = stack.get("telegram").url
-    panel = stack.get("panel-api").url
     ids = [FIRST_BOT + n for n in range(bots)]
     with httpx.Client(timeout=60) as client:
+        panel = stack.get("panel-api").url
         signed_in = client.post(
             f"{panel}/v1/auth/login", json={"email": OWNER_EMAIL, "password": OWNER_PASSWORD}
         )
         signed_in.raise_for_status()
         client.headers["Authorization"] = f"Bearer {signed_in.json()['access_token']}"
-        for n, name in enumerate(CHANNELS):
-            client.post(
-                f"{sim}/_sim/chats",
-                json={
-                    "id": -1007100000001 - n,
-                    "type": "channel",
-                    "title": name,
-                    "username": name,
-                    "admin_bots": ids,
-                },
-            ).raise_for_status()
-        for telegram_id in ids:
-            token = token_for(telegram_id)
-            client.post(f"{sim}/_sim/bots", json={"token": token}).raise_for_status()
-            added = client.post(f"{panel}/v1/bots", json={"token": token, "mode": "webhook"})
-            added.raise_for_status()
-            bot = int(added.json()["id"])
-            channels = []
-            for name in CHANNELS:
-                found = client.post(
-                    f"{panel}/v1/channels", json={"bot_id": bot, "chat": f"@{name}"}
-                )
-                found.raise_for_status()
-                channels.append({"channel_id": int(found.json()["chat"]["id"])})
-            client.put(
-                f"{panel}/v1/bots/{bot}/default-gate", json={"channels": channels}
-            ).raise_for_status()
-            client.post(
-                f"{panel}/v1/contents",
-                json={"bot_id": bot, "kind": "text", "body": "Welcome", "code": "promo"},
-            ).raise_for_status()
+        set_up_at(stack.get("telegram").url, panel, client, ids, "webhook")
     return ids
+
+
+def set_up_at(sim: str, panel: str, client: httpx.Client, ids: list[int], mode: str) -> None:
+    """The bots with these Telegram ids made in the simulated Telegram at `sim` and added in
+    `mode` through the panel at `panel` (`client` signed in as its owner), each gating the
+    content `promo` behind the two sponsor channels."""
+    for n, name in enumerate(CHANNELS):
+        client.post(
+            f"{sim}/_sim/chats",
+            json={
+                "id": -1007100000001 - n,
+                "type": "channel",
+                "title": name,
+                "username": name,
+                "admin_bots": ids,
+            },
+        ).raise_for_status()
+    for telegram_id in ids:
+        token = token_for(telegram_id)
+        client.post(f"{sim}/_sim/bots", json={"token": token}).raise_for_status()
+        added = client.post(f"{panel}/v1/bots", json={"token": token, "mode": mode})
+        added.raise_for_status()
+        bot = int(added.json()["id"])
+        channels = []
+        for name in CHANNELS:
+            found = client.post(f"{panel}/v1/channels", json={"bot_id": bot, "chat": f"@{name}"})
+            found.raise_for_status()
+            channels.append({"channel_id": int(found.json()["chat"]["id"])})
+        client.put(
+            f"{panel}/v1/bots/{bot}/default-gate", json={"channels": channels}
+        ).raise_for_status()
+        client.post(
+            f"{panel}/v1/contents",
+            json={"bot_id": bot, "kind": "text", "body": "Welcome", "code": "promo"},
+        ).raise_for_status()
 
 
 @dataclass(frozen=True)

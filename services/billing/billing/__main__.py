@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from typing import Any
 
 from shared import lifecycle
@@ -48,17 +49,22 @@ def reconcile(fix: bool, since: str | None) -> int:
     if since and len(since) == 10:
         since = f"{since}T00:00:00Z"
     params = {"since": since} if since else {}
-    answer = httpx.request(
-        "POST" if fix else "GET",
-        f"{url}/internal/reconcile{'/fix' if fix else ''}",
-        params=params,
-        headers={"Authorization": f"Bearer {token.reveal()}"},
-        timeout=600,
-    )
-    print(json.dumps(answer.json(), indent=2, ensure_ascii=False))
+    try:
+        answer = httpx.request(
+            "POST" if fix else "GET",
+            f"{url}/internal/reconcile{'/fix' if fix else ''}",
+            params=params,
+            headers={"Authorization": f"Bearer {token.reveal()}"},
+            timeout=600,
+        )
+        report = answer.json()
+    except (httpx.HTTPError, ValueError) as error:
+        print(f"reconcile: billing at {url} did not answer: {error}", file=sys.stderr)
+        return 2
+    print(json.dumps(report, indent=2, ensure_ascii=False))
     if answer.status_code != 200:
         return 2
-    return reconcile_exit_code(answer.json(), fix)
+    return reconcile_exit_code(report, fix)
 
 
 def reconcile_exit_code(report: dict[str, Any], fixed: bool) -> int:

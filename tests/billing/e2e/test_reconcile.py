@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import psycopg
 
+from shared.testing import free_port
 from tests.billing.e2e import gateways
 from tests.conftest import SECRETS, Served
 
@@ -89,3 +90,22 @@ def test_reconcile__planted_differences_found_fixed_and_then_nothing(
         " ON e.id = a.membership_event_id JOIN people p ON p.id = a.person_id"
         " WHERE e.cause = 'reconcile' AND a.kind = 'grant'",
     ) == [(9102,)]
+
+
+def test_reconcile__cli_exits_2_with_one_line_when_billing_does_not_answer() -> None:
+    env = {
+        **os.environ,
+        "BILLING_URL": f"http://127.0.0.1:{free_port()}",
+        "SERVICE_TOKEN": SECRETS["SERVICE_TOKEN"],
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "billing", "reconcile"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith("reconcile: billing at http://127.0.0.1:")
+    assert "Traceback" not in done.stderr
