@@ -28,8 +28,11 @@ $(NODE_STAMP): package.json package-lock.json
 	npm ci --silent --no-audit --no-fund
 	touch $(NODE_STAMP)
 
+# When `make run` started (before any install), for the launcher's "Up in" line.
+RUN_STARTED := $(shell date +%s)
+
 run: $(STAMP)
-	$(BIN)/python -m simulators.launcher
+	GATEHOUSE_RUN_STARTED=$(RUN_STARTED) $(BIN)/python -m simulators.launcher
 
 # The checks run beside the tests: the suite leaves a core idle about a quarter of the time,
 # and mypy's first run fits in it. Each one's output is printed whole when it ends.

@@ -116,7 +116,7 @@ def test_compose__the_password_lives_once_ports_move_and_images_carry_their_vers
     for name in (*APP_SERVICES, "migrate", "sweep", "prune"):
         # Built where it is used (never pulled from a registry), under a version, not latest.
         assert services[name]["build"] == ".", name
-        assert services[name]["image"] == "gatehouse:${GATEHOUSE_VERSION:-0.1.0}", name
+        assert services[name]["image"] == "gatehouse:${GATEHOUSE_VERSION:-0.2.0-dev}", name
     for name in APP_SERVICES:
         assert services[name]["healthcheck"]["start_period"] == "30s", name
     backup = services["backup"]

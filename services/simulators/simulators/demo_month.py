@@ -43,6 +43,8 @@ log = logging.getLogger("demo_month")
 Q = sqlfile.load("simulators", "demo_month.sql")
 
 DAY = dt.timedelta(days=1)
+# A line on stderr per part of the month done: `progress <done> <total>`.
+PROGRESS = "progress"
 CAMPAIGNS = ("Spring sponsor", "Podcast ad")
 FIRST_NAMES = (
     "Ali", "Sara", "Reza", "Mina", "Omid", "Neda", "Amir", "Leila", "Dana", "Kian", "Maria",
@@ -177,6 +179,8 @@ class Player:
         self.auth: dict[str, str] = {}
         self.links: list[str] = []
         self.failed: Counter[str] = Counter()
+        self.done = 0
+        self.total = 0
 
     async def call(self, method: str, url: str, **kwargs: Any) -> Any:
         response = await self.http.request(method, url, **kwargs)
@@ -352,6 +356,13 @@ class Player:
         except (StepFailed, httpx.HTTPError, StopIteration, KeyError) as error:
             self.failed[what] += 1
             log.warning("demo month: %s did not finish: %s", what, error)
+        self.progress()
+
+    def progress(self) -> None:
+        """One more of the month's parts done, told to whoever runs this (the launcher draws
+        a bar from these lines)."""
+        self.done += 1
+        print(f"{PROGRESS} {self.done} {self.total}", file=sys.stderr, flush=True)
 
     async def settle(self) -> None:
         """Until the services have done all the month's people asked of them."""
@@ -367,6 +378,7 @@ class Player:
 
     async def play(self, month: Plan) -> dict[str, Any]:
         started = time.monotonic()
+        self.total = len(month.visitors) + len(month.advertisers) + len(month.broadcasts)
         await self.until(self.listening, "the demo bot's first poll", 30)
         await self.sign_in()
         await self.campaigns()
@@ -396,6 +408,7 @@ class Player:
                 except (StepFailed, httpx.HTTPError) as error:
                     self.failed["a broadcast"] += 1
                     log.warning("demo month: a broadcast did not finish: %s", error)
+                self.progress()
 
         broadcasts: list[tuple[int, Broadcast]] = []
         await asyncio.gather(

@@ -165,6 +165,12 @@ class Launcher:
         self.pg: EmbeddedPostgres | None = None
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.stop_requested: int | None = None
+        # The services' log lines: a file each in .data/logs, or this terminal when asked.
+        self.logs_dir = self.data_dir / "logs"
+        self.logs_here = env.get("GATEHOUSE_LOGS", "file").strip().lower() == "terminal"
+        self.log_files: list[IO[bytes]] = []
+        self.started = time.monotonic()
+        self.demo_seconds: float | None = None
 
     def say(self, line: str) -> None:
         print(line, file=self.out, flush=True)
@@ -179,6 +185,7 @@ class Launcher:
         self.data_dir.parent.mkdir(parents=True, exist_ok=True)
         # Holds the secrets and the database: the owner's alone.
         self.data_dir.mkdir(mode=0o700, exist_ok=True)
+        self.logs_dir.mkdir(exist_ok=True)
         lock = open(self.data_dir / "launcher.lock", "w")
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -193,6 +200,8 @@ class Launcher:
                 log.info("stopping PostgreSQL")
                 self.pg.stop(timeout=3.0)
             log.info("stopped")
+            for opened in self.log_files:
+                opened.close()
             lock.close()
 
     def _run(self) -> int:
@@ -271,6 +280,8 @@ class Launcher:
             self.procs[child.name] = subprocess.Popen(  # noqa: S603 - our own modules
                 [sys.executable, "-m", child.module, *child.args],
                 env=env,
+                stdout=self._log_of(child.name),
+                stderr=subprocess.STDOUT,
                 preexec_fn=_terminate_with_parent,
                 # Out of the terminal's process group: Ctrl-C reaches the launcher alone, which
                 # stops the services before the simulators they talk to.
@@ -290,6 +301,8 @@ class Launcher:
         self.procs["sweep"] = subprocess.Popen(  # noqa: S603 - our own module
             [sys.executable, "-m", "billing", "sweep", "--every", str(SWEEP_EVERY)],
             env=child_env,
+            stdout=self._log_of("sweep"),
+            stderr=subprocess.STDOUT,
             preexec_fn=_terminate_with_parent,
             process_group=0,
         )
@@ -303,6 +316,14 @@ class Launcher:
             time.sleep(0.2)
         log.info("%s received; stopping", signal.Signals(self.stop_requested).name)
         return 0
+
+    def _log_of(self, name: str) -> IO[bytes] | None:
+        """Where a child writes: its file in .data/logs (appended), or this terminal."""
+        if self.logs_here:
+            return None
+        opened = open(self.logs_dir / f"{name}.log", "ab")
+        self.log_files.append(opened)
+        return opened
 
     def _wait_healthy(self, ports: dict[str, int]) -> bool:
         deadline = time.monotonic() + READY_TIMEOUT
@@ -356,11 +377,35 @@ class Launcher:
         return shown
 
     def _demo_month(self, env: dict[str, str], gate: dict[str, Any]) -> None:
-        """A month of made-up business played through the system, into one nobody has used."""
+        """A month of made-up business played through the system, into one nobody has used,
+        with a bar of its progress (its own lines and the services' go to their log files)."""
         log.info("playing a month of demo activity (DEMO_MONTH=0 turns it off)")
-        played = _demo_step("play the demo month", env, "simulators.demo_month", json.dumps(gate))
-        if played:
-            log.info("demo month: %s", played.strip())
+        started = time.monotonic()
+        with open(self.logs_dir / "demo-month.log", "ab") as notes:
+            played = subprocess.Popen(  # noqa: S603 - our own module
+                [sys.executable, "-m", "simulators.demo_month", json.dumps(gate)],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                # A Ctrl-C while it runs stops the launcher after it, not the month halfway.
+                process_group=0,
+            )
+            assert played.stderr is not None and played.stdout is not None  # noqa: S101 - piped
+            bar = ProgressBar(self.out, "demo month", started)
+            for line in played.stderr:
+                counted = line.split()
+                if len(counted) == 3 and counted[0] == b"progress":
+                    bar.show(int(counted[1]), int(counted[2]))
+                else:
+                    notes.write(line)
+            outcome = played.stdout.read().decode()
+            played.wait()
+        bar.end()
+        self.demo_seconds = time.monotonic() - started
+        if played.returncode != 0:
+            log.warning("could not play the demo month; see %s", self.logs_dir / "demo-month.log")
+        elif outcome.strip():
+            log.info("demo month: %s", outcome.strip())
 
     def _banner(
         self,
@@ -408,9 +453,28 @@ class Launcher:
             f"generated into {self.data_dir / 'dev-secrets.json'}; set them in the environment "
             "to override.",
             "Each service answers /healthz, /readyz and /metrics. Ctrl-C stops everything.",
+            (
+                "Logs: this terminal (GATEHOUSE_LOGS=terminal)."
+                if self.logs_here
+                else f"Logs: one file per service in {self.logs_dir} (GATEHOUSE_LOGS=terminal"
+                " shows them here)."
+            ),
+            self._times(),
             "",
         ]
         self.say("\n".join(lines))
+
+    def _times(self) -> str:
+        """How long it took, measured: from the launcher's start, and from `make run`'s
+        (which installs first) when make says when that was."""
+        up = time.monotonic() - self.started
+        parts = [f"Up in {up:.0f} s"]
+        if self.demo_seconds is not None:
+            parts.append(f"the demo month {self.demo_seconds:.0f} s of it")
+        made = self.env.get("GATEHOUSE_RUN_STARTED", "").strip()
+        if made.replace(".", "", 1).isdigit():
+            parts.append(f"{time.time() - float(made):.0f} s since `make run` started")
+        return ", ".join(parts) + "."
 
     def _stop_children(self) -> None:
         """The services first (the bots' pollers and senders stop talking to the simulated
@@ -444,6 +508,39 @@ class Launcher:
                 )
                 proc.kill()
                 proc.wait()
+
+
+class ProgressBar:
+    """A bar on a terminal, redrawn in place; elsewhere (a log, a pipe) a line at each
+    quarter, so that a file does not fill with redraws."""
+
+    WIDTH = 30
+
+    def __init__(self, out: IO[str], what: str, started: float) -> None:
+        self.out = out
+        self.what = what
+        self.started = started
+        self.redraw = out.isatty()
+        self.quarter = -1
+        self.drawn = False
+
+    def show(self, done: int, total: int) -> None:
+        if total <= 0:
+            return
+        share = min(done / total, 1.0)
+        filled = round(share * self.WIDTH)
+        bar = "#" * filled + "-" * (self.WIDTH - filled)
+        line = f"  {self.what} [{bar}] {done}/{total} {time.monotonic() - self.started:4.0f} s"
+        if self.redraw:
+            print(f"\r{line}", end="", file=self.out, flush=True)
+            self.drawn = True
+        elif int(share * 4) > self.quarter:
+            self.quarter = int(share * 4)
+            print(line, file=self.out, flush=True)
+
+    def end(self) -> None:
+        if self.drawn:
+            print(file=self.out, flush=True)
 
 
 def _without_password(url: str) -> str:

@@ -350,6 +350,11 @@ def check_the_month(demo: Demo) -> None:
     assert len(lines) == 1, demo.banner
     assert json.loads(lines[0]["msg"].removeprefix("demo month: "))["failed"] == {}
     month = plan(SEED, VISITORS)
+    # Its progress, a line at each quarter where the output is not a terminal, to the end.
+    parts = len(month.visitors) + len(month.advertisers) + len(month.broadcasts)
+    bars = re.findall(r"demo month \[([#-]{30})\] (\d+)/(\d+)", demo.banner)
+    assert 2 <= len(bars) <= 5, demo.banner
+    assert bars[-1] == ("#" * 30, str(parts), str(parts))
     token = HTTP.post(
         f"{demo.url('panel-api')}/v1/auth/login",
         json={"email": "owner@example.com", "password": demo.password},

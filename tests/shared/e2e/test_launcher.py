@@ -103,6 +103,11 @@ def test_launcher__sigterm_stops_every_child_and_postgres(
         for port in ports.values():
             assert f"http://127.0.0.1:{port}" in output
         assert "owner@example.com" in output
+        # The services' lines go to a file each, not between the launcher's own.
+        assert '"process": "billing"' in (data_dir / "logs" / "billing.log").read_text()
+        assert '"process": "billing"' not in output
+        assert f"Logs: one file per service in {data_dir / 'logs'}" in output
+        assert re.search(r"Up in \d+ s", output)
         # The demo bot answers through the simulated Telegram.
         bot = re.search(r"Telegram id (\d+)", output)
         assert bot is not None
@@ -144,6 +149,8 @@ def test_launcher__killed_launcher_leaves_postgres_the_next_one_reuses_and_ctrl_
     data_dir = tmp_path / "data"
     log = tmp_path / "launcher.log"
     env = launcher_env(data_dir, ports)
+    # The services' lines here, with the launcher's, to see that stopping warns of nothing.
+    env["GATEHOUSE_LOGS"] = "terminal"
     first = start_launcher(env, log)
     second: subprocess.Popen[bytes] | None = None
     try:
