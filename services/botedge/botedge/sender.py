@@ -14,6 +14,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+import psycopg
+
 from botedge import bot_store, errors, outbox_store, uploads
 from botedge.broadcasts import unreachable
 from botedge.buckets import Bucket
@@ -36,7 +38,7 @@ from botedge.telegram import (
 )
 from shared.backoff import backoff_delay
 from shared.clock import SYSTEM_CLOCK, Clock
-from shared.db import Pool
+from shared.db import Connection, Pool
 from shared.lifecycle import sleep_unless_stopped, wait_any
 from shared.tasks import retrieve
 
@@ -115,8 +117,17 @@ NOT_SENT = Retry(0.0)
 AFTER_ERROR = Retry(1.0)
 
 
-# Records of sends Telegram took, still being written after their sender stopped.
-RECORDING: set[asyncio.Future[None]] = set()
+# A record goes through the pool (with others, in one statement) when that answers within
+# RECORD_POOL_WAIT; else it is tried again every RECORD_RETRY_CAP seconds at most, each time on
+# a new connection that gives up after RECORD_CONNECT_TIMEOUT. So it lands within about half
+# a second of the database's return, well inside PRESENCE_SECONDS, however long the pool takes.
+RECORD_POOL_WAIT = 0.5
+RECORD_RETRY_CAP = 0.5
+RECORD_CONNECT_TIMEOUT = 2
+
+# Records of sends Telegram took, still being written (perhaps after their sender stopped),
+# by bot: the bot's next sender in this process reads the outbox only once they are written.
+RECORDING: dict[int, set[asyncio.Future[None]]] = {}
 
 
 class Sender:
@@ -176,6 +187,7 @@ class Sender:
         renewer = loop.create_task(self._renew(stopping))
         renewer.add_done_callback(retrieve(log, f"bot {self.bot_id}: the send lease's renewal"))
         try:
+            await self._after_earlier_records()
             await self.pause.load()
             if not await self._check_token(stopping):
                 return
@@ -209,6 +221,13 @@ class Sender:
                 lane.cancel()
             await asyncio.gather(renewer, *self.lanes, return_exceptions=True)
 
+    async def _after_earlier_records(self) -> None:
+        """Until the records an earlier sender of this bot left writing (the database was away
+        when Telegram answered) are written: before then their rows look unsent, and reading
+        the outbox would send them again."""
+        while (writing := RECORDING.get(self.bot_id)) and self._sending():
+            await asyncio.wait(set(writing), timeout=0.5)
+
     def hand_over(self) -> None:
         """Stop as on a stop signal, for another worker to take the bot: no new send starts,
         one mid-call finishes and is recorded, then `run` returns."""
@@ -217,9 +236,13 @@ class Sender:
         self.wakeup.set()
 
     def _sending(self) -> bool:
-        return (
-            not self.closing and not self.stopping.is_set() and self.lease.held and not self.invalid
-        )
+        if not self.closing and not self.lease.held:
+            # Not trusted even for a moment (the database away): this sender is over, its lanes
+            # with it. A renewal that comes back later must not find the loop reading with no
+            # lane left to send; the next sender starts once the lease is ours again.
+            self.closing = True
+            self.changed.set()
+        return not self.closing and not self.stopping.is_set() and not self.invalid
 
     async def _read(self) -> bool:
         """Bring the in-memory queue up to date with one page; True when more pages wait.
@@ -386,7 +409,7 @@ class Sender:
         except BadRequest as error:
             SENDS.labels("400").inc()
             if error.not_modified:
-                await self._until_recorded(row, lambda: self.marks.mark(row.id, None))
+                await self._record_sent(row, None)
             elif unreachable(error.description):
                 await self._record(row, outbox_store.mark_refused, error.description, False)
             else:
@@ -403,7 +426,7 @@ class Sender:
         SENDS.labels("sent").inc()
         await self._mark_failing(False)
         message_id = result.get("message_id") if isinstance(result, dict) else None
-        await self._until_recorded(row, lambda: self.marks.mark(row.id, message_id))
+        await self._record_sent(row, message_id)
         return None
 
     async def _mark_failing(self, failing: bool) -> None:
@@ -430,6 +453,12 @@ class Sender:
         if self.queue.drop(lambda row: row.broadcast_id == broadcast_id):
             self.changed.set()
 
+    async def _record_sent(self, row: OutboxRow, message_id: int | None) -> None:
+        async def alone(conn: Connection) -> None:
+            await outbox_store.mark_sent_many(conn, [(row.id, message_id)])
+
+        await self._until_recorded(row, lambda: self.marks.mark(row.id, message_id), alone)
+
     async def _record(
         self, row: OutboxRow, outcome: Callable[..., Awaitable[None]], *args: Any
     ) -> None:
@@ -437,35 +466,55 @@ class Sender:
             async with connection(self.pool, timeout=5) as conn:
                 await outcome(conn, row.id, *args)
 
-        await self._until_recorded(row, write)
+        async def alone(conn: Connection) -> None:
+            await outcome(conn, row.id, *args)
 
-    async def _until_recorded(self, row: OutboxRow, write: Callable[[], Awaitable[None]]) -> None:
+        await self._until_recorded(row, write, alone)
+
+    async def _until_recorded(
+        self,
+        row: OutboxRow,
+        write: Callable[[], Awaitable[None]],
+        alone: Callable[[Connection], Awaitable[None]],
+    ) -> None:
         """Record what Telegram answered, whatever it takes: until it is recorded the row looks
         unsent, and the next lane (or the next holder) would send it again. The lane waits
         here, and takes nothing else, until the database answers. The record goes on when the
         sender stops meanwhile (its lease no longer trusted while the database is away): it is
         written as soon as the database answers, ahead of another holder's read."""
-        recording = asyncio.ensure_future(self._write_until_done(row, write))
-        RECORDING.add(recording)
-        recording.add_done_callback(RECORDING.discard)
+        recording = asyncio.ensure_future(self._write_until_done(row, write, alone))
+        writing = RECORDING.setdefault(self.bot_id, set())
+        writing.add(recording)
+        recording.add_done_callback(writing.discard)
         recording.add_done_callback(retrieve(log, f"bot {self.bot_id}: recording send {row.id}"))
         await asyncio.shield(recording)
 
-    async def _write_until_done(self, row: OutboxRow, write: Callable[[], Awaitable[None]]) -> None:
+    async def _write_until_done(
+        self,
+        row: OutboxRow,
+        write: Callable[[], Awaitable[None]],
+        alone: Callable[[Connection], Awaitable[None]],
+    ) -> None:
+        """`write` through the pool; when that fails or waits (the database away), `alone`
+        again and again on a connection of its own: after the database is back the pool's
+        reconnection backs off for seconds (1, 2, 4 s), and a write waiting on it for a
+        connection waits as long, longer than the PRESENCE_SECONDS after which another worker
+        may judge this one gone and read the row as unsent."""
         failures = 0
         while True:
             try:
-                await write()
+                if failures == 0:
+                    await asyncio.wait_for(write(), RECORD_POOL_WAIT)
+                else:
+                    await self._write_alone(alone)
                 if failures:
                     log.info(
                         "bot %d: recorded send %d after %d tries", self.bot_id, row.id, failures + 1
                     )
                 return
-            except errors.BotedgeError as error:
+            except (errors.BotedgeError, psycopg.Error, OSError, TimeoutError) as error:
                 failures += 1
-                # Soon after the database is back: before a worker that judges this one gone
-                # (PRESENCE_SECONDS after its own return) could read the row as unsent.
-                delay = backoff_delay(failures, base=0.1, cap=0.5)
+                delay = backoff_delay(failures, base=0.1, cap=RECORD_RETRY_CAP)
                 log.warning(
                     "bot %d: could not record send %d (%s); retrying in %.1f s",
                     self.bot_id,
@@ -474,6 +523,16 @@ class Sender:
                     delay,
                 )
                 await self.clock.sleep(delay)
+
+    async def _write_alone(self, alone: Callable[[Connection], Awaitable[None]]) -> None:
+        conninfo, settings = self.pool.conninfo, self.pool.kwargs
+        # shared.db.create_pool gives both as values, not as functions.
+        if not isinstance(conninfo, str) or not isinstance(settings, dict):
+            raise TypeError("the pool's connection settings are not plain values")
+        kwargs = {**settings, "connect_timeout": RECORD_CONNECT_TIMEOUT}
+        conn = await Connection.connect(conninfo, **kwargs)
+        async with conn:
+            await alone(conn)
 
     async def _token_invalid(self, error: TelegramError) -> None:
         self.invalid = True

@@ -1,17 +1,23 @@
 """A worker that dies or stalls hands its bots over in seconds, not when its leases run out,
-and two workers never send for one bot at once: the holder stops trusting its leases before
-the database lets another take them."""
+and two workers never send for one bot at once, across kills, stalls and a PostgreSQL restart:
+the holder stops trusting its leases before the database lets another take them, and records
+what Telegram took before another may judge it gone."""
 
 from __future__ import annotations
 
 import signal
 import time
+from collections.abc import Callable
 from typing import Any
 
+import pytest
+
+from shared import migrate
+from shared.testing import start_embedded
 from tests.botedge.e2e.conftest import Edge
 from tests.botedge.e2e.test_gate import gate_setup
 from tests.botedge.e2e.test_sending import expected, queue, texts_by_chat, wait_all_recorded
-from tests.conftest import ServiceProcess
+from tests.conftest import HTTP, Serve, ServiceProcess, serve_simtelegram
 
 BOT = 9601
 # Sending for long enough that the holder is mid-stream when it dies: 600 messages at 40/s.
@@ -132,3 +138,64 @@ def test_failover__updates_in_hand_of_a_killed_worker_are_taken_up_within_second
     # Before, the killed worker's claims held them for WORKER_LOCK_SECONDS (60 s).
     assert time.time() - killed_at < 20
     assert edge.query("SELECT count(*) FROM inbox WHERE state <> 'done'") == [(0,)]
+
+
+def overlapping(calls: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Pairs of sends by two workers whose times overlap: one began before the other's was
+    answered."""
+    found = []
+    last: dict[str, dict[str, Any]] = {}
+    for call in sorted(calls, key=lambda c: c["started"]):
+        for agent, other in last.items():
+            if agent != call["user_agent"] and other["at"] > call["started"]:
+                found.append((other, call))
+        latest = last.get(call["user_agent"])
+        if latest is None or call["at"] > latest["at"]:
+            last[call["user_agent"]] = call
+    return found
+
+
+def test_failover__overlap_is_found_between_two_workers_sends() -> None:
+    a = {"user_agent": "gatehouse-botedge/1", "started": 1.0, "at": 1.5}
+    b = {"user_agent": "gatehouse-botedge/2", "started": 1.4, "at": 1.6}
+    c = {"user_agent": "gatehouse-botedge/2", "started": 1.7, "at": 1.8}
+    assert overlapping([a, b, c]) == [(a, b)]
+    assert overlapping([a, c]) == []
+
+
+@pytest.mark.slow(24)
+def test_failover__two_workers_never_send_for_one_bot_at_once_across_a_postgresql_restart(
+    start_service: Callable[..., ServiceProcess], serve: Serve
+) -> None:
+    """PostgreSQL stopped while a worker sends for the bot and started again: both workers
+    lose and regain the database, the leases' clock is the database's, and no send of one
+    worker overlaps one of the other's; every message is sent once, in order."""
+    pg, admin_url = start_embedded()
+    try:
+        port = int(admin_url.rsplit(":", 1)[1].split("/")[0])
+        url = pg.ensure_database(port, "gatehouse")
+        migrate.apply(url)
+        edge = Edge(url, start_service, serve_simtelegram(serve, SIM_ENFORCE_LIMITS="false"), {})
+        bot_id, holder, other = two_workers_sending(edge)
+        workers = (holder, other)
+        pg.stop()
+        stopped_at = time.time()
+        # Both have noticed: neither is ready without its database.
+        edge.wait_until(
+            lambda: all(HTTP.get(f"{w.url}/readyz", timeout=5).status_code == 503 for w in workers),
+            30,
+            "both workers to lose the database",
+        )
+        pg.start()
+        wait_all_recorded(edge, bot_id)
+        calls = sends(edge)
+        assert [c for c in calls if c["started"] > stopped_at], "nothing sent after the restart"
+        after = {c["user_agent"] for c in calls if c["started"] > stopped_at}
+        print(f"sending before: gatehouse-botedge/{holder.proc.pid}; after: {sorted(after)}")
+        assert overlapping(calls) == []
+        got = texts_by_chat(edge.sim_get("/_sim/sent", bot_id=BOT))
+        twice = sorted(t for texts in got.values() for t in set(texts) if texts.count(t) > 1)
+        assert twice == [], f"sent twice across the restart: {twice}"
+        assert got == expected(20, 30)
+    finally:
+        pg.destroy()
