@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from shared.testing import free_port
-from tests.deploy.stack.harness import GATEWAY, Simulator, answers, wait_until
+from tests.deploy.stack.harness import GATEWAY, TIMES, Simulator, answers, wait_until
 
 
 @pytest.fixture(scope="module")
@@ -29,3 +29,13 @@ def telegram(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Simulator]:
     process.terminate()
     process.wait(timeout=20)
     log.close()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Every step of the deploy tests with its time, in the order they ran."""
+    if TIMES:
+        terminalreporter.section("deploy steps")
+        for name, took in TIMES:
+            terminalreporter.write_line(f"{took:7.1f} s  {name}")
+        total = sum(took for _, took in TIMES)
+        terminalreporter.write_line(f"{total:7.1f} s  in all")

@@ -69,7 +69,8 @@ class Compose:
             for line in (done.stdout + done.stderr).splitlines()[-15:]:
                 print(f"    {line}", flush=True)
         if check and done.returncode != 0:
-            raise AssertionError(f"{' '.join(argv[4:])} exited {done.returncode}")
+            tail = "\n".join((done.stdout + done.stderr).splitlines()[-40:])
+            raise AssertionError(f"{' '.join(argv[4:])} exited {done.returncode}:\n{tail}")
         return done
 
     def containers(self, service: str | None = None, *, all: bool = False) -> list[dict[str, Any]]:

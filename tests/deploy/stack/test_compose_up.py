@@ -29,7 +29,6 @@ from tests.deploy.stack.harness import (
     APPS,
     GATEWAY,
     PROXY,
-    TIMES,
     Compose,
     Panel,
     Simulator,
@@ -69,9 +68,6 @@ def compose(tmp_path_factory: pytest.TempPathFactory, telegram: Simulator) -> It
         return
     for name in (PROJECT, f"{PROJECT}-restored"):
         Compose(folder, name, settings)("--profile", "https", "down", "-v", quiet=True, check=False)
-    print("\ndeploy: step times")
-    for name, took in TIMES:
-        print(f"  {took:7.1f} s  {name}")
 
 
 # -- the steps, in order -----------------------------------------------------------------------
