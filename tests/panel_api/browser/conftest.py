@@ -61,8 +61,17 @@ def page(browser: Browser) -> Iterator[Page]:
     context = browser.new_context()
     page = context.new_page()
     page.set_default_timeout(15_000)
+    # What the page's Content Security Policy refused: a style or script it would drop.
+    refused: list[str] = []
+    page.on(
+        "console",
+        lambda message: (
+            refused.append(message.text) if "Content Security Policy" in message.text else None
+        ),
+    )
     yield page
     context.close()
+    assert refused == [], refused
 
 
 def sign_in(page: Page, url: str, password: str = PASSWORD, *, wait: bool = True) -> None:

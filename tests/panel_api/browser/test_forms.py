@@ -19,6 +19,7 @@ from playwright.sync_api import Page, expect
 from panel_api.app import create_app
 from panel_api.seed import seed
 from shared.testing import serve_in_thread
+from tests.billing.e2e import gateways
 from tests.botedge.conftest import insert_bot
 from tests.botedge.e2e.conftest import FAST
 from tests.conftest import (
@@ -184,11 +185,31 @@ def test_forms__content_with_its_own_gate_edited_then_deleted_and_a_bots_default
     page.locator("#contents button[data-confirm=delete]").click()
     expect(page.locator("#contents tbody tr")).to_have_count(0)
 
+    # A private channel: visitors join it by a link the owner gives.
+    with psycopg.connect(stack.database_url) as conn:
+        conn.execute(
+            "WITH c AS (INSERT INTO channels (telegram_chat_id, title) VALUES (-1001000000799,"
+            " 'Hidden club') RETURNING id) INSERT INTO bot_channels (bot_id, channel_id, status,"
+            " is_admin, can_invite_users) SELECT b.id, c.id, 'administrator', true, true"
+            " FROM bots b, c"
+        )
     page.click("#pages a[data-view=bots]")
     bot = page.locator("#bots tbody tr", has_text=f"@bot{BOT}")
     bot.locator("button[data-action=setDefaultGate]").click()
-    page.locator("#bots tr.editing input[type=checkbox] >> nth=0").check()
-    page.locator("#bots tr.editing button[type=submit]").click()
+    gate = page.locator("#bots tr.editing form")
+    gate.locator("label", has_text="Hidden club").locator("input[type=checkbox]").check()
+    join = gate.locator("input[name^=join_url_]")
+    join.fill("https://example.com/club")
+    gate.locator("button[type=submit]").click()
+    # Refused at the link's own box, not under the channel ticks.
+    problem = join.get_attribute("aria-describedby")
+    expect(page.locator(f"#{problem}")).not_to_be_empty()
+    expect(gate.locator("[data-problem=channels]")).to_be_empty()
+    expect(join).to_be_focused()
+    gate.locator("label", has_text="Hidden club").locator("input[type=checkbox]").uncheck()
+    join.fill("")
+    gate.locator("label", has_text="Demo paid channel").locator("input[type=checkbox]").check()
+    gate.locator("button[type=submit]").click()
     expect(page.locator("#bots tbody tr", has_text=f"@bot{BOT}")).to_contain_text(
         "Demo paid channel"
     )
@@ -328,6 +349,76 @@ def test_forms__a_slot_edited_and_an_order_approved_then_cancelled_from_its_own_
     page.click("#order-steps button[data-action=cancel]")
     page.click("#order-steps button[data-confirm=cancel]")
     expect(page.locator("#order-facts [data-status]")).to_have_text("cancelled")
+
+
+def test_forms__an_order_paid_in_part_meanwhile_is_not_cancelled_and_the_page_says_why(
+    page: Page, stack: Stack
+) -> None:
+    owner = api_sign_in(stack.url, "owner@example.com", PASSWORD)
+    headers = {"Authorization": f"Bearer {owner}"}
+    HTTP.patch(f"{stack.url}/v1/workspace", json={"tron_address": SHOP}, headers=headers)
+    with psycopg.connect(stack.database_url) as conn:
+        [(bot,)] = conn.execute("SELECT id FROM bots").fetchall()
+        slot = HTTP.post(
+            f"{stack.url}/v1/ad-slots",
+            json={"bot_id": bot, "kind": "pinned_post", "title": "Pinned", "price": "12.5"},
+            headers=headers,
+        ).json()["id"]
+        [(order,)] = conn.execute(
+            "WITH p AS (INSERT INTO people (telegram_user_id) VALUES (78) RETURNING id)"
+            " INSERT INTO ad_orders (slot_id, person_id, ad, price_micros, accepts_usdt,"
+            ' accepts_trx) SELECT %s, p.id, \'{"text": "Half now"}\', 12500000, true,'
+            " true FROM p RETURNING id",
+            (slot,),
+        ).fetchall()
+    approved = HTTP.post(f"{stack.url}/v1/ad-orders/{order}/approve", headers=headers)
+    assert approved.status_code == 200, approved.text
+    sign_in(page, stack.url)
+    persian(page)
+    page.goto(f"{stack.url}/orders/{order}")
+    page.click("#order-steps button[data-action=cancel]")
+    # The advertiser pays part of it while the owner reads the page.
+    with psycopg.connect(stack.database_url) as conn:
+        conn.execute(
+            "UPDATE ad_orders SET status = 'part_paid', paid_micros = 5000000 WHERE id = %s",
+            (order,),
+        )
+    page.click("#order-steps button[data-confirm=cancel]")
+    expect(page.locator("#message")).to_have_text(
+        "این سفارش اکنون «بخشی پرداخت‌شده» است و دیگر لغو نمی‌شود."
+    )
+    page.reload()
+    expect(page.locator("#order-facts [data-status]")).to_have_text("بخشی پرداخت‌شده")
+    # The coins listed as Persian lists them, with its own comma.
+    expect(page.locator("#order-facts")).to_contain_text("USDT\u060c")
+    # An order paid in part offers no Cancel: billing would refuse it.
+    expect(page.locator("#order-steps button[data-action=cancel]")).to_have_count(0)
+
+    # On a phone, in both languages, neither the order's hash and address nor the invoices
+    # push the page sideways.
+    with psycopg.connect(stack.database_url) as conn:
+        conn.execute(
+            "INSERT INTO tron_claims (tx_hash, order_id, state) VALUES (%s, %s, 'credited')",
+            ("cd" * 32, order),
+        )
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"{stack.url}/invoices")
+    page.fill("#new-invoice input[name=telegram_user_id]", "4242")
+    page.click("#new-invoice button[type=submit]")
+    expect(page.locator("#invoices tbody tr").first).to_be_visible()
+    for language in ("fa", "en"):
+        page.select_option("#language", language)
+        for path in (f"/orders/{order}", "/invoices"):
+            page.goto(f"{stack.url}{path}")
+            expect(page.locator("main h1, main h2").first).to_be_visible()
+            wide = page.evaluate("document.documentElement.scrollWidth")
+            assert wide <= 390, (language, path, wide)
+        page.goto(f"{stack.url}/orders/{order}")
+        hash_link = page.locator("#order-claims a.hash")
+        expect(hash_link).to_have_text("cd" * 32)
+        box = hash_link.bounding_box()
+        assert box is not None and 0 <= box["x"] and box["x"] + box["width"] <= 390, box
+        page.screenshot(path=str(ARTIFACTS / f"order-390-{language}.png"), full_page=True)
     expect(page.locator("#order-steps")).to_have_count(0)
     page.screenshot(path=str(ARTIFACTS / "order.png"), full_page=True)
 
@@ -579,6 +670,11 @@ def test_forms__statistics_by_hour_a_refused_range_at_its_field_and_the_funnel(
     persian(page)
     page.goto(f"{stack.url}/stats")
     expect(page.locator("#funnel [data-figure=start]")).to_have_text("\u06f9")
+    # Each bar as long as its count against the longest: 9, 6, 3 and 3.
+    widths = page.locator("#funnel .bar").evaluate_all(
+        "bars => bars.map(bar => bar.getBoundingClientRect().width)"
+    )
+    assert [round(w / widths[0], 2) for w in widths] == [1.0, 0.67, 0.33, 0.33], widths
     # Half of those shown the gate passed it.
     expect(page.locator("#funnel [data-figure=gate_passed]")).to_contain_text("\u06f5\u06f0")
     form = page.locator("#stats-range")
@@ -656,9 +752,14 @@ def test_forms__a_yearly_plan_refused_at_its_fields_made_default_a_trial_and_a_b
     editing.locator("button[type=submit]").click()
     expect(editing.locator("[data-problem=name]")).to_have_text("پیش‌تر به کار رفته است.")
     editing.locator("input[name=name]").fill("Yearly")
-    editing.locator("input[name=price]").fill("45")
+    # Typed on a Persian keyboard: Persian digits and the Arabic decimal separator.
+    editing.locator("input[name=price]").fill("\u06f4\u06f5\u066b\u06f5\u06f0")
     editing.locator("button[type=submit]").click()
-    expect(yearly).to_contain_text("\u06f4\u06f5")
+    expect(yearly).to_contain_text("\u06f4\u06f5\u066b\u06f5")
+    with psycopg.connect(stack.database_url) as conn:
+        assert conn.execute("SELECT price_minor FROM plans WHERE name = 'Yearly'").fetchall() == [
+            (4550,)
+        ]
 
     yearly.locator("button[data-action=makeDefault]").click()
     expect(yearly.locator("[data-standing]")).to_have_text("پیش‌فرض")
@@ -693,6 +794,8 @@ def test_forms__a_yearly_plan_refused_at_its_fields_made_default_a_trial_and_a_b
     expect(form.locator("[data-problem=channels]")).to_have_text(
         "این کانال‌ها به ارزهای گوناگون می‌فروشند."  # noqa: RUF001
     )
+    # The trial's "added" no longer stands beside this refusal.
+    expect(page.locator("#add-plan-done")).to_have_count(0)
     form.locator("label", has_text="Euro").locator("input[name=channels]").uncheck()
     form.locator("label", has_text="Extra").locator("input[name=channels]").check()
     form.locator("button[type=submit]").click()
@@ -712,7 +815,7 @@ def test_forms__a_yearly_plan_refused_at_its_fields_made_default_a_trial_and_a_b
         ("Monthly", "regular", 500, None, 0, False, False),
         ("Month", "regular", 500, None, 0, True, True),
         ("Month", "regular", 500, None, 0, True, True),
-        ("Yearly", "regular", 4500, ["subgate"], 1, True, True),
+        ("Yearly", "regular", 4550, ["subgate"], 1, True, True),
         ("Free week", "trial", 0, None, 0, True, False),
         ("All access", "bundle", 800, None, 0, True, False),
     ]
@@ -857,12 +960,22 @@ def test_forms__a_stars_payment_refunded_after_asking_in_persian_on_a_phone(
         conn.execute("NOTIFY telegram_payments")
     # billing's Stars loop applies it.
     wait_until(lambda: made_payment(stack) > 0, 30, "the Stars payment applied")
+    # And a card payment, through Subgate.
+    card_channel = gateways.add_paid_channel(stack.database_url, chat_id=-1001000000797)
+    order = gateways.create_invoice(HTTP, stack.billing, 4646, card_channel, "subgate")
+    sent = gateways.subgate(order["order_reference"], "card-pay-1", "12.50")
+    assert sent.send(HTTP, stack.billing).json()["applied"] is True
     page.set_viewport_size({"width": 390, "height": 844})
     sign_in(page, stack.url)
     persian(page)
     page.goto(f"{stack.url}/payments")
     row = page.locator("#payments tbody tr", has_text="Stella")
     expect(row).to_contain_text("۲۵۰ ⭐")
+    # Each payment names its gateway as the plans do, not by its slug.
+    card = page.locator("#payments tbody tr", has_text=order["order_reference"])
+    expect(card).to_contain_text("Subgate")
+    expect(card).not_to_contain_text("subgate")
+    expect(card.locator("button[data-action=refundPayment]")).to_have_count(0)
     row.locator("button[data-action=refundPayment]").click()
     # Asked first: keeping it sends nothing.
     row.locator("[role=group] button:not([data-confirm])").click()
@@ -881,12 +994,15 @@ def test_forms__a_stars_payment_refunded_after_asking_in_persian_on_a_phone(
         ).fetchall()
     assert asked == [("stx-refund-me", "owner@example.com", "pending")]
     assert audited == [("payments.refund", f"payment:{made_payment(stack)}")]
+    # A plan sold in Stars says so, not "every gateway".
+    page.goto(f"{stack.url}/plans")
+    expect(page.locator("#plans tbody tr", has_text="Stars club")).to_contain_text("استارز تلگرام")
 
 
 def made_payment(stack: Stack) -> int:
-    """The one payment's id; 0 before there is one."""
+    """The Stars payment's id; 0 before there is one."""
     with psycopg.connect(stack.database_url) as conn:
-        row = conn.execute("SELECT id FROM payments").fetchone()
+        row = conn.execute("SELECT id FROM payments WHERE gateway = 'telegram_stars'").fetchone()
     return 0 if row is None else int(row[0])
 
 

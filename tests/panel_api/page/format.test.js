@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import {
-  axisTicks, formatDay, formatMoney, formatNumber, fromBaseUnits, fromPersian, lastDays, sumDecimals, toPersian,
+  asciiNumber, axisTicks, formatDay, formatList, formatMoney, localDigits, formatNumber, fromBaseUnits, fromPersian, lastDays, sumDecimals, toPersian,
 } from "../../../services/panel-api/panel_api/static/format.js";
 
 test("money keeps the digits the API wrote: yen whole, dinars to three places", () => {
@@ -85,4 +85,26 @@ test("Persian dates to Gregorian and back, every day of ten years", () => {
     const iso = new Date(time).toISOString().slice(0, 10);
     assert.equal(fromPersian(...toPersian(iso)), iso);
   }
+});
+
+test("a number typed in Persian or Arabic-Indic digits goes out in ASCII, with either decimal separator", () => {
+  assert.equal(asciiNumber("۹٫۹۹"), "9.99");
+  assert.equal(asciiNumber("٩٫٩٩"), "9.99");
+  assert.equal(asciiNumber("۱٬۲۵۰٫۵"), "1250.5");
+  assert.equal(asciiNumber("12.50"), "12.50");
+  // What is not a number stays as typed, for the API to refuse at its field.
+  assert.equal(asciiNumber("12,50"), "12,50");
+});
+
+test("a list joins as its language does", () => {
+  assert.equal(formatList("en", ["USDT", "TRX"]), "USDT, TRX");
+  // The Persian comma, with a right-to-left mark after it.
+  assert.equal(formatList("fa", ["USDT", "TRX"]), "USDT،‏ TRX");
+  assert.equal(formatList("en", []), "");
+});
+
+test("a number the form starts with shows in the page's digits and reads back as typed", () => {
+  assert.equal(localDigits("fa", "45.50"), "۴۵٫۵۰");
+  assert.equal(localDigits("en", "45.50"), "45.50");
+  assert.equal(asciiNumber(localDigits("fa", "1250.5")), "1250.5");
 });

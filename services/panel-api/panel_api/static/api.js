@@ -35,6 +35,9 @@ export class ApiProblem extends Error {
   }
 }
 
+/** A refusal already said in the page's words (what the server's answer meant here). */
+export class Refusal extends Error {}
+
 /** The session ended while a view was being drawn: the sign-in form is already showing. */
 export class SessionEnded extends Error {}
 

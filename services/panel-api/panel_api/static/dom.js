@@ -1,7 +1,7 @@
 // @ts-check
 // Building the page: elements with text set as text (never parsed as HTML, so nothing a person
 // or an owner wrote can run), and the page's one message line.
-import { ApiProblem, SessionEnded } from "./api.js";
+import { ApiProblem, Refusal, SessionEnded } from "./api.js";
 import { number, t } from "./i18n.js";
 
 /**
@@ -48,6 +48,7 @@ export function byId(id) {
  * @param {unknown} error
  */
 export function problemText(error) {
+  if (error instanceof Refusal) return error.message;
   if (!(error instanceof ApiProblem)) return t("unreachable");
   const { status, slug, detail } = error;
   if (slug === "bad-credentials" || slug === "bad-setup-code") return t("badCredentials");

@@ -7,6 +7,30 @@ export function latinDigits(text) {
     .replace(/[٠-٩]/g, (d) => String(d.charCodeAt(0) - 0x0660));
 }
 
+/**
+ * A number as typed in either script, as the API reads it: Persian and Arabic-Indic digits as
+ * ASCII, the Arabic decimal separator (٫) as a point, its thousands separator (٬) dropped; so
+ * "۹٫۹۹" is sent as "9.99". @param {string} text
+ */
+export function asciiNumber(text) {
+  return latinDigits(text).replace(/\u066b/g, ".").replace(/\u066c/g, "");
+}
+
+/**
+ * A number or amount as a box shows it in the language: Persian digits and the Arabic decimal
+ * separator in Persian ("45.50" as "۴۵٫۵۰"); `asciiNumber` reads it back. @param {string} lang
+ * @param {string} text
+ */
+export function localDigits(lang, text) {
+  if (lang !== "fa") return text;
+  return text.replace(/[0-9]/g, (d) => String.fromCharCode(0x06f0 + Number(d))).replace(/\./g, "\u066b");
+}
+
+/** Items as a list in the language: "USDT, TRX", "USDT، TRX". @param {string} lang @param {string[]} items */
+export function formatList(lang, items) {
+  return new Intl.ListFormat(lang, { type: "unit", style: "short" }).format(items);
+}
+
 /** @param {string} lang @param {number | string} value */
 export function formatNumber(lang, value) {
   return new Intl.NumberFormat(lang).format(/** @type {number} */ (value));

@@ -4,7 +4,7 @@
 // went through says so.
 import { ApiProblem } from "./api.js";
 import { element, notice, show, wordChoices, words } from "./dom.js";
-import { fromPersian, latinDigits, toPersian } from "./format.js";
+import { asciiNumber, fromPersian, latinDigits, localDigits, toPersian } from "./format.js";
 import { has, language, t } from "./i18n.js";
 import { reload } from "./router.js";
 
@@ -13,7 +13,8 @@ import { reload } from "./router.js";
  * @property {string} name the API's field name, so an answer's `errors` find it
  * @property {string} label the key of its words
  * @property {string} [labelText] its label as it is (a channel's title), instead of `label`
- * @property {string} [type] an input type, "textarea", "checkbox" (value "true" or "") or
+ * @property {string} [type] an input type, "amount" (a decimal in either script, sent in ASCII),
+ *   "textarea", "checkbox" (value "true" or "") or
  *   "checks" (a box per choice; the value is the chosen values joined by commas)
  * @property {string[]} [options] a select's values (each a key of words, unless `plain`)
  * @property {boolean} [plain] show the options as they are, not as words
@@ -46,7 +47,7 @@ let made = 0;
 function persianDate(field, id) {
   const [year, month, day] = field.value ? toPersian(field.value) : toPersian(new Date().toISOString().slice(0, 10));
   const dayBox = element("input", { id, name: `${field.name}-day`, inputmode: "numeric", size: "2", "aria-label": t("dayOfMonth") });
-  if (field.value) /** @type {HTMLInputElement} */ (dayBox).value = String(day);
+  if (field.value) /** @type {HTMLInputElement} */ (dayBox).value = localDigits("fa", String(day));
   const months = element("select", { name: `${field.name}-month`, "aria-label": t("month") },
     ...Array.from({ length: 12 }, (_, n) => element("option", {
       value: String(n + 1),
@@ -111,9 +112,12 @@ function controlOf(field, id) {
     const box = document.createElement("input");
     // A number is typed into a text box with the digit keyboard: a number box takes Latin
     // digits only, and a Persian keyboard types Persian ones (the view reads both).
-    box.type = type === "number" ? "text" : type;
-    if (type === "checkbox") box.checked = value === "true"; else box.value = value;
+    box.type = type === "number" || type === "amount" ? "text" : type;
+    if (type === "checkbox") box.checked = value === "true";
+    // A number the form starts with, in the page's own digits.
+    else box.value = type === "number" || type === "amount" ? localDigits(language(), value) : value;
     if (type === "number") box.inputMode = "numeric";
+    if (type === "amount") box.inputMode = "decimal";
     input = box;
   }
   input.id = id;
@@ -123,6 +127,8 @@ function controlOf(field, id) {
   if (autocomplete) input.autocomplete = /** @type {AutoFill} */ (autocomplete);
   const read = type === "checkbox"
     ? () => (/** @type {HTMLInputElement} */ (input).checked ? "true" : "")
+    // A number or an amount goes out in ASCII, whichever digits it was typed in.
+    : type === "number" || type === "amount" ? () => asciiNumber(input.value.trim())
     // A password is taken as typed; other values without the spaces around them.
     : () => (type === "password" ? input.value : input.value.trim());
   return { node: input, target: input, read, listen: (run) => input.addEventListener("change", run) };
@@ -142,11 +148,12 @@ function labelOf(field, forId) {
  * @param {Field[]} fields
  * @param {string} submitKey
  * @param {(values: Record<string, string>) => Promise<string | Node | void>} submit
- * @param {{ then?: () => Promise<void>, refusals?: Record<string, [string, string]> }} [options]
+ * @param {{ then?: () => Promise<void>, refusals?: Record<string, [string, string]>, fieldOf?: (field: string) => string | undefined }} [options]
  *   `refusals`: a problem's slug that is about one field, as that field and a code (a channel
- *   Telegram does not know is the `chat` field's `not-found`)
+ *   Telegram does not know is the `chat` field's `not-found`); `fieldOf`: the form's field a
+ *   refused path of the body belongs to, where its name does not say (`channels[2].join_url`)
  */
-export function formOf(id, fields, submitKey, submit, { then = reload, refusals = {} } = {}) {
+export function formOf(id, fields, submitKey, submit, { then = reload, refusals = {}, fieldOf = () => undefined } = {}) {
   /** @type {Record<string, Control>} */
   const controls = {};
   /** @type {Record<string, HTMLElement>} */
@@ -182,6 +189,8 @@ export function formOf(id, fields, submitKey, submit, { then = reload, refusals 
   const form = element("form", { id, novalidate: "" }, ...fields.map((f) => rows[f.name]), button);
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
+    // What the last write said is not about this one: a refusal must not stand beside it.
+    document.getElementById(`${id}-done`)?.remove();
     for (const [name, control] of Object.entries(controls)) {
       control.target.removeAttribute("aria-invalid");
       problems[name].textContent = "";
@@ -225,7 +234,7 @@ export function formOf(id, fields, submitKey, submit, { then = reload, refusals 
     let first = null;
     for (const { field, code } of errors) {
       // `plan.price` and `ids[3]` belong to the form's `price` and `ids`.
-      const name = [field, field.split(".").pop() ?? "", field.split(/[.[]/)[0]].find((n) => n in controls);
+      const name = [fieldOf(field) ?? "", field, field.split(".").pop() ?? "", field.split(/[.[]/)[0]].find((n) => n in controls);
       if (!name) continue;
       const target = controls[name].target;
       target.setAttribute("aria-invalid", "true");

@@ -1,7 +1,7 @@
 // @ts-check
 // The page's words in English and Persian; numbers, money and dates through format.js for the
 // language. A node test holds the two languages to the same keys.
-import { formatDateTime, formatDay, formatMoney, formatNumber } from "./format.js";
+import { formatDateTime, formatDay, formatList, formatMoney, formatNumber } from "./format.js";
 
 /** @type {Record<string, Record<string, string>>} */
 export const WORDS = {
@@ -99,6 +99,9 @@ export const WORDS = {
     sessionEnded: "Your session has ended. Sign in again.",
     notAllowed: "Your role may not do this.", gone: "It is no longer there; the page shows what is.",
     changed: "This changed meanwhile; the page shows it as it is now.",
+    "refused.approve": "This order is {status} now, so it can no longer be approved.",
+    "refused.reject": "This order is {status} now, so it can no longer be rejected.",
+    "refused.cancel": "This order is {status} now, so it can no longer be cancelled.",
     tooLarge: "That is too much to send at once.", checkFields: "Some values were refused: see the marked fields.",
     refusedDetail: "Refused: {detail}", telegramRefused: "Telegram refused: {detail}",
     serviceDown: "A service this needs is not answering. Try again in a minute.",
@@ -292,6 +295,9 @@ export const WORDS = {
     sessionEnded: "نشست شما پایان یافته است. دوباره وارد شوید.",
     notAllowed: "نقش شما اجازهٔ این کار را ندارد.", gone: "دیگر وجود ندارد؛ صفحه وضعیت کنونی را نشان می‌دهد.",
     changed: "این در این میان تغییر کرده است؛ صفحه وضعیت کنونی را نشان می‌دهد.",
+    "refused.approve": "این سفارش اکنون «{status}» است و دیگر تأیید نمی‌شود.",
+    "refused.reject": "این سفارش اکنون «{status}» است و دیگر رد نمی‌شود.",
+    "refused.cancel": "این سفارش اکنون «{status}» است و دیگر لغو نمی‌شود.",
     tooLarge: "برای یک‌بار فرستادن زیاد است.", checkFields: "برخی مقدارها پذیرفته نشد: فیلدهای نشان‌دار را ببینید.",
     refusedDetail: "پذیرفته نشد: {detail}", telegramRefused: "تلگرام نپذیرفت: {detail}",
     serviceDown: "سرویسی که لازم است پاسخ نمی‌دهد. یک دقیقهٔ دیگر دوباره تلاش کنید.",
@@ -430,6 +436,11 @@ export function has(key) {
 /** @param {number | string} value */
 export function number(value) {
   return formatNumber(current, value);
+}
+
+/** Items joined as the page's language lists them. @param {string[]} items */
+export function list(items) {
+  return formatList(current, items);
 }
 
 /** An amount as decimal text in major units, with its currency (see format.js).

@@ -4,7 +4,7 @@
 import { call, keep, may, session } from "../api.js";
 import { element, words } from "../dom.js";
 import { actionButton, editRow, formOf } from "../forms.js";
-import { has, number, t } from "../i18n.js";
+import { has, list, number, t } from "../i18n.js";
 import { listView } from "../list.js";
 import { channelChoices, everything, when } from "./common.js";
 
@@ -29,7 +29,7 @@ export async function bots(url) {
       { label: "username", sort: "username", value: (b) => element("bdi", { text: "@" + b.username }) },
       { label: "mode", value: (b) => t(b.mode) },
       { label: "status", sort: "status", value: (b) => t(b.status) },
-      { label: "defaultGate", value: (b) => defaultGate(channelList, b.id).map((c) => c.title).join(", ") || t("none") },
+      { label: "defaultGate", value: (b) => list(defaultGate(channelList, b.id).map((c) => c.title)) || t("none") },
       { label: "lastError", value: (b) => b.last_error },
     ],
     actions: editor ? (b) => b.status === "removed" ? [] : [
@@ -73,12 +73,20 @@ function gateForm(channelList, botId) {
     const join = c.bots.find((/** @type {any} */ s) => s.bot_id === botId)?.join_url ?? "";
     fields.push({ name: `join_url_${c.id}`, label: "joinUrl", labelText: t("joinUrlOf", { title: c.title }), value: join, ltr: true });
   }
+  /** @type {string[]} the channels as last sent, so that a refused `channels[n]` finds its box */
+  let sent = [];
   return formOf(`default-gate-${botId}`, fields, "save", async (v) => {
     const ids = v.channels.split(",").filter(Boolean);
+    sent = ids;
     await call("PUT", `/v1/bots/${botId}/default-gate`, {
       channels: ids.map((id) => ({ channel_id: Number(id), ...(v[`join_url_${id}`] ? { join_url: v[`join_url_${id}`] } : {}) })),
     });
     return t("saved");
+  }, {
+    fieldOf: (field) => {
+      const found = /^channels\[(\d+)\]\.join_url$/.exec(field);
+      return found ? `join_url_${sent[Number(found[1])]}` : undefined;
+    },
   });
 }
 

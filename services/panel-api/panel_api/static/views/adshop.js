@@ -1,20 +1,20 @@
 // @ts-check
 // The ad shop: orders to approve or reject, each order's own page (its ad, the transactions it
 // was paid by, what they credited, what happened), and the slots on sale.
-import { call, may } from "../api.js";
+import { ApiProblem, Refusal, call, may } from "../api.js";
 import { element, words } from "../dom.js";
 import { fromBaseUnits } from "../format.js";
 import { actionButton, editRow, formOf } from "../forms.js";
-import { money, number, t } from "../i18n.js";
+import { list, money, number, t } from "../i18n.js";
 import { listView } from "../list.js";
-import { botChoices, everything, person, when } from "./common.js";
+import { botChoices, copyable, everything, person, when } from "./common.js";
 
 const ORDER_STATES = ["requested", "approved", "part_paid", "paid", "rejected", "cancelled", "expired"];
-// What an admin may do to an order in each state (billing refuses the rest with 409).
+// What an admin may do to an order in each state, as billing allows it (ad_orders.end): an
+// order part paid is not cancelled here, the advertiser's money being in it.
 const STEPS = /** @type {Record<string, string[]>} */ ({
   requested: ["approve", "reject"],
   approved: ["cancel"],
-  part_paid: ["cancel"],
 });
 
 /** @param {string} amount USDT as decimal text */
@@ -34,7 +34,22 @@ function adText(ad) {
 function steps(order, offered = ["approve", "reject", "cancel"]) {
   if (!may("admin")) return [];
   return (STEPS[order.status] ?? []).filter((step) => offered.includes(step)).map((step) => actionButton(step,
-    () => call("POST", `/v1/ad-orders/${order.id}/${step}`, {}), { confirm: step !== "approve" }));
+    () => stepOf(order.id, step), { confirm: step !== "approve" }));
+}
+
+/**
+ * One step; when billing refuses it because the order moved on meanwhile (paid in part while
+ * the page was open, say), what the order is now and why that rules the step out.
+ * @param {number} id @param {string} step
+ */
+async function stepOf(id, step) {
+  try {
+    return await call("POST", `/v1/ad-orders/${id}/${step}`, {});
+  } catch (error) {
+    if (!(error instanceof ApiProblem) || error.status !== 409) throw error;
+    const now = await call("GET", `/v1/ad-orders/${id}`);
+    throw new Refusal(t(`refused.${step}`, { status: t(now.order.status) }));
+  }
 }
 
 /** @param {URL} url */
@@ -67,7 +82,7 @@ function progress(order) {
 /** A transaction hash, whole and left to right, linked to the workspace's explorer.
  * @param {string} hash @param {string} explorer */
 function hashLink(hash, explorer) {
-  return element("a", { href: explorer.replace("{hash}", encodeURIComponent(hash)), dir: "ltr", class: "hash", rel: "noopener noreferrer", target: "_blank", text: hash });
+  return element("a", { href: explorer.replace("{hash}", encodeURIComponent(hash)), dir: "ltr", class: "hash", title: hash, rel: "noopener noreferrer", target: "_blank", text: hash });
 }
 
 /** One order: the ad, who asked, the amounts, each claimed transaction and what it credited,
@@ -80,8 +95,8 @@ export async function order(_url, id) {
     words("dt", "ad"), element("dd", { text: adText(o.ad) }),
     words("dt", "person"), element("dd", {}, person(o)),
     words("dt", "progress"), element("dd", {}, progress(o)),
-    words("dt", "coins"), element("dd", { text: [o.accepts_usdt && "USDT", o.accepts_trx && "TRX"].filter(Boolean).join(", ") }),
-    ...(o.pay_to ? [words("dt", "payTo"), element("dd", {}, element("code", { dir: "ltr", text: o.pay_to }))] : []),
+    words("dt", "coins"), element("dd", { text: list([o.accepts_usdt && "USDT", o.accepts_trx && "TRX"].filter((c) => typeof c === "string")) }),
+    ...(o.pay_to ? [words("dt", "payTo"), element("dd", {}, copyable(o.pay_to))] : []),
     ...(o.trx_rate ? [words("dt", "trxRate"), element("dd", { text: `${usdt(o.trx_rate)} (${o.trx_rate_source})` })] : []),
     words("dt", "created"), element("dd", { text: when(o.created_at) ?? "" }),
     ...(o.due_at ? [words("dt", "due"), element("dd", { text: when(o.due_at) ?? "" })] : []));
@@ -117,7 +132,7 @@ export async function slots(url) {
       { name: "bot_id", label: "bot", choices: botChoices(bots) },
       { name: "kind", label: "kind", options: ["pinned_post", "broadcast", "button"] },
       { name: "title", label: "title", required: true },
-      { name: "price", label: "priceUsdt", required: true, ltr: true },
+      { name: "price", label: "priceUsdt", type: "amount", required: true, ltr: true },
       { name: "accepts_trx", label: "acceptsTrx", type: "checkbox" },
     ], "add", async (v) => {
       await call("POST", "/v1/ad-slots", {
@@ -132,13 +147,13 @@ export async function slots(url) {
       { label: "title", sort: "title", value: (s) => s.title },
       { label: "kind", value: (s) => t(s.kind) },
       { label: "price", sort: "price_micros", value: (s) => usdt(s.price) },
-      { label: "coins", value: (s) => [s.accepts_usdt && "USDT", s.accepts_trx && "TRX"].filter(Boolean).join(", ") },
+      { label: "coins", value: (s) => list([s.accepts_usdt && "USDT", s.accepts_trx && "TRX"].filter((c) => typeof c === "string")) },
       { label: "status", value: (s) => t(s.active ? "enabled" : "disabled") },
     ],
     actions: admin ? (s) => [
       editRow("edit", () => formOf(`edit-slot-${s.id}`, [
         { name: "title", label: "title", value: s.title, required: true },
-        { name: "price", label: "priceUsdt", value: s.price, required: true, ltr: true },
+        { name: "price", label: "priceUsdt", value: s.price, type: "amount", required: true, ltr: true },
         { name: "accepts_usdt", label: "acceptsUsdt", type: "checkbox", value: s.accepts_usdt ? "true" : "" },
         { name: "accepts_trx", label: "acceptsTrx", type: "checkbox", value: s.accepts_trx ? "true" : "" },
       ], "save", async (v) => {

@@ -6,7 +6,7 @@ import { call, may } from "../api.js";
 import { element, words } from "../dom.js";
 import { formOf, actionButton, editRow } from "../forms.js";
 import { latinDigits } from "../format.js";
-import { money, number, t } from "../i18n.js";
+import { list, money, number, t } from "../i18n.js";
 import { listView } from "../list.js";
 import { open } from "../router.js";
 import { botChoices, channelChoices, copyable, everything, wholeNumber, when } from "./common.js";
@@ -49,13 +49,13 @@ function rightsText(r) {
   } else {
     said.push(t("notAdmin"));
   }
-  return said.join(", ");
+  return list(said);
 }
 
 /** @param {{ bots: { status: string, flagged: boolean, last_error: string | null }[] }} channel */
 function rights(channel) {
   const flagged = channel.bots.filter((b) => b.flagged);
-  const text = channel.bots.map((b) => `${t(b.status)}${b.flagged ? " ⚠" : ""}`).join(", ");
+  const text = list(channel.bots.map((b) => `${t(b.status)}${b.flagged ? " ⚠" : ""}`));
   const node = element("span", { class: flagged.length ? "flag" : "", text: text || t("none") });
   if (flagged.length) {
     node.setAttribute("data-flagged", "");
@@ -90,7 +90,7 @@ export async function channel(_url, id) {
     { name: "is_paid", label: "sellAccess", type: "checkbox", value: found.is_paid ? "true" : "" },
     { name: "manager_bot_id", label: "managerBot", choices: [{ value: "", text: t("none") }, ...botChoices(bots)],
       value: manager ? String(manager) : "", showIf: ["is_paid", ["true"]] },
-    { name: "price", label: "price", value: plan.price, required: true, ltr: true, showIf: ["is_paid", ["true"]] },
+    { name: "price", label: "price", value: plan.price, type: "amount", required: true, ltr: true, showIf: ["is_paid", ["true"]] },
     { name: "currency", label: "currency", value: plan.currency, required: true, ltr: true, showIf: ["is_paid", ["true"]] },
     { name: "period_days", label: "periodDays", type: "number", value: String(plan.period_days), required: true, showIf: ["is_paid", ["true"]] },
     { name: "grace_days", label: "graceDays", type: "number", value: String(plan.grace_days), required: true, showIf: ["is_paid", ["true"]] },
@@ -159,7 +159,7 @@ export async function contents(url) {
     columns: [
       { label: "code", sort: "code", value: (c) => element("code", { dir: "ltr", text: c.code }) },
       { label: "kind", value: (c) => t(c.kind) },
-      { label: "gate", value: (c) => (c.default_gate ? t("defaultGate") + ": " : "") + (c.gate.map((/** @type {any} */ g) => g.title).join(", ") || t("none")) },
+      { label: "gate", value: (c) => (c.default_gate ? t("defaultGate") + ": " : "") + (list(c.gate.map((/** @type {any} */ g) => g.title)) || t("none")) },
       { label: "link", value: (c) => copyable(c.link) },
     ],
     actions: editor ? (c) => [

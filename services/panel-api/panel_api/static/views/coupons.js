@@ -52,7 +52,7 @@ export async function coupons(url) {
       { name: "code", label: "couponCode", required: true, ltr: true, hint: "hint.coupon_code" },
       { name: "kind", label: "couponKind", options: ["percentOff", "amountOff"], value: "percentOff" },
       { name: "percent_off", label: "percentOff", type: "number", required: true, showIf: ["kind", ["percentOff"]] },
-      { name: "amount_off", label: "amountOff", required: true, ltr: true, showIf: ["kind", ["amountOff"]] },
+      { name: "amount_off", label: "amountOff", type: "amount", required: true, ltr: true, showIf: ["kind", ["amountOff"]] },
       { name: "currency", label: "currency", value: "USD", required: true, ltr: true, showIf: ["kind", ["amountOff"]] },
       ...limitFields(planList),
     ], "add", async (v) => {

@@ -134,6 +134,9 @@ export async function payments(url) {
   // Gateway events that need the owner: authentic callbacks that could not be applied.
   const events = await call("GET", "/v1/gateway-events?limit=20");
   const paid = (await everything("/v1/channels")).filter((c) => c.is_paid);
+  // Each gateway by the name plans show it by; billing away, by its slug.
+  /** @type {Record<string, string>} */
+  const titles = (await call("GET", "/v1/gateways").catch(() => null))?.titles ?? {};
   const notes = events.items.map((/** @type {any} */ e) => element("li", { "data-event": String(e.id), text: eventNote(e) }));
   return listView(url, {
     id: "payments", path: "/v1/payments", search: true, csv: "/v1/exports/payments.csv",
@@ -144,7 +147,7 @@ export async function payments(url) {
     ],
     columns: [
       { label: "person", value: (p) => person(p) },
-      { label: "gateway", sort: "gateway", value: (p) => p.gateway === "telegram_stars" ? t("telegramStars") : p.gateway },
+      { label: "gateway", sort: "gateway", value: (p) => p.gateway === "telegram_stars" ? t("telegramStars") : titles[p.gateway] ?? p.gateway },
       { label: "reference", value: (p) => element("code", { dir: "ltr", text: p.order_reference }) },
       { label: "amount", sort: "amount_minor", value: (p) => money(p.amount, p.currency) },
       { label: "applied", value: (p) => t(p.applied ? "yes" : "no") + (p.flag ? ` (${t(p.flag)})` : "") + refundState(p) },

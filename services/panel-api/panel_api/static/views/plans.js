@@ -5,7 +5,7 @@
 import { call, may } from "../api.js";
 import { element, words } from "../dom.js";
 import { actionButton, editRow, formOf } from "../forms.js";
-import { money, number, t } from "../i18n.js";
+import { list, money, number, t } from "../i18n.js";
 import { listView } from "../list.js";
 import { channelChoices, everything, wholeNumber } from "./common.js";
 
@@ -36,7 +36,7 @@ function planFields(gateways, paidChannels, plan) {
     ...(plan ? [] : [{ name: "kind", label: "planKind", choices: ["regular", "trial", "bundle"].map((k) => ({ value: k, text: t(`kind.${k}`) })), hint: "hint.plan_trial" }]),
     { name: "name", label: "planName", value: plan?.name ?? "", required: true },
     ...(priced ? [
-      { name: "price", label: "price", value: plan?.price ?? "", required: true, ltr: true, showIf: paid },
+      { name: "price", label: "price", value: plan?.price ?? "", type: "amount", required: true, ltr: true, showIf: paid },
       { name: "currency", label: "currency", value: plan?.currency ?? "USD", required: true, ltr: true, showIf: paid },
     ] : []),
     ...(bundle ? [{ name: "channels", label: "bundleChannels", type: "checks", choices: paidChannels,
@@ -106,7 +106,7 @@ export async function plans(url) {
       { label: "planKind", value: (p) => element("span", { "data-kind": p.kind, text: t(`kind.${p.kind}`) }) },
       { label: "price", value: (p) => p.kind === "trial" ? t("free") : money(p.price, p.currency) },
       { label: "periodDays", value: (p) => number(p.period_days) },
-      { label: "soldThrough", value: (p) => p.kind === "trial" ? "" : p.gateways ? p.gateways.map((/** @type {string} */ g) => titles[g] ?? g).join(", ") : t("allGateways") },
+      { label: "soldThrough", value: (p) => p.kind === "trial" ? "" : p.currency === "XTR" ? t("telegramStars") : p.gateways ? list(p.gateways.map((/** @type {string} */ g) => titles[g] ?? g)) : t("allGateways") },
       { label: "trialsTaken", value: (p) => p.kind === "trial" ? number(p.taken) : "" },
       { label: "planPosition", sort: "position", value: (p) => number(p.position) },
       { label: "status", value: (p) => standing(p) },

@@ -24,9 +24,11 @@ export function funnelOf(stats) {
     const before = n ? stats.funnel[FUNNEL[n - 1]] : 0;
     const share = n && before ? ` (${number(Math.round((100 * value) / before))}%)` : "";
     const widest = Math.max(1, ...FUNNEL.map((k) => stats.funnel[k]));
+    const bar = element("span", { class: "bar" });
+    // Through the CSSOM: the page's CSP refuses a style attribute.
+    bar.style.inlineSize = `${(100 * value) / widest}%`;
     steps.append(element("li", { "data-step": key },
-      words("span", `funnel.${key}`, { class: "step" }),
-      element("span", { class: "bar", style: `inline-size: ${Math.round((100 * value) / widest)}%` }),
+      words("span", `funnel.${key}`, { class: "step" }), bar,
       element("span", { class: "count", "data-figure": key, text: number(value) + share })));
   });
   return steps;
