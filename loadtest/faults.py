@@ -40,6 +40,7 @@ import psycopg
 from loadtest import updates
 from loadtest.payments import set_up_payers, subgate_delivery
 from loadtest.stack import OWNER_EMAIL, OWNER_PASSWORD, Stack, machine_now, stack
+from loadtest.threads import Threads
 
 ROOT = Path(__file__).resolve().parents[1]
 SUBGATE_SECRET = "faults-subgate-secret-0000000000"  # noqa: S105 - a throwaway database
@@ -92,30 +93,16 @@ class Answers:
         return ", ".join(parts) or "none"
 
 
-class Background:
+class Background(Threads):
     """Threads that load billing and panel-api while the visitors come, stopped on leaving."""
 
     def __init__(self, running: Stack, payers: list[tuple[str, int]], rate: float) -> None:
         self.running = running
         self.payers = payers
         self.rate = rate
-        self.stopping = threading.Event()
         self.gateway = Answers()
         self.panel = Answers()
-        self.threads = [
-            threading.Thread(target=self._pay, daemon=True),
-            threading.Thread(target=self._read_panel, daemon=True),
-        ]
-
-    def __enter__(self) -> Background:
-        for thread in self.threads:
-            thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stopping.set()
-        for thread in self.threads:
-            thread.join(timeout=120)
+        super().__init__(self._pay, self._read_panel, join_within=120)
 
     def finish_payments(self, timeout: float) -> None:
         self.threads[0].join(timeout=timeout)

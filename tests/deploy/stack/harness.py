@@ -9,7 +9,6 @@ import re
 import secrets
 import shutil
 import subprocess
-import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ import httpx
 import psycopg
 
 from loadtest.payments import subgate_delivery
+from loadtest.threads import Threads
 from shared.testing import free_port
 from tests.conftest import ROOT, SECRETS
 
@@ -196,7 +196,7 @@ def deliver(billing: str, body: bytes, timeout: float = 180) -> int:
     raise AssertionError("billing never took the payment")
 
 
-class Trickle:
+class Trickle(Threads):
     """Visitors at 4/s and payments at 2/s, from threads, until stopped."""
 
     def __init__(
@@ -214,21 +214,7 @@ class Trickle:
         self.first_visitor = first_visitor
         self.visitors: list[int] = []
         self.paid: list[int] = []
-        self.stopping = threading.Event()
-        self.threads = [
-            threading.Thread(target=self._visit, daemon=True),
-            threading.Thread(target=self._pay, daemon=True),
-        ]
-
-    def __enter__(self) -> Trickle:
-        for thread in self.threads:
-            thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stopping.set()
-        for thread in self.threads:
-            thread.join(timeout=300)
+        super().__init__(self._visit, self._pay, join_within=300)
 
     def _visit(self) -> None:
         user = self.first_visitor

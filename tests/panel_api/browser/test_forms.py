@@ -290,9 +290,9 @@ def test_forms__an_invoice_with_its_link_a_grant_for_days_and_a_dead_update_show
     expect(page.locator("#dead-updates pre.payload")).to_contain_text('"text": "hi"')
 
 
-def test_forms__a_slot_edited_and_an_order_approved_then_cancelled_from_its_own_page(
-    page: Page, stack: Stack
-) -> None:
+def an_order(stack: Stack, text: str) -> tuple[dict[str, str], int]:
+    """The shop's address set, a pinned-post slot at 12.5 USDT and an order for it waiting:
+    the owner's headers and the order's id."""
     owner = api_sign_in(stack.url, "owner@example.com", PASSWORD)
     headers = {"Authorization": f"Bearer {owner}"}
     HTTP.patch(f"{stack.url}/v1/workspace", json={"tron_address": SHOP}, headers=headers)
@@ -306,10 +306,17 @@ def test_forms__a_slot_edited_and_an_order_approved_then_cancelled_from_its_own_
         [(order,)] = conn.execute(
             "WITH p AS (INSERT INTO people (telegram_user_id) VALUES (77) RETURNING id)"
             " INSERT INTO ad_orders (slot_id, person_id, ad, price_micros, accepts_usdt,"
-            ' accepts_trx) SELECT %s, p.id, \'{"text": "Buy our course"}\', 12500000, true,'
-            " true FROM p RETURNING id",
-            (slot,),
+            " accepts_trx) SELECT %s, p.id, json_build_object('text', %s::text), 12500000,"
+            " true, true FROM p RETURNING id",
+            (slot, text),
         ).fetchall()
+    return headers, int(order)
+
+
+def test_forms__a_slot_edited_and_an_order_approved_then_cancelled_from_its_own_page(
+    page: Page, stack: Stack
+) -> None:
+    _, order = an_order(stack, "Buy our course")
     sign_in(page, stack.url)
     page.click("#pages a[data-view=slots]")
     row = page.locator("#slots tbody tr", has_text="Pinned")
@@ -354,23 +361,7 @@ def test_forms__a_slot_edited_and_an_order_approved_then_cancelled_from_its_own_
 def test_forms__an_order_paid_in_part_meanwhile_is_not_cancelled_and_the_page_says_why(
     page: Page, stack: Stack
 ) -> None:
-    owner = api_sign_in(stack.url, "owner@example.com", PASSWORD)
-    headers = {"Authorization": f"Bearer {owner}"}
-    HTTP.patch(f"{stack.url}/v1/workspace", json={"tron_address": SHOP}, headers=headers)
-    with psycopg.connect(stack.database_url) as conn:
-        [(bot,)] = conn.execute("SELECT id FROM bots").fetchall()
-        slot = HTTP.post(
-            f"{stack.url}/v1/ad-slots",
-            json={"bot_id": bot, "kind": "pinned_post", "title": "Pinned", "price": "12.5"},
-            headers=headers,
-        ).json()["id"]
-        [(order,)] = conn.execute(
-            "WITH p AS (INSERT INTO people (telegram_user_id) VALUES (78) RETURNING id)"
-            " INSERT INTO ad_orders (slot_id, person_id, ad, price_micros, accepts_usdt,"
-            ' accepts_trx) SELECT %s, p.id, \'{"text": "Half now"}\', 12500000, true,'
-            " true FROM p RETURNING id",
-            (slot,),
-        ).fetchall()
+    headers, order = an_order(stack, "Half now")
     approved = HTTP.post(f"{stack.url}/v1/ad-orders/{order}/approve", headers=headers)
     assert approved.status_code == 200, approved.text
     sign_in(page, stack.url)
