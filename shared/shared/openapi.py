@@ -8,7 +8,7 @@ operation takes (a token: 401; a body: 400, 413, 422; an id in the path: 404; th
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -18,6 +18,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from shared.errors import PROBLEM_JSON, FieldError
+from shared.settings import Secret
+from shared.web import require_bearer
 
 # An answer whose fields the document does not pin down: a JSON object.
 Object = dict[str, Any]
@@ -63,6 +65,8 @@ class Operation:
     rules: tuple[str, ...] = ()
     """What it refuses with a 422 that a schema cannot say: across fields, against the clock
     or against what is stored (`x-rules` in the document)."""
+    handler: Any = None
+    """The feature's method that answers it (`Feature.method`, unbound); not documented."""
 
 
 SERVICE_ROUTES: dict[tuple[str, str], Operation] = {
@@ -155,6 +159,38 @@ def route(body: bytes) -> Route:
         return Response(body, media_type="application/json")
 
     return Route("/openapi.json", answer, methods=["GET"])
+
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+def routes(
+    operations: dict[tuple[str, str], Operation],
+    features: Iterable[object],
+    secrets: dict[str, Secret],
+) -> list[Route]:
+    """A route for each operation, answered by its handler's method on the feature of that
+    class and guarded by the bearer secret its `security` names. An operation no feature
+    serves, or a scheme without a secret, stops the service at its start."""
+    by_class = {type(feature).__name__: feature for feature in features}
+    built = []
+    for (method, path), op in operations.items():
+        owner = op.handler.__qualname__.split(".")[0] if op.handler is not None else None
+        if owner not in by_class:
+            raise RuntimeError(f"{method} {path}: no feature serves it")
+        endpoint: Endpoint = op.handler.__get__(by_class[owner])
+        if op.security is not None:
+            endpoint = _guarded(endpoint, secrets[op.security])
+        built.append(Route(path, endpoint, methods=[method]))
+    return built
+
+
+def _guarded(endpoint: Endpoint, secret: Secret) -> Endpoint:
+    async def guarded(request: Request) -> Response:
+        require_bearer(request, secret)
+        return await endpoint(request)
+
+    return guarded
 
 
 def _operation(method: str, route: str, op: Operation, schema_of: dict[str, Any]) -> dict[str, Any]:

@@ -6,7 +6,7 @@ import datetime as dt
 import json
 from pathlib import Path
 
-from loadtest.faults import README_BEGIN, README_END, Outcome, summary, write, write_readme
+from loadtest.fault_report import README_BEGIN, README_END, Outcome, summary, write, write_readme
 
 
 def test_document__each_run_and_each_test_record_with_its_figures_and_command(

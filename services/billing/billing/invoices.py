@@ -9,6 +9,8 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
+from psycopg.rows import DictRow
+
 from billing import coupons, errors, store
 from billing.gateways import STARS, STARS_CURRENCY
 from billing.store import Q
@@ -52,6 +54,37 @@ async def channel_offer(conn: Connection, channel_id: int) -> Offer | None:
     return Offer(str(rows[0]["title"]), [dict(row) for row in rows])
 
 
+async def _plan(
+    conn: Connection,
+    channel_id: int,
+    gateway: str,
+    plan_id: int | None,
+    enabled: Collection[str],
+) -> DictRow:
+    """The plan an invoice is made at, refused unless it is on sale through `gateway`."""
+    # Without a plan asked for, Stars are priced from the channel's plan in Stars.
+    currency = STARS_CURRENCY if gateway == STARS.name and plan_id is None else None
+    cur = await conn.execute(
+        Q["invoice_plan"],
+        {"channel_id": channel_id, "plan_id": plan_id, "currency": currency},
+    )
+    plan = await cur.fetchone()
+    if plan is None and plan_id is not None:
+        raise errors.UnknownPlan("no plan by that id on sale in that paid channel")
+    if plan is None and currency is not None:
+        raise errors.NotPayableThere("the channel sells no plan in Stars (XTR)")
+    if plan is None:
+        raise errors.UnknownChannel("no paid channel with a default plan by that id")
+    if plan["gateways"] is not None and gateway not in plan["gateways"]:
+        raise errors.GatewayNotOffered(f"the plan is not sold through {gateway}")
+    if gateway not in plan_gateways(plan, enabled):
+        raise errors.NotPayableThere(
+            f"a plan in {plan['currency']} is not paid through {gateway}: Telegram Stars"
+            f" take plans in {STARS_CURRENCY} only, and only they do"
+        )
+    return plan
+
+
 async def create_invoice(
     conn: Connection,
     telegram_user_id: int,
@@ -72,26 +105,7 @@ async def create_invoice(
             made = await _asked_before(conn, request_key, telegram_user_id, channel_id, gateway)
             if made is not None:
                 return made
-        # Without a plan asked for, Stars are priced from the channel's plan in Stars.
-        currency = STARS_CURRENCY if gateway == STARS.name and plan_id is None else None
-        cur = await conn.execute(
-            Q["invoice_plan"],
-            {"channel_id": channel_id, "plan_id": plan_id, "currency": currency},
-        )
-        plan = await cur.fetchone()
-        if plan is None and plan_id is not None:
-            raise errors.UnknownPlan("no plan by that id on sale in that paid channel")
-        if plan is None and currency is not None:
-            raise errors.NotPayableThere("the channel sells no plan in Stars (XTR)")
-        if plan is None:
-            raise errors.UnknownChannel("no paid channel with a default plan by that id")
-        if plan["gateways"] is not None and gateway not in plan["gateways"]:
-            raise errors.GatewayNotOffered(f"the plan is not sold through {gateway}")
-        if gateway not in plan_gateways(plan, enabled):
-            raise errors.NotPayableThere(
-                f"a plan in {plan['currency']} is not paid through {gateway}: Telegram Stars"
-                f" take plans in {STARS_CURRENCY} only, and only they do"
-            )
+        plan = await _plan(conn, channel_id, gateway, plan_id, enabled)
         cur = await conn.execute(Q["upsert_person"], {"telegram_user_id": telegram_user_id})
         person = await store.one_row(cur)
         price = int(plan["price_minor"])

@@ -11,7 +11,7 @@ from typing import Any
 from botedge import outbox_store, sqlq, uploads
 from botedge.db import connection
 from botedge.events import Event, EventQueue, EventTable
-from botedge.text import escape_html
+from botedge.text import escape_html, short_hash, usdt
 from shared.db import Pool
 from shared.units import decimal_text, sun_for
 
@@ -20,20 +20,12 @@ Q = sqlq.Q
 AD_ORDER_EVENTS = EventTable("ad_order_events", ("order_id",))
 
 
-def short_hash(tx_hash: str) -> str:
-    return f"{tx_hash[:8]}…{tx_hash[-6:]}"
-
-
 def when(moment: dt.datetime | str | None) -> str:
     if moment is None:
         return "the deadline"
     if isinstance(moment, str):
         moment = dt.datetime.fromisoformat(moment)
     return moment.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-
-
-def usdt(micros: int) -> str:
-    return f"{decimal_text(micros)} USDT"
 
 
 REASONS = {
@@ -61,6 +53,48 @@ def _left(order: dict[str, Any], left_micros: int) -> str:
     return text
 
 
+def _approved(detail: dict[str, Any], order: dict[str, Any]) -> dict[str, Any]:
+    """The order's price in each coin it takes, the address as text and as a QR code."""
+    price = int(order["price_micros"])
+    lines = [f"Order #{order['id']} (<b>{escape_html(str(order['title']))}</b>) is approved."]
+    amounts = []
+    if order["accepts_usdt"]:
+        amounts.append(f"<b>{usdt(price)}</b> (TRC-20)")
+    if order["accepts_trx"] and order["trx_rate"]:
+        sun = sun_for(price, Decimal(order["trx_rate"]))
+        amounts.append(f"<b>{decimal_text(sun)} TRX</b>")
+    lines += [
+        "",
+        "Pay " + " or ".join(amounts) + " to",
+        f"<code>{escape_html(str(order['pay_to']))}</code>",
+        f"by {when(detail.get('due_at') or order['due_at'])}.",
+        "",
+        "Then send me the transaction hash here. You may pay in parts: send each hash.",
+    ]
+    return {
+        "method": "sendPhoto",
+        "caption": "\n".join(lines),
+        "parse_mode": "HTML",
+        **uploads.qr_photo(str(order["pay_to"])),
+    }
+
+
+def _why(detail: dict[str, Any], order: dict[str, Any]) -> str:
+    """Why a transaction was not counted, in the advertiser's terms."""
+    reason = str(detail.get("reason") or "")
+    if reason == "wrong_recipient":
+        went_to = escape_html(str(detail.get("detail") or "another address"))
+        return (
+            f"The coins went to <code>{went_to}</code>, not to the shop's address "
+            f"<code>{escape_html(str(order['pay_to']))}</code>."
+        )
+    if reason == "wrong_token":
+        taken = (("USDT (TRC-20)", order["accepts_usdt"]), ("TRX", order["accepts_trx"]))
+        coins = " or ".join(coin for coin, on in taken if on)
+        return f"It moved a coin this order does not take: it takes {coins}."
+    return REASONS.get(reason, "It could not be counted as a payment.")
+
+
 def event_message(
     kind: str, detail: dict[str, Any], order: dict[str, Any]
 ) -> dict[str, Any] | None:
@@ -71,26 +105,7 @@ def event_message(
     title = escape_html(str(order["title"]))
     price = int(order["price_micros"])
     if kind == "approved":
-        lines = [f"Order {number} (<b>{title}</b>) is approved.", "", "Pay"]
-        amounts = []
-        if order["accepts_usdt"]:
-            amounts.append(f"<b>{usdt(price)}</b> (TRC-20)")
-        if order["accepts_trx"] and order["trx_rate"]:
-            sun = sun_for(price, Decimal(order["trx_rate"]))
-            amounts.append(f"<b>{decimal_text(sun)} TRX</b>")
-        lines[-1] += " " + " or ".join(amounts) + " to"
-        lines += [
-            f"<code>{escape_html(str(order['pay_to']))}</code>",
-            f"by {when(detail.get('due_at') or order['due_at'])}.",
-            "",
-            "Then send me the transaction hash here. You may pay in parts: send each hash.",
-        ]
-        return {
-            "method": "sendPhoto",
-            "caption": "\n".join(lines),
-            "parse_mode": "HTML",
-            **uploads.qr_photo(str(order["pay_to"])),
-        }
+        return _approved(detail, order)
     if kind == "credited":
         if order["told_with_status"]:
             return None
@@ -113,27 +128,8 @@ def event_message(
         )
     elif kind == "claim_rejected":
         tx_hash = str(detail.get("tx_hash") or "")
-        reason = str(detail.get("reason") or "")
-        if reason == "wrong_recipient":
-            went_to = escape_html(str(detail.get("detail") or "another address"))
-            why = (
-                f"The coins went to <code>{went_to}</code>, not to the shop's address "
-                f"<code>{escape_html(str(order['pay_to']))}</code>."
-            )
-        elif reason == "wrong_token":
-            coins = " or ".join(
-                c
-                for c, on in (
-                    ("USDT (TRC-20)", order["accepts_usdt"]),
-                    ("TRX", order["accepts_trx"]),
-                )
-                if on
-            )
-            why = f"It moved a coin this order does not take: it takes {coins}."
-        else:
-            why = REASONS.get(reason, "It could not be counted as a payment.")
         shown = f" <code>{short_hash(tx_hash)}</code>" if tx_hash else ""
-        text = f"Transaction{shown} was not accepted for order {number}. {why}"
+        text = f"Transaction{shown} was not accepted for order {number}. {_why(detail, order)}"
     elif kind == "claim_waiting":
         shown = short_hash(str(detail.get("tx_hash") or ""))
         text = (

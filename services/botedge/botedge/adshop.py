@@ -25,8 +25,8 @@ from typing import Any
 from psycopg.types.json import Jsonb
 
 from botedge import sqlq
-from botedge.ad_messages import short_hash, usdt
-from botedge.handlers import (
+from botedge.outbox_store import Reply
+from botedge.routing import (
     Context,
     Routes,
     Step,
@@ -38,9 +38,8 @@ from botedge.handlers import (
     read_step,
     set_step,
 )
-from botedge.inbox_store import InboxRow
-from botedge.outbox_store import Reply
-from botedge.text import escape_html
+from botedge.text import escape_html, short_hash, usdt
+from botedge.updates import InboxRow
 from shared.db import Connection
 
 Q = sqlq.Q

@@ -245,3 +245,75 @@ async def set_blocked(conn: Connection, bot_id: int, user_id: int, blocked: bool
 
 async def move_channel(conn: Connection, old_chat_id: int, new_chat_id: int) -> None:
     await conn.execute(Q["move_channel"], {"old": old_chat_id, "new": new_chat_id})
+
+
+# -- channels -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Rights:
+    status: str
+    is_admin: bool
+    can_invite_users: bool
+    can_restrict_members: bool
+    error: str | None
+    # The chat's admins by Telegram id; None when not asked (the list kept stays).
+    admins: tuple[int, ...] | None = None
+
+    @classmethod
+    def of(cls, member: dict[str, Any]) -> Rights:
+        status = str(member.get("status") or "unknown")
+        creator = status == "creator"
+        return cls(
+            status=status,
+            is_admin=status in ("creator", "administrator"),
+            can_invite_users=creator or member.get("can_invite_users") is True,
+            can_restrict_members=creator or member.get("can_restrict_members") is True,
+            error=None,
+        )
+
+
+async def bot_token(conn: Connection, box: SecretBox, bot_id: int) -> tuple[int, str]:
+    cur = await conn.execute(Q["bot_token"], {"bot_id": bot_id})
+    row = await cur.fetchone()
+    if row is None:
+        raise errors.UnknownBot(f"no active bot {bot_id}")
+    return int(row["telegram_bot_id"]), box.open(row["token_encrypted"])
+
+
+async def save_channel(
+    conn: Connection, bot_id: int, info: dict[str, Any], rights: Rights, now: dt.datetime
+) -> dict[str, Any]:
+    cur = await conn.execute(
+        Q["upsert_channel_facts"],
+        {
+            "chat_id": int(info["id"]),
+            "title": str(info.get("title") or ""),
+            "username": info.get("username"),
+            "chat_type": info.get("type"),
+        },
+    )
+    channel = await cur.fetchone()
+    if channel is None:
+        raise errors.StoreError("the channel row was not written")
+    await record_rights(conn, bot_id, int(channel["id"]), rights, now)
+    return dict(channel)
+
+
+async def record_rights(
+    conn: Connection, bot_id: int, channel_id: int, rights: Rights, now: dt.datetime
+) -> None:
+    await conn.execute(
+        Q["upsert_bot_channel"],
+        {
+            "bot_id": bot_id,
+            "channel_id": channel_id,
+            "status": rights.status,
+            "is_admin": rights.is_admin,
+            "can_invite_users": rights.can_invite_users,
+            "can_restrict_members": rights.can_restrict_members,
+            "now": now,
+            "error": rights.error,
+            "admins": list(rights.admins) if rights.admins is not None else None,
+        },
+    )

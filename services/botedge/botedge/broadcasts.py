@@ -25,13 +25,13 @@ from typing import Any
 from psycopg.types.json import Jsonb
 
 from botedge import errors, sqlq
-from botedge.channels import bot_token
+from botedge.bot_store import bot_token
+from botedge.content import Content, content_reply
 from botedge.db import connection
-from botedge.gate import Content, content_reply
 from botedge.ids import ChatId
 from botedge.inbox_store import claim_lost
 from botedge.registration import upstream_error
-from botedge.telegram import BadRequest, BotApi, Forbidden, TelegramError
+from botedge.telegram import BadRequest, BotApi, Forbidden, TelegramError, unreachable
 from shared.db import Connection, Pool
 from shared.lifecycle import sleep_unless_stopped, wait_any
 from shared.listen import Notifier
@@ -53,14 +53,8 @@ CANCELLED = "broadcast_cancelled"
 # The LISTEN channel a new broadcast is announced on.
 QUEUED = "broadcasts"
 
+
 # What Telegram answers when a person cannot be written to at all (not a block).
-_UNREACHABLE = ("user is deactivated", "chat not found", "can't initiate conversation")
-
-
-def unreachable(description: str) -> bool:
-    return any(words in description.lower() for words in _UNREACHABLE)
-
-
 @dataclass(frozen=True)
 class Draft:
     """What a broadcast says: Telegram HTML, or a content of the bot; an optional URL button."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from botedge import errors, sqlq
-from botedge.channels import bot_token
+from botedge.bot_store import bot_token
 from botedge.db import connection
 from botedge.registration import upstream_error
 from botedge.telegram import BadRequest, BotApi, Forbidden, TelegramError

@@ -14,15 +14,15 @@ import datetime as dt
 import logging
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from botedge import errors, sqlq
+from botedge.bot_store import Rights, bot_token, record_rights, save_channel
 from botedge.db import connection
 from botedge.registration import upstream_error
 from botedge.telegram import BadRequest, BotApi, Forbidden, TelegramError
 from shared import telegram_shapes as shapes
-from shared.db import Connection, Pool
+from shared.db import Pool
 from shared.secretbox import SecretBox
 
 Q = sqlq.Q
@@ -51,37 +51,6 @@ def parse_chat(text: str) -> int | str:
     )
 
 
-@dataclass(frozen=True)
-class Rights:
-    status: str
-    is_admin: bool
-    can_invite_users: bool
-    can_restrict_members: bool
-    error: str | None
-    # The chat's admins by Telegram id; None when not asked (the list kept stays).
-    admins: tuple[int, ...] | None = None
-
-    @classmethod
-    def of(cls, member: dict[str, Any]) -> Rights:
-        status = str(member.get("status") or "unknown")
-        creator = status == "creator"
-        return cls(
-            status=status,
-            is_admin=status in ("creator", "administrator"),
-            can_invite_users=creator or member.get("can_invite_users") is True,
-            can_restrict_members=creator or member.get("can_restrict_members") is True,
-            error=None,
-        )
-
-
-async def bot_token(conn: Connection, box: SecretBox, bot_id: int) -> tuple[int, str]:
-    cur = await conn.execute(Q["bot_token"], {"bot_id": bot_id})
-    row = await cur.fetchone()
-    if row is None:
-        raise errors.UnknownBot(f"no active bot {bot_id}")
-    return int(row["telegram_bot_id"]), box.open(row["token_encrypted"])
-
-
 async def check(
     pool: Pool, api: BotApi, box: SecretBox, bot_id: int, chat: str, now: dt.datetime
 ) -> dict[str, Any]:
@@ -98,7 +67,7 @@ async def check(
         raise upstream_error("getChat", error) from None
     rights = await own_rights(api, token, int(info["id"]), me)
     async with connection(pool) as conn, conn.transaction():
-        channel = await save(conn, bot_id, info, rights, now)
+        channel = await save_channel(conn, bot_id, info, rights, now)
     return {
         "chat": {
             "id": channel["id"],
@@ -140,44 +109,6 @@ async def own_rights(api: BotApi, token: str, chat_id: int, me: int) -> Rights:
         if isinstance(a, dict) and isinstance((a.get("user") or {}).get("id"), int)
     )
     return dataclasses.replace(rights, admins=ids)
-
-
-async def save(
-    conn: Connection, bot_id: int, info: dict[str, Any], rights: Rights, now: dt.datetime
-) -> dict[str, Any]:
-    cur = await conn.execute(
-        Q["upsert_channel_facts"],
-        {
-            "chat_id": int(info["id"]),
-            "title": str(info.get("title") or ""),
-            "username": info.get("username"),
-            "chat_type": info.get("type"),
-        },
-    )
-    channel = await cur.fetchone()
-    if channel is None:
-        raise errors.StoreError("the channel row was not written")
-    await record_rights(conn, bot_id, int(channel["id"]), rights, now)
-    return dict(channel)
-
-
-async def record_rights(
-    conn: Connection, bot_id: int, channel_id: int, rights: Rights, now: dt.datetime
-) -> None:
-    await conn.execute(
-        Q["upsert_bot_channel"],
-        {
-            "bot_id": bot_id,
-            "channel_id": channel_id,
-            "status": rights.status,
-            "is_admin": rights.is_admin,
-            "can_invite_users": rights.can_invite_users,
-            "can_restrict_members": rights.can_restrict_members,
-            "now": now,
-            "error": rights.error,
-            "admins": list(rights.admins) if rights.admins is not None else None,
-        },
-    )
 
 
 async def recheck_all(

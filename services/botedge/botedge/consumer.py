@@ -22,11 +22,12 @@ from dataclasses import dataclass
 
 from botedge import errors, inbox_store
 from botedge.db import connection
-from botedge.handlers import Handler, RetryLater
-from botedge.inbox_store import InboxRow
+from botedge.errors import RetryLater
 from botedge.metrics import HANDLING_SECONDS, INBOX_CLAIMS, REPLIES_QUEUED, UPDATES_HANDLED
 from botedge.outbox_store import OutboxRow
+from botedge.routing import Handler
 from botedge.telegram import parked_delay
+from botedge.updates import InboxRow
 from shared.backoff import backoff_delay
 from shared.db import Pool, pipelined_transaction
 from shared.lifecycle import sleep_unless_stopped, wait_any

@@ -82,3 +82,23 @@ class Conflict(BotedgeError):
     """The state does not allow this change (cancelling a finished broadcast)."""
 
     slug = "conflict"
+
+
+class RetryLater(Exception):
+    """A dependency (Telegram, billing) could not be asked now (timeout, 5xx, 429): the update
+    is retried, not buried after the usual attempts, for as long as the worker's retry window
+    allows. `parked`: it was not even asked (its breaker is open), so the update waits without
+    spending a try or its window. `notice`: what the person waiting is told, once."""
+
+    def __init__(
+        self,
+        detail: str,
+        retry_after: float = 0.0,
+        *,
+        parked: bool = False,
+        notice: str | None = None,
+    ) -> None:
+        super().__init__(detail)
+        self.retry_after = retry_after
+        self.parked = parked
+        self.notice = notice

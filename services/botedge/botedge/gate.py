@@ -25,16 +25,23 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from botedge import admission, bot_store, sqlq
+from botedge import bot_store, sqlq
+from botedge.content import Content, content_reply
 from botedge.db import connection
-from botedge.handlers import Context, RetryLater, Routes, Visit
-from botedge.ids import ChatId
-from botedge.inbox_store import InboxRow
 from botedge.metrics import CONTENT_LOOKUPS
 from botedge.outbox_store import Reply
+from botedge.routing import Context, Routes, Visit
+from botedge.standing import intruder_replies, standing
 from botedge.stats import Counted
-from botedge.telegram import BadRequest, ServerError, TelegramError, TooManyRequests
+from botedge.telegram import (
+    BadRequest,
+    ServerError,
+    TelegramError,
+    TooManyRequests,
+    retry_later,
+)
 from botedge.text import escape_html
+from botedge.updates import InboxRow
 from shared.clock import SYSTEM_CLOCK, Clock
 from shared.db import Connection, Pool
 
@@ -72,7 +79,7 @@ def join_state_of(error: TelegramError) -> JoinState | None:
     """What a refused getChatMember says about the visitor; None: ask once more."""
     text = error.description.lower()
     if isinstance(error, ServerError | TooManyRequests):
-        raise RetryLater.telegram("getChatMember", error)
+        raise retry_later("getChatMember", error)
     if isinstance(error, BadRequest):
         if "user not found" in text:
             # Telegram has never seen the person there: not a member.
@@ -128,31 +135,6 @@ class GateChannel:
     chat_id: int
     title: str
     join_url: str | None
-
-
-@dataclass(frozen=True)
-class Content:
-    id: int
-    kind: str
-    body: str
-    file_kind: str | None
-    file_id: str | None
-    from_chat_id: int | None
-    message_id: int | None
-    default_gate: bool
-
-    @classmethod
-    def from_row(cls, row: dict[str, Any]) -> Content:
-        return cls(
-            id=int(row["id"]),
-            kind=str(row["kind"]),
-            body=str(row["body"]),
-            file_kind=row["file_kind"],
-            file_id=row["file_id"],
-            from_chat_id=row["from_chat_id"],
-            message_id=row["message_id"],
-            default_gate=bool(row["default_gate"]),
-        )
 
 
 Found = tuple[Content, tuple[GateChannel, ...]]
@@ -324,26 +306,6 @@ def gate_markup(content: Content, check: Check) -> dict[str, Any]:
     return {"inline_keyboard": rows}
 
 
-def content_reply(chat_id: ChatId, content: Content) -> Reply:
-    if content.kind == "post":
-        return Reply(
-            chat_id,
-            "copyMessage",
-            {
-                "chat_id": chat_id,
-                "from_chat_id": content.from_chat_id,
-                "message_id": content.message_id,
-            },
-        )
-    if content.kind == "file" and content.file_kind:
-        method = "send" + content.file_kind.capitalize()
-        payload: dict[str, Any] = {"chat_id": chat_id, content.file_kind: content.file_id}
-        if content.body:
-            payload["caption"] = content.body
-        return Reply(chat_id, method, payload)
-    return Reply(chat_id, "sendMessage", {"chat_id": chat_id, "text": content.body})
-
-
 async def _deliver_once(conn: Connection, visit: Visit, content: Content) -> bool:
     """Through the gate: counted each time, and the content's delivery recorded (and counted)
     the first time; whether this was the first."""
@@ -496,8 +458,9 @@ class _MemberChange:
         if not member:
             await conn.execute(Q["notify_gate"], {"payload": f"{chat['id']}:{user['id']}"})
             return []
-        found = await admission.standing(conn, visit.update.bot_id, chat["id"], user["id"])
-        return admission.intruder_replies(visit, found, chat["id"], user["id"], new["status"])
+        bot_id = visit.update.bot_id
+        found = await standing(conn, bot_id, chat["id"], user["id"])
+        return intruder_replies(bot_id, found, chat["id"], user["id"], new["status"])
 
 
 async def _credit_campaign(

@@ -3,7 +3,6 @@ pruning and the gauges. Functions take a connection from `botedge.db.connection(
 
 from __future__ import annotations
 
-import datetime as dt
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -14,62 +13,11 @@ from psycopg import AsyncCursor
 from psycopg.types.json import Jsonb
 
 from botedge import sqlq
-from botedge.ids import BotId, ChatId, UserId
 from botedge.outbox_store import OutboxRow, Reply, queue_reply
-from botedge.updates import Incoming
+from botedge.updates import InboxRow, Incoming
 from shared.db import Connection, pipelined_transaction
 
 Q = sqlq.Q
-
-
-@dataclass(frozen=True)
-class InboxRow:
-    """A claimed inbox row: one Telegram update in hand."""
-
-    id: int
-    bot_id: BotId
-    update_id: int
-    # The chat the update belongs to: the order key of the person's updates.
-    chat_key: ChatId
-    kind: str
-    payload: dict[str, Any]
-    attempt: int
-    lock_token: uuid.UUID
-    received_at: dt.datetime | None = None
-    # Its person was told it waits on a dependency (`tell_waiting`): its outcome comes anew.
-    told_waiting: bool = False
-
-    @classmethod
-    def from_row(cls, row: dict[str, Any]) -> InboxRow:
-        return cls(
-            id=int(row["id"]),
-            bot_id=BotId(int(row["bot_id"])),
-            update_id=int(row["update_id"]),
-            chat_key=ChatId(int(row["chat_key"])),
-            kind=str(row["kind"]),
-            payload=dict(row["payload"]),
-            attempt=int(row["attempt"]),
-            lock_token=row["lock_token"],
-            received_at=row.get("received_at"),
-            told_waiting=bool(row.get("told_waiting")),
-        )
-
-    @property
-    def claim(self) -> dict[str, Any]:
-        """The fence every transition of this claim compares against."""
-        return {"id": self.id, "lock_token": self.lock_token, "attempt": self.attempt}
-
-    @property
-    def body(self) -> dict[str, Any]:
-        value = self.payload.get(self.kind)
-        return value if isinstance(value, dict) else {}
-
-    @property
-    def sender_id(self) -> UserId:
-        """The Telegram user the update is from; in a private chat, the chat's id when the
-        update names no sender."""
-        sender = self.body.get("from") or {}
-        return UserId(int(sender.get("id") or self.chat_key))
 
 
 # -- intake -------------------------------------------------------------------------------

@@ -15,9 +15,9 @@ import datetime as dt
 from typing import Any
 
 from botedge import errors, outbox_store, sqlq
-from botedge.admission import ChannelStanding, removal_replies
-from botedge.channels import bot_token
+from botedge.bot_store import bot_token
 from botedge.db import connection
+from botedge.standing import ChannelStanding, removal_replies
 from botedge.telegram import BadRequest, BotApi, TelegramError
 from shared.db import Pool
 from shared.secretbox import SecretBox

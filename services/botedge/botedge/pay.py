@@ -17,16 +17,24 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import re
-from collections.abc import Awaitable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
-import httpx
-
-from botedge.handlers import (
+from botedge.billing_client import (
+    CODE_REFUSED,
+    STARS,
+    STARS_SUBSCRIPTION_PERIOD,
+    BillingClient,
+    CouponRefused,
+    Invoice,
+    Offer,
+    PlanOffer,
+    asked_by,
+)
+from botedge.ids import ChatId
+from botedge.outbox_store import Reply
+from botedge.routing import (
     Context,
-    RetryLater,
     Routes,
     Visit,
     callback_answer,
@@ -34,14 +42,10 @@ from botedge.handlers import (
     html_message,
     set_step,
 )
-from botedge.ids import ChatId
-from botedge.inbox_store import InboxRow
-from botedge.outbox_store import Reply
-from botedge.telegram import KEEPALIVE_SECONDS, ServerError, TelegramError, TooManyRequests
+from botedge.telegram import ServerError, TelegramError, TooManyRequests, retry_later
 from botedge.text import escape_html
-from shared.breaker import BreakerOpen, Breakers, guarded
+from botedge.updates import InboxRow
 from shared.db import Connection
-from shared.settings import Secret
 
 log = logging.getLogger("botedge.pay")
 
@@ -53,289 +57,15 @@ ASK_COUPON = "Send your coupon code as a message."
 NOT_A_CODE = "That does not look like a coupon code: letters, digits, - and _, 3 to 32 of them."
 COUPON_EXPIRED = "That was a while ago: press “I have a coupon” under the pay link again."
 
-CODE_REFUSED = "That code is unknown, used up or expired."
-CODE_USED = "You have used this code already."
 # An access code as sent: 10 to 32 symbols of base32 (A-Z, 2-7), letters and digits both, so
 # that a long word is not taken for one.
 ACCESS_CODE = re.compile(r"(?=.*[2-7])(?=.*[A-Za-z])[A-Za-z2-7]{10,32}", re.ASCII)
-
-# billing's name for Telegram Stars, and Telegram's limits on a Stars subscription.
-STARS = "telegram_stars"
-STARS_SUBSCRIPTION_PERIOD = 30 * 86400
-STARS_SUBSCRIPTION_CAP = 10_000
-
-# Told once to a person whose press waits on billing while it cannot be reached; the outcome
-# follows as a new message when it can.
-WAITING = (
-    "Payments are not answering right now. We are on it: you will get your answer here as "
-    "soon as they are back, no need to press again."
-)
 
 COUPON_STEP = "coupon"
 # How long the bot waits for the code after "I have a coupon".
 COUPON_TTL = dt.timedelta(hours=1)
 _CODE = re.compile(r"[A-Za-z0-9_-]{3,32}", re.ASCII)
 CANCEL_COUPON = {"text": "Cancel", "callback_data": "coupon:cancel"}
-
-
-@dataclass(frozen=True)
-class PlanOffer:
-    id: int
-    name: str
-    amount: str
-    currency: str
-    period_days: int
-    # The gateways it is sold through, of those billing has on; none for a trial.
-    gateways: tuple[str, ...]
-    kind: str = "regular"
-    # A bundle's channels, by title: one payment opens each.
-    channels: tuple[str, ...] = ()
-
-    @property
-    def trial(self) -> bool:
-        return self.kind == "trial"
-
-    @property
-    def subscribable(self) -> bool:
-        """Telegram renews Stars subscriptions every 30 days, at up to 10,000 Stars."""
-        return (
-            STARS in self.gateways
-            and self.period_days == 30
-            and self.amount.isdigit()
-            and int(self.amount) <= STARS_SUBSCRIPTION_CAP
-        )
-
-    def price(self) -> str:
-        days = "1 day" if self.period_days == 1 else f"{self.period_days} days"
-        if self.trial:
-            return f"free for {days}, once"
-        # Telegram writes Stars with its star.
-        money = f"{self.amount} ⭐" if self.currency == "XTR" else f"{self.amount} {self.currency}"
-        return f"{money} for {days}"
-
-
-@dataclass(frozen=True)
-class Offer:
-    channel_id: int
-    title: str
-    # On sale and payable through at least one gateway that is on, in the owner's order.
-    plans: tuple[PlanOffer, ...]
-    # Each gateway's name as people read it, as billing's registry gives it.
-    titles: dict[str, str] = field(default_factory=dict)
-
-    def gateway_title(self, gateway: str) -> str:
-        return self.titles.get(gateway, gateway)
-
-    def plan(self, plan_id: int) -> PlanOffer | None:
-        return next((p for p in self.plans if p.id == plan_id), None)
-
-
-@dataclass(frozen=True)
-class Invoice:
-    # None for Stars, paid inside Telegram.
-    pay_url: str | None
-    amount: str
-    currency: str
-    gateway: str
-    # The plan's price and the coupon's code, when a coupon took something off.
-    list_price: str | None = None
-    coupon: str | None = None
-    # Our order reference: a Stars invoice's payload.
-    order_reference: str = ""
-
-
-@dataclass(frozen=True)
-class CouponRefused:
-    # billing's words for why ("the coupon has expired").
-    detail: str
-
-
-def billing_http() -> httpx.AsyncClient:
-    """The worker's client for `BillingClient`: few calls, so httpx, its connections kept as
-    long as the Bot API's."""
-    return httpx.AsyncClient(limits=httpx.Limits(keepalive_expiry=KEEPALIVE_SECONDS))
-
-
-def asked_by(update: InboxRow) -> str:
-    """The key of the invoice an update asks for: the same however often it is retried."""
-    return f"botedge:{update.id}"
-
-
-class BillingClient:
-    """billing's internal endpoints, with the service token, behind billing's breaker. Any
-    answer that retrying could change (unreachable, timeout, 5xx, 429) is `RetryLater`, which
-    tells the person waiting that we are on it (`WAITING`); while the breaker is open the call
-    is not made and the update is parked."""
-
-    def __init__(
-        self,
-        client: httpx.AsyncClient,
-        base_url: str,
-        token: Secret,
-        breakers: Breakers | None = None,
-    ) -> None:
-        self.client = client
-        self.base_url = base_url.rstrip("/")
-        self.token = token
-        self.breaker = (breakers or Breakers()).get("billing", urlsplit(self.base_url).netloc)
-
-    async def _call(
-        self, method: str, path: str, *, timeout: float = 10.0, **kwargs: Any
-    ) -> httpx.Response:
-        def send() -> Awaitable[httpx.Response]:
-            return self.client.request(
-                method,
-                f"{self.base_url}{path}",
-                headers={"Authorization": f"Bearer {self.token.reveal()}"},
-                timeout=timeout,
-                **kwargs,
-            )
-
-        try:
-            response = await guarded(self.breaker, send)
-        except BreakerOpen as error:
-            raise RetryLater(
-                f"billing {path}: {error}", error.retry_after, parked=True, notice=WAITING
-            ) from None
-        except httpx.HTTPError as error:
-            raise RetryLater(f"billing {path}: {type(error).__name__}", notice=WAITING) from None
-        if response.status_code >= 500 or response.status_code == 429:
-            raise RetryLater(f"billing {path}: {response.status_code}", notice=WAITING)
-        return response
-
-    async def offer(self, channel_id: int) -> Offer | None:
-        """The channel's price and the gateways on; None when it is not a paid channel."""
-        response = await self._call("GET", "/internal/gateways", params={"channel_id": channel_id})
-        if response.status_code != 200:
-            raise RetryLater(f"billing /internal/gateways: {response.status_code}")
-        body = response.json()
-        offer = body.get("offer")
-        if not isinstance(offer, dict):
-            return None
-        plans = (
-            PlanOffer(
-                int(plan["id"]),
-                str(plan["name"]),
-                str(plan["amount"]),
-                str(plan["currency"]),
-                int(plan["period_days"]),
-                tuple(str(g) for g in plan["gateways"]),
-                str(plan.get("kind") or "regular"),
-                tuple(str(title) for title in plan.get("channels") or ()),
-            )
-            for plan in offer.get("plans") or ()
-        )
-        return Offer(
-            channel_id,
-            str(offer["title"]),
-            tuple(plan for plan in plans if plan.gateways or plan.trial),
-            {str(k): str(v) for k, v in (body.get("titles") or {}).items()},
-        )
-
-    async def pre_checkout(
-        self, telegram_user_id: int, payload: str, currency: str, total: int, *, timeout: float
-    ) -> str | None:
-        """None when Telegram may take the Stars; else billing's reason why not."""
-        response = await self._call(
-            "POST",
-            "/internal/stars/pre-checkout",
-            json={
-                "telegram_user_id": telegram_user_id,
-                "invoice_payload": payload[:128],
-                "currency": currency if len(currency) == 3 else "???",
-                "total_amount": total,
-            },
-            timeout=timeout,
-        )
-        if response.status_code == 422:
-            return "unknown"
-        if response.status_code != 200:
-            raise RetryLater(f"billing /internal/stars/pre-checkout: {response.status_code}")
-        body = response.json()
-        return None if body.get("ok") is True else str(body.get("reason") or "unknown")
-
-    async def trial(self, telegram_user_id: int, channel_id: int, plan_id: int) -> str:
-        """The channel's free trial taken ("started"), or why not: billing's words when the
-        person had it, "plan_off" when it is not on sale."""
-        response = await self._call(
-            "POST",
-            "/internal/trials",
-            json={
-                "telegram_user_id": telegram_user_id,
-                "channel_id": channel_id,
-                "plan_id": plan_id,
-            },
-        )
-        if response.status_code == 201:
-            return "started"
-        if response.status_code == 409:
-            return str(response.json().get("detail") or "you have had it already")
-        if response.status_code == 404:
-            return "plan_off"
-        raise RetryLater(f"billing /internal/trials: {response.status_code}")
-
-    async def redeem(self, telegram_user_id: int, code: str) -> dict[str, Any] | str:
-        """An access code's grant (`{"title", "days", "membership"}`), or what to tell the
-        person instead."""
-        response = await self._call(
-            "POST",
-            "/internal/access-codes/redeem",
-            json={"telegram_user_id": telegram_user_id, "code": code},
-        )
-        if response.status_code == 200:
-            return dict(response.json())
-        if response.status_code == 422:
-            used = {"field": "code", "code": "taken"} in (response.json().get("errors") or [])
-            return CODE_USED if used else CODE_REFUSED
-        if response.status_code == 429:
-            minutes = -(-int(response.headers.get("retry-after", "600")) // 60)
-            return f"Too many wrong codes: try again in {minutes} min."
-        raise RetryLater(f"billing /internal/access-codes/redeem: {response.status_code}")
-
-    async def invoice(
-        self,
-        telegram_user_id: int,
-        channel_id: int,
-        gateway: str,
-        plan_id: int,
-        coupon: str | None = None,
-        request_key: str | None = None,
-    ) -> Invoice | CouponRefused | str:
-        """A new invoice, or why there is none: the coupon's refusal, "not_paid", "plan_off"
-        or "gateway_off". Asked again under the same `request_key` (`asked_by`), billing
-        answers the invoice it made the first time."""
-        asked: dict[str, Any] = {
-            "telegram_user_id": telegram_user_id,
-            "channel_id": channel_id,
-            "gateway": gateway,
-            "plan_id": plan_id,
-        }
-        if coupon is not None:
-            asked["coupon"] = coupon
-        if request_key is not None:
-            asked["request_key"] = request_key
-        response = await self._call("POST", "/internal/invoices", json=asked)
-        problem = response.json() if response.status_code in (404, 422) and response.content else {}
-        if response.status_code == 404:
-            return "plan_off" if problem.get("type") == "/problems/unknown-plan" else "not_paid"
-        if response.status_code == 422:
-            if problem.get("type") == "/problems/coupon-refused":
-                return CouponRefused(str(problem.get("detail") or "it does not apply"))
-            return "gateway_off"
-        if response.status_code != 201:
-            raise RetryLater(f"billing /internal/invoices: {response.status_code}")
-        body = response.json()
-        # A coupon that took nothing off (a percentage of a few minor units) is not shown.
-        off = coupon is not None and body.get("list_price") != body["amount"]
-        return Invoice(
-            None if body.get("pay_url") is None else str(body["pay_url"]),
-            str(body["amount"]),
-            str(body["currency"]),
-            gateway,
-            str(body["list_price"]) if off else None,
-            coupon.strip().upper() if off and coupon else None,
-            str(body.get("order_reference") or ""),
-        )
 
 
 def offer_message(offer: Offer | None) -> tuple[str, dict[str, Any] | None]:
@@ -661,7 +391,7 @@ class _Subscribe:
                 ctx.token, "createInvoiceLink", stars_link_params(offer, plan, invoice)
             )
         except (ServerError, TooManyRequests) as error:
-            raise RetryLater.telegram("createInvoiceLink", error) from None
+            raise retry_later("createInvoiceLink", error) from None
         except TelegramError as error:
             log.warning("createInvoiceLink refused: %s", error)
             return Subscribing(offer, plan, "gateway_off")

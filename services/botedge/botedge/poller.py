@@ -15,14 +15,13 @@ import asyncio
 import contextlib
 import datetime as dt
 import logging
-from typing import Any
+from typing import Any, Protocol
 
 from botedge import bot_store, errors, inbox_store
 from botedge.db import connection
 from botedge.leases import Lease
 from botedge.metrics import IGNORED_KINDS, POLLED_UPDATES
 from botedge.pause import BotPause
-from botedge.stars import PreCheckout
 from botedge.telegram import BotApi, Conflict, TelegramError, TooManyRequests, Unauthorized
 from botedge.updates import ALLOWED_UPDATES, Incoming, MalformedUpdate, other_kind, parse
 from shared.backoff import backoff_delay
@@ -35,6 +34,12 @@ log = logging.getLogger("botedge.poller")
 
 BACKOFF_START = 5.0
 BACKOFF_CAP = 300.0
+
+
+class PreCheckout(Protocol):
+    """What answers a `pre_checkout_query` before it is stored (`stars.PreCheckout`)."""
+
+    async def answer(self, token: str, incoming: Incoming) -> None: ...
 
 
 class Poller:

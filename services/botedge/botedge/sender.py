@@ -17,7 +17,6 @@ from typing import Any, NamedTuple
 import psycopg
 
 from botedge import bot_store, errors, outbox_store, uploads
-from botedge.broadcasts import unreachable
 from botedge.buckets import Bucket
 from botedge.db import connection
 from botedge.leases import Lease
@@ -35,6 +34,7 @@ from botedge.telegram import (
     TelegramError,
     TooManyRequests,
     Unauthorized,
+    unreachable,
 )
 from shared.backoff import backoff_delay
 from shared.clock import SYSTEM_CLOCK, Clock

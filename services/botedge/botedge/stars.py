@@ -19,16 +19,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from botedge import sqlq
+from botedge.billing_client import BillingClient
 from botedge.db import connection
+from botedge.errors import RetryLater
 from botedge.events import Event, EventQueue, EventTable
-from botedge.handlers import Context, RetryLater, Routes, Visit, callback_answer, html_message
-from botedge.inbox_store import InboxRow
 from botedge.metrics import PRE_CHECKOUT_SECONDS, PRE_CHECKOUTS
 from botedge.outbox_store import Reply
-from botedge.pay import BillingClient
+from botedge.routing import Context, Routes, Visit, callback_answer, html_message
 from botedge.telegram import BadRequest, BotApi, ServerError, TelegramError, TooManyRequests
 from botedge.text import escape_html
-from botedge.updates import Incoming
+from botedge.updates import InboxRow, Incoming
 from shared.db import Connection, Pool
 
 log = logging.getLogger("botedge.stars")

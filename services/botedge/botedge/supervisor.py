@@ -12,30 +12,21 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-
-import httpx
+from dataclasses import dataclass
 
 from botedge import (
-    ad_messages,
-    admission,
-    adshop,
     bot_store,
     broadcasts,
     channels,
     errors,
-    gate,
     inbox_store,
     outbox_store,
-    pay,
     rollup,
-    stars,
 )
-from botedge.access import ACCESS_EVENTS, Access
 from botedge.consumer import ConsumerConfig, InboxConsumer
 from botedge.db import connection
-from botedge.events import EventQueue, consume
-from botedge.handlers import BotLogic, Handler
-from botedge.leases import Lease, holder_id
+from botedge.events import Event, EventQueue, consume
+from botedge.leases import Lease
 from botedge.marks import SentMarks
 from botedge.metrics import (
     BOTS_SERVED,
@@ -48,11 +39,11 @@ from botedge.metrics import (
 )
 from botedge.outbox_store import OutboxRow
 from botedge.pause import BotPause
-from botedge.poller import Poller
+from botedge.poller import Poller, PreCheckout
+from botedge.routing import Handler
 from botedge.sender import Limits, Sender
 from botedge.settings import BotedgeSettings
-from botedge.telegram import BotApi, BotClients
-from shared.breaker import Breakers
+from botedge.telegram import BotApi
 from shared.clock import SYSTEM_CLOCK, Clock
 from shared.db import Pool
 from shared.lifecycle import sleep_unless_stopped, wait_any
@@ -66,71 +57,53 @@ BOTS_REFRESH = 5.0
 LEASE_RELEASED = "lease"
 
 
+@dataclass(frozen=True)
+class WorkerParts:
+    """What a worker is built from (`app.compose_worker`): its clients and notices, what
+    handles each update, the event queues it works through and the broadcasts' fan-out.
+    `tokens` is shared with what reads Telegram for a bot: the supervisor fills it as bots
+    load."""
+
+    api: BotApi
+    box: SecretBox
+    holder: str
+    notifier: Notifier
+    listener: Listener
+    tokens: dict[int, str]
+    handler: Handler
+    pre_checkout: PreCheckout
+    queues: tuple[tuple[EventQueue, Callable[[Event], Awaitable[None]]], ...]
+    fan_out: broadcasts.FanOut
+
+
 class WorkerSupervisor:
     def __init__(
         self,
         settings: BotedgeSettings,
         pool: Pool,
-        http: httpx.AsyncClient,
-        telegram: BotClients,
-        handler: Handler | None = None,
+        parts: WorkerParts,
         *,
         clock: Clock = SYSTEM_CLOCK,
-        breakers: Breakers | None = None,
     ) -> None:
         self.settings = settings
         self.clock = clock
         self.pool = pool
-        self.api = BotApi(telegram, settings.telegram_api_base, breakers)
-        self.box = SecretBox(settings.bot_token_key)
-        self.holder = holder_id()
-        self.notifier = Notifier(pool)
-        self.listener = Listener(
-            settings.common.database_url.reveal(),
-            (
-                "inbox",
-                "outbox",
-                gate.CHANNEL,
-                gate.CONTENTS_CHANNEL,
-                broadcasts.QUEUED,
-                broadcasts.CANCELLED,
-                LEASE_RELEASED,
-            ),
-        )
-        # Tokens of the bots loaded below, for the handlers' reads from Telegram.
-        self.tokens: dict[int, str] = {}
+        self.api = parts.api
+        self.box = parts.box
+        self.holder = parts.holder
+        self.notifier = parts.notifier
+        self.listener = parts.listener
+        self.tokens = parts.tokens
+        self.pre_checkout = parts.pre_checkout
+        self.queues = parts.queues
+        self.fan_out = parts.fan_out
         # Their Telegram ids beside their tokens, for asking about the bot itself.
         self.identities: dict[int, tuple[int, str]] = {}
-        self.joined = gate.JoinedCache(clock=clock)
-        self.listener.subscribe(gate.CHANNEL, self.joined.forget)
-        self.contents = gate.ContentCache(self.listener.connected.is_set, clock=clock)
-        self.listener.subscribe(gate.CONTENTS_CHANNEL, self.contents.clear)
         LISTENING.set_function(lambda: float(self.listener.connected.is_set()))
-        # A notice sent while the connection was down is lost: start the caches over.
-        self.listener.on_reconnect(self.joined.clear)
-        self.listener.on_reconnect(self.contents.clear)
         self.stopping = asyncio.Event()
-        self.billing = pay.BillingClient(
-            http, settings.billing_url, settings.service_token, self.api.breakers
-        )
-        # Pollers answer pre-checkout queries as they take them in.
-        self.pre_checkout = stars.PreCheckout(self.api, self.billing)
         self.consumer = InboxConsumer(
             pool,
-            handler
-            or BotLogic(
-                self.api,
-                self.tokens.get,
-                features=[
-                    gate.Gate(pool, self.joined, self.contents),
-                    adshop.AdShop(),
-                    admission.Admission(pool, settings.invite_link_hours, clock),
-                    pay.Pay(self.billing),
-                    stars.Stars(pool),
-                ],
-                clock=clock,
-                pool=pool,
-            ),
+            parts.handler,
             self.notifier,
             asyncio.Event(),
             ConsumerConfig(
@@ -149,42 +122,6 @@ class WorkerSupervisor:
         self.listener.subscribe("inbox", self.consumer.announced)
         # What was announced while the connection was down is claimed now.
         self.listener.on_reconnect(self.consumer.wakeup.set)
-        self.access = Access(
-            pool,
-            self.api,
-            self.tokens.get,
-            EventQueue(
-                pool,
-                ACCESS_EVENTS,
-                lease_seconds=settings.lock_seconds,
-                max_attempts=settings.access_max_attempts,
-                backoff_base=settings.access_retry_base,
-            ),
-            invite_hours=settings.invite_link_hours,
-            clock=clock,
-        )
-        self.star_refunds = stars.StarRefunds(
-            pool,
-            self.api,
-            self.tokens.get,
-            EventQueue(
-                pool,
-                stars.STAR_REFUNDS,
-                lease_seconds=settings.lock_seconds,
-                max_attempts=settings.access_max_attempts,
-                backoff_base=settings.access_retry_base,
-            ),
-        )
-        self.ad_events = ad_messages.AdEvents(
-            pool,
-            EventQueue(
-                pool,
-                ad_messages.AD_ORDER_EVENTS,
-                lease_seconds=settings.lock_seconds,
-                max_attempts=settings.access_max_attempts,
-                backoff_base=settings.access_retry_base,
-            ),
-        )
         # Every sender of this worker records its sends through one group commit.
         self.marks = SentMarks(pool)
         # This worker's senders, by bot, while they run (while it holds their send leases).
@@ -202,16 +139,6 @@ class WorkerSupervisor:
         # One per bot, shared by its sender and poller: a 429 to either quiets both.
         self.pauses: dict[int, BotPause] = {}
         self.tasks: list[asyncio.Task[None]] = []
-        self.fan_out = broadcasts.FanOut(
-            pool,
-            self.notifier,
-            self.holder,
-            lease_seconds=settings.lock_seconds,
-            poll_interval=settings.poll_interval,
-            wakeup=self.listener.event(broadcasts.QUEUED),
-            batch=settings.broadcast_batch,
-            window=settings.broadcast_window,
-        )
         self.listener.subscribe(broadcasts.CANCELLED, broadcasts.drop_on_cancel(self._drop_sends))
 
     async def start(self) -> None:
@@ -232,11 +159,7 @@ class WorkerSupervisor:
                 loop.create_task(
                     consume(queue, handle, self.stopping, poll_interval=self.settings.poll_interval)
                 )
-                for queue, handle in (
-                    (self.access.queue, self.access.handle),
-                    (self.ad_events.queue, self.ad_events.handle),
-                    (self.star_refunds.queue, self.star_refunds.handle),
-                )
+                for queue, handle in self.queues
             ),
         ]
 

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
+from botedge.errors import RetryLater
 from botedge.uploads import File
 from shared.breaker import Breaker, Breakers
 
@@ -279,3 +280,17 @@ def unwrap(answer: Answer) -> Any:
     kind = _BY_CODE.get(code, ServerError if code >= 500 else BadRequest)
     return_error = kind(code, description, retry_after=retry_after, parameters=parameters)
     raise return_error
+
+
+_UNREACHABLE = ("user is deactivated", "chat not found", "can't initiate conversation")
+
+
+def unreachable(description: str) -> bool:
+    return any(words in description.lower() for words in _UNREACHABLE)
+
+
+def retry_later(what: str, error: TelegramError) -> RetryLater:
+    """A Bot API call that failed as Telegram failing (5xx, 429, its breaker open): the update
+    waits; parked without spending a try while the breaker is open."""
+    parked = isinstance(error, CircuitOpen)
+    return RetryLater(f"{what}: {error}", error.retry_after or 0.0, parked=parked)

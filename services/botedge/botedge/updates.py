@@ -1,11 +1,15 @@
-"""Which Telegram updates the edge acts on, and whose queue each one joins."""
+"""Which Telegram updates the edge acts on, whose queue each one joins, and an update as a
+worker holds it (`InboxRow`)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from botedge.ids import BotId, ChatId, UserId
 from shared.jsonsafe import storage_problem
 from shared.telegram_text import utf16_units
 
@@ -42,6 +46,56 @@ class Incoming:
 
     def as_json(self) -> str:
         return json.dumps(self.payload, ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class InboxRow:
+    """A claimed inbox row: one Telegram update in hand."""
+
+    id: int
+    bot_id: BotId
+    update_id: int
+    # The chat the update belongs to: the order key of the person's updates.
+    chat_key: ChatId
+    kind: str
+    payload: dict[str, Any]
+    attempt: int
+    lock_token: uuid.UUID
+    received_at: dt.datetime | None = None
+    # Its person was told it waits on a dependency (`tell_waiting`): its outcome comes anew.
+    told_waiting: bool = False
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> InboxRow:
+        return cls(
+            id=int(row["id"]),
+            bot_id=BotId(int(row["bot_id"])),
+            update_id=int(row["update_id"]),
+            chat_key=ChatId(int(row["chat_key"])),
+            kind=str(row["kind"]),
+            payload=dict(row["payload"]),
+            attempt=int(row["attempt"]),
+            lock_token=row["lock_token"],
+            received_at=row.get("received_at"),
+            told_waiting=bool(row.get("told_waiting")),
+        )
+
+    @property
+    def claim(self) -> dict[str, Any]:
+        """The fence every transition of this claim compares against."""
+        return {"id": self.id, "lock_token": self.lock_token, "attempt": self.attempt}
+
+    @property
+    def body(self) -> dict[str, Any]:
+        value = self.payload.get(self.kind)
+        return value if isinstance(value, dict) else {}
+
+    @property
+    def sender_id(self) -> UserId:
+        """The Telegram user the update is from; in a private chat, the chat's id when the
+        update names no sender."""
+        sender = self.body.get("from") or {}
+        return UserId(int(sender.get("id") or self.chat_key))
 
 
 def _int_at(obj: Any, *path: str) -> int:

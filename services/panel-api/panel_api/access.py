@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from enum import StrEnum
-from typing import Annotated, Any, Generic, Literal, LiteralString, Protocol, TypeVar
+from typing import Annotated, Any, Generic, LiteralString, Protocol, TypeVar, get_args
 
 import msgspec
 from psycopg import sql
@@ -208,14 +208,15 @@ class Listing:
     query: str
     key: tuple[Column, ...]
     sorts: tuple[Column, ...]
+    sort_type: Any
+    """The `Literal` a list query's `sort` field has: each sort's name, and with `-` before it
+    for descending, in the order of `sorts` (the values, their check and the OpenAPI enum
+    come from it; a listing whose sorts it does not name stops the service at import)."""
 
-    @property
-    def sort_values(self) -> Any:
-        """The type of a list query's `sort`: each sort's name, and with `-` before it for
-        descending. A list's query struct names it as its field's type (mypy cannot see it,
-        hence the `type: ignore`), so the values, their check and the OpenAPI enum come from
-        the listing."""
-        return Literal[tuple(v for c in self.sorts for v in (c.name, f"-{c.name}"))]
+    def __post_init__(self) -> None:
+        named = tuple(v for c in self.sorts for v in (c.name, f"-{c.name}"))
+        if get_args(self.sort_type) != named:
+            raise TypeError(f"{self.query}: its sort type must be Literal{list(named)}")
 
     async def page(
         self, request: Request, where: Sorted, params: dict[str, Any]

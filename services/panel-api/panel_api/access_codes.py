@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import secrets
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 from starlette.requests import Request
@@ -30,7 +30,7 @@ from panel_api.access import (
     path_id,
     query,
 )
-from panel_api.ledger import Id
+from panel_api.fields import Id
 from shared.clock import Clock
 from shared.db import Connection
 from shared.errors import json_body
@@ -112,19 +112,28 @@ class CodeUse(msgspec.Struct):
     used_at: dt.datetime
 
 
-CODES = Listing("access_codes_list", key=(ID,), sorts=(ID, Column("uses", int), CREATED))
-USES = Listing("access_code_uses_list", key=(ID,), sorts=(ID, Column("used_at", dt.datetime)))
+CodesSort = Literal["id", "-id", "uses", "-uses", "created_at", "-created_at"]
+CODES = Listing(
+    "access_codes_list", key=(ID,), sorts=(ID, Column("uses", int), CREATED), sort_type=CodesSort
+)
+UsesSort = Literal["id", "-id", "used_at", "-used_at"]
+USES = Listing(
+    "access_code_uses_list",
+    key=(ID,),
+    sorts=(ID, Column("used_at", dt.datetime)),
+    sort_type=UsesSort,
+)
 
 
 class AccessCodeQuery(Paged, kw_only=True):
     channel: Id | None = None
     active: bool | None = None
-    sort: CODES.sort_values = "-id"  # type: ignore[name-defined]
+    sort: CodesSort = "-id"
 
 
 class CodeUseExport(msgspec.Struct, kw_only=True):
     code: Id | None = None
-    sort: USES.sort_values = "-id"  # type: ignore[name-defined]
+    sort: UsesSort = "-id"
 
 
 class CodeUseQuery(CodeUseExport, kw_only=True):

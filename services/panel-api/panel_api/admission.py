@@ -30,8 +30,8 @@ from panel_api.access import (
     path_id,
     query,
 )
+from panel_api.fields import Id
 from panel_api.internal import Internal, relayed
-from panel_api.ledger import Id
 from panel_api.sqlq import Q
 from shared.clock import Clock
 from shared.errors import json_body
@@ -47,11 +47,12 @@ Until = Annotated[dt.datetime, msgspec.Meta(tz=True)]
 
 
 USER = Column("telegram_user_id", int)
-WHITELIST = Listing("whitelist_list", key=(USER,), sorts=(USER, CREATED))
+WhitelistSort = Literal["telegram_user_id", "-telegram_user_id", "created_at", "-created_at"]
+WHITELIST = Listing("whitelist_list", key=(USER,), sorts=(USER, CREATED), sort_type=WhitelistSort)
 
 
 class WhitelistQuery(Paged, kw_only=True):
-    sort: WHITELIST.sort_values = "telegram_user_id"  # type: ignore[name-defined]
+    sort: WhitelistSort = "telegram_user_id"
 
 
 class WhitelistEntry(msgspec.Struct):

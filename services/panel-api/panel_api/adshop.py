@@ -30,8 +30,8 @@ from panel_api.access import (
     path_id,
     query,
 )
+from panel_api.fields import Id
 from panel_api.internal import Internal, relayed
-from panel_api.ledger import Id
 from shared.clock import Clock
 from shared.db import Connection
 from shared.errors import json_body
@@ -86,18 +86,39 @@ class Slot(msgspec.Struct):
 
 
 PRICE = Column("price_micros", int)
-SLOTS = Listing("ad_slots_list", key=(ID,), sorts=(ID, Column("title", str), PRICE, CREATED))
+SlotsSort = Literal[
+    "id", "-id", "title", "-title", "price_micros", "-price_micros", "created_at", "-created_at"
+]
+SLOTS = Listing(
+    "ad_slots_list",
+    key=(ID,),
+    sorts=(ID, Column("title", str), PRICE, CREATED),
+    sort_type=SlotsSort,
+)
 
 
 class SlotQuery(Paged, kw_only=True):
     bot: Id | None = None
-    sort: SLOTS.sort_values = "id"  # type: ignore[name-defined]
+    sort: SlotsSort = "id"
 
 
+OrdersSort = Literal[
+    "id",
+    "-id",
+    "created_at",
+    "-created_at",
+    "price_micros",
+    "-price_micros",
+    "paid_micros",
+    "-paid_micros",
+    "status",
+    "-status",
+]
 ORDERS = Listing(
     "ad_orders_list",
     key=(ID,),
     sorts=(ID, CREATED, PRICE, Column("paid_micros", int), Column("status", str)),
+    sort_type=OrdersSort,
 )
 
 
@@ -106,7 +127,7 @@ class OrderQuery(Paged, kw_only=True):
     bot: Id | None = None
     since: Annotated[dt.datetime, msgspec.Meta(tz=True)] | None = None
     until: Annotated[dt.datetime, msgspec.Meta(tz=True)] | None = None
-    sort: ORDERS.sort_values = "-id"  # type: ignore[name-defined]
+    sort: OrdersSort = "-id"
 
 
 class Order(msgspec.Struct):

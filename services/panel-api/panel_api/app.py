@@ -27,6 +27,7 @@ from panel_api.coupons import Coupons
 from panel_api.gate import Gate
 from panel_api.internal import Internal
 from panel_api.ledger import Ledger
+from panel_api.operations import Operations
 from panel_api.passwords import Passwords
 from panel_api.plans import Plans
 from panel_api.settings import PanelSettings
@@ -113,6 +114,7 @@ def create_app(
     first_start = first_run.Setup(clock, settings.trusted_proxies, passwords)
     team = Team(clock, passwords)
     ledger = Ledger(billing, clock)
+    operations = Operations(billing, clock)
     bots = Bots(clock, SecretBox(settings.bot_token_key), botedge)
     gate = Gate(clock, botedge)
     admission = Admission(clock, billing)
@@ -134,6 +136,7 @@ def create_app(
                     first_start,
                     team,
                     ledger,
+                    operations,
                     bots,
                     gate,
                     admission,

@@ -97,24 +97,34 @@ class Replayed(msgspec.Struct):
     replayed: int
 
 
+BotsSort = Literal[
+    "id", "-id", "username", "-username", "status", "-status", "created_at", "-created_at"
+]
 BOTS = Listing(
-    "bots_list", key=(ID,), sorts=(ID, Column("username", str), Column("status", str), CREATED)
+    "bots_list",
+    key=(ID,),
+    sorts=(ID, Column("username", str), Column("status", str), CREATED),
+    sort_type=BotsSort,
 )
 
 
 class BotQuery(Paged, kw_only=True):
-    sort: BOTS.sort_values = "id"  # type: ignore[name-defined]
+    sort: BotsSort = "id"
 
 
+DeadSort = Literal[
+    "id", "-id", "bot_id", "-bot_id", "attempt", "-attempt", "received_at", "-received_at"
+]
 DEAD = Listing(
     "dead_updates_list",
     key=(ID,),
     sorts=(ID, Column("bot_id", int), Column("attempt", int), Column("received_at", dt.datetime)),
+    sort_type=DeadSort,
 )
 
 
 class DeadQuery(Paged, kw_only=True):
-    sort: DEAD.sort_values = "id"  # type: ignore[name-defined]
+    sort: DeadSort = "id"
 
 
 class Bots:

@@ -29,8 +29,8 @@ from panel_api.access import (
     path_id,
     query,
 )
+from panel_api.fields import Id
 from panel_api.internal import Internal, relayed
-from panel_api.ledger import Id
 from shared.clock import Clock
 from shared.db import Connection
 from shared.errors import json_body
@@ -99,13 +99,14 @@ class Audience(msgspec.Struct):
     unreachable: int
 
 
-BROADCASTS = Listing("broadcasts_list", key=(ID,), sorts=(ID, CREATED))
+BroadcastsSort = Literal["id", "-id", "created_at", "-created_at"]
+BROADCASTS = Listing("broadcasts_list", key=(ID,), sorts=(ID, CREATED), sort_type=BroadcastsSort)
 
 
 class BroadcastQuery(Paged, kw_only=True):
     bot: Id | None = None
     state: State | None = None
-    sort: BROADCASTS.sort_values = "-id"  # type: ignore[name-defined]
+    sort: BroadcastsSort = "-id"
 
 
 class AudienceQuery(msgspec.Struct, forbid_unknown_fields=True):

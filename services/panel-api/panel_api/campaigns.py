@@ -9,7 +9,7 @@ person and marks the first leave after it.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 from starlette.requests import Request
@@ -29,8 +29,8 @@ from panel_api.access import (
     path_id,
     query,
 )
+from panel_api.fields import Id
 from panel_api.internal import Internal, relayed
-from panel_api.ledger import Id
 from shared.clock import Clock
 from shared.db import Connection
 from shared.errors import json_body
@@ -83,6 +83,9 @@ class CampaignDetail(msgspec.Struct):
     days: list[CampaignDay]
 
 
+CampaignsSort = Literal[
+    "id", "-id", "name", "-name", "joins", "-joins", "net", "-net", "created_at", "-created_at"
+]
 CAMPAIGNS = Listing(
     "campaigns_list",
     key=(ID,),
@@ -93,13 +96,14 @@ CAMPAIGNS = Listing(
         Column("net", int),
         CREATED,
     ),
+    sort_type=CampaignsSort,
 )
 
 
 class CampaignQuery(Paged, kw_only=True):
     bot: Id | None = None
     channel: Id | None = None
-    sort: CAMPAIGNS.sort_values = "-id"  # type: ignore[name-defined]
+    sort: CampaignsSort = "-id"
 
 
 class Campaigns:

@@ -102,31 +102,34 @@ from panel_api.gate import (
     NewChannel,
 )
 from panel_api.ledger import (
-    AccessEvent,
-    AccessEventQuery,
-    AccessRetried,
     Dashboard,
-    GatewayEvent,
-    GatewayEventQuery,
-    Gateways,
     History,
     Invoice,
-    InvoiceMade,
     InvoiceQuery,
     Ledger,
     Membership,
     MembershipExport,
     MembershipQuery,
-    NewInvoice,
     Payment,
     PaymentExport,
     PaymentQuery,
     PeopleExport,
     PeopleQuery,
-    Reconciled,
-    RefundAsked,
     TelegramPerson,
     Visitor,
+)
+from panel_api.operations import (
+    AccessEvent,
+    AccessEventQuery,
+    AccessRetried,
+    GatewayEvent,
+    GatewayEventQuery,
+    Gateways,
+    InvoiceMade,
+    NewInvoice,
+    Operations,
+    Reconciled,
+    RefundAsked,
 )
 from panel_api.plans import NewPlan, Plan, PlanChange, PlanQuery, Plans
 from panel_api.sessions import COOKIE, CSRF_HEADER, CSRF_VALUE
@@ -367,7 +370,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         status=201,
         body=NewInvoice,
         problems=(404,),
-        handler=Ledger.create_invoice,
+        handler=Operations.create_invoice,
         rules=(
             "the gateway is on here",
             "the plan is sold through the gateway",
@@ -382,7 +385,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         Role.ADMIN,
         Reconciled,
         problems=(503,),
-        handler=Ledger.reconcile,
+        handler=Operations.reconcile,
     ),
     ("POST", "/v1/reconcile/fix"): Operation(
         "Write each differing membership as its history has it (billing does it, each under"
@@ -390,7 +393,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         Role.OWNER,
         Reconciled,
         problems=(503,),
-        handler=Ledger.reconcile_fix,
+        handler=Operations.reconcile_fix,
     ),
     ("POST", "/v1/payments/{payment_id:int}/refund"): Operation(
         "Refund a Telegram Stars payment: the Stars go back and what the payment bought is"
@@ -399,7 +402,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         RefundAsked,
         status=202,
         problems=(404, 422, 503),
-        handler=Ledger.refund_payment,
+        handler=Operations.refund_payment,
         rules=("only an applied Stars payment; a gateway's refund arrives by its webhook",),
     ),
     **{
@@ -422,27 +425,27 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         Role.VIEWER,
         Gateways,
         problems=(503,),
-        handler=Ledger.gateways,
+        handler=Operations.gateways,
     ),
     ("GET", "/v1/gateway-events"): Operation(
         "Gateway deliveries that need the owner",
         Role.VIEWER,
         Page[GatewayEvent],
         query=GatewayEventQuery,
-        handler=Ledger.gateway_events,
+        handler=Operations.gateway_events,
     ),
     ("GET", "/v1/access-events"): Operation(
         "Channel access from billing as botedge does it: state, attempts, last error",
         Role.VIEWER,
         Page[AccessEvent],
         query=AccessEventQuery,
-        handler=Ledger.access_events,
+        handler=Operations.access_events,
     ),
     ("POST", "/v1/access-events/{event_id:int}/retry"): Operation(
         "Put a failed access event back in line",
         Role.ADMIN,
         AccessRetried,
-        handler=Ledger.retry_access_event,
+        handler=Operations.retry_access_event,
     ),
     ("GET", "/v1/channels"): Operation(
         "Channels, their plans and each bot's rights there (flagged where it cannot act)",

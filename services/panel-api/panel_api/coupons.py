@@ -31,8 +31,7 @@ from panel_api.access import (
     path_id,
     query,
 )
-from panel_api.ledger import Id
-from panel_api.plans import Currency, Price, price_minor
+from panel_api.fields import Currency, Id, Price, price_minor
 from shared.clock import Clock
 from shared.currencies import major_text
 from shared.db import Connection
@@ -123,22 +122,30 @@ class Redemption(msgspec.Struct):
         self.amount = major_text(self.amount_minor, self.currency)
 
 
+CouponsSort = Literal["id", "-id", "code", "-code", "uses", "-uses", "created_at", "-created_at"]
 COUPONS = Listing(
-    "coupons_list", key=(ID,), sorts=(ID, Column("code", str), Column("uses", int), CREATED)
+    "coupons_list",
+    key=(ID,),
+    sorts=(ID, Column("code", str), Column("uses", int), CREATED),
+    sort_type=CouponsSort,
 )
+RedemptionsSort = Literal["id", "-id", "redeemed_at", "-redeemed_at"]
 REDEMPTIONS = Listing(
-    "coupon_redemptions_list", key=(ID,), sorts=(ID, Column("redeemed_at", dt.datetime))
+    "coupon_redemptions_list",
+    key=(ID,),
+    sorts=(ID, Column("redeemed_at", dt.datetime)),
+    sort_type=RedemptionsSort,
 )
 
 
 class CouponQuery(Paged, kw_only=True):
     active: bool | None = None
-    sort: COUPONS.sort_values = "-id"  # type: ignore[name-defined]
+    sort: CouponsSort = "-id"
 
 
 class RedemptionExport(msgspec.Struct, kw_only=True):
     coupon: Id | None = None
-    sort: REDEMPTIONS.sort_values = "-id"  # type: ignore[name-defined]
+    sort: RedemptionsSort = "-id"
 
 
 class RedemptionQuery(RedemptionExport, kw_only=True):

@@ -31,9 +31,8 @@ from panel_api.access import (
     path_id,
     query,
 )
+from panel_api.fields import Currency, GraceDays, Id, PeriodDays, Price, price_minor
 from panel_api.internal import Internal, relayed
-from panel_api.ledger import Id
-from panel_api.plans import Currency, GraceDays, PeriodDays, Price, price_minor
 from shared.clock import Clock
 from shared.currencies import major_text
 from shared.db import Connection
@@ -180,17 +179,31 @@ class Content(msgspec.Struct):
     updated_at: dt.datetime
 
 
+ChannelsSort = Literal["id", "-id", "title", "-title", "telegram_chat_id", "-telegram_chat_id"]
 CHANNELS = Listing(
     "channels_list",
     key=(ID,),
     sorts=(ID, Column("title", str), Column("telegram_chat_id", int)),
+    sort_type=ChannelsSort,
 )
 
 
 class ChannelQuery(Paged, kw_only=True):
-    sort: CHANNELS.sort_values = "id"  # type: ignore[name-defined]
+    sort: ChannelsSort = "id"
 
 
+ContentsSort = Literal[
+    "id",
+    "-id",
+    "code",
+    "-code",
+    "bot_id",
+    "-bot_id",
+    "created_at",
+    "-created_at",
+    "updated_at",
+    "-updated_at",
+]
 CONTENTS = Listing(
     "contents_list",
     key=(ID,),
@@ -201,12 +214,13 @@ CONTENTS = Listing(
         CREATED,
         Column("updated_at", dt.datetime),
     ),
+    sort_type=ContentsSort,
 )
 
 
 class ContentQuery(Paged, kw_only=True):
     bot: Id | None = None
-    sort: CONTENTS.sort_values = "id"  # type: ignore[name-defined]
+    sort: ContentsSort = "id"
 
 
 class Gate:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable
 from decimal import Decimal
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 import msgspec
 from starlette.requests import Request
@@ -27,48 +27,30 @@ from panel_api.access import (
     Who,
     Word,
     answer,
-    audit,
     converted,
     person_search,
     query,
 )
-from panel_api.internal import Internal, relayed
+from panel_api.fields import ID_LIMIT, Id, MembershipStatus, Priced
+from panel_api.internal import Internal
 from shared.clock import Clock
 from shared.currencies import major_text
-from shared.errors import json_body
-from shared.units import decimal_text
 from shared.web import runtime
 
-_LOW = 2**31
-Id = Annotated[int, msgspec.Meta(ge=1, lt=_LOW)]
-MembershipStatus = Literal["active", "grace", "expired"]
-Attention = Literal["orphan", "amount_mismatch", "conflict", "gateway_mismatch", "refund_unknown"]
-# Amounts in minor units, as text: exact whatever their size.
-Minor = str
 R = TypeVar("R")
 
 
-class NewInvoice(msgspec.Struct, forbid_unknown_fields=True):
-    telegram_user_id: Annotated[int, msgspec.Meta(gt=0, le=2**63 - 1)]
-    channel_id: Id
-    # The card gateways billing knows (Stars invoices are sent by the bot).
-    gateway: Literal["subgate", "wayforpay", "stripe"]
-    # Without it, the channel's default plan.
-    plan_id: Id | None = None
-
-
-class InvoiceMade(msgspec.Struct):
-    """billing's answer to a new invoice, relayed."""
-
-    order_reference: str
-    amount: str
-    currency: str
-    gateway: str
-    plan_id: int
-    pay_url: str
-
-
 BOT = Column("bot_id", int)
+PeopleSort = Literal[
+    "bot_id",
+    "-bot_id",
+    "first_seen_at",
+    "-first_seen_at",
+    "last_seen_at",
+    "-last_seen_at",
+    "telegram_user_id",
+    "-telegram_user_id",
+]
 PEOPLE = Listing(
     "people_list",
     key=(BOT, Column("person_id", int)),
@@ -78,13 +60,14 @@ PEOPLE = Listing(
         Column("last_seen_at", dt.datetime),
         Column("telegram_user_id", int),
     ),
+    sort_type=PeopleSort,
 )
 
 
 class PeopleExport(msgspec.Struct, kw_only=True):
     bot: Id | None = None
     q: Search | None = None
-    sort: PEOPLE.sort_values = "bot_id"  # type: ignore[name-defined]
+    sort: PeopleSort = "bot_id"
 
 
 class PeopleQuery(PeopleExport, kw_only=True):
@@ -105,6 +88,16 @@ class Visitor(msgspec.Struct):
 
 
 PERSON = Column("person_id", int)
+MembershipsSort = Literal[
+    "person_id",
+    "-person_id",
+    "status",
+    "-status",
+    "expires_at",
+    "-expires_at",
+    "updated_at",
+    "-updated_at",
+]
 MEMBERSHIPS = Listing(
     "memberships_list",
     key=(PERSON, Column("channel_id", int)),
@@ -114,6 +107,7 @@ MEMBERSHIPS = Listing(
         Column("expires_at", dt.datetime),
         Column("updated_at", dt.datetime),
     ),
+    sort_type=MembershipsSort,
 )
 
 
@@ -121,7 +115,7 @@ class MembershipExport(msgspec.Struct, kw_only=True):
     status: MembershipStatus | None = None
     channel: Id | None = None
     q: Search | None = None
-    sort: MEMBERSHIPS.sort_values = "person_id"  # type: ignore[name-defined]
+    sort: MembershipsSort = "person_id"
 
 
 class MembershipQuery(MembershipExport, kw_only=True):
@@ -182,44 +176,29 @@ class TelegramPerson(msgspec.Struct):
 AMOUNT = Column("amount_minor", Decimal, "numeric")
 
 
+InvoicesSort = Literal[
+    "id",
+    "-id",
+    "created_at",
+    "-created_at",
+    "expires_at",
+    "-expires_at",
+    "amount_minor",
+    "-amount_minor",
+    "status",
+    "-status",
+]
 INVOICES = Listing(
     "invoices_list",
     key=(ID,),
     sorts=(ID, CREATED, Column("expires_at", dt.datetime), AMOUNT, Column("status", str)),
+    sort_type=InvoicesSort,
 )
-
-
-# The ad shop's coins, in six-digit base units (USDT micros, sun): not ISO currencies, so not
-# in the table billing prices invoices by.
-TRON_COINS = ("USDT", "TRX")
-
-
-AccessKind = Literal[
-    "grant", "reminder", "revoke", "expiry_notice", "checkout_declined", "checkout_lapsed"
-]
-
-
-class Priced(msgspec.Struct, kw_only=True):
-    """An amount in minor units with its currency, and the same amount as text in major units
-    with the currency's own digits ("12.50", "500" yen, "1.250" dinars) for people."""
-
-    amount_minor: Minor
-    currency: str
-    amount: str = ""
-
-    def __post_init__(self) -> None:
-        self.amount = _major(self.amount_minor, self.currency)
-
-
-def _major(minor: Minor, currency: str) -> str:
-    if currency in TRON_COINS:
-        return decimal_text(int(minor))
-    return major_text(minor, currency)
 
 
 class InvoiceQuery(Paged, kw_only=True):
     status: Literal["open", "paid", "expired", "cancelled"] | None = None
-    sort: INVOICES.sort_values = "-id"  # type: ignore[name-defined]
+    sort: InvoicesSort = "-id"
 
 
 class Invoice(Priced):
@@ -235,10 +214,23 @@ class Invoice(Priced):
     paid_at: dt.datetime | None
 
 
+PaymentsSort = Literal[
+    "id",
+    "-id",
+    "paid_at",
+    "-paid_at",
+    "amount_minor",
+    "-amount_minor",
+    "gateway",
+    "-gateway",
+    "created_at",
+    "-created_at",
+]
 PAYMENTS = Listing(
     "payments_list",
     key=(ID,),
     sorts=(ID, Column("paid_at", dt.datetime), AMOUNT, Column("gateway", str), CREATED),
+    sort_type=PaymentsSort,
 )
 
 
@@ -248,7 +240,7 @@ class PaymentExport(msgspec.Struct, kw_only=True):
     flag: Word | None = None
     channel: Id | None = None
     q: Search | None = None
-    sort: PAYMENTS.sort_values = "-id"  # type: ignore[name-defined]
+    sort: PaymentsSort = "-id"
 
 
 class PaymentQuery(PaymentExport, kw_only=True):
@@ -273,175 +265,6 @@ class Payment(Priced):
     refunded_at: dt.datetime | None = None
     # The owner's refund of a Stars payment on its way through botedge, if asked for.
     refund_request: Literal["pending", "processing", "done", "failed"] | None = None
-
-
-class LedgerDifference(msgspec.Struct):
-    """A membership whose state is not its history's: as it is, and as the replay has it."""
-
-    person_id: int
-    channel_id: int
-    telegram_user_id: int
-    title: str
-    status: MembershipStatus
-    expires_at: dt.datetime
-    expected_status: MembershipStatus
-    expected_expires_at: dt.datetime
-
-
-class LedgerCheck(msgspec.Struct):
-    checked: int
-    differences: list[LedgerDifference]
-    # After a fix: the differences written as their history has them.
-    fixed: list[LedgerDifference] | None = None
-
-
-class ChannelCheck(msgspec.Struct):
-    """A paid channel against Telegram: how many people were asked about (those seen inside
-    and those paying; the Bot API cannot list the rest), those Telegram could not be asked
-    about, those inside who may not be, and payers not inside."""
-
-    channel_id: int
-    title: str
-    checked: int
-    unreachable: list[int]
-    intruders: list[int]
-    missing: list[int]
-
-
-class StarPaid(msgspec.Struct):
-    """A payment Telegram lists and our ledger does not have."""
-
-    charge_id: str
-    user_id: int | None
-    payload: str | None
-    amount: int | None
-    date: int | None
-    subscription: bool
-
-
-class StarsCheck(msgspec.Struct):
-    """A bot's Star payments in Telegram (`getStarTransactions`) against ours."""
-
-    bot_id: int
-    checked: int
-    missing_here: list[StarPaid]
-    # Our charge ids Telegram does not list.
-    missing_there: list[str]
-
-
-class Reconciled(msgspec.Struct):
-    """billing's reconciliation report, relayed."""
-
-    ledger: LedgerCheck
-    channels: list[ChannelCheck]
-    stars: list[StarsCheck]
-
-
-class RefundAsked(msgspec.Struct):
-    """billing's answer to a refund asked for, relayed."""
-
-    payment_id: int
-    request_id: int
-    state: Literal["pending", "processing", "done", "failed"]
-    refunded: bool
-
-
-GATEWAY_EVENTS = Listing(
-    "gateway_events_list",
-    key=(ID,),
-    sorts=(
-        ID,
-        Column("received_at", dt.datetime),
-        Column("gateway", str),
-        Column("outcome", str),
-    ),
-)
-
-
-class GatewayEventQuery(Paged, kw_only=True):
-    outcome: Attention | None = None
-    sort: GATEWAY_EVENTS.sort_values = "-id"  # type: ignore[name-defined]
-
-
-class GatewayEvent(msgspec.Struct):
-    id: int
-    gateway: str
-    event_type: str
-    order_reference: str | None
-    external_payment_id: str | None
-    outcome: Attention
-    payment_id: int | None
-    # In English, for the API's readers; the panel says it in its language from the fields
-    # below.
-    detail: str | None
-    received_at: dt.datetime
-    # What was paid (the payment kept, if one was) and what the order reference's invoice
-    # asks, in minor units and as major text; the gateway that invoice is paid through.
-    paid_minor: Minor | None = None
-    paid_currency: str | None = None
-    paid: str | None = None
-    due_minor: Minor | None = None
-    due_currency: str | None = None
-    due: str | None = None
-    invoice_gateway: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.paid_minor is not None and self.paid_currency:
-            self.paid = _major(self.paid_minor, self.paid_currency)
-        if self.due_minor is not None and self.due_currency:
-            self.due = _major(self.due_minor, self.due_currency)
-
-
-AccessState = Literal["pending", "processing", "done", "failed"]
-
-
-ACCESS_EVENTS = Listing(
-    "access_events_list",
-    key=(ID,),
-    sorts=(
-        ID,
-        CREATED,
-        Column("available_at", dt.datetime),
-        Column("attempts", int),
-        Column("state", str),
-        Column("kind", str),
-    ),
-)
-
-
-class AccessEventQuery(Paged, kw_only=True):
-    state: AccessState | None = None
-    sort: ACCESS_EVENTS.sort_values = "-id"  # type: ignore[name-defined]
-
-
-class AccessEvent(msgspec.Struct):
-    id: int
-    kind: AccessKind
-    person_id: int
-    telegram_user_id: int
-    person: Who
-    channel_id: int
-    channel_title: str
-    state: AccessState
-    attempts: int
-    last_error: str | None
-    created_at: dt.datetime
-    available_at: dt.datetime
-    done_at: dt.datetime | None
-
-
-class AccessRetried(msgspec.Struct):
-    id: int
-    kind: AccessKind
-    state: AccessState
-
-
-class Gateways(msgspec.Struct):
-    """The gateways billing holds keys for, which an invoice can be made for, with their names
-    as people know them."""
-
-    gateways: list[str]
-    titles: dict[str, str]
 
 
 class DayRevenue(Priced):
@@ -585,7 +408,7 @@ class Ledger:
             "person_id": int(request.path_params["person_id"]),
             "channel_id": int(request.path_params["channel_id"]),
         }
-        if any(value >= _LOW for value in keys.values()):
+        if any(value >= ID_LIMIT for value in keys.values()):
             raise errors.NotFound("no such membership")
         async with store.connection(runtime(request).pool) as conn:
             events = await store.rows(conn, "membership_history", keys)
@@ -636,84 +459,3 @@ class Ledger:
         ]
         filters = _payment_filters(where)
         return self._csv(request, PAYMENTS, where.sort, filters, columns, "payments")
-
-    async def gateway_events(self, request: Request, caller: Caller) -> Response:
-        where = query(request, GatewayEventQuery)
-        filters = {"outcome": where.outcome}
-        return await self._listed(request, GATEWAY_EVENTS, where, filters, GatewayEvent)
-
-    async def access_events(self, request: Request, caller: Caller) -> Response:
-        where = query(request, AccessEventQuery)
-        filters = {"state": where.state}
-        return await self._listed(request, ACCESS_EVENTS, where, filters, AccessEvent)
-
-    async def retry_access_event(self, request: Request, caller: Caller) -> Response:
-        event_id = int(request.path_params["event_id"])
-        if event_id >= 2**63:
-            raise errors.NotFound("no failed access event by that id")
-        async with store.connection(runtime(request).pool) as conn, conn.transaction():
-            cur = await conn.execute(store.Q["retry_access_event"], {"id": event_id})
-            row = await cur.fetchone()
-            if row is None:
-                raise errors.NotFound("no failed access event by that id")
-            await audit(
-                conn,
-                caller,
-                self.clock,
-                "access_events.retry",
-                f"access_event:{event_id}",
-                {"state": "failed"},
-                {"state": "pending"},
-            )
-        return answer(msgspec.convert(dict(row), AccessRetried))
-
-    async def refund_payment(self, request: Request, caller: Caller) -> Response:
-        """A Stars payment given back (billing asks botedge; Telegram confirms it with a
-        message billing then applies). Card payments are refunded in the gateway's dashboard:
-        billing's 422 comes back as it is."""
-        payment_id = int(request.path_params["payment_id"])
-        if payment_id >= 2**63:
-            raise errors.NotFound("no payment by that id")
-        answer = await self.billing.ask(
-            "POST", f"/internal/payments/{payment_id}/refund", {"requested_by": caller.email}
-        )
-        if answer.status_code == 202:
-            asked = answer.json()
-            async with store.connection(runtime(request).pool) as conn:
-                await audit(
-                    conn,
-                    caller,
-                    self.clock,
-                    "payments.refund",
-                    f"payment:{payment_id}",
-                    None,
-                    {"request_id": asked["request_id"], "state": asked["state"]},
-                )
-        return relayed(answer)
-
-    async def reconcile(self, request: Request, caller: Caller) -> Response:
-        return relayed(await self.billing.ask("GET", "/internal/reconcile"))
-
-    async def reconcile_fix(self, request: Request, caller: Caller) -> Response:
-        answer = await self.billing.ask("POST", "/internal/reconcile/fix")
-        if answer.status_code == 200:
-            fixed = answer.json()["ledger"]["fixed"]
-            async with store.connection(runtime(request).pool) as conn:
-                await audit(
-                    conn,
-                    caller,
-                    self.clock,
-                    "reconcile.fix",
-                    "ledger",
-                    None,
-                    {"fixed": [[d["person_id"], d["channel_id"]] for d in fixed]},
-                )
-        return relayed(answer)
-
-    async def gateways(self, request: Request, caller: Caller) -> Response:
-        return relayed(await self.billing.ask("GET", "/internal/gateways"))
-
-    async def create_invoice(self, request: Request, caller: Caller) -> Response:
-        body = await json_body(request, NewInvoice, limit=4096)
-        answer = await self.billing.ask("POST", "/internal/invoices", msgspec.to_builtins(body))
-        return relayed(answer)

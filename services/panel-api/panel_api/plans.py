@@ -30,19 +30,15 @@ from panel_api.access import (
     path_id,
     query,
 )
-from panel_api.ledger import Id
+from panel_api.fields import Currency, GraceDays, Id, PeriodDays, Price, price_minor
 from shared.clock import Clock
-from shared.currencies import CODES, exponent, major_text, minor_units
+from shared.currencies import major_text, minor_units
 from shared.db import Connection
 from shared.errors import json_body
 from shared.web import runtime
 
 Q = store.Q
 
-Currency = Annotated[str, msgspec.Meta(pattern=r"^[A-Z]{3}$", extra_json_schema={"enum": CODES})]
-Price = Annotated[str, msgspec.Meta(max_length=20, pattern=r"^[0-9]{1,13}(\.[0-9]{1,6})?$")]
-PeriodDays = Annotated[int, msgspec.Meta(ge=1, le=3660)]
-GraceDays = Annotated[int, msgspec.Meta(ge=0, le=365)]
 PlanName = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=r"^[^\x00-\x1f\x7f]+$")]
 # A gateway as billing names it; one that is not on is kept and offered once it is.
 GatewayName = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_]{0,31}$")]
@@ -50,29 +46,6 @@ Gateways = Annotated[list[GatewayName], msgspec.Meta(min_length=1, max_length=16
 Position = Annotated[int, msgspec.Meta(ge=0, le=999)]
 # A bundle's channels, its own among them (added when left out).
 BundleChannels = Annotated[list[Id], msgspec.Meta(min_length=1, max_length=50)]
-# The most a plan may cost, in minor units.
-MAX_PRICE_MINOR = 10**12
-
-
-def price_minor(price: str, currency: str, prefix: str = "", field: str = "price") -> int:
-    """A price as a person types it ("12.50" USD, "500" JPY) in the currency's minor units;
-    a refusal names `prefix` + the field (`field` for the price)."""
-    if exponent(currency) is None:
-        raise errors.InvalidValue(
-            f"{currency} is not a currency", field=f"{prefix}currency", code="not-one-of"
-        )
-    minor = minor_units(price, currency)
-    if minor is None:
-        raise errors.InvalidValue(
-            f"{currency} has {exponent(currency)} digits after the point",
-            field=f"{prefix}{field}",
-            code="too-precise",
-        )
-    if not 0 < minor <= MAX_PRICE_MINOR:
-        raise errors.InvalidValue(
-            "the amount is zero or too high", field=f"{prefix}{field}", code="out-of-range"
-        )
-    return minor
 
 
 class NewPlan(msgspec.Struct, forbid_unknown_fields=True):
@@ -137,17 +110,21 @@ class Plan(msgspec.Struct):
         self.price = major_text(self.price_minor, self.currency)
 
 
+PlansSort = Literal[
+    "id", "-id", "position", "-position", "name", "-name", "created_at", "-created_at"
+]
 PLANS = Listing(
     "plans_list",
     key=(ID,),
     sorts=(ID, Column("position", int), Column("name", str), CREATED),
+    sort_type=PlansSort,
 )
 
 
 class PlanQuery(Paged, kw_only=True):
     channel: Id | None = None
     active: bool | None = None
-    sort: PLANS.sort_values = "position"  # type: ignore[name-defined]
+    sort: PlansSort = "position"
 
 
 class Plans:

@@ -18,7 +18,7 @@ from starlette.responses import Response
 from panel_api import errors, store
 from panel_api.access import Caller, answer, query
 from panel_api.exports import cell
-from panel_api.ledger import Id
+from panel_api.fields import Id
 from shared.clock import Clock
 from shared.currencies import major_text
 from shared.web import runtime

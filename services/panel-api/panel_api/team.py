@@ -61,13 +61,17 @@ class TeamMember(msgspec.Struct):
     created_at: dt.datetime
 
 
+TeamSort = Literal["id", "-id", "email", "-email", "role", "-role", "created_at", "-created_at"]
 TEAM = Listing(
-    "team_list", key=(ID,), sorts=(ID, Column("email", str), Column("role", str), CREATED)
+    "team_list",
+    key=(ID,),
+    sorts=(ID, Column("email", str), Column("role", str), CREATED),
+    sort_type=TeamSort,
 )
 
 
 class TeamQuery(Paged, kw_only=True):
-    sort: TEAM.sort_values = "id"  # type: ignore[name-defined]
+    sort: TeamSort = "id"
 
 
 class AuditEntry(msgspec.Struct):
@@ -83,13 +87,17 @@ class AuditEntry(msgspec.Struct):
     request_id: str | None
 
 
+AuditSort = Literal["id", "-id", "at", "-at", "action", "-action"]
 AUDIT = Listing(
-    "audit_list", key=(ID,), sorts=(ID, Column("at", dt.datetime), Column("action", str))
+    "audit_list",
+    key=(ID,),
+    sorts=(ID, Column("at", dt.datetime), Column("action", str)),
+    sort_type=AuditSort,
 )
 
 
 class AuditQuery(Paged, kw_only=True):
-    sort: AUDIT.sort_values = "-id"  # type: ignore[name-defined]
+    sort: AuditSort = "-id"
     member: Annotated[int, msgspec.Meta(ge=1, le=2**63 - 1)] | None = None
     action: Word | None = None
     # What the action is done to: the part of its name before the dot (`channels`).

@@ -39,6 +39,7 @@ from shared.settings import (
     Reader,
     SettingsError,
 )
+from simulators.progress import ProgressBar
 
 # How long a process may drain after SIGTERM before it is killed: the services' own shutdown
 # deadline (SHUTDOWN_TIMEOUT) and a margin to exit.
@@ -156,6 +157,27 @@ def write_private(path: Path, text: str) -> None:
 REPOSITORY = Path(__file__).resolve().parents[3]
 
 
+def _wire(child_env: dict[str, str], ports: dict[str, int]) -> None:
+    """Each service pointed at the others and at the simulators, unless the caller set it."""
+    child_env.setdefault("TELEGRAM_API_BASE", f"http://127.0.0.1:{ports['simtelegram']}")
+    child_env.setdefault("TRONGRID_URL", f"http://127.0.0.1:{ports['simtrongrid']}")
+    # The simulated TronGrid answers the TRX rate sources' price paths too.
+    chain = f"http://127.0.0.1:{ports['simtrongrid']}"
+    child_env.setdefault(
+        "TRX_RATE_SOURCES", ",".join(f"{n}={chain}" for n in ("coingecko", "kraken", "binance"))
+    )
+    child_env.setdefault("BILLING_URL", f"http://127.0.0.1:{ports['billing']}")
+    # Every gateway's payment page is the simulated checkout, which signs its callbacks.
+    checkout = f"http://127.0.0.1:{ports['simcheckout']}/checkout"
+    for gateway in GATEWAYS:
+        child_env.setdefault(
+            f"{gateway.name.upper()}_PAY_URL",
+            f"{checkout}/{gateway.name}/{{order_reference}}"
+            "?amount={amount}&currency={currency}",
+        )
+    child_env.setdefault("BOTEDGE_URL", f"http://127.0.0.1:{ports['botedge-api']}")
+
+
 class Launcher:
     def __init__(self, root: Path, env: dict[str, str], out: IO[str]) -> None:
         self.root = root
@@ -211,83 +233,20 @@ class Launcher:
         for name, value in generated.items():
             if name not in LAUNCHER_ONLY:
                 child_env.setdefault(name, value)
-        database_url = self.env.get("DATABASE_URL", "").strip()
+        database_url = self.env.get("DATABASE_URL", "").strip() or self._embedded(generated)
         if not database_url:
-            pg_port = self.env.get("POSTGRES_PORT", "").strip()
-            if pg_port and not (pg_port.isdigit() and 0 < int(pg_port) < 65536):
-                self.say(f"POSTGRES_PORT must be a port number, not {pg_port!r}")
-                return 1
-            self.pg = EmbeddedPostgres(
-                self.data_dir / "pg",
-                password=generated["POSTGRES_PASSWORD"],
-                port=int(pg_port) if pg_port else None,
-                settings={"max_connections": "200"},
-            )
-            try:
-                running = self.pg.start()
-                database_url = self.pg.ensure_database(running.port, "gatehouse")
-            except EmbeddedPostgresError as error:
-                self.say(f"could not start the embedded PostgreSQL: {error}")
-                return 1
+            return 1
         child_env["DATABASE_URL"] = database_url
         if self.stop_requested is not None:
             return 0
-        try:
-            applied = migrate.apply(database_url)
-        except migrate.MigrationError as error:
-            self.say(f"migration error: {error}")
+        if not self._migrate_and_seed(database_url, child_env):
             return 1
-        log.info("migrations up to date (%d applied now)", len(applied))
-        seeded = subprocess.run(
-            [sys.executable, "-m", "panel_api", "seed"],
-            env=child_env,
-            capture_output=True,
-            text=True,
-            check=False,
-            process_group=0,
-        )
-        if seeded.returncode != 0:
-            self.say(f"seeding demo data failed: {seeded.stderr.strip()[-500:]}")
-            return 1
-        # Its one line, as a log line like every other.
-        log.info("%s", seeded.stdout.strip())
-
         ports = {child.name: child.port(self.env) for child in CHILDREN}
-        child_env.setdefault("TELEGRAM_API_BASE", f"http://127.0.0.1:{ports['simtelegram']}")
-        child_env.setdefault("TRONGRID_URL", f"http://127.0.0.1:{ports['simtrongrid']}")
-        # The simulated TronGrid answers the TRX rate sources' price paths too.
-        chain = f"http://127.0.0.1:{ports['simtrongrid']}"
-        child_env.setdefault(
-            "TRX_RATE_SOURCES", ",".join(f"{n}={chain}" for n in ("coingecko", "kraken", "binance"))
-        )
-        child_env.setdefault("BILLING_URL", f"http://127.0.0.1:{ports['billing']}")
-        # Every gateway's payment page is the simulated checkout, which signs its callbacks.
-        checkout = f"http://127.0.0.1:{ports['simcheckout']}/checkout"
-        for gateway in GATEWAYS:
-            child_env.setdefault(
-                f"{gateway.name.upper()}_PAY_URL",
-                f"{checkout}/{gateway.name}/{{order_reference}}"
-                "?amount={amount}&currency={currency}",
-            )
-        child_env.setdefault("BOTEDGE_URL", f"http://127.0.0.1:{ports['botedge-api']}")
+        _wire(child_env, ports)
         for child in CHILDREN:
             if self.stop_requested is not None:
                 return 0
-            env = dict(child_env, PORT=str(ports[child.name]))
-            if child.name in ("simtelegram", "simtrongrid"):
-                # A restarted demo continues where it stopped: people, chats, transactions.
-                env["SIM_STATE_FILE"] = str(self.data_dir / f"{child.name}.json")
-            self.procs[child.name] = subprocess.Popen(  # noqa: S603 - our own modules
-                [sys.executable, "-m", child.module, *child.args],
-                env=env,
-                stdout=self._log_of(child.name),
-                stderr=subprocess.STDOUT,
-                preexec_fn=_terminate_with_parent,
-                # Out of the terminal's process group: Ctrl-C reaches the launcher alone, which
-                # stops the services before the simulators they talk to.
-                process_group=0,
-            )
-            log.info("started %s (pid %d)", child.name, self.procs[child.name].pid)
+            self._start(child, dict(child_env, PORT=str(ports[child.name])))
 
         if not self._wait_healthy(ports):
             return 0 if self.stop_requested is not None else 1
@@ -316,6 +275,64 @@ class Launcher:
             time.sleep(0.2)
         log.info("%s received; stopping", signal.Signals(self.stop_requested).name)
         return 0
+
+    def _embedded(self, generated: dict[str, str]) -> str:
+        """The embedded PostgreSQL started and its database made: its URL; "" when it could
+        not be (said why)."""
+        pg_port = self.env.get("POSTGRES_PORT", "").strip()
+        if pg_port and not (pg_port.isdigit() and 0 < int(pg_port) < 65536):
+            self.say(f"POSTGRES_PORT must be a port number, not {pg_port!r}")
+            return ""
+        self.pg = EmbeddedPostgres(
+            self.data_dir / "pg",
+            password=generated["POSTGRES_PASSWORD"],
+            port=int(pg_port) if pg_port else None,
+            settings={"max_connections": "200"},
+        )
+        try:
+            running = self.pg.start()
+            return self.pg.ensure_database(running.port, "gatehouse")
+        except EmbeddedPostgresError as error:
+            self.say(f"could not start the embedded PostgreSQL: {error}")
+            return ""
+
+    def _migrate_and_seed(self, database_url: str, child_env: dict[str, str]) -> bool:
+        try:
+            applied = migrate.apply(database_url)
+        except migrate.MigrationError as error:
+            self.say(f"migration error: {error}")
+            return False
+        log.info("migrations up to date (%d applied now)", len(applied))
+        seeded = subprocess.run(
+            [sys.executable, "-m", "panel_api", "seed"],
+            env=child_env,
+            capture_output=True,
+            text=True,
+            check=False,
+            process_group=0,
+        )
+        if seeded.returncode != 0:
+            self.say(f"seeding demo data failed: {seeded.stderr.strip()[-500:]}")
+            return False
+        # Its one line, as a log line like every other.
+        log.info("%s", seeded.stdout.strip())
+        return True
+
+    def _start(self, child: Child, env: dict[str, str]) -> None:
+        if child.name in ("simtelegram", "simtrongrid"):
+            # A restarted demo continues where it stopped: people, chats, transactions.
+            env["SIM_STATE_FILE"] = str(self.data_dir / f"{child.name}.json")
+        self.procs[child.name] = subprocess.Popen(  # noqa: S603 - our own modules
+            [sys.executable, "-m", child.module, *child.args],
+            env=env,
+            stdout=self._log_of(child.name),
+            stderr=subprocess.STDOUT,
+            preexec_fn=_terminate_with_parent,
+            # Out of the terminal's process group: Ctrl-C reaches the launcher alone, which
+            # stops the services before the simulators they talk to.
+            process_group=0,
+        )
+        log.info("started %s (pid %d)", child.name, self.procs[child.name].pid)
 
     def _log_of(self, name: str) -> IO[bytes] | None:
         """Where a child writes: its file in .data/logs (appended), or this terminal."""
@@ -508,39 +525,6 @@ class Launcher:
                 )
                 proc.kill()
                 proc.wait()
-
-
-class ProgressBar:
-    """A bar on a terminal, redrawn in place; elsewhere (a log, a pipe) a line at each
-    quarter, so that a file does not fill with redraws."""
-
-    WIDTH = 30
-
-    def __init__(self, out: IO[str], what: str, started: float) -> None:
-        self.out = out
-        self.what = what
-        self.started = started
-        self.redraw = out.isatty()
-        self.quarter = -1
-        self.drawn = False
-
-    def show(self, done: int, total: int) -> None:
-        if total <= 0:
-            return
-        share = min(done / total, 1.0)
-        filled = round(share * self.WIDTH)
-        bar = "#" * filled + "-" * (self.WIDTH - filled)
-        line = f"  {self.what} [{bar}] {done}/{total} {time.monotonic() - self.started:4.0f} s"
-        if self.redraw:
-            print(f"\r{line}", end="", file=self.out, flush=True)
-            self.drawn = True
-        elif int(share * 4) > self.quarter:
-            self.quarter = int(share * 4)
-            print(line, file=self.out, flush=True)
-
-    def end(self) -> None:
-        if self.drawn:
-            print(file=self.out, flush=True)
 
 
 def _without_password(url: str) -> str:

@@ -11,7 +11,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from botedge.pay import NOT_PAID, WAITING
+from botedge.billing_client import WAITING
+from botedge.pay import NOT_PAID
 from tests.billing.e2e import gateways
 from tests.botedge.e2e.conftest import Edge
 from tests.conftest import HTTP, ServiceProcess, WrittenDown, free_port, service_env

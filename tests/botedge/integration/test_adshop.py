@@ -14,8 +14,8 @@ import pytest
 
 from botedge.adshop import ALREADY_SUBMITTED, EXPIRED, NO_SLOTS, NOTHING_WAITING, AdShop
 from botedge.handlers import BotLogic
-from botedge.inbox_store import InboxRow
 from botedge.outbox_store import Reply
+from botedge.updates import InboxRow
 from shared.clock import ManualClock
 from shared.db import Connection, connect
 from tests.botedge.conftest import insert_bot

@@ -16,7 +16,8 @@ from psycopg.rows import dict_row
 from botedge import sqlq
 from botedge.consumer import ConsumerConfig, InboxConsumer
 from botedge.handlers import BotLogic
-from botedge.inbox_store import AFFINITY_SECONDS, InboxRow
+from botedge.inbox_store import AFFINITY_SECONDS
+from botedge.updates import InboxRow
 from shared.listen import Notifier
 from tests.botedge.conftest import OpenPool, enqueue, insert_bot
 

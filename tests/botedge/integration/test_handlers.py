@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from botedge.handlers import BotLogic
-from botedge.inbox_store import InboxRow
+from botedge.updates import InboxRow
 from shared.db import connect
 from tests.botedge.conftest import insert_bot
 

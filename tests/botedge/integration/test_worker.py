@@ -14,9 +14,9 @@ import pytest
 from botedge.app import create_api_app
 from botedge.consumer import ConsumerConfig, InboxConsumer
 from botedge.handlers import BotLogic
-from botedge.inbox_store import InboxRow
 from botedge.outbox_store import Reply
 from botedge.settings import load
+from botedge.updates import InboxRow
 from shared.db import Connection, create_pool
 from shared.listen import Notifier
 from shared.settings import CommonSettings, Reader

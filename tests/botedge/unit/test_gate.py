@@ -7,6 +7,7 @@ import uuid
 
 import pytest
 
+from botedge.errors import RetryLater
 from botedge.gate import (
     Check,
     Content,
@@ -18,10 +19,11 @@ from botedge.gate import (
     is_member,
     join_state_of,
 )
-from botedge.handlers import BotLogic, RetryLater, Routes, Settled, start_payload
-from botedge.inbox_store import InboxRow
+from botedge.handlers import BotLogic
+from botedge.routing import Routes, Settled, start_payload
 from botedge.telegram import BadRequest, Forbidden, ServerError, TooManyRequests
 from botedge.text import escape_html
+from botedge.updates import InboxRow
 from shared.clock import ManualClock
 
 

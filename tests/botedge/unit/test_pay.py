@@ -8,16 +8,9 @@ from typing import Any
 import httpx
 import pytest
 
-from botedge.handlers import RetryLater
-from botedge.pay import (
-    WAITING,
-    BillingClient,
-    Invoice,
-    Offer,
-    PlanOffer,
-    offer_message,
-    plan_message,
-)
+from botedge.billing_client import WAITING, BillingClient, Invoice, Offer, PlanOffer
+from botedge.errors import RetryLater
+from botedge.pay import offer_message, plan_message
 from shared.settings import Secret
 
 

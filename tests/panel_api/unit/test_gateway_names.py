@@ -5,7 +5,7 @@ from __future__ import annotations
 import typing
 
 from billing.gateways import GATEWAYS, STARS, GatewayName
-from panel_api.ledger import NewInvoice
+from panel_api.operations import NewInvoice
 
 
 def test_gateway_names__billing_takes_every_gateway_and_stars_the_panel_the_card_ones() -> None:

@@ -1,0 +1,96 @@
+"""A person's standing in a paid channel as a bot sees it, and what removing someone who may
+not be there takes: admission removes intruders as they join, the panel's member check removes
+those found inside without access."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from typing import Any
+
+from botedge import sqlq
+from botedge.ids import ChatId
+from botedge.outbox_store import Reply
+from shared.db import Connection
+
+Q = sqlq.Q
+
+
+@dataclass(frozen=True)
+class ChannelStanding:
+    channel_id: int
+    title: str
+    is_paid: bool
+    manager_bot_id: int | None
+    bot_username: str
+    entitled: bool
+    may_write: bool
+
+    def pay_button(self) -> dict[str, Any]:
+        url = f"https://t.me/{self.bot_username}?start=pay_{self.channel_id}"
+        return {"inline_keyboard": [[{"text": "Pay to join", "url": url}]]}
+
+
+async def standing(
+    conn: Connection, bot_id: int, chat_id: int, user_id: int
+) -> ChannelStanding | None:
+    """The person's standing in a channel we know, as seen from this bot; None otherwise."""
+    cur = await conn.execute(
+        Q["admission_of"], {"bot_id": bot_id, "chat_id": chat_id, "user_id": user_id}
+    )
+    row = await cur.fetchone()
+    if row is None:
+        return None
+    return ChannelStanding(
+        int(row["channel_id"]),
+        str(row["title"]) or "the channel",
+        bool(row["is_paid"]),
+        row["manager_bot_id"],
+        str(row["bot_username"]),
+        bool(row["paying"]) or bool(row["whitelisted"]),
+        bool(row["may_write"]),
+    )
+
+
+def pay_message(user_id: int, found: ChannelStanding, text: str) -> Reply:
+    return Reply(
+        ChatId(user_id),
+        "sendMessage",
+        {
+            "chat_id": user_id,
+            "text": text,
+            "parse_mode": "HTML",
+            "reply_markup": found.pay_button(),
+        },
+    )
+
+
+def intruder_replies(
+    bot_id: int, found: ChannelStanding | None, chat_id: int, user_id: int, status: str
+) -> list[Reply]:
+    """A join to a paid channel by someone who may not be there: removed, and told how to
+    pay when the bot may write to them. Only the channel's manager bot (`bot_id`) acts."""
+    if (
+        found is None
+        or not found.is_paid
+        or found.manager_bot_id != bot_id
+        or status not in ("member", "restricted")
+        or found.entitled
+    ):
+        return []
+    return removal_replies(found, chat_id, user_id)
+
+
+def removal_replies(found: ChannelStanding, chat_id: int, user_id: int) -> list[Reply]:
+    """Someone taken out of a paid channel without barring a later return (ban, then unban
+    `only_if_banned`), and told how to pay when the bot may write to them."""
+    target = {"chat_id": chat_id, "user_id": user_id}
+    replies = [
+        Reply(ChatId(user_id), "banChatMember", target),
+        Reply(ChatId(user_id), "unbanChatMember", {**target, "only_if_banned": True}),
+    ]
+    if found.may_write:
+        title = html.escape(found.title, quote=False)
+        text = f"You were removed from <b>{title}</b>: it is for paying members. Pay to join:"
+        replies.append(pay_message(user_id, found, text))
+    return replies
