@@ -180,6 +180,8 @@ def routes(
             raise RuntimeError(f"{method} {path}: no feature serves it")
         endpoint: Endpoint = op.handler.__get__(by_class[owner])
         if op.security is not None:
+            if op.security not in secrets:
+                raise RuntimeError(f"{method} {path}: no secret for {op.security!r}")
             endpoint = _guarded(endpoint, secrets[op.security])
         built.append(Route(path, endpoint, methods=[method]))
     return built

@@ -20,12 +20,10 @@ paying are out of reach, and the report says how many were checked.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Awaitable
 from dataclasses import dataclass
 from decimal import Decimal
 from enum import StrEnum
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 
@@ -42,8 +40,9 @@ from billing.store import (
     write_membership,
 )
 from billing.transitions import Status, reconciled, replay
-from shared.breaker import BreakerOpen, Breakers, guarded
+from shared.breaker import Breakers
 from shared.db import Connection
+from shared.internal import InternalClient, Unreachable
 from shared.settings import Secret
 
 
@@ -236,10 +235,7 @@ class Botedge:
         token: Secret,
         breakers: Breakers | None = None,
     ) -> None:
-        self.client = client
-        self.base_url = base_url.rstrip("/")
-        self.token = token
-        self.breaker = (breakers or Breakers()).get("botedge", urlsplit(self.base_url).netloc)
+        self.calls = InternalClient("botedge", base_url, token, breakers, client)
 
     async def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         return await self._ask("POST", path, json=body)
@@ -248,21 +244,10 @@ class Botedge:
         return await self._ask("GET", path, params=params)
 
     async def _ask(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
-        def send() -> Awaitable[httpx.Response]:
-            return self.client.request(
-                method,
-                f"{self.base_url}{path}",
-                headers={"Authorization": f"Bearer {self.token.reveal()}"},
-                timeout=120,
-                **kwargs,
-            )
-
         try:
-            answer = await guarded(self.breaker, send)
-        except BreakerOpen as error:
-            raise errors.BotedgeUnavailable(f"botedge {path}: {error}") from None
-        except httpx.HTTPError as error:
-            raise errors.BotedgeUnavailable(f"botedge {path}: {type(error).__name__}") from None
+            answer = await self.calls.request(method, path, timeout=120, **kwargs)
+        except Unreachable as error:
+            raise errors.BotedgeUnavailable(error.detail) from None
         if answer.status_code != 200:
             said = _detail(answer)
             if 400 <= answer.status_code < 500:

@@ -4,17 +4,16 @@ Stars pre-checkout, trials and access codes. Any answer that retrying could chan
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 
 from botedge.errors import RetryLater
 from botedge.telegram import KEEPALIVE_SECONDS
 from botedge.updates import InboxRow
-from shared.breaker import BreakerOpen, Breakers, guarded
+from shared.breaker import Breakers
+from shared.internal import InternalClient, Unreachable
 from shared.settings import Secret
 
 CODE_REFUSED = "That code is unknown, used up or expired."
@@ -129,31 +128,17 @@ class BillingClient:
         token: Secret,
         breakers: Breakers | None = None,
     ) -> None:
-        self.client = client
-        self.base_url = base_url.rstrip("/")
-        self.token = token
-        self.breaker = (breakers or Breakers()).get("billing", urlsplit(self.base_url).netloc)
+        self.calls = InternalClient("billing", base_url, token, breakers, client)
 
     async def _call(
         self, method: str, path: str, *, timeout: float = 10.0, **kwargs: Any
     ) -> httpx.Response:
-        def send() -> Awaitable[httpx.Response]:
-            return self.client.request(
-                method,
-                f"{self.base_url}{path}",
-                headers={"Authorization": f"Bearer {self.token.reveal()}"},
-                timeout=timeout,
-                **kwargs,
-            )
-
         try:
-            response = await guarded(self.breaker, send)
-        except BreakerOpen as error:
+            response = await self.calls.request(method, path, timeout=timeout, **kwargs)
+        except Unreachable as error:
             raise RetryLater(
-                f"billing {path}: {error}", error.retry_after, parked=True, notice=WAITING
+                error.detail, error.retry_after, parked=error.parked, notice=WAITING
             ) from None
-        except httpx.HTTPError as error:
-            raise RetryLater(f"billing {path}: {type(error).__name__}", notice=WAITING) from None
         if response.status_code >= 500 or response.status_code == 429:
             raise RetryLater(f"billing {path}: {response.status_code}", notice=WAITING)
         return response

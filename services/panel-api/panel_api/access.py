@@ -18,6 +18,7 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import Annotated, Any, Generic, LiteralString, Protocol, TypeVar, get_args
 
+import httpx
 import msgspec
 from psycopg import sql
 from starlette.requests import Request
@@ -25,6 +26,7 @@ from starlette.responses import Response
 
 from panel_api import errors, store
 from panel_api.auth import Installation, verify_token
+from panel_api.internal import relayed
 from shared.clock import Clock
 from shared.db import Connection
 from shared.errors import read_query
@@ -91,6 +93,27 @@ async def audit(
         now=clock.now(),
         request_id=request_id.get(),
     )
+
+
+async def relay_audited(
+    request: Request,
+    caller: Caller,
+    clock: Clock,
+    answer: httpx.Response,
+    done: int,
+    action: str,
+    target: str | Callable[[Any], str],
+    after: Callable[[Any], Any] = lambda body: body,
+) -> Response:
+    """billing's or botedge's answer to a write the owner asked of it, relayed as it is; when
+    its status is `done` (the other service made the write), recorded in the audit log first:
+    `target` and `after` read from its body."""
+    if answer.status_code == done:
+        body = answer.json() if answer.content else None
+        named = target if isinstance(target, str) else target(body)
+        async with store.connection(runtime(request).pool) as conn:
+            await audit(conn, caller, clock, action, named, None, after(body))
+    return relayed(answer)
 
 
 Handler = Callable[[Request, Caller], Awaitable[Response]]
@@ -225,6 +248,12 @@ class Listing:
         follows."""
         async with store.connection(runtime(request).pool) as conn:
             return await self.page_on(conn, where, params)
+
+    async def answered(
+        self, request: Request, where: Sorted, params: dict[str, Any], kind: type[Any]
+    ) -> Response:
+        """One page, its rows as `kind`, as the answer."""
+        return answer(converted(await self.page(request, where, params), kind))
 
     async def every_row(
         self, conn: Connection, sort: str, params: dict[str, Any], batch: int = 500

@@ -29,9 +29,10 @@ from panel_api.access import (
     mapped,
     path_id,
     query,
+    relay_audited,
 )
 from panel_api.fields import Id
-from panel_api.internal import Internal, relayed
+from panel_api.internal import Internal
 from shared.clock import Clock
 from shared.db import Connection
 from shared.errors import json_body
@@ -306,12 +307,9 @@ class AdShop:
     async def _step(self, request: Request, caller: Caller, what: str) -> Response:
         order_id = path_id(request, "order_id", "ad order")
         done = await self.billing.ask("POST", f"/internal/ad-orders/{order_id}/{what}")
-        if done.status_code == 200:
-            async with store.connection(runtime(request).pool) as conn:
-                await self._audit(
-                    conn, caller, f"ad_orders.{what}", f"ad_order:{order_id}", None, done.json()
-                )
-        return relayed(done)
+        return await relay_audited(
+            request, caller, self.clock, done, 200, f"ad_orders.{what}", f"ad_order:{order_id}"
+        )
 
     async def _audit(
         self, conn: Connection, caller: Caller, action: str, target: str, before: Any, after: Any

@@ -15,7 +15,7 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
-from panel_api import errors, store
+from panel_api import errors
 from panel_api.access import (
     CREATED,
     ID,
@@ -24,18 +24,17 @@ from panel_api.access import (
     Listing,
     Paged,
     answer,
-    audit,
     converted,
     mapped,
     path_id,
     query,
+    relay_audited,
 )
-from panel_api.internal import Internal, relayed
+from panel_api.internal import Internal
 from shared.clock import Clock
 from shared.errors import json_body
 from shared.secretbox import SecretBox, SecretBoxError
 from shared.telegram_shapes import TOKEN_PATTERN
-from shared.web import runtime
 
 
 class NewBot(msgspec.Struct, forbid_unknown_fields=True):
@@ -162,10 +161,9 @@ class Bots:
         answer = await self.botedge.ask(
             "POST", "/internal/bots", {"token": body.token, "mode": body.mode}
         )
-        if answer.status_code == 201:
-            added = answer.json()
-            await self._audit(request, caller, "bots.add", f"bot:{added['id']}", added)
-        return relayed(answer)
+        return await relay_audited(
+            request, caller, self.clock, answer, 201, "bots.add", lambda bot: f"bot:{bot['id']}"
+        )
 
     async def pause(self, request: Request, caller: Caller) -> Response:
         """Nobody sends for it and its webhook answers 404 until it is resumed."""
@@ -180,9 +178,9 @@ class Bots:
     async def _change(self, request: Request, caller: Caller, change: str) -> Response:
         bot_id = path_id(request, "bot_id", "bot")
         answer = await self.botedge.ask("POST", f"/internal/bots/{bot_id}/{change}")
-        if answer.status_code == 200:
-            await self._audit(request, caller, f"bots.{change}", f"bot:{bot_id}", answer.json())
-        return relayed(answer)
+        return await relay_audited(
+            request, caller, self.clock, answer, 200, f"bots.{change}", f"bot:{bot_id}"
+        )
 
     async def list_dead(self, request: Request, caller: Caller) -> Response:
         found = await DEAD.page(request, query(request, DeadQuery), {})
@@ -193,14 +191,13 @@ class Bots:
         if inbox_id >= 2**63:
             raise errors.NotDead("no dead update with that id")
         answer = await self.botedge.ask("POST", f"/internal/inbox/{inbox_id}/replay")
-        if answer.status_code == 200:
-            await self._audit(request, caller, "inbox.replay", f"inbox:{inbox_id}", None)
-        return relayed(answer)
-
-    async def _audit(
-        self, request: Request, caller: Caller, action: str, target: str, after: Any
-    ) -> None:
-        """After botedge made the write (it owns bots and the inbox): the panel's record of
-        who asked for it."""
-        async with store.connection(runtime(request).pool) as conn:
-            await audit(conn, caller, self.clock, action, target, None, after)
+        return await relay_audited(
+            request,
+            caller,
+            self.clock,
+            answer,
+            200,
+            "inbox.replay",
+            f"inbox:{inbox_id}",
+            lambda _: None,
+        )

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import math
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 from starlette.responses import Response
 
-from shared.breaker import BreakerOpen, Breakers, guarded
+from shared.breaker import Breakers
 from shared.errors import PROBLEM_JSON, Problem
-from shared.logging import request_id
+from shared.internal import InternalClient, Unreachable
 from shared.settings import Secret
 
 
@@ -30,47 +29,31 @@ class Internal:
         self, service: str, base_url: str, service_token: Secret, breakers: Breakers | None = None
     ) -> None:
         self.service = service
-        self.base_url = base_url
-        self.service_token = service_token
-        self.client: httpx.AsyncClient | None = None
-        self.breaker = (breakers or Breakers()).get(service, urlsplit(base_url).netloc)
+        self.calls = InternalClient(service, base_url, service_token, breakers)
 
     async def __aenter__(self) -> Internal:
-        self.client = httpx.AsyncClient(timeout=30)
+        self.calls.client = httpx.AsyncClient(timeout=30)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        client, self.client = self.client, None
+        client, self.calls.client = self.calls.client, None
         if client is not None:
             await client.aclose()
 
     async def ask(self, method: str, path: str, body: Any = None) -> httpx.Response:
-        if self.client is None:
-            raise RuntimeError(f"the {self.service} client is used outside the app's lifespan")
-        headers = {"Authorization": f"Bearer {self.service_token.reveal()}"}
-        rid = request_id.get()
-        if rid:
-            headers["X-Request-Id"] = rid
-        client = self.client
         try:
-            answer = await guarded(
-                self.breaker,
-                lambda: client.request(
-                    method, f"{self.base_url}{path}", json=body, headers=headers
-                ),
-            )
-        except BreakerOpen as error:
-            unavailable = self._unavailable(f"is failing; not asked ({error})")
-            unavailable.headers["Retry-After"] = str(max(1, math.ceil(error.retry_after)))
+            answer = await self.calls.request(method, path, json=body)
+        except Unreachable as error:
+            unavailable = self._unavailable(error.detail)
+            if error.parked:
+                unavailable.headers["Retry-After"] = str(max(1, math.ceil(error.retry_after)))
             raise unavailable from None
-        except httpx.HTTPError as error:
-            raise self._unavailable(f"could not be asked: {type(error).__name__}") from None
         if answer.status_code >= 500 and answer.headers.get("content-type") != PROBLEM_JSON:
-            raise self._unavailable(f"answered {answer.status_code}")
+            raise self._unavailable(f"{self.service} {path}: answered {answer.status_code}")
         return answer
 
-    def _unavailable(self, what: str) -> Problem:
-        return Problem(503, f"{self.service}-unavailable", f"{self.service} {what}")
+    def _unavailable(self, detail: str) -> Problem:
+        return Problem(503, f"{self.service}-unavailable", detail)
 
 
 def relayed(answer: httpx.Response) -> Response:

@@ -23,11 +23,9 @@ from panel_api.access import (
     Listing,
     Paged,
     Search,
-    Sorted,
     Who,
     Word,
     answer,
-    converted,
     person_search,
     query,
 )
@@ -332,17 +330,6 @@ class Ledger:
         self.billing = billing
         self.clock = clock
 
-    async def _listed(
-        self,
-        request: Request,
-        listing: Listing,
-        where: Sorted,
-        filters: dict[str, Any],
-        kind: type[R],
-    ) -> Response:
-        found = await listing.page(request, where, filters)
-        return answer(converted(found, kind))
-
     async def dashboard(self, request: Request, caller: Caller) -> Response:
         async with store.connection(runtime(request).pool) as conn:
             counts = (await store.rows(conn, "dashboard_counts", {}))[0]
@@ -354,7 +341,7 @@ class Ledger:
 
     async def people(self, request: Request, caller: Caller) -> Response:
         where = query(request, PeopleQuery)
-        return await self._listed(request, PEOPLE, where, _people_filters(where), Visitor)
+        return await PEOPLE.answered(request, where, _people_filters(where), Visitor)
 
     async def people_csv(self, request: Request, caller: Caller) -> Response:
         where = query(request, PeopleExport)
@@ -373,7 +360,7 @@ class Ledger:
     async def memberships(self, request: Request, caller: Caller) -> Response:
         where = query(request, MembershipQuery)
         filters = _membership_filters(where)
-        return await self._listed(request, MEMBERSHIPS, where, filters, Membership)
+        return await MEMBERSHIPS.answered(request, where, filters, Membership)
 
     async def memberships_csv(self, request: Request, caller: Caller) -> Response:
         where = query(request, MembershipExport)
@@ -435,11 +422,11 @@ class Ledger:
 
     async def invoices(self, request: Request, caller: Caller) -> Response:
         where = query(request, InvoiceQuery)
-        return await self._listed(request, INVOICES, where, {"status": where.status}, Invoice)
+        return await INVOICES.answered(request, where, {"status": where.status}, Invoice)
 
     async def payments(self, request: Request, caller: Caller) -> Response:
         where = query(request, PaymentQuery)
-        return await self._listed(request, PAYMENTS, where, _payment_filters(where), Payment)
+        return await PAYMENTS.answered(request, where, _payment_filters(where), Payment)
 
     async def payments_csv(self, request: Request, caller: Caller) -> Response:
         where = query(request, PaymentExport)

@@ -6,7 +6,7 @@ its answer and records the owner's writes in the audit log."""
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Literal, TypeVar
 
 import msgspec
 from starlette.requests import Request
@@ -20,12 +20,11 @@ from panel_api.access import (
     Column,
     Listing,
     Paged,
-    Sorted,
     Who,
     answer,
     audit,
-    converted,
     query,
+    relay_audited,
 )
 from panel_api.fields import Id, MembershipStatus, Minor, major
 from panel_api.internal import Internal, relayed
@@ -256,26 +255,15 @@ class Operations:
         self.billing = billing
         self.clock = clock
 
-    async def _listed(
-        self,
-        request: Request,
-        listing: Listing,
-        where: Sorted,
-        filters: dict[str, Any],
-        kind: type[R],
-    ) -> Response:
-        found = await listing.page(request, where, filters)
-        return answer(converted(found, kind))
-
     async def gateway_events(self, request: Request, caller: Caller) -> Response:
         where = query(request, GatewayEventQuery)
         filters = {"outcome": where.outcome}
-        return await self._listed(request, GATEWAY_EVENTS, where, filters, GatewayEvent)
+        return await GATEWAY_EVENTS.answered(request, where, filters, GatewayEvent)
 
     async def access_events(self, request: Request, caller: Caller) -> Response:
         where = query(request, AccessEventQuery)
         filters = {"state": where.state}
-        return await self._listed(request, ACCESS_EVENTS, where, filters, AccessEvent)
+        return await ACCESS_EVENTS.answered(request, where, filters, AccessEvent)
 
     async def retry_access_event(self, request: Request, caller: Caller) -> Response:
         event_id = int(request.path_params["event_id"])
@@ -307,38 +295,34 @@ class Operations:
         answer = await self.billing.ask(
             "POST", f"/internal/payments/{payment_id}/refund", {"requested_by": caller.email}
         )
-        if answer.status_code == 202:
-            asked = answer.json()
-            async with store.connection(runtime(request).pool) as conn:
-                await audit(
-                    conn,
-                    caller,
-                    self.clock,
-                    "payments.refund",
-                    f"payment:{payment_id}",
-                    None,
-                    {"request_id": asked["request_id"], "state": asked["state"]},
-                )
-        return relayed(answer)
+        return await relay_audited(
+            request,
+            caller,
+            self.clock,
+            answer,
+            202,
+            "payments.refund",
+            f"payment:{payment_id}",
+            lambda asked: {"request_id": asked["request_id"], "state": asked["state"]},
+        )
 
     async def reconcile(self, request: Request, caller: Caller) -> Response:
         return relayed(await self.billing.ask("GET", "/internal/reconcile"))
 
     async def reconcile_fix(self, request: Request, caller: Caller) -> Response:
         answer = await self.billing.ask("POST", "/internal/reconcile/fix")
-        if answer.status_code == 200:
-            fixed = answer.json()["ledger"]["fixed"]
-            async with store.connection(runtime(request).pool) as conn:
-                await audit(
-                    conn,
-                    caller,
-                    self.clock,
-                    "reconcile.fix",
-                    "ledger",
-                    None,
-                    {"fixed": [[d["person_id"], d["channel_id"]] for d in fixed]},
-                )
-        return relayed(answer)
+        return await relay_audited(
+            request,
+            caller,
+            self.clock,
+            answer,
+            200,
+            "reconcile.fix",
+            "ledger",
+            lambda report: {
+                "fixed": [[d["person_id"], d["channel_id"]] for d in report["ledger"]["fixed"]]
+            },
+        )
 
     async def gateways(self, request: Request, caller: Caller) -> Response:
         return relayed(await self.billing.ask("GET", "/internal/gateways"))

@@ -61,7 +61,7 @@ def test_billing_answering_4xx__never_opens_its_breaker(status: int) -> None:
             invoice(billing)
         except RetryLater as error:
             assert not error.parked
-    assert billing.breaker.wait() == 0.0
+    assert billing.calls.breaker.wait() == 0.0
 
 
 def test_invoice__the_request_key_goes_to_billing() -> None:
