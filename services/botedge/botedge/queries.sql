@@ -183,16 +183,8 @@ UPDATE inbox i
 RETURNING i.id, i.bot_id, i.update_id, i.chat_key, i.kind, i.payload, i.attempt, i.lock_token,
           i.received_at, i.told_waiting;
 
--- finish_update --
--- Compare-and-set on the claim: a worker that lost it changes nothing (and rolls back).
-UPDATE inbox
-   SET state = 'done', done_at = now(), lock_token = NULL, locked_until = NULL,
-       last_error = NULL
- WHERE id = %(id)s AND lock_token = %(lock_token)s AND attempt = %(attempt)s
-   AND state = 'processing';
-
 -- finish_with_replies --
--- finish_update with the update's replies queued in the same statement, and the statistics
+-- Compare-and-set on the claim, the update's replies queued in the same statement, and the statistics
 -- events they stand for (the gate shown). With %(telegram_user_id)s, the update's person too,
 -- as upsert_person records them, for an update whose route needed nothing else written: the
 -- whole update is then this one statement, with no transaction around it; an event without

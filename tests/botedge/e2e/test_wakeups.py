@@ -17,7 +17,10 @@ def test_notify__wakes_the_claim_loop_and_the_sender(edge: Edge) -> None:
     api = edge.start_api()
     worker = edge.start_worker(WORKER_POLL_INTERVAL="10")
     edge.wait_for_sender(bot_id)
-    time.sleep(0.5)
+    # Wake-ups arrive only once its LISTEN connection is up.
+    edge.wait_until(
+        lambda: "botedge_listening 1.0" in HTTP.get(f"{worker.url}/metrics").text, 10, "LISTEN"
+    )
     latencies = []
     for n in range(3):
         started = time.monotonic()
