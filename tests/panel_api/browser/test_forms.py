@@ -5,6 +5,7 @@ language, and a destructive one asks first."""
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -384,6 +385,10 @@ def test_forms__an_order_paid_in_part_meanwhile_is_not_cancelled_and_the_page_sa
     expect(page.locator("#order-facts")).to_contain_text("USDT\u060c")
     # An order paid in part offers no Cancel: billing would refuse it.
     expect(page.locator("#order-steps button[data-action=cancel]")).to_have_count(0)
+    # What the advertiser was told (the approval), numbered in the page's digits.
+    told = page.locator("#order-events")
+    expect(told).to_be_visible()
+    assert told.evaluate("list => getComputedStyle(list).listStyleType") == "persian"
 
     # On a phone, in both languages, neither the order's hash and address nor the invoices
     # push the page sideways.
@@ -635,6 +640,16 @@ def test_forms__a_broadcast_tested_on_oneself_then_sent_and_watched_to_the_end(
     page.screenshot(path=str(ARTIFACTS / "broadcasts-en.png"), full_page=True)
 
 
+def overlapping_labels(page: Page, selector: str) -> list[tuple[str, str]]:
+    """Neighbouring axis labels whose drawn boxes touch."""
+    boxes = page.locator(selector).evaluate_all(
+        "labels => labels.map(l => { const r = l.getBoundingClientRect();"
+        " return [l.textContent, r.left, r.right]; })"
+    )
+    ordered = sorted(boxes, key=lambda box: box[1])
+    return [(a[0], b[0]) for a, b in itertools.pairwise(ordered) if a[2] > b[1]]
+
+
 def test_forms__statistics_by_hour_a_refused_range_at_its_field_and_the_funnel(
     page: Page, stack: Stack
 ) -> None:
@@ -666,8 +681,10 @@ def test_forms__statistics_by_hour_a_refused_range_at_its_field_and_the_funnel(
         "bars => bars.map(bar => bar.getBoundingClientRect().width)"
     )
     assert [round(w / widths[0], 2) for w in widths] == [1.0, 0.67, 0.33, 0.33], widths
-    # Half of those shown the gate passed it.
-    expect(page.locator("#funnel [data-figure=gate_passed]")).to_contain_text("\u06f5\u06f0")
+    # Half of those shown the gate passed it: the share in Persian digits, "٪" after them.
+    expect(page.locator("#funnel [data-figure=gate_passed]")).to_have_text(
+        "\u06f3 (\u06f5\u06f0\u066a)"
+    )
     form = page.locator("#stats-range")
     # A range that ends before it starts: said at its first field, in Persian.
     form.locator("input[name=from-year]").fill("\u06f1\u06f4\u06f0\u06f6")
@@ -678,7 +695,13 @@ def test_forms__statistics_by_hour_a_refused_range_at_its_field_and_the_funnel(
     form.locator("button[type=submit]").click()
     expect(page).to_have_url(re.compile(r"granularity=hour"))
     expect(page.locator("#stats-series polyline[data-series=start]")).to_have_count(1)
+    assert overlapping_labels(page, "#stats-series text.day") == []
     page.screenshot(path=str(ARTIFACTS / "stats-fa.png"), full_page=True)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.reload()
+    expect(page.locator("#stats-series polyline[data-series=start]")).to_have_count(1)
+    assert overlapping_labels(page, "#stats-series text.day") == []
+    page.set_viewport_size({"width": 1280, "height": 900})
 
     page.set_viewport_size({"width": 1280, "height": 900})
     page.select_option("#language", "en")
@@ -690,7 +713,7 @@ def test_forms__statistics_by_hour_a_refused_range_at_its_field_and_the_funnel(
     assert lines[0].startswith("at,start,gate_shown")
     assert sum(int(line.split(",")[1]) for line in lines[1:]) == 9
     page.goto(f"{stack.url}/")
-    expect(page.locator("#funnel [data-figure=content_delivered]")).to_contain_text("3")
+    expect(page.locator("#funnel [data-figure=content_delivered]")).to_have_text("3 (100%)")
     page.screenshot(path=str(ARTIFACTS / "stats-en.png"), full_page=True)
 
 

@@ -5,6 +5,7 @@ loading or fails to load, a session ended elsewhere, and amounts in each currenc
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Iterator
 
 import psycopg
@@ -51,6 +52,9 @@ VIEWS = (
     "workspace",
     "account",
 )
+
+# The people list's Telegram id column, by its heading.
+LABELS = {"en": "Telegram user", "fa": "کاربر تلگرام"}
 
 
 @pytest.fixture
@@ -99,6 +103,14 @@ def test_pages__every_page_at_1280_and_390_px_without_sideways_scroll(
                 outage = page.locator("[data-outage]")
                 expect(outage).to_be_visible()
                 expect(outage).to_contain_text("تلگرام" if language == "fa" else "Telegram")
+            if view == "people":
+                # A Telegram id in the page's digits, kept left to right.
+                ids = page.locator(f'#people td[data-label="{LABELS[language]}"]')
+                expect(ids.first).to_be_visible()
+                shown = ids.first.inner_text().strip("\u2066\u2069")
+                latin = re.fullmatch(r"[0-9]+", shown)
+                persian = re.fullmatch(r"[\u06f0-\u06f9]+", shown)
+                assert persian if language == "fa" else latin, shown
             if view == "payments":
                 # Why a gateway event needs the owner, in the page's language and digits (not
                 # billing's English detail, "paid 499, invoice asks 500").

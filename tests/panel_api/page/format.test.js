@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import {
-  asciiNumber, axisTicks, formatDay, formatList, formatMoney, localDigits, formatNumber, fromBaseUnits, fromPersian, lastDays, sumDecimals, toPersian,
+  asciiNumber, axisTicks, formatDay, formatList, formatMoney, formatPercent, localDigits, formatNumber, fromBaseUnits, fromPersian, lastDays, sumDecimals, toPersian,
 } from "../../../services/panel-api/panel_api/static/format.js";
 
 test("money keeps the digits the API wrote: yen whole, dinars to three places", () => {
@@ -107,4 +107,12 @@ test("a number the form starts with shows in the page's digits and reads back as
   assert.equal(localDigits("fa", "45.50"), "۴۵٫۵۰");
   assert.equal(localDigits("en", "45.50"), "45.50");
   assert.equal(asciiNumber(localDigits("fa", "1250.5")), "1250.5");
+});
+
+test("a share is written as the language writes a percentage, its sign where it puts it", () => {
+  assert.equal(formatPercent("en", 0.67), "67%");
+  // Persian digits and the Arabic percent sign after them, not "%67".
+  assert.equal(formatPercent("fa", 0.67), "۶۷٪");
+  assert.equal(formatPercent("fa", 0.125), "۱۲٫۵٪");
+  assert.equal(formatPercent("en", 0), "0%");
 });

@@ -31,6 +31,11 @@ export function formatList(lang, items) {
   return new Intl.ListFormat(lang, { type: "unit", style: "short" }).format(items);
 }
 
+/** A share as a percentage in the language: 0.67 -> "67%", "۶۷٪". @param {string} lang @param {number} ratio */
+export function formatPercent(lang, ratio) {
+  return new Intl.NumberFormat(lang, { style: "percent", maximumFractionDigits: 1 }).format(ratio);
+}
+
 /** @param {string} lang @param {number | string} value */
 export function formatNumber(lang, value) {
   return new Intl.NumberFormat(lang).format(/** @type {number} */ (value));

@@ -1,7 +1,7 @@
 // @ts-check
 // The page's words in English and Persian; numbers, money and dates through format.js for the
 // language. A node test holds the two languages to the same keys.
-import { formatDateTime, formatDay, formatList, formatMoney, formatNumber } from "./format.js";
+import { formatDateTime, formatDay, formatList, formatMoney, formatNumber, formatPercent, localDigits } from "./format.js";
 
 /** @type {Record<string, Record<string, string>>} */
 export const WORDS = {
@@ -436,6 +436,19 @@ export function has(key) {
 /** @param {number | string} value */
 export function number(value) {
   return formatNumber(current, value);
+}
+
+/** An identifier (a Telegram id, "-1001234") in the page's digits, ungrouped: it reads as
+ * the language writes numbers and, typed back into a form, is read as the same digits.
+ * @param {number | string} value */
+export function digits(value) {
+  return localDigits(current, String(value));
+}
+
+/** A share (0.67) as the page's language writes a percentage ("67%", "۶۷٪").
+ * @param {number} ratio */
+export function percent(ratio) {
+  return formatPercent(current, ratio);
 }
 
 /** Items joined as the page's language lists them. @param {string[]} items */

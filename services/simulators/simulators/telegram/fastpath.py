@@ -82,7 +82,9 @@ class _BotCall:
         self.content_type = content_type
         self.agent = agent
         self.keep_alive = keep_alive
-        self.body = b""
+        # Grown in place by uvicorn's `cycle.body += chunk`: bytes would copy the whole body
+        # at every chunk, quadratic in an upload of 50 MB.
+        self.body = bytearray()
         self.more_body = True
         self.started = False
         self.response_complete = False
@@ -93,14 +95,14 @@ class _BotCall:
     def read(self) -> Params:
         if self.too_big:
             raise ApiError(413, "Request Entity Too Large")
-        return body_params(self.query, self.content_type, self.body)
+        return body_params(self.query, self.content_type, bytes(self.body))
 
     def messages(self, world: World) -> Answer:
         """A batch of messages (a JSON body), answered as control_messages answers it."""
         if self.too_big:
             return Answer.problem(too_large(BODY_LIMIT))
         try:
-            return Answer.json(200, control.add_messages(world, json_fields(self.body)))
+            return Answer.json(200, control.add_messages(world, json_fields(bytes(self.body))))
         except Problem as problem:
             return Answer.problem(problem)
         except ApiError as error:
@@ -132,7 +134,7 @@ class _BotApiProtocol(HttpToolsProtocol):
         if isinstance(call, _BotCall) and not call.response_complete:
             if len(call.body) > BODY_LIMIT:
                 # Answered now, and the connection closed on the rest.
-                call.body = b""
+                call.body = bytearray()
                 call.too_big = True
                 call.keep_alive = False
                 self._start(call)

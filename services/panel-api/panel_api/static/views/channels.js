@@ -6,10 +6,10 @@ import { call, may } from "../api.js";
 import { element, words } from "../dom.js";
 import { formOf, actionButton, editRow } from "../forms.js";
 import { latinDigits } from "../format.js";
-import { list, money, number, t } from "../i18n.js";
+import { digits, list, money, number, t } from "../i18n.js";
 import { listView } from "../list.js";
 import { open } from "../router.js";
-import { botChoices, channelChoices, copyable, everything, wholeNumber, when } from "./common.js";
+import { botChoices, channelChoices, copyable, everything, idText, wholeNumber, when } from "./common.js";
 
 /** @param {URL} url */
 export async function channels(url) {
@@ -72,7 +72,7 @@ export async function channel(_url, id) {
   const facts = element("dl", { class: "facts", id: "channel-facts" },
     words("dt", "title"), element("dd", { text: found.title }),
     words("dt", "username"), element("dd", {}, element("bdi", { dir: "ltr", text: found.username ? "@" + found.username : t("none") })),
-    words("dt", "telegramId"), element("dd", {}, element("bdi", { dir: "ltr", text: String(found.telegram_chat_id) })),
+    words("dt", "telegramId"), element("dd", {}, element("bdi", { dir: "ltr", text: digits(found.telegram_chat_id) })),
     ...(found.pay_link ? [words("dt", "payLink"), element("dd", {}, copyable(found.pay_link))] : []),
     ...(found.join_request_link ? [words("dt", "joinRequestLink"), element("dd", {}, copyable(found.join_request_link))] : []));
   const standing = element("ul", { id: "channel-bots" }, ...found.bots.map((/** @type {any} */ b) => element("li",
@@ -240,7 +240,7 @@ export async function admission(url) {
   return listView(url, {
     id: "whitelist", path: `/v1/channels/${channel.id}/whitelist`, before,
     columns: [
-      { label: "telegramUser", sort: "telegram_user_id", value: (w) => String(w.telegram_user_id) },
+      { label: "telegramUser", sort: "telegram_user_id", value: (w) => idText(w.telegram_user_id) },
       { label: "note", value: (w) => w.note || null },
       { label: "created", sort: "created_at", value: (w) => when(w.created_at) },
     ],

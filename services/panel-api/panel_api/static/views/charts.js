@@ -7,6 +7,9 @@ import { day, number, t } from "../i18n.js";
 
 export const COLOURS = ["#2456c8", "#c8242f", "#1f8a4c", "#b8860b", "#6b3fa0"];
 
+// About the widest a character of a 12 px label draws, digits and letters of either script.
+const LABEL_CHAR_WIDTH = 7.5;
+
 /**
  * @typedef {object} Line
  * @property {string} name what the legend and the caption call it
@@ -40,10 +43,14 @@ export function lineChart(id, headingId, days, lines, emptyKey, labelOf = day) {
     label.textContent = number(value);
     chart.append(label);
   }
-  const every = width < 480 ? 10 : 7;
+  // Labels far enough apart not to touch: an hour's ("7 Dec, 14:00") is wider than a day's.
+  const labels = days.map((point) => labelOf(point));
+  const widest = Math.max(0, ...labels.map((text) => text.length)) * LABEL_CHAR_WIDTH + 12;
+  const spacing = (width - left - right) / Math.max(1, days.length - 1);
+  const every = Math.max(1, Math.ceil(widest / spacing));
   for (let n = 0; n < days.length; n += every) {
     const label = svg("text", { x: x(n), y: height - 12, "font-size": 12, "text-anchor": "middle", class: "day" });
-    label.textContent = labelOf(days[n]);
+    label.textContent = labels[n];
     chart.append(label);
   }
   const legend = element("ul", { class: "legend" });

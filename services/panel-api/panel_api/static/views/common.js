@@ -4,7 +4,13 @@
 import { call, session } from "../api.js";
 import { element, words } from "../dom.js";
 import { latinDigits } from "../format.js";
-import { dateTime, t } from "../i18n.js";
+import { dateTime, digits, t } from "../i18n.js";
+
+/** An id (a Telegram user's or chat's) as text: the page's digits, kept left to right so a
+ * minus sign stays in front in a right-to-left line. @param {number | string} value */
+export function idText(value) {
+  return `\u2066${digits(value)}\u2069`;
+}
 
 /** @param {string | null | undefined} value */
 export function when(value) {
@@ -58,7 +64,7 @@ export function person(item) {
   const node = element("span", { class: "person" });
   if (name) node.append(element("bdi", { class: "name", text: name }), " ");
   if (who?.username) node.append(element("bdi", { dir: "ltr", class: "handle", text: "@" + who.username }), " ");
-  node.append(element("bdi", { dir: "ltr", class: "user-id", text: String(item.telegram_user_id) }));
+  node.append(element("bdi", { dir: "ltr", class: "user-id", text: digits(item.telegram_user_id) }));
   return node;
 }
 

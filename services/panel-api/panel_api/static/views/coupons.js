@@ -4,7 +4,7 @@
 import { call, may } from "../api.js";
 import { element, words } from "../dom.js";
 import { actionButton, editRow, formOf } from "../forms.js";
-import { money, number, t } from "../i18n.js";
+import { money, number, percent, t } from "../i18n.js";
 import { listView } from "../list.js";
 import { dayEnd, everything, person, when, wholeNumber } from "./common.js";
 
@@ -39,7 +39,7 @@ function limits(v) {
 
 /** @param {any} c */
 function off(c) {
-  return c.percent_off ? `${number(c.percent_off)}%` : money(c.amount_off, c.currency);
+  return c.percent_off ? percent(c.percent_off / 100) : money(c.amount_off, c.currency);
 }
 
 /** @param {URL} url */

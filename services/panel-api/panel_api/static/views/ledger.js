@@ -6,7 +6,7 @@ import { element, show, wordChoices, words } from "../dom.js";
 import { actionButton, formOf } from "../forms.js";
 import { money, number, t } from "../i18n.js";
 import { listView } from "../list.js";
-import { botChoices, channelChoices, copyable, everything, person, wholeNumber, when } from "./common.js";
+import { botChoices, channelChoices, copyable, everything, idText, person, wholeNumber, when } from "./common.js";
 
 /** @param {URL} url */
 export async function people(url) {
@@ -15,7 +15,7 @@ export async function people(url) {
     id: "people", path: "/v1/people", search: true, csv: "/v1/exports/people.csv",
     filters: bots.length > 1 ? [{ name: "bot", label: "bot", choices: botChoices(bots) }] : [],
     columns: [
-      { label: "telegramUser", sort: "telegram_user_id", value: (p) => String(p.telegram_user_id) },
+      { label: "telegramUser", sort: "telegram_user_id", value: (p) => idText(p.telegram_user_id) },
       { label: "name", value: (p) => [p.first_name, p.last_name].filter(Boolean).join(" ") || null },
       { label: "username", value: (p) => p.username ? element("bdi", { dir: "ltr", text: "@" + p.username }) : null },
       { label: "firstSeen", sort: "first_seen_at", value: (p) => when(p.first_seen_at) },
@@ -177,7 +177,7 @@ export async function reconcile() {
   /** @param {string} label @param {string} text */
   const cell = (label, text) => element("td", { "data-label": t(label), text });
   const rows = differences.map((/** @type {any} */ d) => element("tr", { "data-person": String(d.person_id) },
-    cell("telegramUser", String(d.telegram_user_id)),
+    cell("telegramUser", idText(d.telegram_user_id)),
     cell("channel", d.title),
     cell("now", `${t(d.status)} · ${d.expires_at.startsWith("1970-01-01") ? t("none") : when(d.expires_at)}`),
     cell("byHistory", `${t(d.expected_status)} · ${d.expected_expires_at.startsWith("1970-01-01") ? t("none") : when(d.expected_expires_at)}`)));

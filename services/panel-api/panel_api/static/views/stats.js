@@ -4,7 +4,7 @@
 import { call, download } from "../api.js";
 import { element, show, words } from "../dom.js";
 import { formOf } from "../forms.js";
-import { day, money, number, t } from "../i18n.js";
+import { day, money, number, percent, t } from "../i18n.js";
 import { navigate } from "../router.js";
 import { lineChart } from "./charts.js";
 import { botChoices, everything, when } from "./common.js";
@@ -22,7 +22,7 @@ export function funnelOf(stats) {
   FUNNEL.forEach((key, n) => {
     const value = stats.funnel[key];
     const before = n ? stats.funnel[FUNNEL[n - 1]] : 0;
-    const share = n && before ? ` (${number(Math.round((100 * value) / before))}%)` : "";
+    const share = n && before ? ` (${percent(Math.round((100 * value) / before) / 100)})` : "";
     const widest = Math.max(1, ...FUNNEL.map((k) => stats.funnel[k]));
     const bar = element("span", { class: "bar" });
     // Through the CSSOM: the page's CSP refuses a style attribute.
