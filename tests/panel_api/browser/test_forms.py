@@ -933,7 +933,8 @@ def test_forms__access_codes_refused_at_a_field_then_made_used_and_exported_in_p
     used.locator("a[href^='/access-code-uses']").click()
     uses = page.locator("#access-code-uses tbody tr")
     expect(uses).to_have_count(1)
-    expect(uses.first).to_contain_text("4343")
+    # The person's Telegram id in the page's digits.
+    expect(uses.first).to_contain_text("\u06f4\u06f3\u06f4\u06f3")
     with page.expect_download() as downloaded:
         page.click("#access-code-uses-csv")
     lines = Path(downloaded.value.path()).read_text(encoding="utf-8-sig").splitlines()
