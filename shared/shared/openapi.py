@@ -8,7 +8,7 @@ operation takes (a token: 401; a body: 400, 413, 422; an id in the path: 404; th
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -172,19 +172,31 @@ def routes(
     """A route for each operation, answered by its handler's method on the feature of that
     class and guarded by the bearer secret its `security` names. An operation no feature
     serves, or a scheme without a secret, stops the service at its start."""
-    by_class = {type(feature).__name__: feature for feature in features}
     built = []
-    for (method, path), op in operations.items():
-        owner = op.handler.__qualname__.split(".")[0] if op.handler is not None else None
-        if owner not in by_class:
-            raise RuntimeError(f"{method} {path}: no feature serves it")
-        endpoint: Endpoint = op.handler.__get__(by_class[owner])
+    for (method, path), endpoint in handlers(operations, features, "it").items():
+        op = operations[method, path]
         if op.security is not None:
             if op.security not in secrets:
                 raise RuntimeError(f"{method} {path}: no secret for {op.security!r}")
             endpoint = _guarded(endpoint, secrets[op.security])
         built.append(Route(path, endpoint, methods=[method]))
     return built
+
+
+def handlers(
+    operations: Mapping[tuple[str, str], Any], features: Iterable[object], entry: str
+) -> dict[tuple[str, str], Any]:
+    """Each operation's `handler` bound to the feature of its class (`Feature.method` ->
+    that feature's method); an operation no feature serves stops the service at its start
+    (`entry` names the table entry in the message)."""
+    by_class = {type(feature).__name__: feature for feature in features}
+    bound = {}
+    for (method, path), op in operations.items():
+        owner = op.handler.__qualname__.split(".")[0] if op.handler is not None else None
+        if owner not in by_class:
+            raise RuntimeError(f"{method} {path}: no feature serves {entry}")
+        bound[method, path] = op.handler.__get__(by_class[owner])
+    return bound
 
 
 def _guarded(endpoint: Endpoint, secret: Secret) -> Endpoint:

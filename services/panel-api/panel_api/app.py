@@ -36,6 +36,7 @@ from panel_api.team import Team
 from shared.breaker import Breakers
 from shared.clock import SYSTEM_CLOCK, Clock
 from shared.errors import service_error_handler
+from shared.openapi import handlers
 from shared.secretbox import SecretBox
 from shared.web import Runtime, create_service_app
 
@@ -62,13 +63,10 @@ Endpoint = Callable[[Request], Awaitable[Response]]
 def build_routes(access: Access, features: Sequence[object]) -> list[Route]:
     """The routes of `OPERATIONS`, each answered by its handler on the feature of that class and
     guarded by its least role; an operation whose feature is not given stops the app."""
-    by_class = {type(feature).__name__: feature for feature in features}
     routes = []
-    for (method, path), op in OPERATIONS.items():
-        owner = op.handler.__qualname__.split(".")[0] if op.handler is not None else None
-        if owner not in by_class:
-            raise RuntimeError(f"{method} {path}: no feature serves its contract.OPERATIONS entry")
-        endpoint = op.handler.__get__(by_class[owner])
+    entry = "its contract.OPERATIONS entry"
+    for (method, path), endpoint in handlers(OPERATIONS, features, entry).items():
+        op = OPERATIONS[method, path]
         routes.append(
             Route(
                 path,
