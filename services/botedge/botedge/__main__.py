@@ -13,6 +13,7 @@ import sys
 
 from shared import lifecycle
 from shared import logging as jsonlog
+from shared.clock import SYSTEM_CLOCK
 from shared.settings import Reader, Secret, exit_on_error
 
 
@@ -63,11 +64,12 @@ def prune(days: int, every: float | None) -> int:
 
     async def run() -> tuple[int, int, int]:
         conn = await connect(database_url.reveal())
+        now = SYSTEM_CLOCK.now()
         async with conn, conn.transaction():
             return (
-                await inbox_store.prune(conn, days),
-                await outbox_store.prune(conn, days),
-                (await conn.execute(Q["prune_conversations"], {"days": days})).rowcount,
+                await inbox_store.prune(conn, days, now),
+                await outbox_store.prune(conn, days, now),
+                (await conn.execute(Q["prune_conversations"], {"days": days, "now": now})).rowcount,
             )
 
     def job() -> None:
@@ -100,7 +102,9 @@ def add_bot(token: str, mode: str) -> int:
             async with BotClients() as telegram:
                 api = BotApi(telegram, settings.telegram_api_base)
                 box = SecretBox(settings.bot_token_key)
-                return await register(pool, api, box, token, mode, settings.public_base_url)
+                return await register(
+                    pool, api, box, token, mode, settings.public_base_url, SYSTEM_CLOCK.now()
+                )
         finally:
             await pool.close()
 

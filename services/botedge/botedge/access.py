@@ -32,6 +32,7 @@ from typing import Any
 from botedge import outbox_store, sqlq
 from botedge.db import connection
 from botedge.events import Event, EventQueue, EventTable
+from botedge.ids import BotId
 from botedge.telegram import BadRequest, BotApi
 from shared.clock import SYSTEM_CLOCK, Clock
 from shared.db import Pool
@@ -87,7 +88,7 @@ class AccessContext:
 
     telegram_chat_id: int
     title: str
-    manager_bot_id: int | None
+    manager_bot_id: BotId | None
     bot_username: str | None
     admission: str
     join_request_link: str | None
@@ -105,7 +106,9 @@ class AccessContext:
         return cls(
             telegram_chat_id=int(row["telegram_chat_id"]),
             title=str(row["title"]) or "the channel",
-            manager_bot_id=None if row["manager_bot_id"] is None else int(row["manager_bot_id"]),
+            manager_bot_id=None
+            if row["manager_bot_id"] is None
+            else BotId(int(row["manager_bot_id"])),
             bot_username=row["bot_username"],
             admission=str(row["admission"]),
             join_request_link=row["join_request_link"],

@@ -11,6 +11,7 @@ from typing import Any
 from botedge import outbox_store, sqlq, uploads
 from botedge.db import connection
 from botedge.events import Event, EventQueue, EventTable
+from botedge.ids import BotId
 from botedge.text import escape_html, short_hash, usdt
 from shared.db import Pool
 from shared.units import decimal_text, sun_for
@@ -180,7 +181,7 @@ class AdEvents:
                 method = message.pop("method")
                 await outbox_store.queue_reply(
                     conn,
-                    int(order["bot_id"]),
+                    BotId(int(order["bot_id"])),
                     user,
                     method,
                     {"chat_id": user, **message},

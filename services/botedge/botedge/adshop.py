@@ -25,6 +25,7 @@ from typing import Any
 from psycopg.types.json import Jsonb
 
 from botedge import sqlq
+from botedge.ids import BotId
 from botedge.outbox_store import Reply
 from botedge.routing import (
     Context,
@@ -192,7 +193,7 @@ class _Quiet:
         return None
 
 
-async def _slots(conn: Connection, bot_id: int) -> list[Slot]:
+async def _slots(conn: Connection, bot_id: BotId) -> list[Slot]:
     cur = await conn.execute(Q["shop_slots"], {"bot_id": bot_id})
     return [Slot.from_row(row) for row in await cur.fetchall()]
 

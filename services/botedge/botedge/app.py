@@ -190,7 +190,9 @@ def create_api_app(settings: BotedgeSettings, *, clock: Clock = SYSTEM_CLOCK) ->
             # Telegram told this address for every webhook bot it was not, beside serving.
             repointing = (
                 asyncio.get_running_loop().create_task(
-                    registration.repoint(state.pool, api, box, settings.public_base_url)
+                    registration.repoint(
+                        state.pool, api, box, settings.public_base_url, clock.now()
+                    )
                 )
                 if settings.public_base_url
                 else None
@@ -209,7 +211,7 @@ def create_api_app(settings: BotedgeSettings, *, clock: Clock = SYSTEM_CLOCK) ->
         Bots(settings, box, bots, clock),
         Channels(box, clock),
         Campaigns(box),
-        Broadcasts(box),
+        Broadcasts(box, clock),
     ]
     document = openapi.document("Gatehouse botedge", version("gatehouse"), OPERATIONS, SECURITY)
     return create_service_app(
@@ -261,6 +263,7 @@ def compose_worker(
             lease_seconds=settings.lock_seconds,
             max_attempts=settings.access_max_attempts,
             backoff_base=settings.access_retry_base,
+            clock=clock,
         )
 
     features: list[Feature] = [
@@ -291,6 +294,7 @@ def compose_worker(
         wakeup=pool_listener.event(broadcasts.QUEUED),
         batch=settings.broadcast_batch,
         window=settings.broadcast_window,
+        clock=clock,
     )
     parts = WorkerParts(
         api=api,

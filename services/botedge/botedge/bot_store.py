@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from botedge import errors, sqlq
-from botedge.ids import PersonId
+from botedge.ids import BotId, PersonId
 from shared.db import Connection
 from shared.secretbox import SecretBox
 
@@ -34,7 +34,7 @@ async def _one(conn: Connection, name: str, params: dict[str, Any]) -> dict[str,
 
 @dataclass(frozen=True)
 class BotRecord:
-    id: int
+    id: BotId
     telegram_bot_id: int
     username: str
     token: str
@@ -50,7 +50,7 @@ class WebhookBot:
     token_encrypted: str
 
 
-async def webhook_bot(conn: Connection, bot_id: int) -> WebhookBot | None:
+async def webhook_bot(conn: Connection, bot_id: BotId) -> WebhookBot | None:
     row = await _one(conn, "bot_for_webhook", {"bot_id": bot_id})
     if row is None:
         return None
@@ -63,7 +63,7 @@ async def active_bots(conn: Connection, box: SecretBox) -> list[BotRecord]:
     cur = await conn.execute(Q["active_bots"])
     return [
         BotRecord(
-            id=int(row["id"]),
+            id=BotId(int(row["id"])),
             telegram_bot_id=int(row["telegram_bot_id"]),
             username=str(row["username"]),
             token=box.open(row["token_encrypted"]),
@@ -76,7 +76,7 @@ async def active_bots(conn: Connection, box: SecretBox) -> list[BotRecord]:
 
 async def save_bot(
     conn: Connection, box: SecretBox, me: dict[str, Any], token: str, mode: str
-) -> tuple[int, str]:
+) -> tuple[BotId, str]:
     """Store (or update) a bot whose token getMe accepted, paused until `activate_bot`; returns
     its id and webhook secret."""
     webhook_secret = secrets.token_urlsafe(32)
@@ -93,60 +93,107 @@ async def save_bot(
     )
     if row is None:
         raise errors.StoreError("insert_bot returned no row")
-    return int(row["id"]), webhook_secret
+    return BotId(int(row["id"])), webhook_secret
 
 
-async def bot_to_point(conn: Connection, bot_id: int) -> dict[str, Any] | None:
-    return await _one(conn, "bot_to_point", {"bot_id": bot_id})
+@dataclass(frozen=True)
+class BotToPoint:
+    """A bot as pointing its updates here (or stopping them) needs it."""
+
+    id: BotId
+    mode: str
+    status: str
+    token_encrypted: str
+    webhook_secret_encrypted: str
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> BotToPoint:
+        return cls(
+            BotId(int(row["id"])),
+            str(row["mode"]),
+            str(row["status"]),
+            str(row["token_encrypted"]),
+            str(row["webhook_secret_encrypted"]),
+        )
+
+
+@dataclass(frozen=True)
+class BotState:
+    """A bot as the owner's change left it: the api's answer."""
+
+    id: BotId
+    telegram_bot_id: int
+    username: str
+    mode: str
+    status: str
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> BotState:
+        return cls(
+            BotId(int(row["id"])),
+            int(row["telegram_bot_id"]),
+            str(row["username"]),
+            str(row["mode"]),
+            str(row["status"]),
+        )
+
+
+async def bot_to_point(conn: Connection, bot_id: BotId) -> BotToPoint | None:
+    row = await _one(conn, "bot_to_point", {"bot_id": bot_id})
+    return None if row is None else BotToPoint.from_row(row)
 
 
 async def change_bot(
-    conn: Connection, change: str, bot_id: int, now: Any = None
-) -> dict[str, Any] | None:
+    conn: Connection, change: str, bot_id: BotId, now: dt.datetime | None = None
+) -> BotState | None:
     """`owner_pause_bot`, `owner_resume_bot` or `owner_remove_bot`: the bot as it is after,
     or None if that change does not apply to it."""
-    return await _one(conn, change, {"bot_id": bot_id, "now": now})
+    row = await _one(conn, change, {"bot_id": bot_id, "now": now})
+    return None if row is None else BotState.from_row(row)
 
 
-async def set_webhook_url(conn: Connection, bot_id: int, url: str | None) -> None:
+async def set_webhook_url(conn: Connection, bot_id: BotId, url: str | None) -> None:
     await conn.execute(Q["set_webhook_url"], {"bot_id": bot_id, "url": url})
 
 
-async def bots_to_repoint(conn: Connection, base: str) -> list[dict[str, Any]]:
+async def bots_to_repoint(conn: Connection, base: str) -> list[BotToPoint]:
     cur = await conn.execute(Q["bots_to_repoint"], {"base": base})
-    return [dict(row) for row in await cur.fetchall()]
+    return [BotToPoint.from_row(row) for row in await cur.fetchall()]
 
 
-async def activate_bot(conn: Connection, bot_id: int) -> None:
+async def activate_bot(conn: Connection, bot_id: BotId) -> None:
     await conn.execute(Q["activate_bot"], {"bot_id": bot_id})
 
 
 async def record_bot_error(
-    conn: Connection, bot_id: int, error: str, backoff_until: Any = None
+    conn: Connection,
+    bot_id: BotId,
+    error: str,
+    now: dt.datetime,
+    backoff_until: dt.datetime | None = None,
 ) -> None:
-    await conn.execute(
-        Q["record_bot_error"], {"bot_id": bot_id, "error": error, "backoff_until": backoff_until}
-    )
+    params = {"bot_id": bot_id, "error": error, "now": now, "backoff_until": backoff_until}
+    await conn.execute(Q["record_bot_error"], params)
 
 
-async def mark_token_invalid(conn: Connection, bot_id: int, error: str) -> None:
-    await conn.execute(Q["mark_token_invalid"], {"bot_id": bot_id, "error": error})
+async def mark_token_invalid(conn: Connection, bot_id: BotId, error: str, now: dt.datetime) -> None:
+    await conn.execute(Q["mark_token_invalid"], {"bot_id": bot_id, "error": error, "now": now})
 
 
-async def pause_left(conn: Connection, bot_id: int) -> float:
+async def pause_left(conn: Connection, bot_id: BotId) -> float:
     row = await _one(conn, "bot_pause_left", {"bot_id": bot_id})
     return float(row["left"]) if row is not None else 0.0
 
 
-async def mark_telegram_failing(conn: Connection, bot_id: int, since: dt.datetime) -> None:
+async def mark_telegram_failing(conn: Connection, bot_id: BotId, since: dt.datetime) -> None:
     await conn.execute(Q["mark_telegram_failing"], {"bot_id": bot_id, "since": since})
 
 
-async def clear_telegram_failing(conn: Connection, bot_id: int) -> None:
+async def clear_telegram_failing(conn: Connection, bot_id: BotId) -> None:
     await conn.execute(Q["clear_telegram_failing"], {"bot_id": bot_id})
 
 
-async def pause_bot(conn: Connection, bot_id: int, seconds: float) -> None:
+async def pause_bot(conn: Connection, bot_id: BotId, seconds: float) -> None:
     await conn.execute(Q["pause_bot"], {"bot_id": bot_id, "seconds": seconds})
 
 
@@ -190,13 +237,13 @@ async def live_workers(conn: Connection) -> int:
 
 
 def person_params(
-    bot_id: int,
+    bot_id: BotId,
     user: Any,
+    at: dt.datetime,
     *,
     met: bool = True,
     started: bool = False,
     counted: str | None = None,
-    at: dt.datetime | None = None,
 ) -> dict[str, Any] | None:
     """What `record_person` (or a finish that records the person) upserts for a `from`; None
     when it is no person (a bot, Telegram's own accounts, no id)."""
@@ -220,27 +267,31 @@ def person_params(
 
 async def record_person(
     conn: Connection,
-    bot_id: int,
+    bot_id: BotId,
     user: Any,
+    at: dt.datetime,
     *,
     met: bool = True,
     started: bool = False,
     counted: str | None = None,
-    at: dt.datetime | None = None,
 ) -> PersonId | None:
     """Upsert the person behind a `from` and, with `met`, note that this bot met them (a
-    channel member seen in `chat_member` is not a visitor of the bot); their id. `counted`
-    names a statistics event of theirs at `at`, written by the same statement. `started`: the
-    update came from the person's private chat with the bot, so it may write to them."""
-    params = person_params(bot_id, user, met=met, started=started, counted=counted, at=at)
+    channel member seen in `chat_member` is not a visitor of the bot) at `at`; their id.
+    `counted` names a statistics event of theirs at that moment, written by the same
+    statement. `started`: the update came from the person's private chat with the bot, so it
+    may write to them."""
+    params = person_params(bot_id, user, at, met=met, started=started, counted=counted)
     if params is None:
         return None
     row = await _one(conn, "upsert_person", params)
     return None if row is None else PersonId(int(row["id"]))
 
 
-async def set_blocked(conn: Connection, bot_id: int, user_id: int, blocked: bool) -> None:
-    await conn.execute(Q["set_blocked"], {"bot_id": bot_id, "user_id": user_id, "blocked": blocked})
+async def set_blocked(
+    conn: Connection, bot_id: BotId, user_id: int, blocked: bool, now: dt.datetime
+) -> None:
+    params = {"bot_id": bot_id, "user_id": user_id, "blocked": blocked, "now": now}
+    await conn.execute(Q["set_blocked"], params)
 
 
 async def move_channel(conn: Connection, old_chat_id: int, new_chat_id: int) -> None:
@@ -273,7 +324,7 @@ class Rights:
         )
 
 
-async def bot_token(conn: Connection, box: SecretBox, bot_id: int) -> tuple[int, str]:
+async def bot_token(conn: Connection, box: SecretBox, bot_id: BotId) -> tuple[int, str]:
     cur = await conn.execute(Q["bot_token"], {"bot_id": bot_id})
     row = await cur.fetchone()
     if row is None:
@@ -281,9 +332,20 @@ async def bot_token(conn: Connection, box: SecretBox, bot_id: int) -> tuple[int,
     return int(row["telegram_bot_id"]), box.open(row["token_encrypted"])
 
 
+@dataclass(frozen=True)
+class ChannelFacts:
+    """Telegram's side of a channel, as stored."""
+
+    id: int
+    telegram_chat_id: int
+    title: str
+    username: str | None
+    chat_type: str | None
+
+
 async def save_channel(
-    conn: Connection, bot_id: int, info: dict[str, Any], rights: Rights, now: dt.datetime
-) -> dict[str, Any]:
+    conn: Connection, bot_id: BotId, info: dict[str, Any], rights: Rights, now: dt.datetime
+) -> ChannelFacts:
     cur = await conn.execute(
         Q["upsert_channel_facts"],
         {
@@ -297,11 +359,17 @@ async def save_channel(
     if channel is None:
         raise errors.StoreError("the channel row was not written")
     await record_rights(conn, bot_id, int(channel["id"]), rights, now)
-    return dict(channel)
+    return ChannelFacts(
+        int(channel["id"]),
+        int(channel["telegram_chat_id"]),
+        str(channel["title"]),
+        channel["username"],
+        channel["chat_type"],
+    )
 
 
 async def record_rights(
-    conn: Connection, bot_id: int, channel_id: int, rights: Rights, now: dt.datetime
+    conn: Connection, bot_id: BotId, channel_id: int, rights: Rights, now: dt.datetime
 ) -> None:
     await conn.execute(
         Q["upsert_bot_channel"],

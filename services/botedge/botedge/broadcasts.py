@@ -16,6 +16,7 @@ sender to drop what it holds; a send already in flight may still arrive.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import logging
 import uuid
 from collections.abc import Callable
@@ -28,10 +29,11 @@ from botedge import errors, sqlq
 from botedge.bot_store import bot_token
 from botedge.content import Content, content_reply
 from botedge.db import connection
-from botedge.ids import ChatId
+from botedge.ids import BotId, ChatId
 from botedge.inbox_store import claim_lost
 from botedge.registration import upstream_error
 from botedge.telegram import BadRequest, BotApi, Forbidden, TelegramError, unreachable
+from shared.clock import SYSTEM_CLOCK, Clock
 from shared.db import Connection, Pool
 from shared.lifecycle import sleep_unless_stopped, wait_any
 from shared.listen import Notifier
@@ -65,7 +67,7 @@ class Draft:
     button_url: str | None = None
 
 
-async def make_message(conn: Connection, bot_id: int, draft: Draft) -> tuple[str, dict[str, Any]]:
+async def make_message(conn: Connection, bot_id: BotId, draft: Draft) -> tuple[str, dict[str, Any]]:
     """The call a broadcast makes, without its chat; `InvalidValues` at `content_id` when the
     bot has no such content."""
     payload: dict[str, Any]
@@ -90,7 +92,7 @@ async def make_message(conn: Connection, bot_id: int, draft: Draft) -> tuple[str
 
 
 async def send_test(
-    pool: Pool, api: BotApi, box: SecretBox, bot_id: int, chat_id: int, draft: Draft
+    pool: Pool, api: BotApi, box: SecretBox, bot_id: BotId, chat_id: int, draft: Draft
 ) -> dict[str, Any]:
     """The broadcast's message to one person now, before it goes to everyone."""
     async with connection(pool) as conn:
@@ -123,11 +125,13 @@ async def send_test(
     return {"sent": True, "message_id": message_id}
 
 
-async def cancel(pool: Pool, notifier: Notifier, broadcast_id: int) -> dict[str, Any]:
+async def cancel(
+    pool: Pool, notifier: Notifier, broadcast_id: int, now: dt.datetime
+) -> dict[str, Any]:
     """Stop a broadcast: it and its unsent rows cancelled in one transaction; the bot's sender
     told to drop what it holds of it."""
     async with connection(pool) as conn, conn.transaction():
-        cur = await conn.execute(Q["stop_broadcast"], {"id": broadcast_id})
+        cur = await conn.execute(Q["stop_broadcast"], {"id": broadcast_id, "now": now})
         stopped = await cur.fetchone()
         if stopped is None:
             cur = await conn.execute(Q["broadcast_state"], {"id": broadcast_id})
@@ -145,7 +149,7 @@ async def cancel(pool: Pool, notifier: Notifier, broadcast_id: int) -> dict[str,
 @dataclass(frozen=True)
 class Claim:
     id: int
-    bot_id: int
+    bot_id: BotId
     token: uuid.UUID
     made: bool
     draft: Draft
@@ -165,8 +169,10 @@ class FanOut:
         wakeup: asyncio.Event | None = None,
         batch: int = BATCH,
         window: int = WINDOW,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.pool = pool
+        self.clock = clock
         self.notifier = notifier
         self.holder = holder
         self.lease_seconds = lease_seconds
@@ -205,7 +211,12 @@ class FanOut:
         async with connection(self.pool) as conn:
             cur = await conn.execute(
                 Q["claim_broadcast"],
-                {"holder": self.holder, "lease": self.lease_seconds, "held": list(self.held)},
+                {
+                    "holder": self.holder,
+                    "lease": self.lease_seconds,
+                    "held": list(self.held),
+                    "now": self.clock.now(),
+                },
             )
             row = await cur.fetchone()
         if row is None:
@@ -213,7 +224,7 @@ class FanOut:
         log.info("broadcast %d (bot %d): claimed, %s", row["id"], row["bot_id"], row["state"])
         return Claim(
             int(row["id"]),
-            int(row["bot_id"]),
+            BotId(int(row["bot_id"])),
             row["lock_token"],
             bool(row["made"]),
             Draft(row["text"], row["content_id"], row["button_text"], row["button_url"]),
@@ -244,7 +255,7 @@ class FanOut:
             try:
                 method, payload = await make_message(conn, claim.bot_id, claim.draft)
             except errors.InvalidValues:
-                await conn.execute(Q["broadcast_content_gone"], params)
+                await conn.execute(Q["broadcast_content_gone"], {**params, "now": self.clock.now()})
                 log.warning("broadcast %d: its content is gone; cancelled", claim.id)
                 return False
             cur = await conn.execute(
@@ -260,7 +271,7 @@ class FanOut:
             if held is None:
                 return None
             if held["state"] == "sending":
-                cur = await conn.execute(Q["close_broadcast"], params)
+                cur = await conn.execute(Q["close_broadcast"], {**params, "now": self.clock.now()})
                 if await cur.fetchone() is not None:
                     log.info("broadcast %d: done", claim.id)
                     return None
@@ -278,12 +289,12 @@ class FanOut:
         return "more"
 
 
-def drop_on_cancel(drop: Callable[[int, int], None]) -> Callable[[str], None]:
+def drop_on_cancel(drop: Callable[[BotId, int], None]) -> Callable[[str], None]:
     """A listener callback: `<bot>:<broadcast>` -> drop(bot, broadcast)."""
 
     def on_payload(payload: str) -> None:
         bot, _, broadcast = payload.partition(":")
         if bot.isdigit() and broadcast.isdigit():
-            drop(int(bot), int(broadcast))
+            drop(BotId(int(bot)), int(broadcast))
 
     return on_payload

@@ -9,6 +9,7 @@ from typing import Any
 from botedge import errors, sqlq
 from botedge.bot_store import bot_token
 from botedge.db import connection
+from botedge.ids import BotId
 from botedge.registration import upstream_error
 from botedge.telegram import BadRequest, BotApi, Forbidden, TelegramError
 from shared.db import Pool
@@ -21,7 +22,7 @@ _NO_RIGHTS = ("not enough rights", "chat_admin_required", "not a member", "need 
 
 
 async def make_link(
-    pool: Pool, api: BotApi, box: SecretBox, bot_id: int, channel_id: int, name: str
+    pool: Pool, api: BotApi, box: SecretBox, bot_id: BotId, channel_id: int, name: str
 ) -> dict[str, Any]:
     async with connection(pool) as conn:
         _, token = await bot_token(conn, box, bot_id)

@@ -19,6 +19,7 @@ from typing import Any
 from botedge import errors, sqlq
 from botedge.bot_store import Rights, bot_token, record_rights, save_channel
 from botedge.db import connection
+from botedge.ids import BotId
 from botedge.registration import upstream_error
 from botedge.telegram import BadRequest, BotApi, Forbidden, TelegramError
 from shared import telegram_shapes as shapes
@@ -52,7 +53,7 @@ def parse_chat(text: str) -> int | str:
 
 
 async def check(
-    pool: Pool, api: BotApi, box: SecretBox, bot_id: int, chat: str, now: dt.datetime
+    pool: Pool, api: BotApi, box: SecretBox, bot_id: BotId, chat: str, now: dt.datetime
 ) -> dict[str, Any]:
     target = parse_chat(chat)
     async with connection(pool) as conn:
@@ -70,11 +71,11 @@ async def check(
         channel = await save_channel(conn, bot_id, info, rights, now)
     return {
         "chat": {
-            "id": channel["id"],
-            "telegram_chat_id": channel["telegram_chat_id"],
-            "title": channel["title"],
-            "username": channel["username"],
-            "type": channel["chat_type"],
+            "id": channel.id,
+            "telegram_chat_id": channel.telegram_chat_id,
+            "title": channel.title,
+            "username": channel.username,
+            "type": channel.chat_type,
         },
         "rights": {
             "status": rights.status,
@@ -132,6 +133,8 @@ async def recheck_all(
             log.warning("rights watch: %s; the rest waits for the next round", error)
             break
         async with connection(pool) as conn:
-            await record_rights(conn, int(row["bot_id"]), int(row["channel_id"]), rights, now)
+            await record_rights(
+                conn, BotId(int(row["bot_id"])), int(row["channel_id"]), rights, now
+            )
         checked += 1
     return checked

@@ -23,12 +23,14 @@ from dataclasses import dataclass
 from botedge import errors, inbox_store
 from botedge.db import connection
 from botedge.errors import RetryLater
+from botedge.ids import BotId
 from botedge.metrics import HANDLING_SECONDS, INBOX_CLAIMS, REPLIES_QUEUED, UPDATES_HANDLED
 from botedge.outbox_store import OutboxRow
 from botedge.routing import Handler
 from botedge.telegram import parked_delay
 from botedge.updates import InboxRow
 from shared.backoff import backoff_delay
+from shared.clock import SYSTEM_CLOCK, Clock
 from shared.db import Pool, pipelined_transaction
 from shared.lifecycle import sleep_unless_stopped, wait_any
 from shared.listen import Notifier
@@ -65,14 +67,16 @@ class InboxConsumer:
         wakeup: asyncio.Event,
         config: ConsumerConfig,
         holder: str = "",
-        deliver: Callable[[int, list[OutboxRow], list[int]], bool] = lambda *_: False,
+        deliver: Callable[[BotId, list[OutboxRow], list[int]], bool] = lambda *_: False,
         own: Callable[[], list[int]] = list,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         """`deliver(bot_id, rows, earlier)` hands replies just queued to a sender in this
         process; False when none of this process is sending for the bot, or it lacks one of
         the `earlier` rows. `own()`: the bots this process sends for, whose updates it
         claims first."""
         self.pool = pool
+        self.clock = clock
         self.deliver = deliver
         self.own = own
         self.holder = holder
@@ -175,12 +179,15 @@ class InboxConsumer:
                 if settled is not None:
                     # Its person, replies and finish in one statement: its own transaction.
                     replies = settled.replies
-                    finished = await inbox_store.finish(conn, update, replies, settled.person)
+                    finished = await inbox_store.finish(
+                        conn, update, self.clock.now(), replies, settled.person
+                    )
                 else:
                     # Pipelined: BEGIN goes with the first statement and COMMIT with the last.
                     async with pipelined_transaction(conn):
                         replies = await self.handler.apply(conn, update, prepared)
-                        finished = await inbox_store.finish(conn, update, replies)
+                        now = self.clock.now()
+                        finished = await inbox_store.finish(conn, update, now, replies)
                 # Nothing else in this process has run since COMMIT's answer came back (the
                 # rows are in hand, no await waits): here, the hand-over comes before a later
                 # update of this person can be claimed and before a read could show the rows.
@@ -203,7 +210,7 @@ class InboxConsumer:
             request_id.reset(token)
 
     def _hand_over(
-        self, bot_id: int, rows: list[OutboxRow], earlier: list[int], replies: int
+        self, bot_id: BotId, rows: list[OutboxRow], earlier: list[int], replies: int
     ) -> None:
         """To this worker's sender of the bot when it is sending and holds every older unsent
         row of the same chats (`earlier`); otherwise a wake-up for whichever worker's is,
@@ -251,7 +258,9 @@ class InboxConsumer:
                 if last:
                     # Told to wait for an answer, the person hears that none is coming.
                     gave_up = GAVE_UP if update.told_waiting else None
-                    told = await inbox_store.bury(conn, update, description, notice=gave_up)
+                    told = await inbox_store.bury(
+                        conn, update, description, self.clock.now(), notice=gave_up
+                    )
                 else:
                     delay = backoff_delay(
                         update.attempt,

@@ -20,6 +20,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from botedge import sqlq
+from shared.clock import SYSTEM_CLOCK
 
 PAID = (-1001234567890, "Demo paid channel", "gatehouse_demo")
 # Anyone's address on the simulated chain: the demo shop is paid there.
@@ -44,6 +45,7 @@ def main() -> int:
             timeout=10,
         ).raise_for_status()
     q = sqlq.Q
+    now = SYSTEM_CLOCK.now()
     with psycopg.connect(os.environ["DATABASE_URL"], row_factory=dict_row) as conn:
         bot = conn.execute(q["demo_bot"], {"telegram_bot_id": telegram_bot_id}).fetchone()
         if bot is None:
@@ -58,11 +60,12 @@ def main() -> int:
                     "title": title,
                     "username": username,
                     "is_gate": chat_id in (s[0] for s in SPONSORS),
+                    "now": now,
                 },
             )
         conn.execute(q["demo_manager"], {"bot_id": bot["id"], "chat_id": PAID[0]})
         conn.execute(q["demo_paid"], {"chat_id": PAID[0]})
-        conn.execute(q["demo_yearly"], {"chat_id": PAID[0]})
+        conn.execute(q["demo_yearly"], {"chat_id": PAID[0], "now": now})
         conn.execute(q["demo_stars"], {"chat_id": PAID[0]})
         paid = conn.execute(q["channel_by_chat"], {"chat_id": PAID[0]}).fetchone()
         club = conn.execute(q["channel_by_chat"], {"chat_id": CLUB[0]}).fetchone()

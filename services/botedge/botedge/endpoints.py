@@ -4,9 +4,10 @@ from that table, before the method runs)."""
 
 from __future__ import annotations
 
+import dataclasses
 import hmac
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import msgspec
 from starlette.requests import Request
@@ -22,7 +23,9 @@ from botedge import (
     members,
     registration,
 )
+from botedge.bot_store import BotState
 from botedge.db import connection
+from botedge.ids import BotId
 from botedge.metrics import IGNORED_KINDS, WEBHOOK_UPDATES
 from botedge.registration import register
 from botedge.settings import BotedgeSettings
@@ -47,12 +50,12 @@ class BotRegistration(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class ChannelCheck(msgspec.Struct, forbid_unknown_fields=True):
-    bot_id: Annotated[int, msgspec.Meta(ge=1, le=2**31 - 1)]
+    bot_id: Annotated[BotId, msgspec.Meta(ge=1, le=2**31 - 1)]
     chat: Annotated[str, msgspec.Meta(min_length=1, max_length=300, pattern=CHAT_PATTERN)]
 
 
 class CampaignLink(msgspec.Struct, forbid_unknown_fields=True):
-    bot_id: Annotated[int, msgspec.Meta(ge=1, le=2**31 - 1)]
+    bot_id: Annotated[BotId, msgspec.Meta(ge=1, le=2**31 - 1)]
     channel_id: Annotated[int, msgspec.Meta(ge=1, le=2**31 - 1)]
     # Telegram's limit on an invite link's name.
     name: Annotated[str, msgspec.Meta(min_length=1, max_length=32, pattern=r"^[^\x00-\x1f\x7f]+$")]
@@ -71,7 +74,7 @@ class StarPage(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class BroadcastTest(msgspec.Struct, forbid_unknown_fields=True):
-    bot_id: Annotated[int, msgspec.Meta(ge=1, le=2**31 - 1)]
+    bot_id: Annotated[BotId, msgspec.Meta(ge=1, le=2**31 - 1)]
     chat_id: Annotated[int, msgspec.Meta(ge=1, le=2**53)]
     text: Annotated[str, msgspec.Meta(min_length=1, max_length=4096)] | None = None
     content_id: Annotated[int, msgspec.Meta(ge=1, le=2**31 - 1)] | None = None
@@ -111,8 +114,8 @@ def api_of(request: Request) -> BotApi:
     return resources(request, ApiResources).api
 
 
-def _bot_id(request: Request) -> int:
-    bot_id = int(request.path_params["bot_id"])
+def _bot_id(request: Request) -> BotId:
+    bot_id = BotId(int(request.path_params["bot_id"]))
     if not 0 < bot_id < 2**31:
         raise errors.UnknownBot("no bot with that id")
     return bot_id
@@ -141,7 +144,7 @@ class WebhookBots:
         self.clock = clock
         self._entries: dict[int, tuple[float, WebhookBot]] = {}
 
-    async def get(self, pool: Pool, bot_id: int) -> WebhookBot | None:
+    async def get(self, pool: Pool, bot_id: BotId) -> WebhookBot | None:
         cached = self._entries.get(bot_id)
         if cached and cached[0] > self.clock.monotonic():
             return cached[1]
@@ -155,7 +158,7 @@ class WebhookBots:
         self._entries[bot_id] = (self.clock.monotonic() + BOT_CACHE_SECONDS, bot)
         return bot
 
-    def forget(self, bot_id: int) -> None:
+    def forget(self, bot_id: BotId) -> None:
         self._entries.pop(bot_id, None)
 
 
@@ -167,7 +170,7 @@ class Webhook:
         self.box = box
 
     async def receive(self, request: Request) -> Response:
-        bot_id = int(request.path_params["bot_id"])
+        bot_id = BotId(int(request.path_params["bot_id"]))
         found = await self.bots.get(pool_of(request), bot_id) if 0 < bot_id < 2**31 else None
         if found is None or found.status != "active":
             raise Problem(404, "unknown-bot", "no active bot with that id")
@@ -241,6 +244,7 @@ class Bots:
             body.token,
             body.mode,
             self.settings.public_base_url,
+            self.clock.now(),
         )
         return JSONResponse(result, status_code=201)
 
@@ -251,7 +255,12 @@ class Bots:
     async def resume(self, request: Request) -> Response:
         bot_id = _bot_id(request)
         changed = await registration.resume(
-            pool_of(request), api_of(request), self.box, bot_id, self.settings.public_base_url
+            pool_of(request),
+            api_of(request),
+            self.box,
+            bot_id,
+            self.settings.public_base_url,
+            self.clock.now(),
         )
         return self._changed(bot_id, changed)
 
@@ -262,11 +271,11 @@ class Bots:
         )
         return self._changed(bot_id, changed)
 
-    def _changed(self, bot_id: int, changed: dict[str, Any]) -> Response:
+    def _changed(self, bot_id: BotId, changed: BotState) -> Response:
         """The bot as it is after the owner's change."""
         # The webhook route would answer from its cache for the old status a while more.
         self.bots.forget(bot_id)
-        return JSONResponse(changed)
+        return JSONResponse(dataclasses.asdict(changed))
 
     async def star_transactions(self, request: Request) -> Response:
         """A page of the bot's Star transactions as Telegram lists them (`getStarTransactions`,
@@ -335,8 +344,9 @@ class Campaigns:
 
 
 class Broadcasts:
-    def __init__(self, box: SecretBox) -> None:
+    def __init__(self, box: SecretBox, clock: Clock) -> None:
         self.box = box
+        self.clock = clock
 
     async def send_test(self, request: Request) -> Response:
         body = await json_body(request, BroadcastTest, limit=16384)
@@ -350,6 +360,9 @@ class Broadcasts:
 
     async def cancel(self, request: Request) -> Response:
         counts = await broadcasts.cancel(
-            pool_of(request), notifier_of(request), int(request.path_params["broadcast_id"])
+            pool_of(request),
+            notifier_of(request),
+            int(request.path_params["broadcast_id"]),
+            self.clock.now(),
         )
         return JSONResponse(counts)

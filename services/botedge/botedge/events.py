@@ -24,6 +24,7 @@ from botedge import errors
 from botedge.db import connection
 from botedge.telegram import parked_delay
 from shared.backoff import backoff_delay
+from shared.clock import SYSTEM_CLOCK, Clock
 from shared.db import Connection, Pool
 from shared.lifecycle import sleep_unless_stopped
 
@@ -59,8 +60,10 @@ class EventQueue:
         max_attempts: int = 8,
         backoff_base: float = 2.0,
         backoff_cap: float = 600.0,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.pool = pool
+        self.clock = clock
         self.table = table
         self.lease_seconds = lease_seconds
         self.max_attempts = max_attempts
@@ -99,7 +102,7 @@ class EventQueue:
         ).format(name=name, earlier_key=earlier_key, event_key=event_key)
         fence = sql.SQL("WHERE id = %(id)s AND claim_token = %(token)s AND state = 'processing'")
         self._finish = sql.SQL(
-            "UPDATE {name} SET state = 'done', done_at = now(), claim_token = NULL,"
+            "UPDATE {name} SET state = 'done', done_at = %(now)s, claim_token = NULL,"
             " claim_expires_at = NULL, last_error = NULL {fence} RETURNING id"
         ).format(name=name, fence=fence)
         # `give_back` 1 when nothing was tried (a breaker open): the claim's attempt returns.
@@ -109,7 +112,7 @@ class EventQueue:
             " attempts = attempts - %(give_back)s {fence}"
         ).format(name=name, fence=fence)
         self._fail = sql.SQL(
-            "UPDATE {name} SET state = 'failed', done_at = now(), claim_token = NULL,"
+            "UPDATE {name} SET state = 'failed', done_at = %(now)s, claim_token = NULL,"
             " claim_expires_at = NULL, last_error = %(error)s {fence}"
         ).format(name=name, fence=fence)
 
@@ -124,7 +127,8 @@ class EventQueue:
 
     async def finish(self, conn: Connection, event: Event) -> None:
         """In the transaction that wrote the event's effects; LostClaim rolls them back."""
-        cur = await conn.execute(self._finish, {"id": event.id, "token": event.claim_token})
+        params = {"id": event.id, "token": event.claim_token, "now": self.clock.now()}
+        cur = await conn.execute(self._finish, params)
         if await cur.fetchone() is None:
             raise LostClaim(f"{self.table.name} {event.id}")
 
@@ -138,7 +142,7 @@ class EventQueue:
                 await conn.execute(self._retry, {**params, "delay": parked, "give_back": 1})
                 return "parked"
             if event.attempts >= self.max_attempts:
-                await conn.execute(self._fail, params)
+                await conn.execute(self._fail, {**params, "now": self.clock.now()})
                 return "failed"
             delay = backoff_delay(
                 event.attempts, base=self.backoff_base, cap=self.backoff_cap, jitter=True

@@ -28,6 +28,7 @@ from typing import Any
 from botedge import bot_store, sqlq
 from botedge.content import Content, content_reply
 from botedge.db import connection
+from botedge.ids import BotId
 from botedge.metrics import CONTENT_LOOKUPS
 from botedge.outbox_store import Reply
 from botedge.routing import Context, Routes, Visit
@@ -240,7 +241,7 @@ class Gate:
             return JoinState.MISSING, ""
         return JoinState.UNKNOWN, "PARTICIPANT_ID_INVALID twice"
 
-    async def content(self, bot_id: int, *, code: str = "", content_id: int = 0) -> Found | None:
+    async def content(self, bot_id: BotId, *, code: str = "", content_id: int = 0) -> Found | None:
         """A bot's content by its code or its id, with its gate channels."""
         if self.contents is None:
             CONTENT_LOOKUPS.labels("database").inc()
@@ -256,7 +257,7 @@ class Gate:
         self.contents.put(key, found, generation)
         return found
 
-    async def _read_content(self, bot_id: int, code: str, content_id: int) -> Found | None:
+    async def _read_content(self, bot_id: BotId, code: str, content_id: int) -> Found | None:
         async with connection(self.pool) as conn:
             cur = await conn.execute(
                 Q["content_with_gate"],
@@ -282,11 +283,16 @@ def _known(check: Check) -> Check:
     return dataclasses.replace(check, unknown=())
 
 
-async def _flag_unknown(conn: Connection, bot_id: int, check: Check) -> None:
+async def _flag_unknown(conn: Connection, bot_id: BotId, check: Check, now: dt.datetime) -> None:
     for channel, why in check.unknown:
         await conn.execute(
             Q["flag_bot_channel"],
-            {"bot_id": bot_id, "channel_id": channel.channel_id, "error": why or "unknown"},
+            {
+                "bot_id": bot_id,
+                "channel_id": channel.channel_id,
+                "error": why or "unknown",
+                "now": now,
+            },
         )
 
 
@@ -337,7 +343,7 @@ class _GateRoute:
         raise NotImplementedError
 
     async def apply(self, conn: Connection, visit: Visit, check: Check) -> list[Reply]:
-        await _flag_unknown(conn, visit.update.bot_id, check)
+        await _flag_unknown(conn, visit.update.bot_id, check, visit.now)
         settled = self.settle(visit, _known(check))
         if settled is not None or check.content is None:
             return settled or []
@@ -438,7 +444,9 @@ class _MemberChange:
             return []
         cur = await conn.execute(Q["channel_by_chat"], {"chat_id": chat["id"]})
         channel = await cur.fetchone()
-        person_id = await bot_store.record_person(conn, visit.update.bot_id, user, met=False)
+        person_id = await bot_store.record_person(
+            conn, visit.update.bot_id, user, visit.now, met=False
+        )
         if channel is None or person_id is None or new.get("status") not in _STATUSES:
             return []
         member = is_member(new)

@@ -194,7 +194,8 @@ class BotLogic:
         status = (body.get("new_chat_member") or {}).get("status")
         if chat.get("type") == "private" and isinstance(user.get("id"), int):
             # A person blocking or unblocking the bot in their private chat.
-            await bot_store.set_blocked(conn, update.bot_id, user["id"], status == "kicked")
+            kicked = status == "kicked"
+            await bot_store.set_blocked(conn, update.bot_id, user["id"], kicked, self.clock.now())
         elif chat.get("type") in ("channel", "supergroup", "group") and isinstance(
             chat.get("id"), int
         ):

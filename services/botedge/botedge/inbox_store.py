@@ -3,6 +3,7 @@ pruning and the gauges. Functions take a connection from `botedge.db.connection(
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from psycopg import AsyncCursor
 from psycopg.types.json import Jsonb
 
 from botedge import sqlq
+from botedge.ids import BotId
 from botedge.outbox_store import OutboxRow, Reply, queue_reply
 from botedge.updates import InboxRow, Incoming
 from shared.db import Connection, pipelined_transaction
@@ -23,7 +25,7 @@ Q = sqlq.Q
 # -- intake -------------------------------------------------------------------------------
 
 
-async def insert_update(conn: Connection, bot_id: int, incoming: Incoming) -> bool:
+async def insert_update(conn: Connection, bot_id: BotId, incoming: Incoming) -> bool:
     """True when the update is new; False for a redelivery."""
     cur = await conn.execute(
         Q["insert_update"],
@@ -38,19 +40,19 @@ async def insert_update(conn: Connection, bot_id: int, incoming: Incoming) -> bo
     return cur.rowcount == 1
 
 
-async def poll_start(conn: Connection, bot_id: int) -> tuple[int, bool]:
+async def poll_start(conn: Connection, bot_id: BotId, now: dt.datetime) -> tuple[int, bool]:
     """The stored offset, and whether it is stale (no update for a week)."""
-    cur = await conn.execute(Q["poll_start"], {"bot_id": bot_id})
+    cur = await conn.execute(Q["poll_start"], {"bot_id": bot_id, "now": now})
     row = await cur.fetchone()
     return (0, False) if row is None else (int(row["poll_offset"]), bool(row["stale"]))
 
 
 async def advance_poll_offset(
-    conn: Connection, bot_id: int, offset: int, *, restart: bool = False
+    conn: Connection, bot_id: BotId, offset: int, now: dt.datetime, *, restart: bool = False
 ) -> None:
     """In the transaction that stored the batch: the offset moves only past committed updates;
     `restart` sets it even below the stored one (Telegram's numbering started over)."""
-    params = {"bot_id": bot_id, "offset": offset, "restart": restart}
+    params = {"bot_id": bot_id, "offset": offset, "restart": restart, "now": now}
     await conn.execute(Q["advance_poll_offset"], params)
 
 
@@ -139,6 +141,7 @@ NO_PERSON: dict[str, Any] = dict.fromkeys(
 async def finish(
     conn: Connection,
     row: InboxRow,
+    now: dt.datetime,
     replies: Sequence[Reply] = (),
     person: dict[str, Any] | None = None,
 ) -> Finished:
@@ -171,6 +174,7 @@ async def finish(
         {
             **row.claim,
             **(person or NO_PERSON),
+            "now": now,
             "replies": Jsonb(queued),
             "events": Jsonb(events),
             "bot_id": row.bot_id,
@@ -207,11 +211,13 @@ async def retry(
     return cur.rowcount == 1
 
 
-async def bury(conn: Connection, row: InboxRow, error: str, *, notice: str | None = None) -> bool:
+async def bury(
+    conn: Connection, row: InboxRow, error: str, now: dt.datetime, *, notice: str | None = None
+) -> bool:
     """Dead. With a `notice`, the person is told it in the same transaction, once under
     `gave-up:<id>`; True when that queued a message."""
     async with conn.transaction():
-        cur = await conn.execute(Q["bury_update"], {**row.claim, "error": error})
+        cur = await conn.execute(Q["bury_update"], {**row.claim, "error": error, "now": now})
         if notice is None or cur.rowcount != 1:
             return False
         payload = {"chat_id": row.chat_key, "text": notice}
@@ -236,13 +242,13 @@ async def replay(conn: Connection, inbox_id: int) -> int | None:
     return int(row["bot_id"]) if row else None
 
 
-async def prune(conn: Connection, days: int) -> int:
-    return (await conn.execute(Q["prune_inbox"], {"days": days})).rowcount
+async def prune(conn: Connection, days: int, now: dt.datetime) -> int:
+    return (await conn.execute(Q["prune_inbox"], {"days": days, "now": now})).rowcount
 
 
 @dataclass(frozen=True)
 class QueueGauge:
-    bot_id: int
+    bot_id: BotId
     depth: int
     oldest_age: float
 
@@ -250,7 +256,7 @@ class QueueGauge:
 async def queue_gauges(conn: Connection) -> list[QueueGauge]:
     cur = await conn.execute(Q["queue_gauges"])
     return [
-        QueueGauge(int(r["bot_id"]), int(r["depth"]), float(r["oldest_age"]))
+        QueueGauge(BotId(int(r["bot_id"])), int(r["depth"]), float(r["oldest_age"]))
         for r in await cur.fetchall()
     ]
 

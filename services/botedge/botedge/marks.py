@@ -9,6 +9,7 @@ import logging
 
 from botedge import errors, outbox_store
 from botedge.db import connection
+from shared.clock import SYSTEM_CLOCK, Clock
 from shared.db import Pool
 from shared.tasks import retrieve
 
@@ -16,8 +17,9 @@ log = logging.getLogger("botedge.marks")
 
 
 class SentMarks:
-    def __init__(self, pool: Pool) -> None:
+    def __init__(self, pool: Pool, clock: Clock = SYSTEM_CLOCK) -> None:
         self.pool = pool
+        self.clock = clock
         self._waiting: list[tuple[int, int | None, asyncio.Future[None]]] = []
         self._writer: asyncio.Task[None] | None = None
 
@@ -37,7 +39,8 @@ class SentMarks:
             batch, self._waiting = self._waiting, []
             try:
                 async with connection(self.pool, timeout=5) as conn:
-                    await outbox_store.mark_sent_many(conn, [(r, m) for r, m, _ in batch])
+                    sent = [(r, m) for r, m, _ in batch]
+                    await outbox_store.mark_sent_many(conn, sent, self.clock.now())
             except BaseException as error:
                 # Every waiter hears of it, stopping included: none is left hanging.
                 failure = (

@@ -17,6 +17,7 @@ from typing import Any
 from botedge import errors, outbox_store, sqlq
 from botedge.bot_store import bot_token
 from botedge.db import connection
+from botedge.ids import BotId
 from botedge.standing import ChannelStanding, removal_replies
 from botedge.telegram import BadRequest, BotApi, TelegramError
 from shared.db import Pool
@@ -47,7 +48,7 @@ async def check(
 ) -> dict[str, Any]:
     rows = await _people(pool, channel_id, user_ids)
     async with connection(pool) as conn:
-        _, token = await bot_token(conn, box, int(rows[0]["manager_bot_id"]))
+        _, token = await bot_token(conn, box, BotId(int(rows[0]["manager_bot_id"])))
     chat = int(rows[0]["telegram_chat_id"])
     gate = asyncio.Semaphore(ASKING)
 
@@ -102,7 +103,7 @@ async def remove(
     the paying, the whitelisted and (as `check` said) the chat's staff are left alone."""
     rows = await _people(pool, channel_id, user_ids)
     removed = []
-    bot_id = int(rows[0]["manager_bot_id"])
+    bot_id = BotId(int(rows[0]["manager_bot_id"]))
     chat = int(rows[0]["telegram_chat_id"])
     title = str(rows[0]["title"]) or "the channel"
     day = now.date().isoformat()

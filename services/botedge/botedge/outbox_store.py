@@ -4,12 +4,13 @@ records after each call, pruning and the gauge. Functions take a connection from
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from dataclasses import dataclass
 from typing import Any
 
 from botedge import sqlq
-from botedge.ids import ChatId
+from botedge.ids import BotId, ChatId
 from botedge.stats import Counted
 from shared.clock import SYSTEM_CLOCK, Clock
 from shared.db import Connection
@@ -49,7 +50,7 @@ class Page:
 
 
 async def queue_reply(
-    conn: Connection, bot_id: int, chat_id: int, method: str, payload: dict[str, Any], key: str
+    conn: Connection, bot_id: BotId, chat_id: int, method: str, payload: dict[str, Any], key: str
 ) -> None:
     """A Bot API call to make, once: `key` names what produced it."""
     await conn.execute(
@@ -67,7 +68,7 @@ async def queue_reply(
 
 async def pending(
     conn: Connection,
-    bot_id: int,
+    bot_id: BotId,
     limit: int,
     *,
     since: str | None = None,
@@ -102,11 +103,13 @@ async def pending(
     )
 
 
-async def mark_sent_many(conn: Connection, sent: list[tuple[int, int | None]]) -> None:
+async def mark_sent_many(
+    conn: Connection, sent: list[tuple[int, int | None]], now: dt.datetime
+) -> None:
     """Rows sent, each with Telegram's message id: one statement for all."""
     await conn.execute(
         Q["mark_sent_many"],
-        {"ids": [row_id for row_id, _ in sent], "message_ids": [m for _, m in sent]},
+        {"ids": [row_id for row_id, _ in sent], "message_ids": [m for _, m in sent], "now": now},
     )
 
 
@@ -114,9 +117,12 @@ async def mark_failed(conn: Connection, row_id: int, error: str) -> None:
     await conn.execute(Q["mark_failed"], {"id": row_id, "error": error})
 
 
-async def mark_refused(conn: Connection, row_id: int, error: str, blocked: bool) -> None:
+async def mark_refused(
+    conn: Connection, row_id: int, error: str, blocked: bool, now: dt.datetime
+) -> None:
     """Failed, and its person marked blocked (or, when not `blocked`, unreachable)."""
-    await conn.execute(Q["mark_refused"], {"id": row_id, "error": error, "blocked": blocked})
+    params = {"id": row_id, "error": error, "blocked": blocked, "now": now}
+    await conn.execute(Q["mark_refused"], params)
 
 
 async def postpone(conn: Connection, row_id: int, delay: float, error: str) -> None:
@@ -127,8 +133,8 @@ async def move_chat(conn: Connection, old_chat_id: int, new_chat_id: int) -> Non
     await conn.execute(Q["move_pending_sends"], {"old": old_chat_id, "new": new_chat_id})
 
 
-async def prune(conn: Connection, days: int) -> int:
-    return (await conn.execute(Q["prune_outbox"], {"days": days})).rowcount
+async def prune(conn: Connection, days: int, now: dt.datetime) -> int:
+    return (await conn.execute(Q["prune_outbox"], {"days": days, "now": now})).rowcount
 
 
 async def depths(conn: Connection) -> dict[int, int]:

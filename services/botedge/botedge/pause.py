@@ -11,6 +11,7 @@ import logging
 
 from botedge import bot_store, errors
 from botedge.db import connection
+from botedge.ids import BotId
 from shared.clock import SYSTEM_CLOCK, Clock
 from shared.db import Pool
 from shared.lifecycle import sleep_unless_stopped
@@ -19,7 +20,7 @@ log = logging.getLogger("botedge.pause")
 
 
 class BotPause:
-    def __init__(self, pool: Pool, bot_id: int, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(self, pool: Pool, bot_id: BotId, clock: Clock = SYSTEM_CLOCK) -> None:
         self.pool = pool
         self.bot_id = bot_id
         self.clock = clock

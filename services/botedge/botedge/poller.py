@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from botedge import bot_store, errors, inbox_store
 from botedge.db import connection
+from botedge.ids import BotId
 from botedge.leases import Lease
 from botedge.metrics import IGNORED_KINDS, POLLED_UPDATES
 from botedge.pause import BotPause
@@ -48,7 +49,7 @@ class Poller:
         pool: Pool,
         api: BotApi,
         notifier: Notifier,
-        bot_id: int,
+        bot_id: BotId,
         token: str,
         offset: int,
         lease: Lease,
@@ -78,7 +79,9 @@ class Poller:
         await self.pause.load()
         try:
             async with connection(self.pool) as conn:
-                self.offset, self.restart = await inbox_store.poll_start(conn, self.bot_id)
+                self.offset, self.restart = await inbox_store.poll_start(
+                    conn, self.bot_id, self.clock.now()
+                )
         except errors.BotedgeError as error:
             log.warning("bot %d: could not read the poll offset: %s", self.bot_id, error)
         if self.restart:
@@ -194,7 +197,9 @@ class Poller:
                     IGNORED_KINDS.labels(other_kind(incoming.payload)).inc()
                     continue
                 stored += await inbox_store.insert_update(conn, self.bot_id, incoming)
-            await inbox_store.advance_poll_offset(conn, self.bot_id, highest + 1, restart=restart)
+            await inbox_store.advance_poll_offset(
+                conn, self.bot_id, highest + 1, self.clock.now(), restart=restart
+            )
         self.offset = highest + 1
         self.restart = False
         POLLED_UPDATES.inc(stored)
@@ -206,7 +211,8 @@ class Poller:
         return backoff_delay(self.failures + 1, base=BACKOFF_START, cap=BACKOFF_CAP)
 
     async def _record(self, error: TelegramError, *, invalid: bool = False) -> None:
-        until = self.clock.now() + dt.timedelta(seconds=self.backoff)
+        now = self.clock.now()
+        until = now + dt.timedelta(seconds=self.backoff)
         description = f"{error.code}: {error.description}"
         log.warning(
             "bot %d: getUpdates failed (%s); backing off %.0f s",
@@ -217,9 +223,9 @@ class Poller:
         try:
             async with connection(self.pool) as conn:
                 if invalid:
-                    await bot_store.mark_token_invalid(conn, self.bot_id, description)
+                    await bot_store.mark_token_invalid(conn, self.bot_id, description, now)
                 else:
-                    await bot_store.record_bot_error(conn, self.bot_id, description, until)
+                    await bot_store.record_bot_error(conn, self.bot_id, description, now, until)
         except errors.BotedgeError as db_error:
             log.warning("bot %d: could not record the error: %s", self.bot_id, db_error)
 

@@ -1,3 +1,9 @@
+-- Time: a moment recorded or a cutoff takes %(now)s from the process's clock, which tests
+-- move. An expiry several processes compare (an update's or broadcast's claim, a lease, a
+-- worker's presence, a retry's or a pause's end, a send's wait, the statistics' closed hours)
+-- reads the database's now(), the one clock every host shares: a worker whose clock ran ahead
+-- would take claims early.
+
 -- bot_for_webhook --
 SELECT id, status, mode, webhook_secret_encrypted, token_encrypted FROM bots WHERE id = %(bot_id)s;
 
@@ -26,7 +32,7 @@ UPDATE bots SET webhook_url = %(url)s WHERE id = %(bot_id)s;
 -- bots_to_repoint --
 -- Active webhook bots Telegram was not told to send to this address (PUBLIC_BASE_URL moved,
 -- or pointed before the address was kept).
-SELECT id, token_encrypted, webhook_secret_encrypted
+SELECT id, mode, status, token_encrypted, webhook_secret_encrypted
   FROM bots
  WHERE status = 'active' AND mode = 'webhook' AND token_invalid_at IS NULL
    AND webhook_url IS DISTINCT FROM %(base)s || '/telegram/' || id || '/webhook'
@@ -69,7 +75,7 @@ RETURNING id;
 -- a week: Telegram's next id is random then, and may lie below it).
 SELECT poll_offset,
        poll_offset > 0 AND (last_update_at IS NULL
-                            OR last_update_at < now() - interval '7 days') AS stale
+                            OR last_update_at < %(now)s::timestamptz - interval '7 days') AS stale
   FROM bots
  WHERE id = %(bot_id)s;
 
@@ -78,11 +84,11 @@ SELECT poll_offset,
 -- backwards only when Telegram's numbering started over.
 UPDATE bots SET poll_offset = CASE WHEN %(restart)s THEN %(offset)s
                                    ELSE greatest(poll_offset, %(offset)s) END,
-                last_update_at = now(), last_error = NULL, poll_backoff_until = NULL
+                last_update_at = %(now)s, last_error = NULL, poll_backoff_until = NULL
  WHERE id = %(bot_id)s;
 
 -- record_bot_error --
-UPDATE bots SET last_error = %(error)s, last_error_at = now(),
+UPDATE bots SET last_error = %(error)s, last_error_at = %(now)s,
                 poll_backoff_until = %(backoff_until)s
  WHERE id = %(bot_id)s;
 
@@ -108,7 +114,7 @@ UPDATE bots
  WHERE id = %(bot_id)s;
 
 -- mark_token_invalid --
-UPDATE bots SET token_invalid_at = now(), last_error = %(error)s, last_error_at = now()
+UPDATE bots SET token_invalid_at = %(now)s, last_error = %(error)s, last_error_at = %(now)s
  WHERE id = %(bot_id)s;
 
 -- claim_plan --
@@ -200,22 +206,22 @@ WITH person AS (
     ON CONFLICT (telegram_user_id) DO UPDATE
        SET username = excluded.username, first_name = excluded.first_name,
            last_name = excluded.last_name, language_code = excluded.language_code,
-           updated_at = now()
+           updated_at = %(at)s
     RETURNING id
 ), met AS (
     -- started_at: the first update from the person's private chat with the bot.
     INSERT INTO bot_people (bot_id, person_id, first_seen_at, last_seen_at, started_at)
-    SELECT %(bot_id)s, id, now(), now(), CASE WHEN %(started)s THEN now() END
+    SELECT %(bot_id)s, id, %(at)s, %(at)s, CASE WHEN %(started)s THEN %(at)s::timestamptz END
       FROM person WHERE %(met)s
     ON CONFLICT (bot_id, person_id) DO UPDATE
-       SET last_seen_at = now(), unreachable_at = NULL,
+       SET last_seen_at = excluded.last_seen_at, unreachable_at = NULL,
            started_at = coalesce(bot_people.started_at, excluded.started_at)
 ), person_counted AS (
     INSERT INTO stat_events (at, kind, bot_id, person_id)
     SELECT %(at)s, %(counted)s, %(bot_id)s, id FROM person WHERE %(counted)s::text IS NOT NULL
 ), finished AS (
     UPDATE inbox
-       SET state = 'done', done_at = now(), lock_token = NULL, locked_until = NULL,
+       SET state = 'done', done_at = %(now)s, lock_token = NULL, locked_until = NULL,
            last_error = NULL
      WHERE id = %(id)s AND lock_token = %(lock_token)s AND attempt = %(attempt)s
        AND state = 'processing'
@@ -277,7 +283,7 @@ ON CONFLICT (dedupe_key) DO NOTHING;
 -- bury_update --
 -- Dead releases the person at once: 'dead' is not an unfinished state.
 UPDATE inbox
-   SET state = 'dead', done_at = now(), lock_token = NULL, locked_until = NULL,
+   SET state = 'dead', done_at = %(now)s, lock_token = NULL, locked_until = NULL,
        last_error = %(error)s
  WHERE id = %(id)s AND lock_token = %(lock_token)s AND attempt = %(attempt)s
    AND state = 'processing';
@@ -305,15 +311,15 @@ WITH person AS (
     ON CONFLICT (telegram_user_id) DO UPDATE
        SET username = excluded.username, first_name = excluded.first_name,
            last_name = excluded.last_name, language_code = excluded.language_code,
-           updated_at = now()
+           updated_at = %(at)s
     RETURNING id
 ), met AS (
     -- started_at: the first update from the person's private chat with the bot.
     INSERT INTO bot_people (bot_id, person_id, first_seen_at, last_seen_at, started_at)
-    SELECT %(bot_id)s, id, now(), now(), CASE WHEN %(started)s THEN now() END
+    SELECT %(bot_id)s, id, %(at)s, %(at)s, CASE WHEN %(started)s THEN %(at)s::timestamptz END
       FROM person WHERE %(met)s
     ON CONFLICT (bot_id, person_id) DO UPDATE
-       SET last_seen_at = now(), unreachable_at = NULL,
+       SET last_seen_at = excluded.last_seen_at, unreachable_at = NULL,
            started_at = coalesce(bot_people.started_at, excluded.started_at)
 ), counted AS (
     INSERT INTO stat_events (at, kind, bot_id, person_id)
@@ -322,7 +328,7 @@ WITH person AS (
 SELECT id FROM person;
 
 -- set_blocked --
-UPDATE bot_people bp SET blocked_at = CASE WHEN %(blocked)s THEN now() END
+UPDATE bot_people bp SET blocked_at = CASE WHEN %(blocked)s THEN %(now)s::timestamptz END
   FROM people p
  WHERE bp.person_id = p.id AND bp.bot_id = %(bot_id)s AND p.telegram_user_id = %(user_id)s;
 
@@ -384,7 +390,7 @@ SELECT pg_current_snapshot()::text AS snapshot, o.*
 -- pending partial index, which between two vacuums holds thousands of rows already sent (a
 -- hash join over 600 heap pages to mark one row, 3 ms under the reference load).
 UPDATE outbox o
-   SET state = 'sent', sent_at = now(), telegram_message_id = s.message_id,
+   SET state = 'sent', sent_at = %(now)s, telegram_message_id = s.message_id,
        attempts = o.attempts + 1
   FROM unnest(%(ids)s::bigint[], %(message_ids)s::bigint[]) AS s (id, message_id)
  WHERE o.id = s.id AND o.state NOT IN ('sent', 'failed');
@@ -403,10 +409,10 @@ WITH failed AS (
     RETURNING bot_id, chat_id
 )
 UPDATE bot_people bp
-   SET blocked_at = CASE WHEN %(blocked)s THEN coalesce(bp.blocked_at, now())
+   SET blocked_at = CASE WHEN %(blocked)s THEN coalesce(bp.blocked_at, %(now)s)
                          ELSE bp.blocked_at END,
        unreachable_at = CASE WHEN %(blocked)s THEN bp.unreachable_at
-                             ELSE coalesce(bp.unreachable_at, now()) END
+                             ELSE coalesce(bp.unreachable_at, %(now)s) END
   FROM failed f, people p
  WHERE bp.bot_id = f.bot_id AND bp.person_id = p.id AND p.telegram_user_id = f.chat_id;
 
@@ -500,12 +506,12 @@ SELECT bot_id, count(*) AS dead FROM inbox WHERE state = 'dead' GROUP BY bot_id;
 -- Handled updates older than Telegram would ever redeliver (it gives up after 24 hours):
 -- their dedupe key is no longer needed. Dead updates stay until someone replays them.
 DELETE FROM inbox
- WHERE state = 'done' AND done_at < now() - make_interval(days => %(days)s);
+ WHERE state = 'done' AND done_at < %(now)s::timestamptz - make_interval(days => %(days)s);
 
 -- prune_outbox --
 DELETE FROM outbox
  WHERE state IN ('sent', 'failed', 'cancelled')
-   AND coalesce(sent_at, created_at) < now() - make_interval(days => %(days)s);
+   AND coalesce(sent_at, created_at) < %(now)s::timestamptz - make_interval(days => %(days)s);
 
 -- content_with_gate --
 -- A bot's content by code (a link) or by id (a press), with its gate: its own channels, or the
@@ -529,9 +535,9 @@ SELECT ct.id, ct.kind, ct.body, ct.file_kind, ct.file_id, ct.from_chat_id, ct.me
 -- flag_bot_channel --
 -- The gate could not tell whether people are members there: the owner should look.
 INSERT INTO bot_channels (bot_id, channel_id, status, checked_at, last_error)
-VALUES (%(bot_id)s, %(channel_id)s, 'unknown', now(), %(error)s)
+VALUES (%(bot_id)s, %(channel_id)s, 'unknown', %(now)s, %(error)s)
 ON CONFLICT (bot_id, channel_id) DO UPDATE
-   SET checked_at = now(), last_error = excluded.last_error;
+   SET checked_at = excluded.checked_at, last_error = excluded.last_error;
 
 -- record_delivery --
 -- Through the gate: counted each time, and the content's delivery recorded and counted the
@@ -666,7 +672,7 @@ WITH channel AS (
 )
 INSERT INTO bot_channels (bot_id, channel_id, status, is_admin, can_invite_users,
                           can_restrict_members, default_gate, checked_at)
-SELECT %(bot_id)s, id, 'administrator', true, true, true, %(is_gate)s, now() FROM channel
+SELECT %(bot_id)s, id, 'administrator', true, true, true, %(is_gate)s, %(now)s FROM channel
 ON CONFLICT (bot_id, channel_id) DO NOTHING;
 
 -- demo_manager --
@@ -721,7 +727,7 @@ DELETE FROM conversations WHERE bot_id = %(bot_id)s AND person_id = %(person_id)
 
 -- prune_conversations --
 -- Expired long enough ago that "your request expired" would no longer help.
-DELETE FROM conversations WHERE expires_at < now() - make_interval(days => %(days)s);
+DELETE FROM conversations WHERE expires_at < %(now)s::timestamptz - make_interval(days => %(days)s);
 
 -- insert_ad_order --
 -- At the price the advertiser was shown; the slot must still be on sale. The booking's key
@@ -797,7 +803,7 @@ WITH channel AS (
     RETURNING id
 )
 INSERT INTO coupons (code, percent_off, plan_ids, customers, per_person, created_at)
-SELECT 'WELCOME20', 20, ARRAY[id], 'new', 1, now() FROM year
+SELECT 'WELCOME20', 20, ARRAY[id], 'new', 1, %(now)s FROM year
 ON CONFLICT (upper(code)) DO NOTHING;
 
 -- demo_stars --
@@ -872,7 +878,7 @@ UPDATE broadcasts b
    SET lock_token = gen_random_uuid(), locked_by = %(holder)s,
        locked_until = now() + make_interval(secs => %(lease)s),
        state = CASE WHEN b.state = 'queued' THEN 'fanning_out' ELSE b.state END,
-       started_at = coalesce(b.started_at, now())
+       started_at = coalesce(b.started_at, %(now)s)
  WHERE b.id = (SELECT id FROM broadcasts
                 WHERE state IN ('queued', 'fanning_out', 'sending')
                   AND (locked_until IS NULL OR locked_until < now())
@@ -900,7 +906,7 @@ RETURNING id;
 
 -- broadcast_content_gone --
 UPDATE broadcasts
-   SET state = 'cancelled', finished_at = now(), lock_token = NULL, locked_until = NULL,
+   SET state = 'cancelled', finished_at = %(now)s, lock_token = NULL, locked_until = NULL,
        sent = 0, failed = 0, unsent = 0, error = 'its content was removed before it started'
  WHERE id = %(id)s AND lock_token = %(token)s AND state = 'fanning_out';
 
@@ -965,7 +971,7 @@ RETURNING state;
 -- close_broadcast --
 -- Done once nothing of it is pending; the counts are kept, as its sends are pruned later.
 UPDATE broadcasts b
-   SET state = 'done', finished_at = now(), lock_token = NULL, locked_until = NULL,
+   SET state = 'done', finished_at = %(now)s, lock_token = NULL, locked_until = NULL,
        sent = s.sent, failed = s.failed, unsent = s.unsent
   FROM (SELECT count(*) FILTER (WHERE state = 'sent') AS sent,
                count(*) FILTER (WHERE state = 'failed') AS failed,
@@ -980,7 +986,7 @@ RETURNING b.id;
 -- A cancel, first on the broadcast's row: it waits for a batch being queued to commit, and
 -- the batch after it then finds the broadcast cancelled.
 UPDATE broadcasts
-   SET state = 'cancelled', finished_at = now(), lock_token = NULL, locked_until = NULL
+   SET state = 'cancelled', finished_at = %(now)s, lock_token = NULL, locked_until = NULL
  WHERE id = %(id)s AND state IN ('queued', 'fanning_out', 'sending')
 RETURNING bot_id;
 

@@ -17,7 +17,9 @@ import re
 from typing import Any, NoReturn
 
 from botedge import bot_store, errors
+from botedge.bot_store import BotState
 from botedge.db import connection
+from botedge.ids import BotId
 from botedge.telegram import BotApi, ServerError, TelegramError, TooManyRequests, Unauthorized
 from botedge.updates import ALLOWED_UPDATES
 from shared.db import Connection, Pool
@@ -37,6 +39,7 @@ async def register(
     token: str,
     mode: str,
     public_base_url: str | None,
+    now: dt.datetime,
 ) -> dict[str, Any]:
     if not TOKEN_SHAPE.fullmatch(token):
         raise errors.BadBotToken("not a Telegram bot token (<digits>:<35+ characters>)")
@@ -48,7 +51,7 @@ async def register(
         raise upstream_error("getMe", error) from None
     async with connection(pool) as conn:
         bot_id, secret = await bot_store.save_bot(conn, box, me, token, mode)
-    await _point(pool, api, token, bot_id, mode, secret, public_base_url)
+    await _point(pool, api, token, bot_id, mode, secret, public_base_url, now)
     async with connection(pool) as conn:
         await bot_store.activate_bot(conn, bot_id)
     return {"id": bot_id, "telegram_bot_id": me["id"], "username": me.get("username"), "mode": mode}
@@ -58,10 +61,11 @@ async def _point(
     pool: Pool,
     api: BotApi,
     token: str,
-    bot_id: int,
+    bot_id: BotId,
     mode: str,
     secret: str,
     public_base_url: str | None,
+    now: dt.datetime,
 ) -> None:
     """Telegram told where the bot's updates go: our webhook, or nowhere (getUpdates); the
     address kept, so that a moved PUBLIC_BASE_URL is noticed (`repoint`)."""
@@ -78,13 +82,17 @@ async def _point(
             await api.call(token, method, {"drop_pending_updates": False})
     except TelegramError as error:
         async with connection(pool) as conn:
-            await bot_store.record_bot_error(conn, bot_id, f"{error.code}: {error.description}")
+            await bot_store.record_bot_error(
+                conn, bot_id, f"{error.code}: {error.description}", now
+            )
         raise upstream_error(method, error) from None
     async with connection(pool) as conn:
         await bot_store.set_webhook_url(conn, bot_id, url)
 
 
-async def repoint(pool: Pool, api: BotApi, box: SecretBox, public_base_url: str) -> int:
+async def repoint(
+    pool: Pool, api: BotApi, box: SecretBox, public_base_url: str, now: dt.datetime
+) -> int:
     """Every active webhook bot Telegram sends elsewhere (PUBLIC_BASE_URL moved to another
     host or proxy), pointed here; how many. One that fails keeps its error for the panel and
     is tried again at the next start."""
@@ -93,47 +101,52 @@ async def repoint(pool: Pool, api: BotApi, box: SecretBox, public_base_url: str)
     pointed = 0
     for bot in found:
         try:
-            token = box.open(bot["token_encrypted"])
-            secret = box.open(bot["webhook_secret_encrypted"])
-            await _point(pool, api, token, int(bot["id"]), "webhook", secret, public_base_url)
+            token = box.open(bot.token_encrypted)
+            secret = box.open(bot.webhook_secret_encrypted)
+            await _point(pool, api, token, bot.id, "webhook", secret, public_base_url, now)
         except (errors.BotedgeError, SecretBoxError) as error:
-            log.warning("bot %d: could not point its webhook here: %s", bot["id"], error)
+            log.warning("bot %d: could not point its webhook here: %s", bot.id, error)
             continue
         pointed += 1
     return pointed
 
 
-async def pause(pool: Pool, bot_id: int) -> dict[str, Any]:
+async def pause(pool: Pool, bot_id: BotId) -> BotState:
     return await _change(pool, "owner_pause_bot", bot_id)
 
 
 async def resume(
-    pool: Pool, api: BotApi, box: SecretBox, bot_id: int, public_base_url: str | None
-) -> dict[str, Any]:
+    pool: Pool,
+    api: BotApi,
+    box: SecretBox,
+    bot_id: BotId,
+    public_base_url: str | None,
+    now: dt.datetime,
+) -> BotState:
     async with connection(pool) as conn:
         found = await bot_store.bot_to_point(conn, bot_id)
-        if found is None or found["status"] == "removed":
+        if found is None or found.status == "removed":
             await _refuse(conn, bot_id)
-    if found["mode"] == "webhook" and not public_base_url:
+    if found.mode == "webhook" and not public_base_url:
         raise errors.InvalidValues("webhook mode needs PUBLIC_BASE_URL")
-    token = box.open(found["token_encrypted"])
-    secret = box.open(found["webhook_secret_encrypted"])
-    await _point(pool, api, token, bot_id, found["mode"], secret, public_base_url)
+    token = box.open(found.token_encrypted)
+    secret = box.open(found.webhook_secret_encrypted)
+    await _point(pool, api, token, bot_id, found.mode, secret, public_base_url, now)
     return await _change(pool, "owner_resume_bot", bot_id)
 
 
 async def remove(
-    pool: Pool, api: BotApi, box: SecretBox, bot_id: int, now: dt.datetime
-) -> dict[str, Any]:
+    pool: Pool, api: BotApi, box: SecretBox, bot_id: BotId, now: dt.datetime
+) -> BotState:
     """Telegram stops sending to our webhook, then the bot is removed (again: the same
     answer). Telegram unreachable leaves the bot as it was (503)."""
     async with connection(pool) as conn:
         found = await bot_store.bot_to_point(conn, bot_id)
     if found is None:
         raise errors.UnknownBot("no bot with that id")
-    if found["status"] != "removed":
+    if found.status != "removed":
         try:
-            token = box.open(found["token_encrypted"])
+            token = box.open(found.token_encrypted)
             await api.call(token, "deleteWebhook", {"drop_pending_updates": False})
         except (Unauthorized, SecretBoxError):
             # Telegram no longer takes the token, or no key here opens it: nothing to stop.
@@ -144,8 +157,8 @@ async def remove(
 
 
 async def _change(
-    pool: Pool, change: str, bot_id: int, now: dt.datetime | None = None
-) -> dict[str, Any]:
+    pool: Pool, change: str, bot_id: BotId, now: dt.datetime | None = None
+) -> BotState:
     async with connection(pool) as conn:
         changed = await bot_store.change_bot(conn, change, bot_id, now)
         if changed is None:
@@ -153,7 +166,7 @@ async def _change(
     return changed
 
 
-async def _refuse(conn: Connection, bot_id: int) -> NoReturn:
+async def _refuse(conn: Connection, bot_id: BotId) -> NoReturn:
     """Why a bot cannot be paused or resumed: removed (409), or no such bot (404)."""
     found = await bot_store.bot_to_point(conn, bot_id)
     if found is None:

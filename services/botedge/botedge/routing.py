@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from psycopg.types.json import Jsonb
 
 from botedge import sqlq
-from botedge.ids import ChatId, PersonId
+from botedge.ids import BotId, ChatId, PersonId
 from botedge.outbox_store import Reply
 from botedge.telegram import BotApi
 from botedge.updates import InboxRow
@@ -210,7 +210,7 @@ WELCOME = "Welcome! Here is what I can do:"
 CONTENT_HELP = "• Open a content link you were given, and I send you the content."
 
 
-async def default_reply(conn: Connection, bot_id: int, message: dict[str, Any]) -> list[Reply]:
+async def default_reply(conn: Connection, bot_id: BotId, message: dict[str, Any]) -> list[Reply]:
     """A private message no feature took: for /start and /help, what the bot offers (content
     links, its paid channels with a button each, the ad shop); a hint otherwise."""
     chat = message.get("chat") or {}
@@ -234,7 +234,7 @@ async def default_reply(conn: Connection, bot_id: int, message: dict[str, Any]) 
     ]
 
 
-async def _welcome(conn: Connection, bot_id: int, chat_id: ChatId) -> Reply:
+async def _welcome(conn: Connection, bot_id: BotId, chat_id: ChatId) -> Reply:
     cur = await conn.execute(sqlq.Q["bot_offers"], {"bot_id": bot_id})
     offers = await cur.fetchone() or {"username": "", "channels": [], "shop": False}
     lines = [WELCOME, CONTENT_HELP]

@@ -19,6 +19,7 @@ import psycopg
 from botedge import bot_store, errors, outbox_store, uploads
 from botedge.buckets import Bucket
 from botedge.db import connection
+from botedge.ids import BotId
 from botedge.leases import Lease
 from botedge.marks import SentMarks
 from botedge.metrics import SENDS
@@ -135,7 +136,7 @@ class Sender:
         self,
         pool: Pool,
         api: BotApi,
-        bot_id: int,
+        bot_id: BotId,
         token: str,
         lease: Lease,
         wakeup: asyncio.Event,
@@ -147,7 +148,7 @@ class Sender:
         marks: SentMarks | None = None,
     ) -> None:
         self.pool = pool
-        self.marks = marks or SentMarks(pool)
+        self.marks = marks or SentMarks(pool, clock)
         self.clock = clock
         self.api = api
         self.bot_id = bot_id
@@ -404,14 +405,18 @@ class Sender:
         except Forbidden as error:
             SENDS.labels("403").inc()
             blocked = not unreachable(error.description)
-            await self._record(row, outbox_store.mark_refused, error.description, blocked)
+            await self._record(
+                row, outbox_store.mark_refused, error.description, blocked, self.clock.now()
+            )
             return None
         except BadRequest as error:
             SENDS.labels("400").inc()
             if error.not_modified:
                 await self._record_sent(row, None)
             elif unreachable(error.description):
-                await self._record(row, outbox_store.mark_refused, error.description, False)
+                await self._record(
+                    row, outbox_store.mark_refused, error.description, False, self.clock.now()
+                )
             else:
                 await self._record(row, outbox_store.mark_failed, error.description)
             return None
@@ -455,7 +460,7 @@ class Sender:
 
     async def _record_sent(self, row: OutboxRow, message_id: int | None) -> None:
         async def alone(conn: Connection) -> None:
-            await outbox_store.mark_sent_many(conn, [(row.id, message_id)])
+            await outbox_store.mark_sent_many(conn, [(row.id, message_id)], self.clock.now())
 
         await self._until_recorded(row, lambda: self.marks.mark(row.id, message_id), alone)
 
@@ -544,7 +549,7 @@ class Sender:
         try:
             async with connection(self.pool) as conn:
                 await bot_store.mark_token_invalid(
-                    conn, self.bot_id, f"{error.code}: {error.description}"
+                    conn, self.bot_id, f"{error.code}: {error.description}", self.clock.now()
                 )
         except errors.BotedgeError as db_error:
             # The next getMe (this worker's or another's) finds the token dead again.

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from botedge import sqlq
-from botedge.ids import ChatId
+from botedge.ids import BotId, ChatId
 from botedge.outbox_store import Reply
 from shared.db import Connection
 
@@ -21,7 +21,7 @@ class ChannelStanding:
     channel_id: int
     title: str
     is_paid: bool
-    manager_bot_id: int | None
+    manager_bot_id: BotId | None
     bot_username: str
     entitled: bool
     may_write: bool
@@ -32,7 +32,7 @@ class ChannelStanding:
 
 
 async def standing(
-    conn: Connection, bot_id: int, chat_id: int, user_id: int
+    conn: Connection, bot_id: BotId, chat_id: int, user_id: int
 ) -> ChannelStanding | None:
     """The person's standing in a channel we know, as seen from this bot; None otherwise."""
     cur = await conn.execute(
@@ -66,7 +66,7 @@ def pay_message(user_id: int, found: ChannelStanding, text: str) -> Reply:
 
 
 def intruder_replies(
-    bot_id: int, found: ChannelStanding | None, chat_id: int, user_id: int, status: str
+    bot_id: BotId, found: ChannelStanding | None, chat_id: int, user_id: int, status: str
 ) -> list[Reply]:
     """A join to a paid channel by someone who may not be there: removed, and told how to
     pay when the bot may write to them. Only the channel's manager bot (`bot_id`) acts."""

@@ -26,6 +26,7 @@ from botedge import (
 from botedge.consumer import ConsumerConfig, InboxConsumer
 from botedge.db import connection
 from botedge.events import Event, EventQueue, consume
+from botedge.ids import BotId
 from botedge.leases import Lease
 from botedge.marks import SentMarks
 from botedge.metrics import (
@@ -118,12 +119,13 @@ class WorkerSupervisor:
             self.holder,
             deliver=self._deliver,
             own=lambda: list(self.senders),
+            clock=clock,
         )
         self.listener.subscribe("inbox", self.consumer.announced)
         # What was announced while the connection was down is claimed now.
         self.listener.on_reconnect(self.consumer.wakeup.set)
         # Every sender of this worker records its sends through one group commit.
-        self.marks = SentMarks(pool)
+        self.marks = SentMarks(pool, clock)
         # This worker's senders, by bot, while they run (while it holds their send leases).
         self.senders: dict[int, Sender] = {}
         # How many send leases it may hold (None until the workers present are known: any),
@@ -270,7 +272,7 @@ class WorkerSupervisor:
     def _may_send(self) -> bool:
         return self.share is None or len(self.senders) < self.share
 
-    def _pause(self, bot_id: int) -> BotPause:
+    def _pause(self, bot_id: BotId) -> BotPause:
         if bot_id not in self.pauses:
             self.pauses[bot_id] = BotPause(self.pool, bot_id, self.clock)
         return self.pauses[bot_id]
@@ -319,12 +321,12 @@ class WorkerSupervisor:
 
         return run
 
-    def _deliver(self, bot_id: int, rows: list[OutboxRow], earlier: list[int]) -> bool:
+    def _deliver(self, bot_id: BotId, rows: list[OutboxRow], earlier: list[int]) -> bool:
         """Replies this worker just queued go straight to its sender of the bot, if any."""
         sender = self.senders.get(bot_id)
         return sender is not None and sender.offer(rows, earlier)
 
-    def _drop_sends(self, bot_id: int, broadcast_id: int) -> None:
+    def _drop_sends(self, bot_id: BotId, broadcast_id: int) -> None:
         sender = self.senders.get(bot_id)
         if sender is not None:
             sender.drop_broadcast(broadcast_id)

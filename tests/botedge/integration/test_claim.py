@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import json
 from collections import defaultdict
 from typing import Any
@@ -55,6 +56,7 @@ def finished(row: Any) -> dict[str, Any]:
         "events": Jsonb([]),
         "bot_id": row["bot_id"],
         "chats": [],
+        "now": dt.datetime.now(dt.UTC),
     }
 
 

@@ -58,12 +58,17 @@ def test_mark_sent__rows_found_by_id_not_through_a_pending_index(database_url: s
             (bot,),
         )
         conn.execute("UPDATE outbox SET state = 'sent' WHERE id BETWEEN 20001 AND 23997")
-        statement = Q["mark_sent_many"].replace("%(ids)s", "$1").replace("%(message_ids)s", "$2")
-        conn.execute("PREPARE mark(bigint[], bigint[]) AS " + statement)
+        statement = (
+            Q["mark_sent_many"]
+            .replace("%(ids)s", "$1")
+            .replace("%(message_ids)s", "$2")
+            .replace("%(now)s", "$3")
+        )
+        conn.execute("PREPARE mark(bigint[], bigint[], timestamptz) AS " + statement)
         # The plan a worker's prepared statement gets after its first executions.
         conn.execute("SET plan_cache_mode = force_generic_plan")
         plan = conn.execute(
-            "EXPLAIN (FORMAT JSON) EXECUTE mark(ARRAY[23999]::bigint[], ARRAY[1]::bigint[])"
+            "EXPLAIN (FORMAT JSON) EXECUTE mark(ARRAY[23999]::bigint[], ARRAY[1]::bigint[], now())"
         ).fetchone()
     assert plan is not None
     text = json.dumps(plan["QUERY PLAN"])

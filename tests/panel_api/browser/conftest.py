@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import pytest
 
@@ -13,12 +14,25 @@ from panel_api.app import create_app
 from panel_api.seed import seed
 from shared.testing import serve_in_thread
 from tests.botedge.conftest import insert_bot
-from tests.conftest import ROOT, TEST_BCRYPT_ROUNDS, panel_settings
+from tests.conftest import (
+    HTTP,
+    ROOT,
+    TEST_BCRYPT_ROUNDS,
+    Serve,
+    panel_settings,
+    serve_botedge_api,
+    serve_simtelegram,
+)
+from tests.panel_api.e2e.conftest import start_billing
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ARTIFACTS = ROOT / "tests" / "artifacts"
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 PASSWORD = "correct horse battery"
+
+SPONSOR = -1001000000701
+FA_DIGITS = str.maketrans("۰۱۲۳۴۵۶۷۸۹", "0123456789")
+BOT = 5550701
 
 from playwright.sync_api import Browser, Page, expect, sync_playwright  # noqa: E402
 
@@ -96,3 +110,41 @@ def accessibility_problems(page: Page) -> list[str]:
         ".map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)"
     )
     return list(found)
+
+
+@dataclass
+class Stack:
+    url: str
+    database_url: str
+    sim: str
+    billing: str = ""
+
+
+@pytest.fixture
+def stack(database_url: str, serve: Serve) -> Iterator[Stack]:
+    """The panel with botedge's API, the simulated Telegram and billing behind it; a bot the
+    simulated Telegram knows, an admin in one channel there."""
+    sim = serve_simtelegram(serve)
+    botedge = serve_botedge_api(serve, database_url, TELEGRAM_API_BASE=sim.url)
+    billing = start_billing(serve, database_url, BOTEDGE_URL=botedge.url)
+    _, token, _ = insert_bot(database_url, BOT)
+    HTTP.post(f"{sim.url}/_sim/bots", json={"token": token}).raise_for_status()
+    HTTP.post(
+        f"{sim.url}/_sim/chats",
+        json={
+            "id": SPONSOR,
+            "type": "channel",
+            "title": "Sponsor",
+            "username": "sponsor_a",
+            "admin_bots": [BOT],
+        },
+    ).raise_for_status()
+    assert seed(database_url, "owner@example.com", PASSWORD, TEST_BCRYPT_ROUNDS) is True
+    settings = panel_settings(database_url, BOTEDGE_URL=botedge.url, BILLING_URL=billing)
+    with serve_in_thread(create_app(settings)) as url:
+        yield Stack(url, database_url, sim.url, billing)
+
+
+def persian(page: Page) -> None:
+    page.select_option("#language", "fa")
+    expect(page.locator("html")).to_have_attribute("dir", "rtl")
