@@ -14,7 +14,9 @@ COPY services/billing ./services/billing
 COPY services/botedge ./services/botedge
 COPY services/panel-api ./services/panel-api
 COPY migrations ./migrations
+# The bot's message catalogs compiled from their .po sources.
 RUN pip install --no-compile -e . \
+    && pybabel --quiet compile --domain bot --directory services/botedge/botedge/locales \
     && useradd --system --no-create-home gatehouse
 
 USER gatehouse

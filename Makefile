@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 UV_LOUD := $(BIN)/uv pip install --compile-bytecode --python $(BIN)/python
 UV     := $(UV_LOUD) --quiet
 
-.PHONY: run test test-fast test-deploy faults docs check lint typecheck page pytest migrate loadtest bench-webhooks bench-claim bench-login bench-gate bench-sweep bench-stats bench-precheckout clean
+.PHONY: run test test-fast test-deploy faults docs catalogs check lint typecheck page pytest migrate loadtest bench-webhooks bench-claim bench-login bench-gate bench-sweep bench-stats bench-precheckout clean
 
 # The first time, it says what it does and how far it got (uv prints each stage's count).
 $(STAMP): pyproject.toml services/simulators/pyproject.toml
@@ -19,6 +19,17 @@ $(STAMP): pyproject.toml services/simulators/pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv
 	$(UV_LOUD) -e '.[dev]' -e services/simulators
 	touch $(STAMP)
+
+# The bot's message catalogs, compiled from their .po sources (botedge/words.py reads the .mo).
+LOCALES := services/botedge/botedge/locales
+CATALOGS := $(patsubst %.po,%.mo,$(wildcard $(LOCALES)/*/LC_MESSAGES/bot.po))
+
+$(LOCALES)/%/LC_MESSAGES/bot.mo: $(LOCALES)/%/LC_MESSAGES/bot.po $(STAMP)
+	$(BIN)/pybabel --quiet compile --domain bot --input-file $< --output-file $@ --statistics
+
+# The .pot and each .po brought up to the messages the code declares (then translate the new).
+catalogs: $(STAMP)
+	$(BIN)/python -m tests.catalogs --write
 
 # The panel page is served as written; npm brings TypeScript, to type-check it, and axe-core,
 # which the browser tests run on every page.
@@ -31,7 +42,7 @@ $(NODE_STAMP): package.json package-lock.json
 # When `make run` started (before any install), for the launcher's "Up in" line.
 RUN_STARTED := $(shell date +%s)
 
-run: $(STAMP)
+run: $(STAMP) $(CATALOGS)
 	GATEHOUSE_RUN_STARTED=$(RUN_STARTED) $(BIN)/python -m simulators.launcher
 
 # The checks run beside the tests: the suite leaves a core idle about a quarter of the time,
@@ -58,11 +69,11 @@ page: $(NODE_STAMP)
 # ports; most of a test's time is spent waiting on servers, so more workers than cores pays.
 PYTEST_WORKERS ?= 4
 
-pytest: $(STAMP) $(NODE_STAMP)
+pytest: $(STAMP) $(NODE_STAMP) $(CATALOGS)
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --maxschedchunk 1 --durations=15 $(PYTEST_ARGS)
 
 # Unit tests and the integration tests that start no process of their own.
-test-fast: $(STAMP) $(NODE_STAMP)
+test-fast: $(STAMP) $(NODE_STAMP) $(CATALOGS)
 	node --test --test-reporter=spec tests/panel_api/page/ tests/simulators_page/
 	$(BIN)/python -m pytest -n 2 -m "not process" $(wildcard tests/*/unit tests/*/integration) $(PYTEST_ARGS)
 
@@ -70,7 +81,7 @@ test-fast: $(STAMP) $(NODE_STAMP)
 # where dockerd is installed but not running) and Compose 2; the base images built from
 # Debian's packages where no registry answers (tests/deploy/standins). Skipped, saying why,
 # where no engine can be had. About 6 minutes once the base images exist.
-test-deploy: $(STAMP)
+test-deploy: $(STAMP) $(CATALOGS)
 	@status=0; bash tests/deploy/engine || status=$$?; \
 	if [ $$status = 3 ]; then echo "test-deploy: skipped (no Docker engine, see above)"; exit 0; fi; \
 	[ $$status = 0 ] || exit $$status; \
@@ -83,7 +94,7 @@ test-deploy: $(STAMP)
 # system under load (loadtest/faults.py); both write their figures into docs/reliability.md.
 # About 25 minutes; `make test` runs the scaled tests smaller.
 FAULT_RECORDS = $(VENV)/fault-records
-faults: $(STAMP) $(NODE_STAMP)
+faults: $(STAMP) $(NODE_STAMP) $(CATALOGS)
 	rm -rf $(FAULT_RECORDS) && mkdir -p $(FAULT_RECORDS)
 	GATEHOUSE_FULL_SCALE=1 GATEHOUSE_FAULT_RECORDS=$(abspath $(FAULT_RECORDS)) $(BIN)/python -m pytest -n 2 --maxschedchunk 1 --durations=15 -m scaled tests $(PYTEST_ARGS)
 	$(BIN)/python -m loadtest.faults --records $(FAULT_RECORDS) --write docs/reliability.md --readme README.md $(FAULTS_ARGS)
@@ -97,7 +108,7 @@ migrate: $(STAMP)
 
 # Every load scenario, with a report and charts under loadtest/reports/ (about 30 minutes, the capacity scenario half of it);
 # LOADTEST_ARGS picks scenarios and options, e.g. "reference-1 --seconds 20".
-loadtest: $(VENV)/.loadtest
+loadtest: $(VENV)/.loadtest $(CATALOGS)
 	$(BIN)/python -m loadtest $(LOADTEST_ARGS)
 
 $(VENV)/.loadtest: $(STAMP)

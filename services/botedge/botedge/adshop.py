@@ -334,7 +334,7 @@ class _Message(_Quiet):
         message = visit.update.body
         chat_id = visit.update.chat_key
         if visit.person_id is None:
-            return await default_reply(conn, visit.update.bot_id, message)
+            return await default_reply(conn, visit.update.bot_id, message, visit.say)
         tx_hash = parse_hash(message.get("text"))
         if tx_hash is not None:
             return await self._hash(conn, visit, tx_hash)
@@ -343,7 +343,7 @@ class _Message(_Quiet):
             return [html_message(chat_id, problem)]
         step = await read_step(conn, visit)
         if step is None:
-            return await default_reply(conn, visit.update.bot_id, message)
+            return await default_reply(conn, visit.update.bot_id, message, visit.say)
         if step.expired:
             await end_step(conn, visit)
             return [html_message(chat_id, EXPIRED)]

@@ -22,6 +22,7 @@ from botedge import (
     broadcasts,
     errors,
     gate,
+    language,
     pay,
     registration,
     stars,
@@ -52,6 +53,7 @@ from botedge.settings import BotedgeSettings
 from botedge.stars import PreCheckout
 from botedge.supervisor import LEASE_RELEASED, WorkerParts, WorkerSupervisor
 from botedge.telegram import BotApi, BotClients
+from botedge.words import Words
 from shared import openapi
 from shared.breaker import Breakers
 from shared.clock import SYSTEM_CLOCK, Clock
@@ -266,11 +268,13 @@ def compose_worker(
             clock=clock,
         )
 
+    words = Words()
     features: list[Feature] = [
         gate.Gate(pool, joined, contents),
         adshop.AdShop(),
         admission.Admission(pool, settings.invite_link_hours, clock),
-        pay.Pay(billing),
+        pay.Pay(billing, words),
+        language.Language(words),
         stars.Stars(pool),
     ]
     access = Access(
@@ -303,7 +307,7 @@ def compose_worker(
         notifier=notifier,
         listener=pool_listener,
         tokens=tokens,
-        handler=handler or BotLogic(api, tokens.get, features, clock, pool),
+        handler=handler or BotLogic(api, tokens.get, features, clock, pool, words),
         # Pollers answer pre-checkout queries as they take them in.
         pre_checkout=stars.PreCheckout(api, billing),
         queues=(
@@ -312,6 +316,7 @@ def compose_worker(
             (refunds.queue, refunds.handle),
         ),
         fan_out=fan_out,
+        words=words,
     )
     return WorkerSupervisor(settings, pool, parts, clock=clock)
 

@@ -12,12 +12,30 @@ import httpx
 from botedge.errors import RetryLater
 from botedge.telegram import KEEPALIVE_SECONDS
 from botedge.updates import InboxRow
+from botedge.words import Msg, Speech, msg
 from shared.breaker import Breakers
 from shared.internal import InternalClient, Unreachable
 from shared.settings import Secret
 
-CODE_REFUSED = "That code is unknown, used up or expired."
-CODE_USED = "You have used this code already."
+CODE_REFUSED = msg("code.refused", "That code is unknown, used up or expired.")
+CODE_USED = msg("code.used", "You have used this code already.")
+TOO_MANY_CODES = msg(
+    "code.too_many",
+    "Too many wrong codes: try again in {count} min.",
+    "Too many wrong codes: try again in {count} min.",
+)
+
+
+@dataclass(frozen=True)
+class CodeRefusal:
+    """What to tell a person whose access code did not open anything; `minutes` for a wait."""
+
+    message: Msg
+    minutes: int | None = None
+
+    def said(self, say: Speech) -> str:
+        return say(self.message) if self.minutes is None else say(self.message, self.minutes)
+
 
 # billing's name for Telegram Stars, and Telegram's limits on a Stars subscription.
 STARS = "telegram_stars"
@@ -26,9 +44,21 @@ STARS_SUBSCRIPTION_CAP = 10_000
 
 # Told once to a person whose press waits on billing while it cannot be reached; the outcome
 # follows as a new message when it can.
-WAITING = (
+DAYS = msg("days", "{count} day", "{count} days")
+FREE_FOR = msg("price.trial", "free for {days}, once")
+MONEY_FOR = msg("price.paid", "{money} for {days}")
+
+
+def money(say: Speech, amount: str, currency: str) -> str:
+    """An amount in the language's digits, with its currency (Telegram writes Stars with its
+    star)."""
+    return f"{say.digits(amount)} {'⭐' if currency == 'XTR' else currency}"
+
+
+WAITING = msg(
+    "pay.waiting",
     "Payments are not answering right now. We are on it: you will get your answer here as "
-    "soon as they are back, no need to press again."
+    "soon as they are back, no need to press again.",
 )
 
 
@@ -59,13 +89,11 @@ class PlanOffer:
             and int(self.amount) <= STARS_SUBSCRIPTION_CAP
         )
 
-    def price(self) -> str:
-        days = "1 day" if self.period_days == 1 else f"{self.period_days} days"
+    def price(self, say: Speech) -> str:
+        days = say(DAYS, self.period_days)
         if self.trial:
-            return f"free for {days}, once"
-        # Telegram writes Stars with its star.
-        money = f"{self.amount} ⭐" if self.currency == "XTR" else f"{self.amount} {self.currency}"
-        return f"{money} for {days}"
+            return say(FREE_FOR, days=days)
+        return say(MONEY_FOR, money=money(say, self.amount, self.currency), days=days)
 
 
 @dataclass(frozen=True)
@@ -214,7 +242,7 @@ class BillingClient:
             return "plan_off"
         raise RetryLater(f"billing /internal/trials: {response.status_code}")
 
-    async def redeem(self, telegram_user_id: int, code: str) -> dict[str, Any] | str:
+    async def redeem(self, telegram_user_id: int, code: str) -> dict[str, Any] | CodeRefusal:
         """An access code's grant (`{"title", "days", "membership"}`), or what to tell the
         person instead."""
         response = await self._call(
@@ -226,10 +254,10 @@ class BillingClient:
             return dict(response.json())
         if response.status_code == 422:
             used = {"field": "code", "code": "taken"} in (response.json().get("errors") or [])
-            return CODE_USED if used else CODE_REFUSED
+            return CodeRefusal(CODE_USED if used else CODE_REFUSED)
         if response.status_code == 429:
             minutes = -(-int(response.headers.get("retry-after", "600")) // 60)
-            return f"Too many wrong codes: try again in {minutes} min."
+            return CodeRefusal(TOO_MANY_CODES, minutes)
         raise RetryLater(f"billing /internal/access-codes/redeem: {response.status_code}")
 
     async def invoice(

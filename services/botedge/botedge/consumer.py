@@ -29,6 +29,7 @@ from botedge.outbox_store import OutboxRow
 from botedge.routing import Handler
 from botedge.telegram import parked_delay
 from botedge.updates import InboxRow
+from botedge.words import Words, msg
 from shared.backoff import backoff_delay
 from shared.clock import SYSTEM_CLOCK, Clock
 from shared.db import Pool, pipelined_transaction
@@ -40,7 +41,7 @@ from shared.tasks import retrieve
 log = logging.getLogger("botedge.consumer")
 
 # To a person told to wait (a `RetryLater` notice) whose update then died.
-GAVE_UP = "Sorry, we could not get that done after all. Please try again."
+GAVE_UP = msg("gave_up", "Sorry, we could not get that done after all. Please try again.")
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,7 @@ class InboxConsumer:
         deliver: Callable[[BotId, list[OutboxRow], list[int]], bool] = lambda *_: False,
         own: Callable[[], list[int]] = list,
         clock: Clock = SYSTEM_CLOCK,
+        words: Words | None = None,
     ) -> None:
         """`deliver(bot_id, rows, earlier)` hands replies just queued to a sender in this
         process; False when none of this process is sending for the bot, or it lacks one of
@@ -77,6 +79,7 @@ class InboxConsumer:
         claims first."""
         self.pool = pool
         self.clock = clock
+        self.words = words or Words()
         self.deliver = deliver
         self.own = own
         self.holder = holder
@@ -246,7 +249,9 @@ class InboxConsumer:
 
     async def _fail(self, update: InboxRow, error: BaseException) -> str:
         description = f"{type(error).__name__}: {error}"[:1000]
-        notice = error.notice if isinstance(error, RetryLater) else None
+        say = self.words.speech(update.language)
+        waiting = error.notice if isinstance(error, RetryLater) else None
+        notice = None if waiting is None else say(waiting)
         parked = parked_delay(error)
         if parked is not None:
             return await self._park(update, description, parked, notice)
@@ -257,7 +262,7 @@ class InboxConsumer:
             async with connection(self.pool) as conn:
                 if last:
                     # Told to wait for an answer, the person hears that none is coming.
-                    gave_up = GAVE_UP if update.told_waiting else None
+                    gave_up = say(GAVE_UP) if update.told_waiting else None
                     told = await inbox_store.bury(
                         conn, update, description, self.clock.now(), notice=gave_up
                     )

@@ -3,6 +3,7 @@ name what went wrong in our terms, and the app maps them to HTTP in one table.""
 
 from __future__ import annotations
 
+from botedge.words import Msg
 from shared.errors import ServiceError
 
 
@@ -96,7 +97,7 @@ class RetryLater(Exception):
         retry_after: float = 0.0,
         *,
         parked: bool = False,
-        notice: str | None = None,
+        notice: Msg | None = None,
     ) -> None:
         super().__init__(detail)
         self.retry_after = retry_after

@@ -43,6 +43,7 @@ from botedge.telegram import (
 )
 from botedge.text import escape_html
 from botedge.updates import InboxRow
+from botedge.words import Speech, isolate, msg
 from shared.clock import SYSTEM_CLOCK, Clock
 from shared.db import Connection, Pool
 
@@ -54,9 +55,10 @@ CONTENT_TTL = 60.0
 CONTENTS_CHANNEL = "contents"
 MEMBER = frozenset({"creator", "administrator", "member"})
 CHANNEL = "gate"
-GATE_OPENING = "To open this, join first: "
-JOINED_BUTTON = "I've joined"
-NOT_FOUND = "This link does not lead anywhere (any more)."
+GATE_TEXT = msg("gate.join_first", "To open this, join first: {channels}. Then press “{button}”.")
+JOINED_BUTTON = msg("gate.joined_button", "I've joined")
+NOT_FOUND = msg("gate.not_found", "This link does not lead anywhere (any more).")
+NOT_YET = msg("gate.not_yet", "Not yet: join the channels still listed.")
 
 
 def is_member(chat_member: Any) -> bool:
@@ -296,19 +298,19 @@ async def _flag_unknown(conn: Connection, bot_id: BotId, check: Check, now: dt.d
         )
 
 
-def gate_text(check: Check) -> str:
+def gate_text(check: Check, say: Speech) -> str:
     """The missing channels by name (HTML: the titles are the owners', escaped)."""
-    names = ", ".join(f"<b>{escape_html(channel.title)}</b>" for channel in check.missing)
-    return f"{GATE_OPENING}{names}. Then press “{JOINED_BUTTON}”."
+    names = say.join([f"<b>{isolate(escape_html(ch.title))}</b>" for ch in check.missing])
+    return say(GATE_TEXT, channels=names, button=say(JOINED_BUTTON))
 
 
-def gate_markup(content: Content, check: Check) -> dict[str, Any]:
+def gate_markup(content: Content, check: Check, say: Speech) -> dict[str, Any]:
     rows: list[list[dict[str, Any]]] = [
         [{"text": channel.title, "url": channel.join_url}]
         for channel in check.missing
         if channel.join_url
     ]
-    rows.append([{"text": JOINED_BUTTON, "callback_data": f"gate:{content.id}"}])
+    rows.append([{"text": say(JOINED_BUTTON), "callback_data": f"gate:{content.id}"}])
     return {"inline_keyboard": rows}
 
 
@@ -360,14 +362,15 @@ class _Start(_GateRoute):
         none unknown, which is flagged)."""
         chat_id = visit.update.chat_key
         if check.content is None:
-            return [Reply(chat_id, "sendMessage", {"chat_id": chat_id, "text": NOT_FOUND})]
+            text = visit.say(NOT_FOUND)
+            return [Reply(chat_id, "sendMessage", {"chat_id": chat_id, "text": text})]
         if not check.missing or check.unknown:
             return None
         payload = {
             "chat_id": chat_id,
-            "text": gate_text(check),
+            "text": gate_text(check, visit.say),
             "parse_mode": "HTML",
-            "reply_markup": gate_markup(check.content, check),
+            "reply_markup": gate_markup(check.content, check, visit.say),
         }
         # Counted by the statement that queues the gate's message.
         shown = Counted("gate_shown", visit.person_id, visit.now, check.content.id)
@@ -392,20 +395,20 @@ class _Press(_GateRoute):
         chat_id = visit.update.chat_key
         answer: dict[str, Any] = {"callback_query_id": str(body.get("id", ""))}
         if check.content is None:
-            answer["text"] = NOT_FOUND
+            answer["text"] = visit.say(NOT_FOUND)
             return [Reply(chat_id, "answerCallbackQuery", answer)]
         if not check.missing or check.unknown:
             return None
-        answer["text"] = "Not yet: join the channels still listed."
+        answer["text"] = visit.say(NOT_YET)
         replies = [Reply(chat_id, "answerCallbackQuery", answer)]
         message_id = (body.get("message") or {}).get("message_id")
         if isinstance(message_id, int):
             edit = {
                 "chat_id": chat_id,
                 "message_id": message_id,
-                "text": gate_text(check),
+                "text": gate_text(check, visit.say),
                 "parse_mode": "HTML",
-                "reply_markup": gate_markup(check.content, check),
+                "reply_markup": gate_markup(check.content, check, visit.say),
             }
             replies.append(Reply(chat_id, "editMessageText", edit))
         return replies

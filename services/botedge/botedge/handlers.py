@@ -31,6 +31,7 @@ from botedge.routing import (
 )
 from botedge.telegram import BotApi
 from botedge.updates import InboxRow
+from botedge.words import Words
 from shared.clock import SYSTEM_CLOCK, Clock
 from shared.db import Connection, Pool
 
@@ -51,8 +52,10 @@ class BotLogic:
         features: Sequence[Feature] = (),
         clock: Clock = SYSTEM_CLOCK,
         pool: Pool | None = None,
+        words: Words | None = None,
     ) -> None:
         self.clock = clock
+        self.words = words or Words()
         # Where a person's conversation step is read from, for `Routes.steps`.
         self.pool = pool
         self.api = api
@@ -148,7 +151,7 @@ class BotLogic:
         if settle is None:
             return None
         now = self.clock.now()
-        replies = settle(Visit(update, arg, None, now), value)
+        replies = settle(Visit(update, arg, None, now, self.words.speech(update.language)), value)
         if replies is None:
             return None
         body = update.body
@@ -173,13 +176,16 @@ class BotLogic:
         )
         if prepared is not None:
             route, arg, value = prepared
-            visit = Visit(update, arg, person_id, self.clock.now())
+            say = self.words.speech(update.language)
+            visit = Visit(update, arg, person_id, self.clock.now(), say)
             return list(await route.apply(conn, visit, value))
         if update.kind == "message":
             if isinstance(body.get("migrate_to_chat_id"), int):
                 await move_chat(conn, int(body["chat"]["id"]), body["migrate_to_chat_id"])
                 return []
-            return await default_reply(conn, update.bot_id, body)
+            return await default_reply(
+                conn, update.bot_id, body, self.words.speech(update.language)
+            )
         if update.kind == "callback_query":
             return [callback_answer(update)]
         if update.kind == "my_chat_member":

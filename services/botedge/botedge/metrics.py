@@ -69,3 +69,8 @@ PRE_CHECKOUT_SECONDS = Histogram(
     "From a pre-checkout query's arrival to Telegram's acknowledgement of the answer",
     buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
 )
+CATALOG_MISSES = Counter(
+    "botedge_catalog_misses_total",
+    "Texts looked up in a language whose catalog lacks them (sent in English instead)",
+    ["language"],
+)

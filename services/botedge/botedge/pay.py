@@ -22,14 +22,17 @@ from typing import Any
 
 from botedge.billing_client import (
     CODE_REFUSED,
+    DAYS,
     STARS,
     STARS_SUBSCRIPTION_PERIOD,
     BillingClient,
+    CodeRefusal,
     CouponRefused,
     Invoice,
     Offer,
     PlanOffer,
     asked_by,
+    money,
 )
 from botedge.ids import ChatId
 from botedge.outbox_store import Reply
@@ -45,17 +48,91 @@ from botedge.routing import (
 from botedge.telegram import ServerError, TelegramError, TooManyRequests, retry_later
 from botedge.text import escape_html
 from botedge.updates import InboxRow
+from botedge.words import Speech, Words, isolate, msg, number, user
 from shared.db import Connection
 
 log = logging.getLogger("botedge.pay")
 
-NOT_PAID = "This link does not lead to a paid channel (any more)."
-NO_GATEWAYS = "Payments are not open here right now. Please try again later."
-GATEWAY_OFF = "That way to pay is not available any more."
-PLAN_OFF = "That plan is not on sale any more."
-ASK_COUPON = "Send your coupon code as a message."
-NOT_A_CODE = "That does not look like a coupon code: letters, digits, - and _, 3 to 32 of them."
-COUPON_EXPIRED = "That was a while ago: press “I have a coupon” under the pay link again."
+NOT_PAID = msg("pay.not_paid", "This link does not lead to a paid channel (any more).")
+NO_GATEWAYS = msg("pay.closed", "Payments are not open here right now. Please try again later.")
+GATEWAY_OFF = msg("pay.gateway_off", "That way to pay is not available any more.")
+PLAN_OFF = msg("pay.plan_off", "That plan is not on sale any more.")
+ASK_COUPON = msg("coupon.ask", "Send your coupon code as a message.")
+NOT_A_CODE = msg(
+    "coupon.not_a_code",
+    "That does not look like a coupon code: letters, digits, - and _, 3 to 32 of them.",
+)
+COUPON_EXPIRED = msg(
+    "coupon.expired", "That was a while ago: press “{button}” under the pay link again."
+)
+HAVE_COUPON = msg("coupon.button", "I have a coupon")
+NO_COUPON = msg("coupon.cancelled", "No coupon, then: the pay link above still works.")
+COUPON_REFUSED = msg(
+    "coupon.refused", "That coupon cannot be used: {why}. Send another code, or Cancel."
+)
+CANCEL = msg("cancel", "Cancel")
+CHOOSE_PLAN = msg("pay.choose_plan", "Choose a plan:")
+CHOOSE_GATEWAY = msg("pay.choose_gateway", "Choose how to pay:")
+ALL_PLANS = msg("pay.all_plans", "« All plans")
+START_TRIAL = msg("trial.start", "Start the free trial")
+PAY_WITH = msg("pay.with", "Pay with {gateway}")
+STARS_ONCE = msg("stars.once", "Pay {amount} ⭐ once")
+STARS_MONTHLY = msg("stars.monthly", "Subscribe: {amount} ⭐ every 30 days")
+BUNDLE = msg(
+    "pay.bundle",
+    "One payment opens {count} channel: {titles}.",
+    "One payment opens {count} channels: {titles}.",
+)
+STARS_TITLE = msg("stars.title", "Channel access")
+STARS_LABEL = msg("stars.label", "Access")
+STARS_DESCRIBED = msg("stars.described", "{days} of access to {title}")
+STARS_RENEWED = msg("stars.renewed", "Access to {title}, renewed every 30 days")
+THE_CHANNEL = msg("the_channel", "the channel")
+# Counted by the channels the invite links are for: one, or a bundle's.
+INVOICE = msg(
+    "pay.invoice",
+    "Pay <b>{price}</b> for <b>{title}</b>{plan} with {gateway}. The link is valid for 24 hours; "
+    "once the payment arrives, your invite link comes here.",
+    "Pay <b>{price}</b> for <b>{title}</b>{plan} with {gateway}. The link is valid for 24 hours; "
+    "once the payment arrives, your invite links come here.",
+)
+INVOICE_COUPON = msg(
+    "pay.invoice_coupon",
+    "Pay <b>{price}</b> instead of {list_price}, with coupon <code>{coupon}</code>, for "
+    "<b>{title}</b>{plan} with {gateway}. The link is valid for 24 hours; once the payment "
+    "arrives, your invite link comes here.",
+    "Pay <b>{price}</b> instead of {list_price}, with coupon <code>{coupon}</code>, for "
+    "<b>{title}</b>{plan} with {gateway}. The link is valid for 24 hours; once the payment "
+    "arrives, your invite links come here.",
+)
+PAY_BUTTON = msg("pay.button", "Pay {price}")
+STARS_INVOICE = msg(
+    "stars.invoice",
+    "Pay <b>{amount} ⭐</b> for <b>{title}</b> with the invoice below. It is valid for 24 hours; "
+    "once paid, your invite link comes here.",
+    "Pay <b>{amount} ⭐</b> for <b>{title}</b> with the invoice below. It is valid for 24 hours; "
+    "once paid, your invite links come here.",
+)
+STARS_SUBSCRIBE = msg(
+    "stars.subscribe",
+    "Subscribe to <b>{title}</b> for <b>{amount} ⭐</b> every 30 days: Telegram renews it until "
+    "you cancel, here or in Telegram's settings. Once paid, your invite link comes here.",
+    "Subscribe to <b>{title}</b> for <b>{amount} ⭐</b> every 30 days: Telegram renews it until "
+    "you cancel, here or in Telegram's settings. Once paid, your invite links come here.",
+)
+STARS_SUBSCRIBE_BUTTON = msg("stars.subscribe_button", "Subscribe for {amount} ⭐")
+TRIAL_STARTED = msg(
+    "trial.started",
+    "Your free trial of <b>{title}</b> has started: {days}. Your invite link comes here in a "
+    "moment.",
+)
+SEE_PLANS = msg("trial.see_plans", "See the plans")
+NO_TRIAL = msg("trial.refused", "No free trial: {why}.")
+CODE_REDEEMED = msg(
+    "code.redeemed",
+    "Your code gives you {days} of <b>{title}</b>: access until {until}. Your invite link "
+    "comes here in a moment.",
+)
 
 # An access code as sent: 10 to 32 symbols of base32 (A-Z, 2-7), letters and digits both, so
 # that a long word is not taken for one.
@@ -65,23 +142,31 @@ COUPON_STEP = "coupon"
 # How long the bot waits for the code after "I have a coupon".
 COUPON_TTL = dt.timedelta(hours=1)
 _CODE = re.compile(r"[A-Za-z0-9_-]{3,32}", re.ASCII)
-CANCEL_COUPON = {"text": "Cancel", "callback_data": "coupon:cancel"}
 
 
-def offer_message(offer: Offer | None) -> tuple[str, dict[str, Any] | None]:
+def cancel_coupon(say: Speech) -> dict[str, Any]:
+    return {"inline_keyboard": [[{"text": say(CANCEL), "callback_data": "coupon:cancel"}]]}
+
+
+def _title(offer: Offer) -> str:
+    """The channel's title in a message in HTML: the owner's words, escaped and isolated."""
+    return isolate(escape_html(offer.title))
+
+
+def offer_message(offer: Offer | None, say: Speech) -> tuple[str, dict[str, Any] | None]:
     """The offer's text and its buttons (none when there is nothing to press): a single plan's
     gateways, or a button per plan."""
     if offer is None:
-        return NOT_PAID, None
+        return say(NOT_PAID), None
     if not offer.plans:
-        return NO_GATEWAYS, None
+        return say(NO_GATEWAYS), None
     if len(offer.plans) == 1:
-        return plan_message(offer, offer.plans[0])
-    text = f"<b>{escape_html(offer.title)}</b>\nChoose a plan:"
+        return plan_message(offer, offer.plans[0], say)
+    text = f"<b>{_title(offer)}</b>\n{say(CHOOSE_PLAN)}"
     rows = [
         [
             {
-                "text": f"{plan.name}: {plan.price()}",
+                "text": f"{isolate(plan.name)}: {plan.price(say)}",
                 "callback_data": f"plan:{offer.channel_id}:{plan.id}",
             }
         ]
@@ -90,26 +175,31 @@ def offer_message(offer: Offer | None) -> tuple[str, dict[str, Any] | None]:
     return text, {"inline_keyboard": rows}
 
 
-def plan_message(offer: Offer, plan: PlanOffer) -> tuple[str, dict[str, Any]]:
+def _named(offer: Offer, plan: PlanOffer) -> str:
+    """The plan's name after the channel's, when there is more than one plan."""
+    return f" ({isolate(escape_html(plan.name))})" if len(offer.plans) > 1 else ""
+
+
+def plan_message(offer: Offer, plan: PlanOffer, say: Speech) -> tuple[str, dict[str, Any]]:
     """One plan's price and a button per gateway it is sold through; with other plans on sale,
     a button back to them."""
-    named = f" ({escape_html(plan.name)})" if len(offer.plans) > 1 else ""
-    back = [{"text": "« All plans", "callback_data": f"plan:{offer.channel_id}"}]
+    named = _named(offer, plan)
+    back = [{"text": say(ALL_PLANS), "callback_data": f"plan:{offer.channel_id}"}]
     if plan.trial:
-        text = f"<b>{escape_html(offer.title)}</b>{named}: {escape_html(plan.price())}."
+        text = f"<b>{_title(offer)}</b>{named}: {escape_html(plan.price(say))}."
         start = {
-            "text": "Start the free trial",
+            "text": say(START_TRIAL),
             "callback_data": f"trial:{offer.channel_id}:{plan.id}",
         }
         return text, {"inline_keyboard": [[start], *([back] if len(offer.plans) > 1 else [])]}
     text = (
-        f"<b>{escape_html(offer.title)}</b>{named}: {escape_html(plan.price())}.\n"
-        f"{_bundle_line(plan)}Choose how to pay:"
+        f"<b>{_title(offer)}</b>{named}: {escape_html(plan.price(say))}.\n"
+        f"{_bundle_line(plan, say)}{say(CHOOSE_GATEWAY)}"
     )
     rows = [
         [
             {
-                "text": f"Pay with {offer.gateway_title(g)}",
+                "text": say(PAY_WITH, gateway=offer.gateway_title(g)),
                 "callback_data": f"pay:{offer.channel_id}:{g}:{plan.id}",
             }
         ]
@@ -117,19 +207,19 @@ def plan_message(offer: Offer, plan: PlanOffer) -> tuple[str, dict[str, Any]]:
         if g != STARS
     ]
     if STARS in plan.gateways:
-        rows.extend(_stars_buttons(offer, plan))
+        rows.extend(_stars_buttons(offer, plan, say))
     if len(offer.plans) > 1:
         rows.append(back)
     return text, {"inline_keyboard": rows}
 
 
-def _stars_buttons(offer: Offer, plan: PlanOffer) -> list[list[dict[str, str]]]:
+def _stars_buttons(offer: Offer, plan: PlanOffer, say: Speech) -> list[list[dict[str, str]]]:
     """Stars once; and, for a 30-day plan within Telegram's price cap, as a subscription that
     Telegram renews every 30 days."""
     rows = [
         [
             {
-                "text": f"Pay {plan.amount} ⭐ once",
+                "text": say(STARS_ONCE, amount=number(plan.amount)),
                 "callback_data": f"pay:{offer.channel_id}:{STARS}:{plan.id}",
             }
         ]
@@ -138,7 +228,7 @@ def _stars_buttons(offer: Offer, plan: PlanOffer) -> list[list[dict[str, str]]]:
         rows.append(
             [
                 {
-                    "text": f"Subscribe: {plan.amount} ⭐ every 30 days",
+                    "text": say(STARS_MONTHLY, amount=number(plan.amount)),
                     "callback_data": f"sub:{offer.channel_id}:{plan.id}",
                 }
             ]
@@ -146,67 +236,81 @@ def _stars_buttons(offer: Offer, plan: PlanOffer) -> list[list[dict[str, str]]]:
     return rows
 
 
-def _bundle_line(plan: PlanOffer) -> str:
+def _bundle_line(plan: PlanOffer, say: Speech) -> str:
     """For a bundle, the channels one payment opens, on a line of its own."""
     if not plan.channels:
         return ""
-    titles = ", ".join(f"<b>{escape_html(title)}</b>" for title in plan.channels)
-    return f"One payment opens {len(plan.channels)} channels: {titles}.\n"
+    titles = say.join([f"<b>{isolate(escape_html(title))}</b>" for title in plan.channels])
+    return say(BUNDLE, len(plan.channels), titles=titles) + "\n"
 
 
 def _stars_fields(
-    offer: Offer, plan: PlanOffer, invoice: Invoice, description: str
+    offer: Offer, plan: PlanOffer, invoice: Invoice, description: str, say: Speech
 ) -> dict[str, Any]:
     """What Telegram's invoice in Stars carries, its payload our order reference."""
     return {
-        "title": offer.title.strip()[:32] or "Channel access",
+        "title": offer.title.strip()[:32] or say(STARS_TITLE),
         "description": description[:255],
         "payload": invoice.order_reference,
         "provider_token": "",
         "currency": invoice.currency,
-        "prices": [{"label": plan.name[:32] or "Access", "amount": int(invoice.amount)}],
+        "prices": [{"label": plan.name[:32] or say(STARS_LABEL), "amount": int(invoice.amount)}],
     }
 
 
-def stars_invoice(chat_id: int, offer: Offer, plan: PlanOffer, invoice: Invoice) -> Reply:
+def stars_invoice(
+    chat_id: int, offer: Offer, plan: PlanOffer, invoice: Invoice, say: Speech
+) -> Reply:
     """Telegram's own invoice for Stars, sent to the person."""
-    days = "1 day" if plan.period_days == 1 else f"{plan.period_days} days"
-    described = f"{days} of access to {offer.title.strip() or 'the channel'}"
-    fields = _stars_fields(offer, plan, invoice, described)
+    title = user(offer.title.strip()) if offer.title.strip() else say(THE_CHANNEL)
+    described = say(STARS_DESCRIBED, days=say(DAYS, plan.period_days), title=title)
+    fields = _stars_fields(offer, plan, invoice, described, say)
     return Reply(ChatId(chat_id), "sendInvoice", {"chat_id": chat_id, **fields})
 
 
-def stars_link_params(offer: Offer, plan: PlanOffer, invoice: Invoice) -> dict[str, Any]:
+def stars_link_params(
+    offer: Offer, plan: PlanOffer, invoice: Invoice, say: Speech
+) -> dict[str, Any]:
     """`createInvoiceLink` for a subscription Telegram renews every 30 days."""
-    described = f"Access to {offer.title.strip() or 'the channel'}, renewed every 30 days"
-    fields = _stars_fields(offer, plan, invoice, described)
+    title = user(offer.title.strip()) if offer.title.strip() else say(THE_CHANNEL)
+    described = say(STARS_RENEWED, title=title)
+    fields = _stars_fields(offer, plan, invoice, described, say)
     return {**fields, "subscription_period": STARS_SUBSCRIPTION_PERIOD}
 
 
-def invoice_message(offer: Offer, plan: PlanOffer, invoice: Invoice) -> tuple[str, dict[str, Any]]:
+def invoice_message(
+    offer: Offer, plan: PlanOffer, invoice: Invoice, say: Speech
+) -> tuple[str, dict[str, Any]]:
     """The pay link; without a coupon on it, a button to enter one."""
-    price = f"{escape_html(invoice.amount)} {escape_html(invoice.currency)}"
-    named = f" ({escape_html(plan.name)})" if len(offer.plans) > 1 else ""
-    off = ""
+    price = escape_html(money(say, invoice.amount, invoice.currency))
+    title, named = _title(offer), _named(offer, plan)
+    gateway = offer.gateway_title(invoice.gateway)
     if invoice.coupon is not None and invoice.list_price is not None:
-        off = (
-            f" instead of {escape_html(invoice.list_price)} {escape_html(invoice.currency)}, "
-            f"with coupon <code>{escape_html(invoice.coupon)}</code>,"
+        list_price = escape_html(money(say, invoice.list_price, invoice.currency))
+        coupon = escape_html(invoice.coupon)
+        text = say(
+            INVOICE_COUPON,
+            _links(plan),
+            price=price,
+            list_price=list_price,
+            coupon=coupon,
+            title=title,
+            plan=named,
+            gateway=gateway,
         )
-    text = (
-        f"Pay <b>{price}</b>{off} for <b>{escape_html(offer.title)}</b>{named} with "
-        f"{offer.gateway_title(invoice.gateway)}. The link is valid for 24 hours; once the payment "
-        f"arrives, your invite {_links(plan)} here."
-    )
-    rows = [[{"text": f"Pay {invoice.amount} {invoice.currency}", "url": invoice.pay_url or ""}]]
+    else:
+        text = say(INVOICE, _links(plan), price=price, title=title, plan=named, gateway=gateway)
+    button = say(PAY_BUTTON, price=money(say, invoice.amount, invoice.currency))
+    rows = [[{"text": button, "url": invoice.pay_url or ""}]]
     if invoice.coupon is None:
         data = f"coupon:{offer.channel_id}:{invoice.gateway}:{plan.id}"
-        rows.append([{"text": "I have a coupon", "callback_data": data}])
+        rows.append([{"text": say(HAVE_COUPON), "callback_data": data}])
     return text, {"inline_keyboard": rows}
 
 
-def _links(plan: PlanOffer) -> str:
-    return "links come" if plan.channels else "link comes"
+def _links(plan: PlanOffer) -> int:
+    """How many invite links a payment for the plan brings."""
+    return max(1, len(plan.channels))
 
 
 def _channel_id(text: str) -> int:
@@ -214,14 +318,15 @@ def _channel_id(text: str) -> int:
 
 
 class Pay:
-    def __init__(self, billing: BillingClient) -> None:
+    def __init__(self, billing: BillingClient, words: Words) -> None:
         self.billing = billing
+        self.words = words
 
     def register(self, routes: Routes) -> None:
         routes.start_prefixes["pay_"] = _Offer(self.billing)
         routes.callbacks["plan:"] = _PlanPress(self.billing)
         routes.callbacks["pay:"] = _Press(self.billing)
-        routes.callbacks["sub:"] = _Subscribe(self.billing)
+        routes.callbacks["sub:"] = _Subscribe(self.billing, self.words)
         routes.callbacks["coupon:"] = _CouponPress()
         routes.callbacks["trial:"] = _TrialPress(self.billing)
         code = _AccessCode(self.billing)
@@ -240,7 +345,7 @@ class _Offer:
 
     async def apply(self, conn: Connection, visit: Visit, offer: Offer | None) -> list[Reply]:
         chat_id = visit.update.chat_key
-        text, markup = offer_message(offer)
+        text, markup = offer_message(offer, visit.say)
         payload: dict[str, Any] = {"chat_id": chat_id, "text": text, "parse_mode": "HTML"}
         if markup:
             payload["reply_markup"] = markup
@@ -294,11 +399,11 @@ class _PlanPress:
         if offer is not None and pressed.plan_id is not None:
             plan = offer.plan(pressed.plan_id)
         if offer is not None and plan is not None:
-            text, markup = plan_message(offer, plan)
+            text, markup = plan_message(offer, plan, visit.say)
             return _edited(visit.update, text, markup)
-        notice = PLAN_OFF if offer is not None and pressed.plan_id is not None else None
-        text, shown = offer_message(offer)
-        return _edited(visit.update, text, shown, notice)
+        plan_off = offer is not None and pressed.plan_id is not None
+        text, shown = offer_message(offer, visit.say)
+        return _edited(visit.update, text, shown, visit.say(PLAN_OFF) if plan_off else None)
 
 
 @dataclass(frozen=True)
@@ -336,22 +441,29 @@ class _Press:
     async def apply(self, conn: Connection, visit: Visit, pressed: Pressed) -> list[Reply]:
         offer, plan, outcome = pressed.offer, pressed.plan, pressed.outcome
         if offer is not None and plan is not None and isinstance(outcome, Invoice):
+            say = visit.say
             if outcome.gateway == STARS:
-                text = (
-                    f"Pay <b>{escape_html(outcome.amount)} ⭐</b> for "
-                    f"<b>{escape_html(offer.title)}</b> with the invoice below. It is valid for 24 "
-                    f"hours; once paid, your invite {_links(plan)} here."
-                )
+                amount = escape_html(say.digits(outcome.amount))
+                text = say(STARS_INVOICE, _links(plan), amount=amount, title=_title(offer))
                 replies = _edited(visit.update, text, None)
-                return [*replies, stars_invoice(visit.update.chat_key, offer, plan, outcome)]
-            text, markup = invoice_message(offer, plan, outcome)
+                chat_id = visit.update.chat_key
+                return [*replies, stars_invoice(chat_id, offer, plan, outcome, say)]
+            text, markup = invoice_message(offer, plan, outcome, say)
             return _edited(visit.update, text, markup)
-        if outcome == "gateway_off" and offer is not None and plan is not None:
-            text, markup = plan_message(offer, plan)
-            return _edited(visit.update, text, markup, GATEWAY_OFF)
-        notice = PLAN_OFF if outcome == "plan_off" else None
-        text, shown = offer_message(None if outcome == "not_paid" else offer)
-        return _edited(visit.update, text, shown, notice)
+        return _not_made(visit, offer, plan, str(outcome))
+
+
+def _not_made(
+    visit: Visit, offer: Offer | None, plan: PlanOffer | None, outcome: str
+) -> list[Reply]:
+    """No invoice: the plan's gateways again when the one pressed is off; the offer otherwise,
+    noting a plan gone."""
+    if outcome == "gateway_off" and offer is not None and plan is not None:
+        text, markup = plan_message(offer, plan, visit.say)
+        return _edited(visit.update, text, markup, visit.say(GATEWAY_OFF))
+    notice = visit.say(PLAN_OFF) if outcome == "plan_off" else None
+    text, shown = offer_message(None if outcome == "not_paid" else offer, visit.say)
+    return _edited(visit.update, text, shown, notice)
 
 
 @dataclass(frozen=True)
@@ -367,8 +479,9 @@ class _Subscribe:
     """`sub:<channel>:<plan>`: an invoice in Stars, and Telegram's link to subscribe to it
     (`createInvoiceLink` with a 30-day `subscription_period`); each renewal pays it again."""
 
-    def __init__(self, billing: BillingClient) -> None:
+    def __init__(self, billing: BillingClient, words: Words) -> None:
         self.billing = billing
+        self.words = words
 
     async def prepare(self, ctx: Context, update: InboxRow, arg: str) -> Subscribing:
         channel, _, plan_text = arg.partition(":")
@@ -387,8 +500,9 @@ class _Subscribe:
         if not isinstance(invoice, Invoice):
             return Subscribing(offer, plan, invoice if isinstance(invoice, str) else "gateway_off")
         try:
+            say = self.words.speech(update.language)
             link = await ctx.api.call(
-                ctx.token, "createInvoiceLink", stars_link_params(offer, plan, invoice)
+                ctx.token, "createInvoiceLink", stars_link_params(offer, plan, invoice, say)
             )
         except (ServerError, TooManyRequests) as error:
             raise retry_later("createInvoiceLink", error) from None
@@ -399,21 +513,14 @@ class _Subscribe:
 
     async def apply(self, conn: Connection, visit: Visit, made: Subscribing) -> list[Reply]:
         offer, plan, invoice = made.offer, made.plan, made.invoice
+        say = visit.say
         if offer is not None and plan is not None and invoice is not None:
-            text = (
-                f"Subscribe to <b>{escape_html(offer.title)}</b> for "
-                f"<b>{escape_html(invoice.amount)} ⭐</b> every 30 days: Telegram renews it until "
-                f"you cancel, here or in Telegram's settings. Once paid, your invite "
-                f"{_links(plan)} here."
-            )
-            button = {"text": f"Subscribe for {invoice.amount} ⭐", "url": made.outcome}
+            amount = escape_html(say.digits(invoice.amount))
+            text = say(STARS_SUBSCRIBE, _links(plan), title=_title(offer), amount=amount)
+            label = say(STARS_SUBSCRIBE_BUTTON, amount=number(invoice.amount))
+            button = {"text": label, "url": made.outcome}
             return _edited(visit.update, text, {"inline_keyboard": [[button]]})
-        if made.outcome == "gateway_off" and offer is not None and plan is not None:
-            text, markup = plan_message(offer, plan)
-            return _edited(visit.update, text, markup, GATEWAY_OFF)
-        notice = PLAN_OFF if made.outcome == "plan_off" else None
-        text, shown = offer_message(None if made.outcome == "not_paid" else offer)
-        return _edited(visit.update, text, shown, notice)
+        return _not_made(visit, offer, plan, made.outcome)
 
 
 class _CouponPress:
@@ -432,10 +539,7 @@ class _CouponPress:
             return [answer]
         if visit.arg == "cancel":
             await end_step(conn, visit)
-            return [
-                answer,
-                html_message(update.chat_key, "No coupon, then: the pay link above still works."),
-            ]
+            return [answer, html_message(update.chat_key, visit.say(NO_COUPON))]
         channel, gateway, plan = [*visit.arg.split(":"), "", ""][:3]
         if not (_channel_id(channel) and _channel_id(plan) and gateway):
             return [answer]
@@ -443,7 +547,7 @@ class _CouponPress:
         await set_step(conn, visit, COUPON_STEP, data, COUPON_TTL)
         return [
             answer,
-            html_message(update.chat_key, ASK_COUPON, {"inline_keyboard": [[CANCEL_COUPON]]}),
+            html_message(update.chat_key, visit.say(ASK_COUPON), cancel_coupon(visit.say)),
         ]
 
 
@@ -482,25 +586,22 @@ class _CouponCode:
         return CouponTyped(offer, plan, outcome)
 
     async def apply(self, conn: Connection, visit: Visit, typed: CouponTyped) -> list[Reply]:
-        update, outcome = visit.update, typed.outcome
-        cancel = {"inline_keyboard": [[CANCEL_COUPON]]}
+        update, outcome, say = visit.update, typed.outcome, visit.say
+        cancel = cancel_coupon(say)
         if outcome == "not_a_code":
-            return [html_message(update.chat_key, NOT_A_CODE, cancel)]
+            return [html_message(update.chat_key, say(NOT_A_CODE), cancel)]
         if isinstance(outcome, CouponRefused):
-            why = escape_html(outcome.detail)
-            text = f"That coupon cannot be used: {why}. Send another code, or Cancel."
+            # billing's words for why, in English.
+            text = say(COUPON_REFUSED, why=user(escape_html(outcome.detail)))
             return [html_message(update.chat_key, text, cancel)]
         await end_step(conn, visit)
         if isinstance(outcome, Invoice) and typed.offer is not None and typed.plan is not None:
-            return [
-                html_message(update.chat_key, *invoice_message(typed.offer, typed.plan, outcome))
-            ]
-        said = {
-            "expired": COUPON_EXPIRED,
-            "plan_off": PLAN_OFF,
-            "gateway_off": GATEWAY_OFF,
-        }.get(str(outcome), NOT_PAID)
-        return [html_message(update.chat_key, said)]
+            made = invoice_message(typed.offer, typed.plan, outcome, say)
+            return [html_message(update.chat_key, *made)]
+        if outcome == "expired":
+            return [html_message(update.chat_key, say(COUPON_EXPIRED, button=say(HAVE_COUPON)))]
+        said = {"plan_off": PLAN_OFF, "gateway_off": GATEWAY_OFF}.get(str(outcome), NOT_PAID)
+        return [html_message(update.chat_key, say(said))]
 
 
 @dataclass(frozen=True)
@@ -529,26 +630,21 @@ class _TrialPress:
         return TrialPressed(offer, plan, outcome)
 
     async def apply(self, conn: Connection, visit: Visit, pressed: TrialPressed) -> list[Reply]:
-        offer, plan, outcome = pressed.offer, pressed.plan, pressed.outcome
+        offer, plan, outcome, say = pressed.offer, pressed.plan, pressed.outcome, visit.say
         if outcome == "started" and offer is not None and plan is not None:
-            days = "1 day" if plan.period_days == 1 else f"{plan.period_days} days"
-            text = (
-                f"Your free trial of <b>{escape_html(offer.title)}</b> has started: {days}. "
-                "Your invite link comes here in a moment."
-            )
-            return _edited(visit.update, text, None)
+            days = say(DAYS, plan.period_days)
+            return _edited(visit.update, say(TRIAL_STARTED, title=_title(offer), days=days), None)
         if outcome in ("plan_off", "not_paid"):
-            text, shown = offer_message(None if outcome == "not_paid" else offer)
-            return _edited(visit.update, text, shown, PLAN_OFF if outcome == "plan_off" else None)
+            text, shown = offer_message(None if outcome == "not_paid" else offer, say)
+            notice = say(PLAN_OFF) if outcome == "plan_off" else None
+            return _edited(visit.update, text, shown, notice)
         paid = [p for p in (offer.plans if offer else ()) if not p.trial]
         markup = None
         if offer is not None and paid:
-            markup = {
-                "inline_keyboard": [
-                    [{"text": "See the plans", "callback_data": f"plan:{offer.channel_id}"}]
-                ]
-            }
-        return _edited(visit.update, f"No free trial: {escape_html(outcome)}.", markup)
+            see = {"text": say(SEE_PLANS), "callback_data": f"plan:{offer.channel_id}"}
+            markup = {"inline_keyboard": [[see]]}
+        # billing's words for why, in English.
+        return _edited(visit.update, say(NO_TRIAL, why=user(escape_html(outcome))), markup)
 
 
 class _AccessCode:
@@ -558,21 +654,21 @@ class _AccessCode:
     def __init__(self, billing: BillingClient) -> None:
         self.billing = billing
 
-    async def prepare(self, ctx: Context, update: InboxRow, arg: str) -> dict[str, Any] | str:
+    async def prepare(
+        self, ctx: Context, update: InboxRow, arg: str
+    ) -> dict[str, Any] | CodeRefusal:
         if not ACCESS_CODE.fullmatch(arg):
-            return CODE_REFUSED
+            return CodeRefusal(CODE_REFUSED)
         return await self.billing.redeem(update.sender_id, arg)
 
     async def apply(
-        self, conn: Connection, visit: Visit, redeemed: dict[str, Any] | str
+        self, conn: Connection, visit: Visit, redeemed: dict[str, Any] | CodeRefusal
     ) -> list[Reply]:
-        if isinstance(redeemed, str):
-            return [html_message(visit.update.chat_key, redeemed)]
-        until = str(redeemed["membership"]["expires_at"])[:10]
-        days = int(redeemed["days"])
-        text = (
-            f"Your code gives you {days} day{'s' if days != 1 else ''} of "
-            f"<b>{escape_html(str(redeemed['title']))}</b>: access until {until}. Your invite "
-            "link comes here in a moment."
-        )
+        say = visit.say
+        if isinstance(redeemed, CodeRefusal):
+            return [html_message(visit.update.chat_key, redeemed.said(say))]
+        until = say.digits(str(redeemed["membership"]["expires_at"])[:10])
+        days = say(DAYS, int(redeemed["days"]))
+        title = isolate(escape_html(str(redeemed["title"])))
+        text = say(CODE_REDEEMED, days=days, title=title, until=until)
         return [html_message(visit.update.chat_key, text)]

@@ -187,7 +187,12 @@ UPDATE inbox i
        locked_by = %(holder)s
  WHERE i.id = ANY (ARRAY(SELECT id FROM locked))
 RETURNING i.id, i.bot_id, i.update_id, i.chat_key, i.kind, i.payload, i.attempt, i.lock_token,
-          i.received_at, i.told_waiting;
+          i.received_at, i.told_waiting,
+          -- The language its person chose with this bot; a private chat's id is its person's.
+          (SELECT bp.language FROM people p
+             JOIN bot_people bp ON bp.person_id = p.id AND bp.bot_id = i.bot_id
+            WHERE p.telegram_user_id = i.chat_key) AS chosen_language,
+          (SELECT b.default_language FROM bots b WHERE b.id = i.bot_id) AS bot_language;
 
 -- finish_with_replies --
 -- Compare-and-set on the claim, the update's replies queued in the same statement, and the statistics
@@ -1146,3 +1151,8 @@ SELECT c.id AS channel_id, c.telegram_chat_id, c.title, c.manager_bot_id, b.user
 
 -- channel_member_status --
 SELECT status FROM channel_members WHERE channel_id = %(channel_id)s AND person_id = %(person_id)s;
+
+-- choose_language --
+-- The person's language with this bot (`/language`), kept until they pick another.
+UPDATE bot_people SET language = %(language)s
+ WHERE bot_id = %(bot_id)s AND person_id = %(person_id)s;

@@ -22,6 +22,7 @@ from botedge.ids import BotId, ChatId, PersonId
 from botedge.outbox_store import Reply
 from botedge.telegram import BotApi
 from botedge.updates import InboxRow
+from botedge.words import Speech, msg, user
 from shared.db import Connection
 
 
@@ -74,6 +75,8 @@ class Visit:
     arg: str
     person_id: PersonId | None
     now: dt.datetime
+    # The bot's words in the person's language.
+    say: Speech
 
 
 class Route(Protocol):
@@ -206,11 +209,20 @@ async def end_step(conn: Connection, visit: Visit) -> None:
     )
 
 
-WELCOME = "Welcome! Here is what I can do:"
-CONTENT_HELP = "• Open a content link you were given, and I send you the content."
+WELCOME = msg("welcome", "Welcome! Here is what I can do:")
+CONTENT_HELP = msg(
+    "welcome.content", "• Open a content link you were given, and I send you the content."
+)
+PAID_HELP = msg("welcome.paid", "• Join a paid channel: press it below to see its price and pay.")
+LINK_HELP = msg("welcome.link", "• /link: your invite link again, once you have paid.")
+ADS_HELP = msg("welcome.ads", "• /ads: advertise here, paid in USDT or TRX.")
+LANGUAGE_HELP = msg("welcome.language", "• /language: choose the language I write in.")
+NOT_UNDERSTOOD = msg("not_understood", 'I did not understand "{text}". Send /start to begin.')
 
 
-async def default_reply(conn: Connection, bot_id: BotId, message: dict[str, Any]) -> list[Reply]:
+async def default_reply(
+    conn: Connection, bot_id: BotId, message: dict[str, Any], say: Speech
+) -> list[Reply]:
     """A private message no feature took: for /start and /help, what the bot offers (content
     links, its paid channels with a button each, the ad shop); a hint otherwise."""
     chat = message.get("chat") or {}
@@ -221,29 +233,27 @@ async def default_reply(conn: Connection, bot_id: BotId, message: dict[str, Any]
     if not isinstance(text, str):
         return []
     if text.split(maxsplit=1)[0] in ("/start", "/help") if text.strip() else False:
-        return [await _welcome(conn, bot_id, chat_id)]
+        return [await _welcome(conn, bot_id, chat_id, say)]
     return [
         Reply(
             chat_id,
             "sendMessage",
-            {
-                "chat_id": chat_id,
-                "text": f'I did not understand "{text[:200]}". Send /start to begin.',
-            },
+            {"chat_id": chat_id, "text": say(NOT_UNDERSTOOD, text=user(text[:200]))},
         )
     ]
 
 
-async def _welcome(conn: Connection, bot_id: BotId, chat_id: ChatId) -> Reply:
+async def _welcome(conn: Connection, bot_id: BotId, chat_id: ChatId, say: Speech) -> Reply:
     cur = await conn.execute(sqlq.Q["bot_offers"], {"bot_id": bot_id})
     offers = await cur.fetchone() or {"username": "", "channels": [], "shop": False}
-    lines = [WELCOME, CONTENT_HELP]
+    lines = [say(WELCOME), say(CONTENT_HELP)]
     paid = offers["channels"]
     if paid:
-        lines.append("• Join a paid channel: press it below to see its price and pay.")
-        lines.append("• /link: your invite link again, once you have paid.")
+        lines.append(say(PAID_HELP))
+        lines.append(say(LINK_HELP))
     if offers["shop"]:
-        lines.append("• /ads: advertise here, paid in USDT or TRX.")
+        lines.append(say(ADS_HELP))
+    lines.append(say(LANGUAGE_HELP))
     body: dict[str, Any] = {"chat_id": chat_id, "text": "\n".join(lines)}
     if paid:
         start = f"https://t.me/{offers['username']}?start=pay_"

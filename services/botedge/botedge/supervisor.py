@@ -45,6 +45,7 @@ from botedge.routing import Handler
 from botedge.sender import Limits, Sender
 from botedge.settings import BotedgeSettings
 from botedge.telegram import BotApi
+from botedge.words import Words
 from shared.clock import SYSTEM_CLOCK, Clock
 from shared.db import Pool
 from shared.lifecycle import sleep_unless_stopped, wait_any
@@ -75,6 +76,8 @@ class WorkerParts:
     pre_checkout: PreCheckout
     queues: tuple[tuple[EventQueue, Callable[[Event], Awaitable[None]]], ...]
     fan_out: broadcasts.FanOut
+    # The bot's words in every language, loaded once.
+    words: Words
 
 
 class WorkerSupervisor:
@@ -120,6 +123,7 @@ class WorkerSupervisor:
             deliver=self._deliver,
             own=lambda: list(self.senders),
             clock=clock,
+            words=parts.words,
         )
         self.listener.subscribe("inbox", self.consumer.announced)
         # What was announced while the connection was down is claimed now.

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from botedge.ids import BotId, ChatId, UserId
+from botedge.words import SOURCE, pick
 from shared.jsonsafe import storage_problem
 from shared.telegram_text import utf16_units
 
@@ -64,6 +65,9 @@ class InboxRow:
     received_at: dt.datetime | None = None
     # Its person was told it waits on a dependency (`tell_waiting`): its outcome comes anew.
     told_waiting: bool = False
+    # The language its person chose with this bot (None: not chosen), and the bot's default.
+    chosen_language: str | None = None
+    bot_language: str = SOURCE
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> InboxRow:
@@ -78,6 +82,8 @@ class InboxRow:
             lock_token=row["lock_token"],
             received_at=row.get("received_at"),
             told_waiting=bool(row.get("told_waiting")),
+            chosen_language=row.get("chosen_language"),
+            bot_language=str(row.get("bot_language") or SOURCE),
         )
 
     @property
@@ -96,6 +102,15 @@ class InboxRow:
         update names no sender."""
         sender = self.body.get("from") or {}
         return UserId(int(sender.get("id") or self.chat_key))
+
+    @property
+    def language(self) -> str:
+        """The language to answer its person in (`words.pick`)."""
+        sender = self.body.get("from") or {}
+        code = sender.get("language_code")
+        return pick(
+            self.chosen_language, code if isinstance(code, str) else None, self.bot_language
+        )
 
 
 def _int_at(obj: Any, *path: str) -> int:

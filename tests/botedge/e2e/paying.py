@@ -40,8 +40,12 @@ class Store:
     def billing_env(self) -> dict[str, str]:
         return service_env(self.edge.database_url, **checkout_env(self.checkout.url))
 
-    def say(self, text: str, user: int = BUYER) -> None:
-        self.edge.sim_post("/_sim/messages", {"bot_id": BOT, "user_id": user, "text": text})
+    def say(self, text: str, user: int = BUYER, language: str | None = None) -> None:
+        """A message from `user`; with `language`, their Telegram language from then on."""
+        message: dict[str, Any] = {"bot_id": BOT, "user_id": user, "text": text}
+        if language is not None:
+            message["language_code"] = language
+        self.edge.sim_post("/_sim/messages", message)
 
     def sent(self, user: int = BUYER) -> list[dict[str, Any]]:
         return list(self.edge.sim_get("/_sim/sent", chat_id=user))

@@ -9,6 +9,7 @@ from collections import defaultdict
 
 import pytest
 
+from botedge.words import FSI, PDI
 from tests.botedge.conftest import message
 from tests.botedge.e2e.conftest import Edge
 from tests.conftest import HTTP, WrittenDown
@@ -46,7 +47,7 @@ def assert_once_in_order(edge: Edge, bot_telegram_id: int, first_person: int) ->
     assert len(by_chat) == PEOPLE
     for person in range(first_person, first_person + PEOPLE):
         expected = [
-            f'I did not understand "p{person}-m{n}". Send /start to begin.'
+            f'I did not understand "{FSI}p{person}-m{n}{PDI}". Send /start to begin.'
             for n in range(PER_PERSON)
         ]
         assert by_chat[person] == expected, person

@@ -6,10 +6,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from botedge.gate import GATE_OPENING
+from botedge.words import FSI, PDI
 from tests.botedge.e2e.conftest import Edge
 from tests.conftest import HTTP
 
+# What the gate says first, in English.
+GATE_OPENING = "To open this, join first: "
 NEWS, TALK = -1001000000101, -1001000000102
 VISITOR = 4242
 
@@ -93,7 +95,9 @@ def test_gate__two_channels_joined_one_by_one_then_content_once(edge: Edge) -> N
     )
     edge.wait_until(lambda: bool(sent_to(edge, VISITOR)), 30, "the gate message")
     [gate] = sent_to(edge, VISITOR)
-    assert gate["text"] == f"{GATE_OPENING}<b>News</b>, <b>Talk</b>. Then press “I've joined”."
+    assert gate["text"] == (
+        f"{GATE_OPENING}<b>{FSI}News{PDI}</b>, <b>{FSI}Talk{PDI}</b>. Then press “I've joined”."
+    )
     [first] = edge.query("SELECT payload FROM outbox WHERE method = 'sendMessage'")
     assert url_buttons(first[0]["reply_markup"]) == [
         "https://t.me/news_one",
@@ -369,7 +373,7 @@ def test_gate__channel_titles_are_escaped_in_the_html_gate_message(edge: Edge) -
     # The simulated Telegram refuses HTML it cannot parse, as Telegram does: sent means parsed.
     edge.wait_until(lambda: bool(sent_to(edge, VISITOR)), 30, "the gate message")
     [gate] = sent_to(edge, VISITOR)
-    assert "<b>Tom &amp; &lt;Jerry&gt; &quot;news&quot;</b>" in gate["text"]
+    assert f"<b>{FSI}Tom &amp; &lt;Jerry&gt; &quot;news&quot;{PDI}</b>" in gate["text"]
 
 
 def most_at_once(spans: list[tuple[float, float]]) -> int:

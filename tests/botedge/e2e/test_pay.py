@@ -10,12 +10,15 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from botedge.billing_client import WAITING
-from botedge.pay import NOT_PAID
+from botedge import billing_client, pay
+from botedge.words import FSI, PDI
 from tests.botedge.e2e.conftest import Edge
 from tests.botedge.e2e.paying import BUYER, PAID, Store, open_store
 from tests.conftest import HTTP, ServiceProcess, WrittenDown
 from tests.scale import sized
+
+WAITING = billing_client.WAITING.text
+NOT_PAID = pay.NOT_PAID.text
 
 
 @pytest.fixture
@@ -29,7 +32,7 @@ def test_pay__offer_link_checkout_pay_invite_link_joined(store: Store) -> None:
     store.say(f"/start pay_{store.channel}")
     edge.wait_until(lambda: bool(store.sent()), 30, "the offer")
     [offer] = store.sent()
-    assert offer["text"] == "<b>Paid</b>: 12.50 UAH for 30 days.\nChoose how to pay:"
+    assert offer["text"] == f"<b>{FSI}Paid{PDI}</b>: 12.50 UAH for 30 days.\nChoose how to pay:"
     [(payload,)] = edge.query("SELECT payload FROM outbox WHERE method = 'sendMessage'")
     markup = payload["reply_markup"]["inline_keyboard"]
     buttons = [b["callback_data"] for row in markup for b in row]
@@ -39,7 +42,7 @@ def test_pay__offer_link_checkout_pay_invite_link_joined(store: Store) -> None:
     edge.wait_until(lambda: bool(store.edits()), 30, "the pay link")
     [edit] = store.edits()
     assert edit["message_id"] == offer["message_id"]
-    assert edit["text"].startswith("Pay <b>12.50 UAH</b> for <b>Paid</b> with Subgate.")
+    assert edit["text"].startswith(f"Pay <b>12.50 UAH</b> for <b>{FSI}Paid{PDI}</b> with Subgate.")
     [button], [coupon] = edit["reply_markup"]["inline_keyboard"]
     assert coupon["text"] == "I have a coupon"
     url = urlsplit(button["url"])
@@ -79,6 +82,7 @@ def test_pay__a_plain_start_lists_what_the_bot_offers(store: Store) -> None:
         "• Join a paid channel: press it below to see its price and pay.",
         "• /link: your invite link again, once you have paid.",
         "• /ads: advertise here, paid in USDT or TRX.",
+        "• /language: choose the language I write in.",
     ]
     [(payload,)] = edge.query("SELECT payload FROM outbox WHERE method = 'sendMessage'")
     [[button]] = payload["reply_markup"]["inline_keyboard"]
@@ -162,7 +166,7 @@ def test_pay__billing_unreachable_told_once_we_are_on_it_then_the_offer(store: S
     assert [m["text"] for m in store.sent()] == [WAITING]
     store.restart_billing()
     edge.wait_until(lambda: len(store.sent()) == 2, 60, "the offer once billing is back")
-    assert store.sent()[1]["text"].startswith("<b>Paid</b>: 12.50 UAH")
+    assert store.sent()[1]["text"].startswith(f"<b>{FSI}Paid{PDI}</b>: 12.50 UAH")
     assert edge.query("SELECT state, told_waiting FROM inbox") == [("done", True)]
     assert store.sent()[0]["text"] == WAITING
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from botedge.words import FSI, PDI
 from tests.billing.e2e import gateways
 from tests.botedge.e2e.conftest import Edge
 from tests.botedge.e2e.paying import BOT, BUYER, PAID, Store, open_store
@@ -37,14 +38,14 @@ def test_pay__several_plans_one_chosen_back_then_another_and_one_taken_off_sale(
     store.say(f"/start pay_{store.channel}")
     edge.wait_until(lambda: bool(store.sent()), 30, "the plans")
     [offer] = store.sent()
-    assert offer["text"] == "<b>Paid</b>\nChoose a plan:"
+    assert offer["text"] == f"<b>{FSI}Paid{PDI}</b>\nChoose a plan:"
     [(payload,)] = edge.query("SELECT payload FROM outbox WHERE method = 'sendMessage'")
     rows = payload["reply_markup"]["inline_keyboard"]
     assert [row[0]["callback_data"] for row in rows] == [
         f"plan:{store.channel}:{default}",
         f"plan:{store.channel}:{year}",
     ]
-    assert rows[1][0]["text"] == "Year: 120.00 UAH for 365 days"
+    assert rows[1][0]["text"] == f"{FSI}Year{PDI}: 120.00 UAH for 365 days"
 
     def shown(count: int) -> dict[str, Any]:
         edge.wait_until(lambda: len(store.edits()) >= count, 30, f"edit {count}")
@@ -52,18 +53,23 @@ def test_pay__several_plans_one_chosen_back_then_another_and_one_taken_off_sale(
 
     store.press(offer["message_id"], f"plan:{store.channel}:{year}")
     chosen = shown(1)
-    assert chosen["text"] == "<b>Paid</b> (Year): 120.00 UAH for 365 days.\nChoose how to pay:"
+    assert (
+        chosen["text"]
+        == f"<b>{FSI}Paid{PDI}</b> ({FSI}Year{PDI}): 120.00 UAH for 365 days.\nChoose how to pay:"
+    )
     assert [row[0]["callback_data"] for row in chosen["reply_markup"]["inline_keyboard"]] == [
         f"pay:{store.channel}:subgate:{year}",
         f"plan:{store.channel}",
     ]
     store.press(offer["message_id"], f"plan:{store.channel}")
-    assert shown(2)["text"] == "<b>Paid</b>\nChoose a plan:"
+    assert shown(2)["text"] == f"<b>{FSI}Paid{PDI}</b>\nChoose a plan:"
     store.press(offer["message_id"], f"plan:{store.channel}:{year}")
     shown(3)
     store.press(offer["message_id"], f"pay:{store.channel}:subgate:{year}")
     invoice = shown(4)
-    assert invoice["text"].startswith("Pay <b>120.00 UAH</b> for <b>Paid</b> (Year) with Subgate.")
+    assert invoice["text"].startswith(
+        f"Pay <b>120.00 UAH</b> for <b>{FSI}Paid{PDI}</b> ({FSI}Year{PDI}) with Subgate."
+    )
     assert edge.query("SELECT plan_id, amount_minor, period_days FROM invoices") == [
         (year, 12000, 365)
     ]
@@ -88,7 +94,7 @@ def test_pay__several_plans_one_chosen_back_then_another_and_one_taken_off_sale(
         "the refusal",
     )
     # One plan left: its gateways straight away.
-    assert refused["text"] == "<b>Paid</b>: 12.50 UAH for 30 days.\nChoose how to pay:"
+    assert refused["text"] == f"<b>{FSI}Paid{PDI}</b>: 12.50 UAH for 30 days.\nChoose how to pay:"
     assert edge.query("SELECT count(*) FROM invoices") == [(1,)]
 
 
@@ -120,7 +126,7 @@ def test_pay__a_coupon_typed_under_the_pay_link_makes_a_discounted_one_that_is_p
     assert said(3).startswith("No coupon, then")
     assert edge.query("SELECT count(*) FROM conversations") == [(0,)]
     store.say("spring")
-    assert said(4).startswith('I did not understand "spring"')
+    assert said(4).startswith(f'I did not understand "{FSI}spring{PDI}"')
 
     store.press(edit["message_id"], f"coupon:{store.channel}:subgate:{plan}")
     said(5)
@@ -128,12 +134,13 @@ def test_pay__a_coupon_typed_under_the_pay_link_makes_a_discounted_one_that_is_p
     assert said(6).startswith("That does not look like a coupon code")
     store.say("AUTUMN")
     assert said(7) == (
-        "That coupon cannot be used: no coupon by that code. Send another code, or Cancel."
+        f"That coupon cannot be used: {FSI}no coupon by that code{PDI}. Send another code, or"
+        " Cancel."
     )
     store.say("spring")
     assert said(8).startswith(
         "Pay <b>10.00 UAH</b> instead of 12.50 UAH, with coupon <code>SPRING</code>, for"
-        " <b>Paid</b> with Subgate."
+        f" <b>{FSI}Paid{PDI}</b> with Subgate."
     )
     assert edge.query("SELECT count(*) FROM conversations") == [(0,)]
     [(payload,)] = edge.query(
@@ -197,7 +204,7 @@ def test_pay__a_free_trial_taken_from_the_plans_brings_the_invite_and_not_twice(
     [(payload,)] = edge.query("SELECT payload FROM outbox WHERE method = 'sendMessage'")
     rows = payload["reply_markup"]["inline_keyboard"]
     assert rows[1][0] == {
-        "text": "Free week: free for 7 days, once",
+        "text": f"{FSI}Free week{PDI}: free for 7 days, once",
         "callback_data": f"plan:{store.channel}:{trial}",
     }
 
@@ -207,13 +214,15 @@ def test_pay__a_free_trial_taken_from_the_plans_brings_the_invite_and_not_twice(
 
     store.press(offer["message_id"], f"plan:{store.channel}:{trial}")
     chosen = shown(1)
-    assert chosen["text"] == "<b>Paid</b> (Free week): free for 7 days, once."
+    assert chosen["text"] == f"<b>{FSI}Paid{PDI}</b> ({FSI}Free week{PDI}): free for 7 days, once."
     assert [row[0]["callback_data"] for row in chosen["reply_markup"]["inline_keyboard"]] == [
         f"trial:{store.channel}:{trial}",
         f"plan:{store.channel}",
     ]
     store.press(offer["message_id"], f"trial:{store.channel}:{trial}")
-    assert shown(2)["text"].startswith("Your free trial of <b>Paid</b> has started: 7 days.")
+    assert shown(2)["text"].startswith(
+        f"Your free trial of <b>{FSI}Paid{PDI}</b> has started: 7 days."
+    )
     edge.wait_until(
         lambda: any("access to Paid is open" in str(m["text"]) for m in store.sent()),
         30,
@@ -228,7 +237,9 @@ def test_pay__a_free_trial_taken_from_the_plans_brings_the_invite_and_not_twice(
     store.press(again["message_id"], f"plan:{store.channel}:{trial}")
     shown(3)
     store.press(again["message_id"], f"trial:{store.channel}:{trial}")
-    assert shown(4)["text"] == "No free trial: you have had this channel's free trial already."
+    assert shown(4)["text"] == (
+        f"No free trial: {FSI}you have had this channel's free trial already{PDI}."
+    )
     assert edge.query("SELECT count(*) FROM membership_events") == [(1,)]
 
 
@@ -251,10 +262,12 @@ def test_pay__an_access_code_sent_by_two_people_at_once_admits_one(store: Store)
 
     answers = sorted([last(BUYER), last(BUYER + 1)])
     assert answers[0].startswith("That code is unknown, used up or expired.")
-    assert answers[1].startswith("Your code gives you 14 days of <b>Paid</b>: access until")
+    assert answers[1].startswith(
+        f"Your code gives you 14 days of <b>{FSI}Paid{PDI}</b>: access until"
+    )
     assert edge.query("SELECT count(*), min(reason) FROM membership_events") == [(1, "access_code")]
     store.say("/start code_B3NV5TJW6LQA", user=BUYER + 2)
-    assert last(BUYER + 2).startswith("Your code gives you 7 days of <b>Paid</b>")
+    assert last(BUYER + 2).startswith(f"Your code gives you 7 days of <b>{FSI}Paid{PDI}</b>")
     edge.wait_until(
         lambda: any("access to Paid is open" in str(m["text"]) for m in store.sent(BUYER + 2)),
         30,
@@ -262,7 +275,7 @@ def test_pay__an_access_code_sent_by_two_people_at_once_admits_one(store: Store)
     )
     # A long word is not taken for a code.
     store.say("thankyouverymuch", user=BUYER + 3)
-    assert last(BUYER + 3).startswith('I did not understand "thankyouverymuch"')
+    assert last(BUYER + 3).startswith(f'I did not understand "{FSI}thankyouverymuch{PDI}"')
 
 
 def test_pay__a_bundle_chosen_in_one_channel_paid_once_brings_an_invite_to_each(
@@ -297,8 +310,9 @@ def test_pay__a_bundle_chosen_in_one_channel_paid_once_brings_an_invite_to_each(
     store.press(offer["message_id"], f"plan:{store.channel}:{bundle}")
     edge.wait_until(lambda: bool(store.edits()), 30, "the bundle")
     assert store.edits()[0]["text"] == (
-        "<b>Paid</b> (Both): 20.00 UAH for 30 days.\n"
-        "One payment opens 2 channels: <b>Paid</b>, <b>Extra</b>.\nChoose how to pay:"
+        f"<b>{FSI}Paid{PDI}</b> ({FSI}Both{PDI}): 20.00 UAH for 30 days.\n"
+        f"One payment opens 2 channels: <b>{FSI}Paid{PDI}</b>, <b>{FSI}Extra{PDI}</b>.\n"
+        "Choose how to pay:"
     )
     store.press(offer["message_id"], f"pay:{store.channel}:subgate:{bundle}")
     edge.wait_until(lambda: len(store.edits()) == 2, 30, "the pay link")

@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from botedge.words import FSI, PDI
 from tests.botedge.conftest import new_token as new_token_of
 from tests.botedge.e2e.conftest import Edge
 from tests.conftest import HTTP, SECRETS
@@ -20,7 +21,9 @@ def test_polling__updates_flow_and_the_offset_advances_after_commit(edge: Edge) 
     edge.sim_post("/_sim/messages", {"token": token, "user_id": 5002, "text": "/start"})
     edge.wait_until(lambda: len(edge.sim_get("/_sim/sent", bot_id=9201)) == 6, 30, "replies")
     texts = [r["text"] for r in edge.sim_get("/_sim/sent", bot_id=9201, chat_id=5001)]
-    assert texts == [f'I did not understand "m{n}". Send /start to begin.' for n in range(5)]
+    assert texts == [
+        f'I did not understand "{FSI}m{n}{PDI}". Send /start to begin.' for n in range(5)
+    ]
     assert edge.sim_get("/_sim/sent", bot_id=9201, chat_id=5002)[0]["text"].startswith("Welcome")
     (offset,) = edge.query("SELECT poll_offset FROM bots WHERE id = %s", bot_id)[0]
     highest = edge.query("SELECT max(update_id) FROM inbox")[0][0]

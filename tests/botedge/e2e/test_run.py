@@ -10,6 +10,7 @@ from collections import defaultdict
 import aiohttp
 import pytest
 
+from botedge.words import FSI, PDI
 from tests.botedge.conftest import message
 from tests.botedge.e2e.conftest import Edge
 from tests.scale import sized
@@ -50,7 +51,7 @@ def assert_each_answered_once_in_order(edge: Edge, bot_telegram_id: int) -> None
     for person in range(PEOPLE):
         texts = by_chat[10_000 + person]
         expected = [
-            f'I did not understand "p{person}-m{n}". Send /start to begin.'
+            f'I did not understand "{FSI}p{person}-m{n}{PDI}". Send /start to begin.'
             for n in range(PER_PERSON)
         ]
         assert texts == expected, f"person {person}: {texts}"

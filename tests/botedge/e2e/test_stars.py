@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from botedge.words import FSI, PDI
 from tests.billing.e2e import gateways
 from tests.botedge.e2e.conftest import Edge
 from tests.conftest import HTTP, SECRETS, ServiceProcess, free_port, service_env
@@ -137,7 +138,7 @@ def test_stars__subscribe_pay_invite_renew_extended_then_renewal_cancelled(stars
     edge.start_worker()
     stars.offer()
     [offer] = stars.sent()
-    assert offer["text"] == "<b>Paid</b>: 250 ⭐ for 30 days.\nChoose how to pay:"
+    assert offer["text"] == f"<b>{FSI}Paid{PDI}</b>: 250 ⭐ for 30 days.\nChoose how to pay:"
     rows = edge.query("SELECT payload FROM outbox WHERE method = 'sendMessage'")
     labels = [b["text"] for row in rows[0][0]["reply_markup"]["inline_keyboard"] for b in row]
     assert labels == ["Pay 250 ⭐ once", "Subscribe: 250 ⭐ every 30 days"]

@@ -7,6 +7,7 @@ import json
 import re
 import time
 
+from botedge.words import FSI, PDI
 from tests.botedge.conftest import message, queue_messages
 from tests.botedge.e2e.conftest import Edge
 from tests.conftest import HTTP, counted
@@ -79,7 +80,7 @@ def test_a_reply_behind_an_older_unread_one_of_its_chat__not_handed_over_ahead(
     edge.wait_until(lambda: len(texts()) == 3, 15, "both")
     assert texts()[1:] == [
         "older, from elsewhere",
-        'I did not understand "second". Send /start to begin.',
+        f'I did not understand "{FSI}second{PDI}". Send /start to begin.',
     ]
     # Not by the 10 s poll: the finish saw the older row and announced its reply instead.
     assert time.monotonic() - started < 3

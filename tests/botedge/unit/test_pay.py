@@ -11,7 +11,10 @@ import pytest
 from botedge.billing_client import WAITING, BillingClient, Invoice, Offer, PlanOffer
 from botedge.errors import RetryLater
 from botedge.pay import offer_message, plan_message
+from botedge.words import FSI, PDI, Words
 from shared.settings import Secret
+
+EN = Words().speech("en")
 
 
 def client(status: int, body: Any = None, *, fail: bool = False) -> BillingClient:
@@ -93,30 +96,33 @@ YEAR = PlanOffer(6, "Year <1>", "120", "JPY", 365, ("subgate",))
 
 
 def test_offer_message__one_plan_escaped_title_and_a_button_per_gateway() -> None:
-    text, markup = offer_message(Offer(3, "A <b> & C", (MONTH,), TITLES))
-    assert text == "<b>A &lt;b&gt; &amp; C</b>: 12.50 UAH for 1 day.\nChoose how to pay:"
+    text, markup = offer_message(Offer(3, "A <b> & C", (MONTH,), TITLES), EN)
+    assert text == f"<b>{FSI}A &lt;b&gt; &amp; C{PDI}</b>: 12.50 UAH for 1 day.\nChoose how to pay:"
     assert markup == {
         "inline_keyboard": [
             [{"text": "Pay with Stripe", "callback_data": "pay:3:stripe:5"}],
             [{"text": "Pay with Subgate", "callback_data": "pay:3:subgate:5"}],
         ]
     }
-    assert offer_message(None)[1] is None
-    assert offer_message(Offer(3, "A", ()))[0].startswith("Payments are not open")
+    assert offer_message(None, EN)[1] is None
+    assert offer_message(Offer(3, "A", ()), EN)[0].startswith("Payments are not open")
 
 
 def test_offer_message__several_plans_a_button_each_then_the_plans_gateways_and_back() -> None:
     offer = Offer(3, "Club", (MONTH, YEAR), TITLES)
-    text, markup = offer_message(offer)
-    assert text == "<b>Club</b>\nChoose a plan:"
+    text, markup = offer_message(offer, EN)
+    assert text == f"<b>{FSI}Club{PDI}</b>\nChoose a plan:"
     assert markup == {
         "inline_keyboard": [
-            [{"text": "Month: 12.50 UAH for 1 day", "callback_data": "plan:3:5"}],
-            [{"text": "Year <1>: 120 JPY for 365 days", "callback_data": "plan:3:6"}],
+            [{"text": f"{FSI}Month{PDI}: 12.50 UAH for 1 day", "callback_data": "plan:3:5"}],
+            [{"text": f"{FSI}Year <1>{PDI}: 120 JPY for 365 days", "callback_data": "plan:3:6"}],
         ]
     }
-    text, markup = plan_message(offer, YEAR)
-    assert text == "<b>Club</b> (Year &lt;1&gt;): 120 JPY for 365 days.\nChoose how to pay:"
+    text, markup = plan_message(offer, YEAR, EN)
+    assert (
+        text == f"<b>{FSI}Club{PDI}</b> ({FSI}Year &lt;1&gt;{PDI}): 120 JPY for 365 days.\n"
+        "Choose how to pay:"
+    )
     assert markup == {
         "inline_keyboard": [
             [{"text": "Pay with Subgate", "callback_data": "pay:3:subgate:6"}],
@@ -125,7 +131,7 @@ def test_offer_message__several_plans_a_button_each_then_the_plans_gateways_and_
     }
     # Telegram's limit on callback data, with the largest ids.
     widest = PlanOffer(2**31 - 1, "x", "1", "USD", 1, ("wayforpay",))
-    _, markup = plan_message(Offer(2**31 - 1, "x", (widest, MONTH)), widest)
+    _, markup = plan_message(Offer(2**31 - 1, "x", (widest, MONTH)), widest, EN)
     assert all(
         len(b["callback_data"].encode()) <= 64 for row in markup["inline_keyboard"] for b in row
     )

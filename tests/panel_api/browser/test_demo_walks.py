@@ -26,6 +26,9 @@ from tests.conftest import HTTP, ROOT, wait_until
 from tests.panel_api.browser.conftest import sign_in
 from tests.shared.e2e.test_launcher import launcher_env, start_launcher, wait_all_ready
 
+# The bot isolates the owner's words (a plan's name) in invisible marks a label may start with.
+ISOLATE = "[\u2066-\u2069]?"
+
 pytestmark = [pytest.mark.slow(110)]
 WALKS = ROOT / "tests" / "artifacts" / "walks"
 # A small month whose plan has a visitor on each walk, campaign joins and a leave, a block, a
@@ -103,8 +106,10 @@ def say(page: Page, text: str) -> None:
 
 
 def from_bot(page: Page, text: str) -> Locator:
-    """The bot's newest message containing `text`, once it has arrived."""
-    message = page.locator("#messages li.theirs", has_text=text).last
+    """The bot's newest message containing `text` as a person reads it (the marks isolating
+    the owner's words unseen), once it has arrived."""
+    seen = re.compile("".join(re.escape(c) + ISOLATE for c in text))
+    message = page.locator("#messages li.theirs", has_text=seen).last
     expect(message).to_be_visible()
     return message
 
@@ -157,7 +162,9 @@ def walk_a_subscriber(page: Page, demo: Demo, gateway: str, decline_first: bool 
 def checkout(page: Page, gateway: str, press: str) -> None:
     """From the newest offer: the monthly plan, the gateway, its pay button, and `press` on
     the checkout page."""
-    from_bot(page, "Choose a plan").get_by_role("button", name=re.compile("^Monthly:")).click()
+    from_bot(page, "Choose a plan").get_by_role(
+        "button", name=re.compile(f"^{ISOLATE}Monthly{ISOLATE}:")
+    ).click()
     offer = from_bot(page, "Pay with")
     offer.get_by_role("button", name=re.compile(f"Pay with .*{gateway}", re.IGNORECASE)).click()
     pay_at_the_checkout(page, "5.00 USD", press)
@@ -181,12 +188,14 @@ def walk_a_yearly_subscriber_with_a_coupon(page: Page, demo: Demo) -> None:
     new_person(page, demo, "Yearly with a coupon")
     say(page, "/start")
     from_bot(page, "Demo paid channel").get_by_role("button", name=re.compile("Demo paid")).click()
-    from_bot(page, "Choose a plan").get_by_role("button", name=re.compile("^Yearly")).click()
-    from_bot(page, "(Yearly)").get_by_role("button", name="Pay with Stripe").click()
+    from_bot(page, "Choose a plan").get_by_role(
+        "button", name=re.compile(f"^{ISOLATE}Yearly")
+    ).click()
+    from_bot(page, "Yearly").get_by_role("button", name="Pay with Stripe").click()
     from_bot(page, "50.00 USD").get_by_role("button", name="I have a coupon").click()
     from_bot(page, "Send your coupon code")
     say(page, "NOSUCHCODE")
-    from_bot(page, "That coupon cannot be used: no coupon by that code")
+    from_bot(page, "That coupon cannot be used")
     say(page, "welcome20")
     discounted = from_bot(page, "instead of 50.00 USD")
     expect(discounted).to_contain_text("Pay 40.00 USD")
@@ -217,8 +226,8 @@ def walk_a_stars_subscriber(page: Page, demo: Demo) -> None:
     say(page, "/start")
     from_bot(page, "Demo paid channel").get_by_role("button", name=re.compile("Demo paid")).click()
     plans = from_bot(page, "Choose a plan")
-    plans.get_by_role("button", name=re.compile("^Monthly in Stars")).click()
-    from_bot(page, "(Monthly in Stars)").get_by_role(
+    plans.get_by_role("button", name=re.compile(f"^{ISOLATE}Monthly in Stars")).click()
+    from_bot(page, "Monthly in Stars").get_by_role(
         "button", name="Subscribe: 250 ⭐ every 30 days"
     ).click()
     # Telegram's payment form: the bot accepts the pre-checkout, the Stars are taken.

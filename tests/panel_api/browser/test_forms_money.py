@@ -114,7 +114,7 @@ def test_forms__a_yearly_plan_refused_at_its_fields_made_default_a_trial_and_a_b
     form.locator("label", has_text="Euro").locator("input[name=channels]").check()
     form.locator("button[type=submit]").click()
     expect(form.locator("[data-problem=channels]")).to_have_text(
-        "این کانال‌ها به ارزهای گوناگون می‌فروشند."  # noqa: RUF001
+        "این کانال‌ها به ارزهای گوناگون می‌فروشند."
     )
     # The trial's "added" no longer stands beside this refusal.
     expect(page.locator("#add-plan-done")).to_have_count(0)

@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
-from botedge.gate import GATE_OPENING
+from botedge.words import FSI, PDI
 from panel_api.app import create_app
 from shared.testing import serve_in_thread
 from tests.botedge.conftest import new_token
 from tests.botedge.e2e.conftest import Edge, edge  # noqa: F401 - the fixture
-from tests.botedge.e2e.test_gate import VISITOR, Setup, press, sent_to
+from tests.botedge.e2e.test_gate import GATE_OPENING, VISITOR, Setup, press, sent_to
 from tests.conftest import panel_settings, wait_until
 from tests.panel_api.browser.conftest import ARTIFACTS, PASSWORD
 
@@ -83,7 +83,7 @@ def test_walk__an_empty_workspace_to_a_gated_content_a_visitor_meets(
     edge.sim_post("/_sim/messages", {"bot_id": BOT, "user_id": VISITOR, "text": "/start promo"})
     edge.wait_until(lambda: bool(sent_to(edge, VISITOR)), 30, "the gate message")
     [gate] = sent_to(edge, VISITOR)
-    assert gate["text"].startswith(GATE_OPENING) and "<b>News</b>" in gate["text"]
+    assert gate["text"].startswith(GATE_OPENING) and f"<b>{FSI}News{PDI}</b>" in gate["text"]
     edge.sim_post("/_sim/join", {"chat_id": NEWS, "user_id": VISITOR})
     press(edge, Setup(bot_id, BOT, content_id), gate["message_id"])
     edge.wait_until(lambda: len(sent_to(edge, VISITOR)) == 2, 30, "the content")

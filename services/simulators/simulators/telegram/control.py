@@ -85,7 +85,8 @@ async def control_updates(request: Request) -> Response:
 
 
 async def control_messages(request: Request) -> Response:
-    """One message (`{bot_id | token, user_id, text}`), answered with its update; or
+    """One message (`{bot_id | token, user_id, text}`, with `language_code` the person's
+    Telegram language from then on), answered with its update; or
     `{"messages": [...]}`, a batch, answered with `{"update_ids": [...]}` (the load
     generator's form: one request per tick, not per update)."""
     return JSONResponse(add_messages(request.app.state.world, await fields(request)))
@@ -103,6 +104,7 @@ def add_messages(world: World, body: dict[str, Any]) -> Any:
             str(message["text"]),
             str(message.get("first_name", "")),
             message.get("forward_from_chat"),
+            message.get("language_code"),
         )
         for bot, message in zip(bots, batch, strict=True)
     ]
@@ -308,7 +310,7 @@ def _callback(
         world.queries.pop(next(iter(world.queries)))
     query = {
         "id": query_id,
-        "from": member(user_id, "member", world.name_of(user_id))["user"],
+        "from": world.person(user_id),
         "message": message,
         "chat_instance": str(user_id),
         "data": data,
@@ -320,7 +322,8 @@ def _button(
     world: World, bot: Bot, user_id: int, label: str
 ) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """The bot's newest message to the person with a button labelled `label` (or starting
-    with it), and that button."""
+    with it), and that button. A label is read as a person sees it, without the invisible
+    marks that isolate text of another direction (U+2066-2069)."""
     chat = world.chats.get(user_id)
     if chat is None:
         return None
@@ -328,10 +331,17 @@ def _button(
         message = chat.messages[message_id]
         if message.get("from", {}).get("id") != bot.id:
             continue
-        for button in sorted(_buttons(message), key=lambda b: b.get("text") != label):
-            if str(button.get("text", "")).startswith(label):
+        for button in sorted(_buttons(message), key=lambda b: _seen(b) != label):
+            if _seen(button).startswith(label):
                 return message, button
     return None
+
+
+_ISOLATES = dict.fromkeys(range(0x2066, 0x206A))
+
+
+def _seen(button: dict[str, Any]) -> str:
+    return str(button.get("text", "")).translate(_ISOLATES)
 
 
 def _buttons(message: dict[str, Any]) -> list[dict[str, Any]]:

@@ -137,6 +137,8 @@ class Chat:
     # to or from, and which were sent with parse_mode HTML (for the chat window).
     bot_of: dict[int, int] = field(default_factory=dict)
     html: set[int] = field(default_factory=set)
+    # A person's Telegram language (IETF tag, `language_code` in their `from`), when set.
+    language: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         chat: dict[str, Any] = {"id": self.id, "type": self.type}
@@ -394,6 +396,15 @@ class World:
             self.chats[chat_id] = chat
         return chat
 
+    def person(self, user_id: int) -> dict[str, Any]:
+        """A person as Telegram puts them in `from`: with their language when they have one."""
+        chat = self.chats.get(user_id)
+        found: dict[str, Any] = {"id": user_id, "is_bot": False}
+        found["first_name"] = self.name_of(user_id) or f"User {user_id}"
+        if chat is not None and chat.language:
+            found["language_code"] = chat.language
+        return found
+
     def name_of(self, user_id: int) -> str:
         """A person's first name: the one their private chat was made with, if any."""
         chat = self.chats.get(user_id)
@@ -429,13 +440,19 @@ class World:
         text: str,
         first_name: str = "",
         forward_from_chat: dict[str, Any] | None = None,
+        language_code: str | None = None,
     ) -> dict[str, Any]:
         """A private message from the user; with `forward_from_chat` ({"id", "title"}), a post
-        of that channel forwarded by them."""
+        of that channel forwarded by them; with `language_code`, their Telegram language from
+        now on."""
         chat = self.chat(user_id)
         if first_name and chat.title == f"User {user_id}":
             chat.title = first_name
+        if language_code:
+            chat.language = language_code[:35]
         user = {"id": user_id, "is_bot": False, "first_name": first_name or chat.title}
+        if chat.language:
+            user["language_code"] = chat.language
         message_id = chat.next_message_id
         chat.next_message_id += 1
         message: dict[str, Any] = {

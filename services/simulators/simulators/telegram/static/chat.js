@@ -322,8 +322,11 @@ async function pay(which) {
 async function send(text) {
   if (!state.bot) throw new Error("Pick a bot first.");
   const person = state.people.find((p) => p.id === state.person);
+  const language = /** @type {HTMLSelectElement} */ (byId("language")).value;
   await call("/_sim/messages", {
     bot_id: state.bot, user_id: state.person, text, first_name: person?.first_name ?? "",
+    // The person's Telegram language, as Telegram puts it in every update from them.
+    ...(language ? { language_code: language } : {}),
   });
 }
 
@@ -389,6 +392,9 @@ async function start() {
     person = made.id;
   }
   const bot = Number(asked.get("bot")) || bots[0]?.id || 0;
+  const language = /** @type {HTMLSelectElement} */ (byId("language"));
+  language.value = localStorage.getItem("language") ?? "";
+  language.addEventListener("change", () => localStorage.setItem("language", language.value));
   byId("person").addEventListener("change", (event) => {
     choose(Number(/** @type {HTMLSelectElement} */ (event.target).value), state.bot);
   });
