@@ -30,10 +30,12 @@ from enum import StrEnum
 from typing import Any
 
 from botedge import outbox_store, sqlq
+from botedge.billing_client import DAYS
 from botedge.db import connection
 from botedge.events import Event, EventQueue, EventTable
 from botedge.ids import BotId
 from botedge.telegram import BadRequest, BotApi
+from botedge.words import SOURCE, Speech, Words, msg, pick, user
 from shared.clock import SYSTEM_CLOCK, Clock
 from shared.db import Pool
 
@@ -100,6 +102,8 @@ class AccessContext:
     cause: str | None
     inside: bool
     star_renewal: str | None
+    # The language to write to the person in (`words.pick`).
+    language: str = SOURCE
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> AccessContext:
@@ -120,6 +124,7 @@ class AccessContext:
             cause=row["cause"],
             inside=bool(row["inside"]),
             star_renewal=row["star_renewal"],
+            language=pick(row["chosen_language"], row["language_code"], row["bot_language"]),
         )
 
 
@@ -154,35 +159,74 @@ Step = Say | Invite | InviteToAsk | Remove | None
 
 # What a checkout that did not pay tells the person, by the notice's kind.
 CHECKOUT_ENDED = {
-    AccessKind.CHECKOUT_DECLINED: "Your payment for {title} did not go through, and nothing was"
-    " charged. Press below to try again, with the same or another way to pay.",
-    AccessKind.CHECKOUT_LAPSED: "Your link to pay for {title} has expired unpaid. Press below"
-    " for a new one.",
+    AccessKind.CHECKOUT_DECLINED: msg(
+        "access.checkout_declined",
+        "Your payment for {title} did not go through, and nothing was charged. Press below to "
+        "try again, with the same or another way to pay.",
+    ),
+    AccessKind.CHECKOUT_LAPSED: msg(
+        "access.checkout_lapsed",
+        "Your link to pay for {title} has expired unpaid. Press below for a new one.",
+    ),
 }
+TRY_AGAIN = msg("access.try_again", "Try again")
+RENEW = msg("access.renew", "Renew")
+JOIN = msg("access.join", "Join {title}")
+OPEN = msg("access.open", "Payment received: your access to {title} is open. The link works once.")
+WELCOME_BACK = msg(
+    "access.welcome_back",
+    "Welcome back! Payment received: your access to {title} is open again. The link works once.",
+)
+ASK = msg(
+    "access.ask",
+    "Payment received: your access to {title} is open. Ask to join with this link; your request "
+    "is approved at once.",
+)
+GOES_ON = msg("access.goes_on", "Payment received: your access to {title} goes on.")
+RUNS_TO = msg("access.runs_to", "Payment received: your access to {title} now runs to {until}.")
+HOURS = msg("hours", "{count} hour", "{count} hours")
+STARS_RENEW = msg(
+    "access.stars_renew",
+    "Your Stars subscription to {title} renews on {ends}: Telegram takes the Stars then, and "
+    "your access goes on. Nothing to do.",
+)
+ENDS_IN = msg("access.ends_in", "Your access to {title} ends in {left}, on {ends}. Renew to stay.")
+ENDS_IN_CANCELLED = msg(
+    "access.ends_in_cancelled",
+    "Your access to {title} ends in {left}, on {ends}. You cancelled its renewal, so no Stars "
+    "are taken. Renew to stay.",
+)
+ENDED = msg("access.ended", "Your subscription to {title} has ended. Renew within {days} to stay.")
+ENDED_CANCELLED = msg(
+    "access.ended_cancelled",
+    "Your subscription to {title} has ended. You cancelled its renewal, so none is coming. Renew "
+    "within {days} to stay.",
+)
+REMOVED = msg("access.removed", "Your access to {title} has ended.")
 
 
-def step_for(event: AccessEvent, ctx: AccessContext, now: dt.datetime) -> Step:
+def step_for(event: AccessEvent, ctx: AccessContext, now: dt.datetime, say: Speech) -> Step:
     """What an access event comes to for this person now; None: nothing to send."""
-    renew = renew_button(ctx, event.channel_id)
+    renew = renew_button(ctx, event.channel_id, say(RENEW))
     if event.kind is AccessKind.GRANT:
         if ctx.inside:
             # Already in the channel (a renewal, an imported member): no link to send.
-            return None if ctx.cause == "grant" else Say(extended(ctx.title, event))
+            return None if ctx.cause == "grant" else Say(extended(ctx.title, event, say))
         if ctx.admission == "join_request":
             return InviteToAsk()
         return Invite(welcome=ctx.from_status == "expired")
     if event.kind is AccessKind.EXPIRY_NOTICE:
-        found = notice(ctx, event, renew)
+        found = notice(ctx, event, renew, say)
         return None if found is None else Say(found)
     if event.kind in CHECKOUT_ENDED:
-        text = CHECKOUT_ENDED[event.kind].format(title=ctx.title)
-        return Say({"text": text, **renew_button(ctx, event.channel_id, "Try again")})
+        text = say(CHECKOUT_ENDED[event.kind], title=user(ctx.title))
+        return Say({"text": text, **renew_button(ctx, event.channel_id, say(TRY_AGAIN))})
     if event.kind is AccessKind.REMINDER:
-        return Say({**reminder(ctx, now), **renew})
+        return Say({**reminder(ctx, now, say), **renew})
     return Remove(renew)
 
 
-def renew_button(ctx: AccessContext, channel_id: int, text: str = "Renew") -> dict[str, Any]:
+def renew_button(ctx: AccessContext, channel_id: int, text: str) -> dict[str, Any]:
     """A button to `/start pay_<channel>` through the manager bot; nothing without its name."""
     if not ctx.bot_username:
         return {}
@@ -190,41 +234,29 @@ def renew_button(ctx: AccessContext, channel_id: int, text: str = "Renew") -> di
     return {"reply_markup": {"inline_keyboard": [[{"text": text, "url": url}]]}}
 
 
-def _utc(moment: dt.datetime) -> str:
-    return moment.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+def join_button(title: str, url: str, say: Speech) -> dict[str, Any]:
+    label = say(JOIN, title=user(title))[:64]
+    return {"reply_markup": {"inline_keyboard": [[{"text": label, "url": url}]]}}
 
 
-def join_button(title: str, url: str) -> dict[str, Any]:
-    return {"reply_markup": {"inline_keyboard": [[{"text": f"Join {title}"[:64], "url": url}]]}}
+def invite_message(title: str, url: str, welcome: bool, say: Speech) -> dict[str, Any]:
+    text = say(WELCOME_BACK if welcome else OPEN, title=user(title))
+    return {"text": text, **join_button(title, url, say)}
 
 
-def invite_message(title: str, url: str, welcome: bool) -> dict[str, Any]:
-    text = f"Payment received: your access to {title} is open. The link works once."
-    if welcome:
-        text = (
-            f"Welcome back! Payment received: your access to {title} is open again. "
-            "The link works once."
-        )
-    return {"text": text, **join_button(title, url)}
+def ask_message(title: str, url: str, say: Speech) -> dict[str, Any]:
+    return {"text": say(ASK, title=user(title)), **join_button(title, url, say)}
 
 
-def ask_message(title: str, url: str) -> dict[str, Any]:
-    text = (
-        f"Payment received: your access to {title} is open. Ask to join with this "
-        "link; your request is approved at once."
-    )
-    return {"text": text, **join_button(title, url)}
-
-
-def extended(title: str, event: AccessEvent) -> dict[str, Any]:
+def extended(title: str, event: AccessEvent, say: Speech) -> dict[str, Any]:
     if event.expires_at is None:
-        return {"text": f"Payment received: your access to {title} goes on."}
-    return {
-        "text": f"Payment received: your access to {title} now runs to {_utc(event.expires_at)}."
-    }
+        return {"text": say(GOES_ON, title=user(title))}
+    return {"text": say(RUNS_TO, title=user(title), until=say.moment(event.expires_at))}
 
 
-def notice(ctx: AccessContext, event: AccessEvent, renew: dict[str, Any]) -> dict[str, Any] | None:
+def notice(
+    ctx: AccessContext, event: AccessEvent, renew: dict[str, Any], say: Speech
+) -> dict[str, Any] | None:
     """None when the membership was renewed (or ended) since the notice was written."""
     if (
         ctx.membership_status != "active"
@@ -233,41 +265,26 @@ def notice(ctx: AccessContext, event: AccessEvent, renew: dict[str, Any]) -> dic
     ):
         return None
     hours = int(event.notice_hours or 0)
-    left = f"{hours // 24} days" if hours % 24 == 0 and hours >= 48 else f"{hours} hours"
-    if hours == 24:
-        left = "1 day"
-    ends = _utc(event.expires_at)
+    whole_days = hours % 24 == 0 and hours >= 24
+    left = say(DAYS, hours // 24) if whole_days else say(HOURS, hours)
+    ends, title = say.moment(event.expires_at), user(ctx.title)
     if ctx.star_renewal == "active":
-        return {
-            "text": f"Your Stars subscription to {ctx.title} renews on {ends}: Telegram takes "
-            "the Stars then, and your access goes on. Nothing to do."
-        }
-    cancelled = ""
-    if ctx.star_renewal == "canceled":
-        cancelled = " You cancelled its renewal, so no Stars are taken."
-    return {
-        "text": f"Your access to {ctx.title} ends in {left}, on {ends}.{cancelled} Renew to stay.",
-        **renew,
-    }
+        return {"text": say(STARS_RENEW, title=title, ends=ends)}
+    ending = ENDS_IN_CANCELLED if ctx.star_renewal == "canceled" else ENDS_IN
+    return {"text": say(ending, title=title, left=left, ends=ends), **renew}
 
 
-def reminder(ctx: AccessContext, now: dt.datetime) -> dict[str, Any]:
+def reminder(ctx: AccessContext, now: dt.datetime, say: Speech) -> dict[str, Any]:
     left = 0
     if ctx.membership_expires_at is not None:
         end = ctx.membership_expires_at + dt.timedelta(days=ctx.grace_days)
         left = max(0, math.ceil((end - now).total_seconds() / 86400))
-    days = "1 day" if left == 1 else f"{left} days"
-    cancelled = ""
-    if ctx.star_renewal == "canceled":
-        cancelled = " You cancelled its renewal, so none is coming."
-    return {
-        "text": f"Your subscription to {ctx.title} has ended.{cancelled} Renew within {days} "
-        "to stay."
-    }
+    ended = ENDED_CANCELLED if ctx.star_renewal == "canceled" else ENDED
+    return {"text": say(ended, title=user(ctx.title), days=say(DAYS, left))}
 
 
-def removed_message(title: str, renew: dict[str, Any]) -> dict[str, Any]:
-    return {"text": f"Your access to {title} has ended.", **renew}
+def removed_message(title: str, renew: dict[str, Any], say: Speech) -> dict[str, Any]:
+    return {"text": say(REMOVED, title=user(title)), **renew}
 
 
 class AccessFailed(Exception):
@@ -284,8 +301,10 @@ class Access:
         *,
         invite_hours: float = 24.0,
         clock: Clock = SYSTEM_CLOCK,
+        words: Words | None = None,
     ) -> None:
         self.pool = pool
+        self.words = words or Words()
         self.api = api
         self.tokens = tokens
         self.queue = queue
@@ -300,10 +319,11 @@ class Access:
         token = self.tokens(ctx.manager_bot_id)
         if token is None:
             raise AccessFailed(f"manager bot {ctx.manager_bot_id} is not active")
-        step = step_for(access, ctx, self.clock.now())
+        say = self.words.speech(ctx.language)
+        step = step_for(access, ctx, self.clock.now(), say)
         if step is None and access.kind is AccessKind.EXPIRY_NOTICE:
             log.info("access event %d: notice for a period that is over; dropped", access.id)
-        message, link = await self._carry_out(step, token, ctx, access)
+        message, link = await self._carry_out(step, token, ctx, access, say)
         user = ctx.telegram_user_id
         async with connection(self.pool) as conn, conn.transaction():
             if link is not None:
@@ -343,7 +363,7 @@ class Access:
         return AccessContext.from_row(row)
 
     async def _carry_out(
-        self, step: Step, token: str, ctx: AccessContext, access: AccessEvent
+        self, step: Step, token: str, ctx: AccessContext, access: AccessEvent, say: Speech
     ) -> tuple[dict[str, Any] | None, str | None]:
         """What Telegram is asked before the message: the message, and the single-use link
         made for it (kept with the membership)."""
@@ -351,12 +371,13 @@ class Access:
             return step.message, None
         if isinstance(step, Invite):
             url = await self._single_use_link(token, ctx.telegram_chat_id, access.id)
-            return invite_message(ctx.title, url, step.welcome), url
+            return invite_message(ctx.title, url, step.welcome, say), url
         if isinstance(step, InviteToAsk):
-            return ask_message(ctx.title, await self._join_request_link(token, ctx, access)), None
+            link = await self._join_request_link(token, ctx, access)
+            return ask_message(ctx.title, link, say), None
         if isinstance(step, Remove):
             removed = await self._remove(token, ctx.telegram_chat_id, ctx.telegram_user_id)
-            return (removed_message(ctx.title, step.renew) if removed else None), None
+            return (removed_message(ctx.title, step.renew, say) if removed else None), None
         return None, None
 
     async def _single_use_link(self, token: str, chat: int, event_id: int) -> str:

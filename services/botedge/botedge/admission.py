@@ -29,16 +29,28 @@ from botedge.db import connection
 from botedge.ids import ChatId
 from botedge.outbox_store import Reply
 from botedge.routing import Context, Routes, Visit
-from botedge.standing import pay_message, standing
+from botedge.standing import FOR_PAYING, pay_message, standing
 from botedge.telegram import BadRequest, ServerError, TooManyRequests, retry_later
 from botedge.updates import InboxRow
+from botedge.words import isolate, msg, user
 from shared.clock import SYSTEM_CLOCK, Clock
 from shared.db import Connection, Pool
 
 Q = sqlq.Q
 
 
-NO_ACCESS = "You have no paid access through this bot. Open a channel's pay link to join one."
+NO_ACCESS = msg(
+    "link.no_access",
+    "You have no paid access through this bot. Open a channel's pay link to join one.",
+)
+ALREADY_IN = msg("link.already_in", "You are already in {title}.")
+LINK_ONCE = msg(
+    "link.once", "Your link to {title}: it works once, and the one sent before no longer does."
+)
+LINK_ASK = msg(
+    "link.ask", "Your link to {title}: ask to join, and your request is approved at once."
+)
+JOIN = msg("link.join", "Join {title}")
 
 
 class Admission:
@@ -112,13 +124,13 @@ class ResendLinks:
         return str(made["invite_link"])
 
     async def apply(self, conn: Connection, visit: Visit, resent: list[Resent]) -> list[Reply]:
-        chat_id = visit.update.chat_key
+        chat_id, say = visit.update.chat_key, visit.say
         if not resent:
-            return [Reply(chat_id, "sendMessage", {"chat_id": chat_id, "text": NO_ACCESS})]
+            return [Reply(chat_id, "sendMessage", {"chat_id": chat_id, "text": say(NO_ACCESS)})]
         replies = []
         for one in resent:
             if one.link is None:
-                text, markup = f"You are already in {one.title}.", None
+                text, markup = say(ALREADY_IN, title=user(one.title)), None
             else:
                 if one.single_use:
                     await conn.execute(
@@ -130,14 +142,9 @@ class ResendLinks:
                             "now": visit.now,
                         },
                     )
-                text = f"Your link to {one.title}" + (
-                    ": it works once, and the one sent before no longer does."
-                    if one.single_use
-                    else ": ask to join, and your request is approved at once."
-                )
-                markup = {
-                    "inline_keyboard": [[{"text": f"Join {one.title}"[:64], "url": one.link}]]
-                }
+                text = say(LINK_ONCE if one.single_use else LINK_ASK, title=user(one.title))
+                label = say(JOIN, title=user(one.title))[:64]
+                markup = {"inline_keyboard": [[{"text": label, "url": one.link}]]}
             payload: dict[str, Any] = {"chat_id": chat_id, "text": text}
             if markup:
                 payload["reply_markup"] = markup
@@ -172,8 +179,8 @@ class JoinRequest:
         write_to = body.get("user_chat_id")
         replies = []
         if isinstance(write_to, int):
-            title = html.escape(found.title, quote=False)
-            text = f"<b>{title}</b> is for paying members. Pay to join:"
-            replies.append(pay_message(write_to, found, text))
+            title = isolate(html.escape(found.title, quote=False))
+            text = visit.say(FOR_PAYING, title=title)
+            replies.append(pay_message(write_to, found, text, visit.say))
         replies.append(Reply(ChatId(user), "declineChatJoinRequest", target))
         return replies

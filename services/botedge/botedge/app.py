@@ -201,7 +201,7 @@ def create_api_app(settings: BotedgeSettings, *, clock: Clock = SYSTEM_CLOCK) ->
             )
             if repointing is not None:
                 repointing.add_done_callback(retrieve(log, "pointing the webhooks here"))
-            yield ApiResources(notifier, api, PreCheckout(api, billing))
+            yield ApiResources(notifier, api, PreCheckout(api, billing, Words()))
             if repointing is not None and not repointing.done():
                 repointing.cancel()
         await notifier.close()
@@ -211,7 +211,7 @@ def create_api_app(settings: BotedgeSettings, *, clock: Clock = SYSTEM_CLOCK) ->
         Webhook(bots, box),
         Inbox(),
         Bots(settings, box, bots, clock),
-        Channels(box, clock),
+        Channels(box, clock, Words()),
         Campaigns(box),
         Broadcasts(box, clock),
     ]
@@ -284,6 +284,7 @@ def compose_worker(
         queue(ACCESS_EVENTS),
         invite_hours=settings.invite_link_hours,
         clock=clock,
+        words=words,
     )
     refunds = stars.StarRefunds(pool, api, tokens.get, queue(stars.STAR_REFUNDS))
     ads = ad_messages.AdEvents(pool, queue(ad_messages.AD_ORDER_EVENTS))
@@ -309,7 +310,7 @@ def compose_worker(
         tokens=tokens,
         handler=handler or BotLogic(api, tokens.get, features, clock, pool, words),
         # Pollers answer pre-checkout queries as they take them in.
-        pre_checkout=stars.PreCheckout(api, billing),
+        pre_checkout=stars.PreCheckout(api, billing, words),
         queues=(
             (access.queue, access.handle),
             (ads.queue, ads.handle),

@@ -32,6 +32,7 @@ from botedge.settings import BotedgeSettings
 from botedge.stars import PreCheckout
 from botedge.telegram import BotApi, TelegramError
 from botedge.updates import MalformedUpdate, other_kind, parse
+from botedge.words import Words
 from shared import jsonsafe
 from shared.clock import Clock
 from shared.db import Pool
@@ -296,9 +297,10 @@ class Bots:
 class Channels:
     """A channel as the bot sees it, and its members as Telegram has them."""
 
-    def __init__(self, box: SecretBox, clock: Clock) -> None:
+    def __init__(self, box: SecretBox, clock: Clock, words: Words) -> None:
         self.box = box
         self.clock = clock
+        self.words = words
 
     async def check(self, request: Request) -> Response:
         body = await json_body(request, ChannelCheck, limit=4096)
@@ -324,7 +326,7 @@ class Channels:
         """Those who may not be there, taken out as admission takes out a joiner."""
         body = await json_body(request, MemberCheck, limit=65536)
         answer = await members.remove(
-            pool_of(request), _channel_id(request), body.user_ids, self.clock.now()
+            pool_of(request), _channel_id(request), body.user_ids, self.clock.now(), self.words
         )
         if answer["removed"]:
             notifier_of(request).announce("outbox", str(answer["bot_id"]))

@@ -471,7 +471,7 @@ class _MemberChange:
             return []
         bot_id = visit.update.bot_id
         found = await standing(conn, bot_id, chat["id"], user["id"])
-        return intruder_replies(bot_id, found, chat["id"], user["id"], new["status"])
+        return intruder_replies(bot_id, found, chat["id"], user["id"], new["status"], visit.say)
 
 
 async def _credit_campaign(

@@ -20,6 +20,7 @@ from botedge.db import connection
 from botedge.ids import BotId
 from botedge.standing import ChannelStanding, removal_replies
 from botedge.telegram import BadRequest, BotApi, TelegramError
+from botedge.words import Words, pick
 from shared.db import Pool
 from shared.secretbox import SecretBox
 
@@ -97,7 +98,7 @@ async def check(
 
 
 async def remove(
-    pool: Pool, channel_id: int, user_ids: list[int], now: dt.datetime
+    pool: Pool, channel_id: int, user_ids: list[int], now: dt.datetime, words: Words
 ) -> dict[str, Any]:
     """Those of `user_ids` who may not be there, taken out through the manager bot's outbox;
     the paying, the whitelisted and (as `check` said) the chat's staff are left alone."""
@@ -123,7 +124,9 @@ async def remove(
                 channel_id, title, True, bot_id, str(row["username"]), False, row["may_write"]
             )
             # As admission takes out a joiner, once a day at most.
-            for n, reply in enumerate(removal_replies(found, chat, user)):
+            language = pick(row["chosen_language"], row["language_code"], row["bot_language"])
+            said = removal_replies(found, chat, user, words.speech(language))
+            for n, reply in enumerate(said):
                 key = f"reconcile:{channel_id}:{user}:{day}:{n}"
                 await outbox_store.queue_reply(conn, bot_id, user, reply.method, reply.payload, key)
             removed.append(user)

@@ -37,6 +37,7 @@ from botedge.billing_client import (
 from botedge.ids import ChatId
 from botedge.outbox_store import Reply
 from botedge.routing import (
+    THE_CHANNEL,
     Context,
     Routes,
     Visit,
@@ -87,7 +88,6 @@ STARS_TITLE = msg("stars.title", "Channel access")
 STARS_LABEL = msg("stars.label", "Access")
 STARS_DESCRIBED = msg("stars.described", "{days} of access to {title}")
 STARS_RENEWED = msg("stars.renewed", "Access to {title}, renewed every 30 days")
-THE_CHANNEL = msg("the_channel", "the channel")
 # Counted by the channels the invite links are for: one, or a bundle's.
 INVOICE = msg(
     "pay.invoice",

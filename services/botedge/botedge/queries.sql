@@ -648,7 +648,11 @@ SELECT c.telegram_chat_id, c.title, c.manager_bot_id, mb.username AS bot_usernam
           JOIN invoices i ON i.order_reference = s.invoice_payload
          WHERE s.person_id = p.id
            AND c.id = ANY (coalesce(i.bundle_channel_ids, ARRAY[i.channel_id]))
-         ORDER BY s.id DESC LIMIT 1) AS star_renewal
+         ORDER BY s.id DESC LIMIT 1) AS star_renewal,
+       -- The language to write in: chosen with the manager bot, Telegram's, the bot's default.
+       (SELECT bp.language FROM bot_people bp
+         WHERE bp.bot_id = c.manager_bot_id AND bp.person_id = p.id) AS chosen_language,
+       p.language_code, mb.default_language AS bot_language
   FROM channels c
   LEFT JOIN bots mb ON mb.id = c.manager_bot_id
  CROSS JOIN people p
@@ -1141,7 +1145,8 @@ SELECT c.id AS channel_id, c.telegram_chat_id, c.title, c.manager_bot_id, b.user
                   AND m.status IN ('active', 'grace')) AS paying,
        EXISTS (SELECT 1 FROM channel_whitelist w WHERE w.channel_id = c.id
                   AND w.telegram_user_id = p.telegram_user_id) AS whitelisted,
-       (bp.person_id IS NOT NULL AND bp.blocked_at IS NULL) AS may_write
+       (bp.person_id IS NOT NULL AND bp.blocked_at IS NULL) AS may_write,
+       bp.language AS chosen_language, p.language_code, b.default_language AS bot_language
   FROM channels c
   LEFT JOIN bots b ON b.id = c.manager_bot_id
   JOIN people p ON p.telegram_user_id = ANY (%(user_ids)s)

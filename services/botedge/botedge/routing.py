@@ -217,6 +217,8 @@ PAID_HELP = msg("welcome.paid", "• Join a paid channel: press it below to see 
 LINK_HELP = msg("welcome.link", "• /link: your invite link again, once you have paid.")
 ADS_HELP = msg("welcome.ads", "• /ads: advertise here, paid in USDT or TRX.")
 LANGUAGE_HELP = msg("welcome.language", "• /language: choose the language I write in.")
+# A channel named where its title is empty.
+THE_CHANNEL = msg("the_channel", "the channel")
 NOT_UNDERSTOOD = msg("not_understood", 'I did not understand "{text}". Send /start to begin.')
 
 

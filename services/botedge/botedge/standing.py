@@ -11,9 +11,18 @@ from typing import Any
 from botedge import sqlq
 from botedge.ids import BotId, ChatId
 from botedge.outbox_store import Reply
+from botedge.words import Speech, isolate, msg
 from shared.db import Connection
 
 Q = sqlq.Q
+
+
+PAY_TO_JOIN = msg("standing.pay_button", "Pay to join")
+REMOVED = msg(
+    "standing.removed",
+    "You were removed from <b>{title}</b>: it is for paying members. Pay to join:",
+)
+FOR_PAYING = msg("standing.for_paying", "<b>{title}</b> is for paying members. Pay to join:")
 
 
 @dataclass(frozen=True)
@@ -26,9 +35,9 @@ class ChannelStanding:
     entitled: bool
     may_write: bool
 
-    def pay_button(self) -> dict[str, Any]:
+    def pay_button(self, say: Speech) -> dict[str, Any]:
         url = f"https://t.me/{self.bot_username}?start=pay_{self.channel_id}"
-        return {"inline_keyboard": [[{"text": "Pay to join", "url": url}]]}
+        return {"inline_keyboard": [[{"text": say(PAY_TO_JOIN), "url": url}]]}
 
 
 async def standing(
@@ -52,7 +61,7 @@ async def standing(
     )
 
 
-def pay_message(user_id: int, found: ChannelStanding, text: str) -> Reply:
+def pay_message(user_id: int, found: ChannelStanding, text: str, say: Speech) -> Reply:
     return Reply(
         ChatId(user_id),
         "sendMessage",
@@ -60,13 +69,18 @@ def pay_message(user_id: int, found: ChannelStanding, text: str) -> Reply:
             "chat_id": user_id,
             "text": text,
             "parse_mode": "HTML",
-            "reply_markup": found.pay_button(),
+            "reply_markup": found.pay_button(say),
         },
     )
 
 
 def intruder_replies(
-    bot_id: BotId, found: ChannelStanding | None, chat_id: int, user_id: int, status: str
+    bot_id: BotId,
+    found: ChannelStanding | None,
+    chat_id: int,
+    user_id: int,
+    status: str,
+    say: Speech,
 ) -> list[Reply]:
     """A join to a paid channel by someone who may not be there: removed, and told how to
     pay when the bot may write to them. Only the channel's manager bot (`bot_id`) acts."""
@@ -78,10 +92,10 @@ def intruder_replies(
         or found.entitled
     ):
         return []
-    return removal_replies(found, chat_id, user_id)
+    return removal_replies(found, chat_id, user_id, say)
 
 
-def removal_replies(found: ChannelStanding, chat_id: int, user_id: int) -> list[Reply]:
+def removal_replies(found: ChannelStanding, chat_id: int, user_id: int, say: Speech) -> list[Reply]:
     """Someone taken out of a paid channel without barring a later return (ban, then unban
     `only_if_banned`), and told how to pay when the bot may write to them."""
     target = {"chat_id": chat_id, "user_id": user_id}
@@ -90,7 +104,6 @@ def removal_replies(found: ChannelStanding, chat_id: int, user_id: int) -> list[
         Reply(ChatId(user_id), "unbanChatMember", {**target, "only_if_banned": True}),
     ]
     if found.may_write:
-        title = html.escape(found.title, quote=False)
-        text = f"You were removed from <b>{title}</b>: it is for paying members. Pay to join:"
-        replies.append(pay_message(user_id, found, text))
+        text = say(REMOVED, title=isolate(html.escape(found.title, quote=False)))
+        replies.append(pay_message(user_id, found, text, say))
     return replies

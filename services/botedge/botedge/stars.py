@@ -25,10 +25,18 @@ from botedge.errors import RetryLater
 from botedge.events import Event, EventQueue, EventTable
 from botedge.metrics import PRE_CHECKOUT_SECONDS, PRE_CHECKOUTS
 from botedge.outbox_store import Reply
-from botedge.routing import Context, Routes, Visit, callback_answer, html_message
+from botedge.routing import (
+    THE_CHANNEL,
+    Context,
+    Routes,
+    Visit,
+    callback_answer,
+    html_message,
+)
 from botedge.telegram import BadRequest, BotApi, ServerError, TelegramError, TooManyRequests
 from botedge.text import escape_html
 from botedge.updates import InboxRow, Incoming
+from botedge.words import SOURCE, Msg, Words, isolate, msg, number, pick
 from shared.db import Connection, Pool
 
 log = logging.getLogger("botedge.stars")
@@ -36,14 +44,46 @@ Q = sqlq.Q
 
 # billing's reasons (`billing/stars.py`), in the person's words.
 REFUSED = {
-    "unknown": "This invoice is not one of ours. Open the channel's pay link in the bot again.",
-    "not-yours": "This invoice was made for someone else. Ask the bot for your own.",
-    "paid": "This invoice is paid already.",
-    "expired": "This invoice has expired. Ask the bot for a new one.",
-    "amount": "The price of this invoice has changed. Ask the bot for a new one.",
-    "currency": "This invoice is paid in Telegram Stars (XTR) only. Ask the bot for a new one.",
+    "unknown": msg(
+        "stars.refused.unknown",
+        "This invoice is not one of ours. Open the channel's pay link in the bot again.",
+    ),
+    "not-yours": msg(
+        "stars.refused.not_yours",
+        "This invoice was made for someone else. Ask the bot for your own.",
+    ),
+    "paid": msg("stars.refused.paid", "This invoice is paid already."),
+    "expired": msg("stars.refused.expired", "This invoice has expired. Ask the bot for a new one."),
+    "amount": msg(
+        "stars.refused.amount", "The price of this invoice has changed. Ask the bot for a new one."
+    ),
+    "currency": msg(
+        "stars.refused.currency",
+        "This invoice is paid in Telegram Stars (XTR) only. Ask the bot for a new one.",
+    ),
 }
-UNAVAILABLE = "Payments are briefly unavailable. Nothing was charged; please try again shortly."
+UNAVAILABLE = msg(
+    "stars.unavailable",
+    "Payments are briefly unavailable. Nothing was charged; please try again shortly.",
+)
+SUBSCRIBED = msg(
+    "stars.subscribed",
+    "Subscribed to <b>{title}</b>: Telegram renews it every 30 days for {amount} ⭐ until you "
+    "cancel. Your invite link comes here in a moment.",
+)
+CANCEL_RENEWAL = msg("stars.cancel_renewal", "Cancel renewal")
+NOT_CHANGED = msg("stars.not_changed", "{why}: nothing was changed.")
+TELEGRAM_REFUSED = msg("stars.telegram_refused", "Telegram refused")
+NO_SUCH = msg("stars.no_such", "No such subscription of yours")
+RENEWAL_CANCELLED = msg(
+    "stars.renewal_cancelled",
+    "Renewal cancelled: no more Stars are taken for <b>{title}</b>. Your access runs to "
+    "{until}, as paid.",
+)
+RENEWAL_CANCELLED_OPEN = msg(
+    "stars.renewal_cancelled_open",
+    "Renewal cancelled: no more Stars are taken for <b>{title}</b>. Your access runs, as paid.",
+)
 # Within Telegram's 10 s, with room for the answer itself.
 BILLING_TIMEOUT = 4.0
 ANSWER_TIMEOUT = 4.0
@@ -53,14 +93,19 @@ CANCEL = "stars:cancel:"
 class PreCheckout:
     """Answers a `pre_checkout_query` before it is stored."""
 
-    def __init__(self, api: BotApi, billing: BillingClient) -> None:
+    def __init__(self, api: BotApi, billing: BillingClient, words: Words) -> None:
         self.api = api
         self.billing = billing
+        self.words = words
 
     async def answer(self, token: str, incoming: Incoming) -> None:
         query = incoming.payload.get("pre_checkout_query") or {}
         started = time.perf_counter()
-        error_message = await self._refusal(query)
+        refusal = await self._refusal(query)
+        # Asked before the update is stored: Telegram's language for the person decides.
+        told = (query.get("from") or {}).get("language_code")
+        say = self.words.speech(pick(None, told if isinstance(told, str) else None, SOURCE))
+        error_message = None if refusal is None else say(refusal)
         answer: dict[str, Any] = {
             "pre_checkout_query_id": str(query.get("id", "")),
             "ok": error_message is None,
@@ -84,7 +129,7 @@ class PreCheckout:
             took,
         )
 
-    async def _refusal(self, query: dict[str, Any]) -> str | None:
+    async def _refusal(self, query: dict[str, Any]) -> Msg | None:
         """None when billing says the invoice may be paid; else what the person reads."""
         sender = (query.get("from") or {}).get("id")
         payload, currency = query.get("invoice_payload"), query.get("currency")
@@ -204,12 +249,11 @@ class _Paid:
         if row is None or row["payment_id"] is None or not row["subscription_made"]:
             # A one-off payment, a renewal or a repeat: billing's access message says the rest.
             return []
-        title = escape_html(str(row["title"] or "the channel"))
-        text = (
-            f"Subscribed to <b>{title}</b>: Telegram renews it every 30 days for "
-            f"{amount} ⭐ until you cancel. Your invite link comes here in a moment."
-        )
-        button = {"text": "Cancel renewal", "callback_data": f"{CANCEL}{row['subscription_id']}"}
+        say = visit.say
+        title = isolate(escape_html(str(row["title"]))) if row["title"] else say(THE_CHANNEL)
+        text = say(SUBSCRIBED, title=title, amount=number(amount))
+        data = f"{CANCEL}{row['subscription_id']}"
+        button = {"text": say(CANCEL_RENEWAL), "callback_data": data}
         return [html_message(update.chat_key, text, {"inline_keyboard": [[button]]})]
 
 
@@ -340,7 +384,7 @@ class _CancelPress:
             row = await cur.fetchone()
         if row is None:
             return Cancelled(None, "", None)
-        title = str(row["title"] or "the channel")
+        title = str(row["title"] or "")
         if row["state"] == "canceled":
             return Cancelled(int(row["id"]), title, row["renews_at"])
         try:
@@ -362,19 +406,17 @@ class _CancelPress:
         return Cancelled(int(row["id"]), title, row["renews_at"])
 
     async def apply(self, conn: Connection, visit: Visit, cancelled: Cancelled) -> list[Reply]:
-        update = visit.update
+        update, say = visit.update, visit.say
         answer = callback_answer(update)
         if cancelled.subscription_id is None:
-            why = "Telegram refused" if cancelled.refused else "No such subscription of yours"
-            return [answer, html_message(update.chat_key, f"{why}: nothing was changed.")]
+            why = say(TELEGRAM_REFUSED if cancelled.refused else NO_SUCH)
+            return [answer, html_message(update.chat_key, say(NOT_CHANGED, why=why))]
         await conn.execute(
             Q["cancel_star_subscription"], {"id": cancelled.subscription_id, "now": visit.now}
         )
-        until = ""
-        if cancelled.renews_at is not None:
-            until = f" to {cancelled.renews_at.astimezone(dt.UTC):%Y-%m-%d}"
-        text = (
-            f"Renewal cancelled: no more Stars are taken for <b>{escape_html(cancelled.title)}"
-            f"</b>. Your access runs{until}, as paid."
-        )
+        title = isolate(escape_html(cancelled.title)) if cancelled.title else say(THE_CHANNEL)
+        if cancelled.renews_at is None:
+            text = say(RENEWAL_CANCELLED_OPEN, title=title)
+        else:
+            text = say(RENEWAL_CANCELLED, title=title, until=say.date(cancelled.renews_at))
         return [answer, html_message(update.chat_key, text)]

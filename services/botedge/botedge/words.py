@@ -14,10 +14,13 @@ sentence around it; `number(...)` for a count or amount, in the language's digit
 
 from __future__ import annotations
 
+import datetime as dt
 import gettext
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+import jdatetime
 
 from botedge.metrics import CATALOG_MISSES
 
@@ -31,13 +34,16 @@ DOMAIN = "bot"
 # First-strong isolate ... pop directional isolate (Unicode 6.3): the text inside takes its
 # direction from its own first strong character and does not move what is around it.
 FSI, PDI = "\u2068", "\u2069"
-# Persian and Arabic-Indic digits; both write the Arabic decimal separator (U+066B).
-_DIGITS = {
-    "fa": str.maketrans("0123456789.", "۰۱۲۳۴۵۶۷۸۹\u066b"),
-    "ar": str.maketrans("0123456789.", "٠١٢٣٤٥٦٧٨٩\u066b"),
-    "ru": str.maketrans(".", ","),
+# Persian and Arabic-Indic digits; a number's decimal separator: Arabic's (U+066B) for both,
+# Russian's comma.
+_NUMERALS = {
+    "fa": str.maketrans("0123456789", "۰۱۲۳۴۵۶۷۸۹"),
+    "ar": str.maketrans("0123456789", "٠١٢٣٤٥٦٧٨٩"),
 }
+_DECIMAL = {"fa": "\u066b", "ar": "\u066b", "ru": ","}
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
+# A day as each language writes it (Persian in its own calendar); times are in UTC.
+_DATE = {"en": "%Y-%m-%d", "ru": "%d.%m.%Y", "ar": "%d/%m/%Y", "fa": "%Y/%m/%d"}
 
 REGISTRY: dict[str, Msg] = {}
 
@@ -162,14 +168,30 @@ class Speech:
         if isinstance(value, User):
             return isolate(value.text)
         if isinstance(value, Number):
-            table = _DIGITS.get(self.language)
-            return value.text.translate(table) if table else value.text
+            return self.digits(value.text)
         return value
 
     def join(self, items: list[str]) -> str:
         """A list in this language's way: Persian and Arabic write their own comma."""
         return ("، " if self.right_to_left else ", ").join(items)
 
+    def date(self, moment: dt.datetime | dt.date) -> str:
+        """The day of `moment` (in UTC), in this language's calendar, order and digits."""
+        day = moment.astimezone(dt.UTC).date() if isinstance(moment, dt.datetime) else moment
+        if self.language == "fa":
+            return self._numerals(jdatetime.date.fromgregorian(date=day).strftime(_DATE["fa"]))
+        return self._numerals(day.strftime(_DATE[self.language]))
+
+    def moment(self, moment: dt.datetime) -> str:
+        """The day and time of `moment` in UTC."""
+        clock = moment.astimezone(dt.UTC).strftime("%H:%M")
+        return f"{self.date(moment)} {self._numerals(clock)} UTC"
+
     def digits(self, value: int | str) -> str:
-        """A number in this language's digits, outside a sentence (a button's label)."""
-        return self._fill(number(value))
+        """A number (`12.50`) in this language's digits and decimal separator."""
+        text = str(value).replace(".", _DECIMAL.get(self.language, "."))
+        return self._numerals(text)
+
+    def _numerals(self, text: str) -> str:
+        table = _NUMERALS.get(self.language)
+        return text.translate(table) if table else text

@@ -8,6 +8,7 @@ import signal
 
 import pytest
 
+from botedge.words import FSI, PDI
 from tests.billing.e2e import gateways
 from tests.botedge.e2e.conftest import FAST_ACCESS, MANAGER, PAID, PAYER, Shop
 from tests.conftest import HTTP, SECRETS
@@ -32,7 +33,7 @@ def test_payment__one_invite_link_sent_even_with_a_worker_killed_mid_call(shop: 
     edge.wait_until(lambda: shop.events() == [("grant", "done")], 60, "the grant done")
     edge.wait_until(lambda: len(shop.sent(PAYER)) == 1, 30, "the link sent")
     [message] = shop.sent(PAYER)
-    assert "access to Paid is open" in message["text"]
+    assert f"access to {FSI}Paid{PDI} is open" in message["text"]
     # The killed worker's link may exist too; only one was ever sent.
     assert 1 <= len(shop.calls("createchatinvitelink")) <= 2
     assert edge.query("SELECT count(*) FROM outbox WHERE dedupe_key LIKE 'access:%%'") == [(1,)]
@@ -142,7 +143,7 @@ def test_expiry__one_removal_even_with_a_worker_killed_mid_removal(shop: Shop) -
         lambda: shop.events() == [("grant", "done"), ("revoke", "done")], 60, "the revoke done"
     )
     edge.wait_until(lambda: len(shop.sent(PAYER)) == 2, 30, "the removal told")
-    assert [m["text"] for m in shop.sent(PAYER)][1] == "Your access to Paid has ended."
+    assert [m["text"] for m in shop.sent(PAYER)][1] == f"Your access to {FSI}Paid{PDI} has ended."
     # Removed, not banned: a later payment can let them back in.
     member = HTTP.post(
         f"{edge.sim.url}/bot{shop.token}/getChatMember",
@@ -176,7 +177,7 @@ def test_expiry_notice__sent_with_the_pay_link_and_dropped_after_a_renewal(shop:
     edge.wait_until(lambda: len(shop.sent(PAYER)) == 1, 30, "the notice sent")
     ends = expires.strftime("%Y-%m-%d %H:%M UTC")
     assert shop.sent(PAYER)[0]["text"] == (
-        f"Your access to Paid ends in 3 days, on {ends}. Renew to stay."
+        f"Your access to {FSI}Paid{PDI} ends in 3 days, on {ends}. Renew to stay."
     )
     [(payload,)] = edge.query("SELECT payload FROM outbox")
     assert payload["reply_markup"]["inline_keyboard"] == [
@@ -197,7 +198,7 @@ def test_grant__after_expiry_welcomes_them_back(shop: Shop) -> None:
     edge.start_worker(**FAST_ACCESS)
     edge.wait_until(lambda: len(shop.sent(PAYER)) == 1, 60, "the link sent")
     assert shop.sent(PAYER)[0]["text"].startswith(
-        "Welcome back! Payment received: your access to Paid is open again."
+        f"Welcome back! Payment received: your access to {FSI}Paid{PDI} is open again."
     )
 
 

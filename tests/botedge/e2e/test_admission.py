@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from botedge.words import FSI, PDI
 from tests.botedge.e2e.conftest import FAST_ACCESS, MANAGER, PAID, PAYER, Shop
 from tests.conftest import HTTP
 
@@ -52,7 +53,7 @@ def test_join_request__payer_approved_stranger_told_how_to_pay_then_declined(
     edge.wait_until(lambda: bool(outbox(shop, "declineChatJoinRequest")), 30, "the decline")
     assert member_status(shop, STRANGER) == "left"
     [told] = shop.sent(STRANGER)
-    assert told["text"] == "<b>Paid</b> is for paying members. Pay to join:"
+    assert told["text"] == f"<b>{FSI}Paid{PDI}</b> is for paying members. Pay to join:"
     calls = [
         c["method"]
         for c in edge.sim_get("/_sim/calls")
@@ -116,7 +117,7 @@ def test_intruders__removed_and_told_admins_and_the_whitelisted_kept(shop: Shop)
     edge.sim_post("/_sim/updates", {"bot_id": MANAGER, "update": {"chat_member": admin_joined}})
     edge.wait_until(lambda: len(shop.sent(STRANGER)) == 2, 30, "the stranger told")
     assert shop.sent(STRANGER)[1]["text"] == (
-        "You were removed from <b>Paid</b>: it is for paying members. Pay to join:"
+        f"You were removed from <b>{FSI}Paid{PDI}</b>: it is for paying members. Pay to join:"
     )
     edge.wait_until(
         lambda: edge.query("SELECT count(*) FROM inbox WHERE state <> 'done'") == [(0,)],
@@ -156,7 +157,7 @@ def test_link_again__a_fresh_single_use_link_and_the_lost_one_revoked(shop: Shop
     edge.sim_post("/_sim/messages", {"bot_id": MANAGER, "user_id": PAYER, "text": "/link"})
     edge.wait_until(lambda: len(shop.sent(PAYER)) == 2, 30, "the link again")
     assert shop.sent(PAYER)[1]["text"] == (
-        "Your link to Paid: it works once, and the one sent before no longer does."
+        f"Your link to {FSI}Paid{PDI}: it works once, and the one sent before no longer does."
     )
     [(fresh,)] = edge.query("SELECT link FROM access_links")
     assert fresh != lost
@@ -173,7 +174,7 @@ def test_link_again__a_fresh_single_use_link_and_the_lost_one_revoked(shop: Shop
     )
     edge.sim_post("/_sim/messages", {"bot_id": MANAGER, "user_id": PAYER, "text": "/link"})
     edge.wait_until(lambda: len(shop.sent(PAYER)) == 3, 30, "the answer")
-    assert shop.sent(PAYER)[2]["text"] == "You are already in Paid."
+    assert shop.sent(PAYER)[2]["text"] == f"You are already in {FSI}Paid{PDI}."
     # Someone with no membership is told so.
     edge.sim_post("/_sim/messages", {"bot_id": MANAGER, "user_id": STRANGER, "text": "/link"})
     edge.wait_until(lambda: len(shop.sent(STRANGER)) == 1, 30, "no access")

@@ -13,7 +13,7 @@ from botedge.words import FSI, PDI
 from tests.botedge.e2e.conftest import Edge
 from tests.botedge.e2e.paying import Store, open_store
 from tests.botedge.e2e.test_gate import VISITOR, gate_setup
-from tests.conftest import ServiceProcess, counted
+from tests.conftest import HTTP, ServiceProcess, counted
 
 PERSIAN, RUSSIAN, GERMAN, CHOOSER = 7401, 7402, 7403, 7404
 
@@ -65,6 +65,14 @@ def test_languages__persian_russian_and_the_default_from_start_to_the_pay_link(
     )
     [pay, coupon] = invoice["reply_markup"]["inline_keyboard"]
     assert (pay[0]["text"], coupon[0]["text"]) == ("پرداخت ۱۲٫۵۰ UAH", "کد تخفیف دارم")
+    # Paid at the checkout: the invite link, in Persian, through billing's access event.
+    done = HTTP.post(pay[0]["url"], data={"action": "pay", "amount": "12.50", "currency": "UAH"})
+    assert done.status_code == 200
+    invite = said_to(store, PERSIAN, 3)[-1]
+    assert invite == (
+        f"پرداخت دریافت شد: دسترسی شما به {FSI}Paid{PDI} باز است. این لینک یک بار کار می‌کند."
+    )
+    assert buttons(store, PERSIAN)[0][0]["text"] == f"عضویت در {FSI}Paid{PDI}"
 
     # The gate, to the same person: the channels' titles isolated, joined by a Persian comma.
     edge.sim_post(

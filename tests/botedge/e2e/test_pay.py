@@ -57,7 +57,7 @@ def test_pay__offer_link_checkout_pay_invite_link_joined(store: Store) -> None:
     assert edge.query("SELECT outcome FROM gateway_events") == [("applied",)]
     edge.wait_until(lambda: len(store.sent()) == 2, 30, "the invite link")
     invite = store.sent()[1]
-    assert "access to Paid is open" in invite["text"]
+    assert f"access to {FSI}Paid{PDI} is open" in invite["text"]
     [(link,)] = edge.query("SELECT payload FROM outbox WHERE dedupe_key LIKE 'access:%%'")
     join_url = link["reply_markup"]["inline_keyboard"][0][0]["url"]
     edge.sim_post("/_sim/join", {"chat_id": PAID, "user_id": BUYER, "invite_link": join_url})

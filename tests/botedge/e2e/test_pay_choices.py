@@ -14,6 +14,8 @@ from tests.botedge.e2e.conftest import Edge
 from tests.botedge.e2e.paying import BOT, BUYER, PAID, Store, open_store
 from tests.conftest import HTTP, ServiceProcess
 
+OPEN = f"access to {FSI}Paid{PDI} is open"
+
 
 @pytest.fixture
 def store(edge: Edge, start_service: Callable[..., ServiceProcess], database_url: str) -> Store:
@@ -159,7 +161,7 @@ def test_pay__a_coupon_typed_under_the_pay_link_makes_a_discounted_one_that_is_p
         "SELECT c.code, i.status FROM coupon_redemptions r JOIN coupons c ON c.id = r.coupon_id"
         " JOIN invoices i ON i.id = r.invoice_id WHERE r.released_at IS NULL"
     ) == [("Spring", "paid")]
-    assert "access to Paid is open" in said(9)
+    assert OPEN in said(9)
 
 
 def test_pay__a_coupon_shaped_like_an_access_code_is_taken_as_a_coupon_after_i_have_one(
@@ -224,7 +226,7 @@ def test_pay__a_free_trial_taken_from_the_plans_brings_the_invite_and_not_twice(
         f"Your free trial of <b>{FSI}Paid{PDI}</b> has started: 7 days."
     )
     edge.wait_until(
-        lambda: any("access to Paid is open" in str(m["text"]) for m in store.sent()),
+        lambda: any(OPEN in str(m["text"]) for m in store.sent()),
         30,
         "the invite link",
     )
@@ -269,7 +271,7 @@ def test_pay__an_access_code_sent_by_two_people_at_once_admits_one(store: Store)
     store.say("/start code_B3NV5TJW6LQA", user=BUYER + 2)
     assert last(BUYER + 2).startswith(f"Your code gives you 7 days of <b>{FSI}Paid{PDI}</b>")
     edge.wait_until(
-        lambda: any("access to Paid is open" in str(m["text"]) for m in store.sent(BUYER + 2)),
+        lambda: any(OPEN in str(m["text"]) for m in store.sent(BUYER + 2)),
         30,
         "the invite link",
     )
@@ -324,7 +326,7 @@ def test_pay__a_bundle_chosen_in_one_channel_paid_once_brings_an_invite_to_each(
     assert done.status_code == 200 and "Paid." in done.text
     edge.wait_until(lambda: len(store.sent()) == 3, 30, "an invite link per channel")
     said = sorted(str(m["text"]).split(" is open")[0] for m in store.sent()[1:])
-    assert [text.rsplit(" ", 1)[1] for text in said] == ["Extra", "Paid"]
+    assert [text.rsplit(" ", 1)[1] for text in said] == [f"{FSI}Extra{PDI}", f"{FSI}Paid{PDI}"]
     assert edge.query(
         "SELECT channel_id, count(*) FROM membership_events GROUP BY 1 ORDER BY 1"
     ) == [(store.channel, 1), (extra, 1)]

@@ -10,6 +10,7 @@ from typing import Any
 
 import psycopg
 
+from botedge.words import FSI, PDI
 from tests.billing.e2e import gateways
 from tests.billing.e2e.test_reconcile import cli
 from tests.botedge.e2e.conftest import Edge
@@ -230,7 +231,7 @@ def test_reconcile__a_stars_payment_we_never_recorded_is_applied_once(
         json={
             "chat_id": BUYER,
             "title": "Paid",
-            "description": "30 days of access to Paid",
+            "description": f"30 days of access to {FSI}Paid{PDI}",
             "payload": made["order_reference"],
             "currency": "XTR",
             "prices": [{"label": "Month", "amount": 250}],

@@ -17,6 +17,8 @@ from tests.billing.e2e import gateways
 from tests.botedge.e2e.conftest import Edge
 from tests.conftest import HTTP, SECRETS, ServiceProcess, free_port, service_env
 
+OPEN = f"access to {FSI}Paid{PDI} is open"
+
 PAID = -1001000000601
 BOT = 5550601
 BUYER = 7601
@@ -89,7 +91,7 @@ class Stars:
         assert made["payload"] == reference
         edge.wait_until(lambda: self.membership() is not None, 30, "the membership")
         edge.wait_until(
-            lambda: any("access to Paid is open" in (s["text"] or "") for s in self.sent()),
+            lambda: any(OPEN in (s["text"] or "") for s in self.sent()),
             30,
             "the invite link",
         )
@@ -148,7 +150,7 @@ def test_stars__subscribe_pay_invite_renew_extended_then_renewal_cancelled(stars
     paid, expires = stars.subscribe()
     assert before + dt.timedelta(days=30) <= expires <= before + dt.timedelta(days=30, minutes=5)
     said = [s["text"] or "" for s in stars.sent()]
-    assert any(t.startswith("Subscribed to <b>Paid</b>: Telegram renews it") for t in said)
+    assert any(t.startswith(f"Subscribed to <b>{FSI}Paid{PDI}</b>: Telegram renews") for t in said)
     [(subscription_state,)] = edge.query("SELECT state FROM star_subscriptions")
     assert subscription_state == "active"
 
@@ -219,7 +221,7 @@ def test_stars__a_cancelled_subscription_runs_to_its_end_then_grace_and_removal(
     # A day before the end, while Telegram renews it: the notice says so, with no pay link.
     assert notice_due(stars, dt.timedelta(hours=23)) == 1
     renews = said(stars, "renews on")
-    assert renews["text"].startswith("Your Stars subscription to Paid renews on ")
+    assert renews["text"].startswith(f"Your Stars subscription to {FSI}Paid{PDI} renews on ")
     assert "reply_markup" not in renews
     stars.press("Cancel renewal")
     edge.wait_until(
@@ -245,8 +247,8 @@ def test_stars__a_cancelled_subscription_runs_to_its_end_then_grace_and_removal(
     )
     reminder = next(s["text"] for s in stars.sent() if "none is coming" in (s["text"] or ""))
     assert reminder == (
-        "Your subscription to Paid has ended. You cancelled its renewal, so none is coming. "
-        "Renew within 3 days to stay."
+        f"Your subscription to {FSI}Paid{PDI} has ended. You cancelled its renewal, so none is"
+        " coming. Renew within 3 days to stay."
     )
     # Grace runs out: removed, as any membership.
     long_past = lapse(stars, dt.timedelta(days=5))
@@ -257,7 +259,8 @@ def test_stars__a_cancelled_subscription_runs_to_its_end_then_grace_and_removal(
     assert stars.membership() == ("expired", long_past)
     edge.wait_until(
         lambda: any(
-            (s["text"] or "").startswith("Your access to Paid has ended") for s in stars.sent()
+            (s["text"] or "").startswith(f"Your access to {FSI}Paid{PDI} has ended")
+            for s in stars.sent()
         ),
         30,
         "the removal said",
@@ -451,7 +454,7 @@ def test_stars__pre_checkout_answered_at_intake_with_ten_thousand_updates_waitin
         json={
             "chat_id": BUYER,
             "title": "Paid",
-            "description": "30 days of access to Paid",
+            "description": f"30 days of access to {FSI}Paid{PDI}",
             "payload": made["order_reference"],
             "currency": "XTR",
             "prices": [{"label": "default", "amount": PRICE}],
@@ -481,8 +484,15 @@ def test_stars__pre_checkout_answered_at_intake_with_ten_thousand_updates_waitin
     )
     assert paid["ok"] is True and paid["seconds"] < 10, paid
     assert waiting == [(WAITING,)]
-    # Kept for the record once answered; the payment waits its turn behind the person's own.
-    assert edge.query("SELECT count(*) FROM inbox WHERE kind = 'pre_checkout_query'") == [(1,)]
+    # Kept for the record once answered (stored just after the answer went out); the payment
+    # waits its turn behind the person's own.
+    edge.wait_until(
+        lambda: (
+            edge.query("SELECT count(*) FROM inbox WHERE kind = 'pre_checkout_query'") == [(1,)]
+        ),
+        10,
+        "the pre-checkout kept",
+    )
     assert edge.query(
         "SELECT count(*) FROM inbox WHERE payload->'message' ? 'successful_payment'"
     ) == [(1,)]

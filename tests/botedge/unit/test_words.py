@@ -3,6 +3,8 @@ rule, people's text isolated, numbers in the language's digits, and a miss count
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 from prometheus_client import REGISTRY
 
@@ -63,6 +65,19 @@ def test_words__numbers_in_the_languages_digits_and_ours_as_they_are(words: Word
     assert words.speech("fa")(amount, amount=number("12.50"), code="A1") == "۱۲٫۵۰ for A1"
     assert words.speech("ar")(amount, amount=number(7), code="A1") == "٧ for A1"
     assert words.speech("ru")(amount, amount=number("12.50"), code="A1") == "12,50 for A1"
+
+
+def test_words__a_moment_in_each_languages_calendar_order_and_digits(words: Words) -> None:
+    moment = dt.datetime(2026, 12, 31, 23, 5, tzinfo=dt.timezone(dt.timedelta(hours=3, minutes=30)))
+    assert {code: words.speech(code).moment(moment) for code in ("en", "fa", "ru", "ar")} == {
+        "en": "2026-12-31 19:35 UTC",
+        # The Persian (Solar Hijri) calendar: 10 Dey 1405.
+        "fa": "۱۴۰۵/۱۰/۱۰ ۱۹:۳۵ UTC",
+        "ru": "31.12.2026 19:35 UTC",
+        "ar": "٣١/١٢/٢٠٢٦ ١٩:٣٥ UTC",
+    }
+    # Nowruz: the first day of the Persian year.
+    assert words.speech("fa").date(dt.date(2026, 3, 21)) == "۱۴۰۵/۰۱/۰۱"
 
 
 def test_words__a_message_a_catalog_lacks_is_english_and_counted(words: Words) -> None:

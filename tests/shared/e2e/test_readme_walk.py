@@ -77,8 +77,9 @@ def test_readme_walk__runs_as_printed_and_the_person_ends_in_every_channel_with_
             check=False,
         )
         assert done.returncode == 0, done.stdout + done.stderr
-        # What the bot answered at each stage, in order, as the person reads it.
-        said = done.stdout
+        # What the bot answered at each stage, in order, as the person reads it (the marks
+        # that isolate the owner's words unseen).
+        said = done.stdout.translate(dict.fromkeys(range(0x2066, 0x206A)))
         stages = [
             "Welcome in! This is the content behind the gate.",
             "Payment received: your access to Demo paid channel is open.",
