@@ -39,9 +39,11 @@ from botedge.routing import (
     read_step,
     set_step,
 )
-from botedge.text import escape_html, short_hash, usdt
+from botedge.text import escape_html, short_hash
 from botedge.updates import InboxRow
+from botedge.words import Speech, isolate, msg, number
 from shared.db import Connection
+from shared.units import decimal_text
 
 Q = sqlq.Q
 
@@ -52,17 +54,76 @@ _HASH = re.compile(r"(?:0[xX])?([0-9a-fA-F]{64})", re.ASCII)
 # One word of letters and digits about a hash's length: meant as a hash, and not one.
 _HASHLIKE = re.compile(r"(?:0[xX])?[0-9A-Za-z]{32,100}", re.ASCII)
 
-NO_SLOTS = "No ad slots are on sale here right now."
-EXPIRED = (
-    "This request has expired: a booking waits 48 hours for its next step. "
-    "Send /ads to start again."
+NO_SLOTS = msg("ads.no_slots", "No ad slots are on sale here right now.")
+EXPIRED = msg(
+    "ads.expired",
+    "This request has expired: a booking waits 48 hours for its next step. Send /ads to start "
+    "again.",
 )
-NOTHING_WAITING = (
-    "You have no ad order waiting for payment here. Book one with /ads; once the owner "
-    "approves it, send the hash of your payment."
+NOTHING_WAITING = msg(
+    "ads.nothing_waiting",
+    "You have no ad order waiting for payment here. Book one with /ads; once the owner approves "
+    "it, send the hash of your payment.",
 )
-ALREADY_SUBMITTED = "This transaction was already submitted."
-SEND_AD = "Send the ad as a text message, or forward the post you want published."
+ALREADY_SUBMITTED = msg("ads.already_submitted", "This transaction was already submitted.")
+SEND_AD = msg(
+    "ads.send_ad", "Send the ad as a text message, or forward the post you want published."
+)
+NOT_HEX = msg(
+    "ads.not_hex",
+    "That is not a transaction hash: a hash has only the digits 0-9 and the letters a-f. Copy "
+    "it from your wallet or from Tronscan and send it again.",
+)
+WRONG_LENGTH = msg(
+    "ads.wrong_length",
+    "That is not a transaction hash: a hash has 64 characters, this has {count}. Copy it whole "
+    "and send it again.",
+    "That is not a transaction hash: a hash has 64 characters, this has {count}. Copy it whole "
+    "and send it again.",
+)
+BOTH_COINS = msg("ads.both_coins", "USDT (TRC-20) or TRX")
+SLOT_LINE = msg("ads.slot_line", "• <b>{title}</b>: {price}, paid in {coins}")
+SLOTS = msg("ads.slots", "Ad slots in this bot:")
+CHOOSE_SLOT = msg("ads.choose_slot", "Choose one to book it.")
+NO_TEXT = msg("ads.no_text", "(no text)")
+FORWARDED = msg("ads.forwarded", "A forwarded post:")
+FORWARDED_FROM = msg("ads.forwarded_from", "A forwarded post from <b>{title}</b>:")
+YOUR_AD = msg("ads.your_ad", "Your ad for <b>{title}</b>, {price}:")
+REVIEW_QUESTION = msg(
+    "ads.review_question",
+    "Send it to the owner for review? You can also send another text to replace it.",
+)
+CANCEL_LABEL = msg("ads.cancel", "Cancel")
+CANCELLED = msg("ads.cancelled", "Cancelled")
+BOOKING_CANCELLED = msg("ads.booking_cancelled", "Booking cancelled.")
+SLOT_GONE = msg("ads.slot_gone", "That slot is no longer on sale.")
+BOOKING = msg("ads.booking", "Booking <b>{title}</b> for {price}, paid in {coins}.")
+NOTHING_TO_CONFIRM = msg("ads.nothing_to_confirm", "Nothing to confirm.")
+NOT_BOOKED = msg(
+    "ads.not_booked", "That slot is no longer on sale, so nothing was booked. See /ads for others."
+)
+WITH_OWNER = msg(
+    "ads.with_owner",
+    "Order #{order} is with the owner for review. Once it is approved, you will get the address "
+    "and the amount to pay here.",
+)
+SENT_FOR_REVIEW = msg("ads.sent_for_review", "Sent for review")
+HASH_AGAIN = msg("ads.hash_again", "Send the transaction hash again.")
+NOT_WAITING = msg("ads.not_waiting", "That order is no longer waiting for payment.")
+CHECKING = msg(
+    "ads.checking",
+    "Checking transaction <code>{hash}</code> for order #{order}. I will write here once it is "
+    "confirmed on TRON, usually within a few minutes.",
+)
+SEND_FOR_REVIEW = msg("ads.send_for_review", "Send for review")
+USE_BUTTONS = msg("ads.use_buttons", "Choose one of the buttons above, or send /ads to start over.")
+LEFT = msg("ads.left", "{price} left")
+WHICH_ORDER = msg("ads.which_order", "Which order does <code>{hash}</code> pay for?")
+
+
+def _usdt(say: Speech, micros: int) -> str:
+    """USDT in the language's digits."""
+    return f"{say.digits(decimal_text(micros))} USDT"
 
 
 def parse_hash(text: Any) -> str | None:
@@ -73,22 +134,16 @@ def parse_hash(text: Any) -> str | None:
     return match.group(1).lower() if match else None
 
 
-def hash_problem(text: Any) -> str | None:
+def hash_problem(text: Any, say: Speech) -> str | None:
     """What is wrong with a message meant as a hash; None when it does not look like one."""
     if not isinstance(text, str) or not _HASHLIKE.fullmatch(text.strip()):
         return None
     word = text.strip()
     digits = word[2:] if word[:2] in ("0x", "0X") else word
     if not all(c in "0123456789abcdefABCDEF" for c in digits):
-        return (
-            "That is not a transaction hash: a hash has only the digits 0-9 and the letters "
-            "a-f. Copy it from your wallet or from Tronscan and send it again."
-        )
+        return say(NOT_HEX)
     if len(digits) != 64:
-        return (
-            f"That is not a transaction hash: a hash has 64 characters, this has {len(digits)}. "
-            "Copy it whole and send it again."
-        )
+        return say(WRONG_LENGTH, len(digits))
     return None
 
 
@@ -110,21 +165,25 @@ class Slot:
             bool(row["accepts_trx"]),
         )
 
-    @property
-    def coins(self) -> str:
+    def coins(self, say: Speech) -> str:
         if self.accepts_usdt and self.accepts_trx:
-            return "USDT (TRC-20) or TRX"
+            return say(BOTH_COINS)
         return "USDT (TRC-20)" if self.accepts_usdt else "TRX"
 
 
-def shophtml_message(slots: list[Slot]) -> str:
+def shophtml_message(slots: list[Slot], say: Speech) -> str:
     if not slots:
-        return NO_SLOTS
+        return say(NO_SLOTS)
     lines = [
-        f"• <b>{escape_html(slot.title)}</b>: {usdt(slot.price_micros)}, paid in {slot.coins}"
+        say(
+            SLOT_LINE,
+            title=isolate(escape_html(slot.title)),
+            price=_usdt(say, slot.price_micros),
+            coins=slot.coins(say),
+        )
         for slot in slots
     ]
-    return "Ad slots in this bot:\n\n" + "\n".join(lines) + "\n\nChoose one to book it."
+    return say(SLOTS) + "\n\n" + "\n".join(lines) + "\n\n" + say(CHOOSE_SLOT)
 
 
 def ad_of(message: dict[str, Any]) -> dict[str, Any] | None:
@@ -149,19 +208,21 @@ def ad_of(message: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def preview(slot: dict[str, Any], ad: dict[str, Any]) -> str:
+def preview(slot: dict[str, Any], ad: dict[str, Any], say: Speech) -> str:
     body = str(ad.get("text") or "")
     if len(body) > PREVIEW_CHARS:
         body = body[:PREVIEW_CHARS] + "…"
-    shown = escape_html(body) if body else "(no text)"
+    shown = isolate(escape_html(body)) if body else say(NO_TEXT)
     if ad["kind"] == "forward":
-        origin = f" from <b>{escape_html(str(ad['from']))}</b>" if ad.get("from") else ""
-        shown = f"A forwarded post{origin}:\n{shown}"
-    return (
-        f"Your ad for <b>{escape_html(str(slot['title']))}</b>, "
-        f"{usdt(int(slot['price_micros']))}:\n\n{shown}\n\n"
-        "Send it to the owner for review? You can also send another text to replace it."
-    )
+        origin = (
+            say(FORWARDED_FROM, title=isolate(escape_html(str(ad["from"]))))
+            if ad.get("from")
+            else say(FORWARDED)
+        )
+        shown = f"{origin}\n{shown}"
+    title = isolate(escape_html(str(slot["title"])))
+    head = say(YOUR_AD, title=title, price=_usdt(say, int(slot["price_micros"])))
+    return f"{head}\n\n{shown}\n\n{say(REVIEW_QUESTION)}"
 
 
 def _buttons(*rows: tuple[str, str]) -> dict[str, Any]:
@@ -170,7 +231,8 @@ def _buttons(*rows: tuple[str, str]) -> dict[str, Any]:
     }
 
 
-CANCEL = ("Cancel", "ads:cancel")
+def _cancel(say: Speech) -> tuple[str, str]:
+    return say(CANCEL_LABEL), "ads:cancel"
 
 
 class AdShop:
@@ -201,19 +263,19 @@ async def _slots(conn: Connection, bot_id: BotId) -> list[Slot]:
 class _Shop(_Quiet):
     async def apply(self, conn: Connection, visit: Visit, prepared: None) -> list[Reply]:
         slots = await _slots(conn, visit.update.bot_id)
-        chat_id = visit.update.chat_key
+        chat_id, say = visit.update.chat_key, visit.say
         markup = _buttons(
             *(
-                (f"{slot.title} · {usdt(slot.price_micros)}", f"ads:slot:{slot.id}")
+                (f"{isolate(slot.title)} · {_usdt(say, slot.price_micros)}", f"ads:slot:{slot.id}")
                 for slot in slots
             )
         )
-        return [html_message(chat_id, shophtml_message(slots), markup if slots else None)]
+        return [html_message(chat_id, shophtml_message(slots, say), markup if slots else None)]
 
 
 class _Press(_Quiet):
     async def apply(self, conn: Connection, visit: Visit, prepared: None) -> list[Reply]:
-        update = visit.update
+        update, say = visit.update, visit.say
         if visit.person_id is None:
             return [callback_answer(update)]
         what, _, value = visit.arg.partition(":")
@@ -223,13 +285,13 @@ class _Press(_Quiet):
         if what == "cancel":
             await end_step(conn, visit)
             return [
-                callback_answer(update, "Cancelled"),
-                html_message(update.chat_key, "Booking cancelled."),
+                callback_answer(update, say(CANCELLED)),
+                html_message(update.chat_key, say(BOOKING_CANCELLED)),
             ]
         step = await read_step(conn, visit)
         if step is not None and step.expired:
             await end_step(conn, visit)
-            return [callback_answer(update), html_message(update.chat_key, EXPIRED)]
+            return [callback_answer(update), html_message(update.chat_key, say(EXPIRED))]
         if what == "confirm":
             return await self._confirm(conn, visit, step)
         if what == "order":
@@ -237,11 +299,11 @@ class _Press(_Quiet):
         return [callback_answer(update)]
 
     async def _slot(self, conn: Connection, visit: Visit, slot_id: int) -> list[Reply]:
-        update = visit.update
+        update, say = visit.update, visit.say
         cur = await conn.execute(Q["shop_slot"], {"id": slot_id, "bot_id": update.bot_id})
         row = await cur.fetchone()
         if row is None:
-            return [callback_answer(update, "That slot is no longer on sale.")]
+            return [callback_answer(update, say(SLOT_GONE))]
         slot = Slot.from_row(row)
         data = {
             "slot_id": slot.id,
@@ -252,17 +314,21 @@ class _Press(_Quiet):
             "request_key": str(uuid.uuid4()),
         }
         await set_step(conn, visit, "ad", data, STEP_TTL)
-        text = (
-            f"Booking <b>{escape_html(slot.title)}</b> for {usdt(slot.price_micros)}, "
-            f"paid in {slot.coins}.\n\n{SEND_AD}"
+        booking = say(
+            BOOKING,
+            title=isolate(escape_html(slot.title)),
+            price=_usdt(say, slot.price_micros),
+            coins=slot.coins(say),
         )
-        return [callback_answer(update), html_message(update.chat_key, text, _buttons(CANCEL))]
+        text = f"{booking}\n\n{say(SEND_AD)}"
+        markup = _buttons(_cancel(say))
+        return [callback_answer(update), html_message(update.chat_key, text, markup)]
 
     async def _confirm(self, conn: Connection, visit: Visit, step: Step | None) -> list[Reply]:
-        update = visit.update
+        update, say = visit.update, visit.say
         if step is None or step.name != "confirm":
-            note = SEND_AD if step is not None and step.name == "ad" else "Nothing to confirm."
-            return [callback_answer(update, note[:200])]
+            note = SEND_AD if step is not None and step.name == "ad" else NOTHING_TO_CONFIRM
+            return [callback_answer(update, say(note)[:200])]
         data = step.data
         cur = await conn.execute(
             Q["insert_ad_order"],
@@ -281,26 +347,22 @@ class _Press(_Quiet):
         row = await cur.fetchone()
         await end_step(conn, visit)
         if row is None:
-            text = "That slot is no longer on sale, so nothing was booked. See /ads for others."
-            return [callback_answer(update), html_message(update.chat_key, text)]
-        text = (
-            f"Order #{row['id']} is with the owner for review. Once it is approved, you will "
-            "get the address and the amount to pay here."
-        )
-        return [callback_answer(update, "Sent for review"), html_message(update.chat_key, text)]
+            return [callback_answer(update), html_message(update.chat_key, say(NOT_BOOKED))]
+        text = say(WITH_OWNER, order=number(row["id"]))
+        answer = callback_answer(update, say(SENT_FOR_REVIEW))
+        return [answer, html_message(update.chat_key, text)]
 
     async def _order(
         self, conn: Connection, visit: Visit, step: Step | None, order_id: int
     ) -> list[Reply]:
-        update = visit.update
+        update, say = visit.update, visit.say
         if step is None or step.name != "which_order":
-            return [callback_answer(update, "Send the transaction hash again.")]
+            return [callback_answer(update, say(HASH_AGAIN))]
         orders = await _awaiting(conn, visit)
         chosen = next((o for o in orders if int(o["id"]) == order_id), None)
         await end_step(conn, visit)
         if chosen is None:
-            text = "That order is no longer waiting for payment."
-            return [callback_answer(update), html_message(update.chat_key, text)]
+            return [callback_answer(update), html_message(update.chat_key, say(NOT_WAITING))]
         return [
             callback_answer(update),
             await _claim(conn, visit, str(step.data["tx_hash"]), chosen),
@@ -321,24 +383,21 @@ async def _claim(conn: Connection, visit: Visit, tx_hash: str, order: dict[str, 
         Q["insert_tron_claim"], {"tx_hash": tx_hash, "order_id": order["id"], "now": visit.now}
     )
     if await cur.fetchone() is None:
-        return html_message(chat_id, ALREADY_SUBMITTED)
-    text = (
-        f"Checking transaction <code>{short_hash(tx_hash)}</code> for order #{order['id']}. "
-        "I will write here once it is confirmed on TRON, usually within a few minutes."
-    )
+        return html_message(chat_id, visit.say(ALREADY_SUBMITTED))
+    text = visit.say(CHECKING, hash=short_hash(tx_hash), order=number(order["id"]))
     return html_message(chat_id, text)
 
 
 class _Message(_Quiet):
     async def apply(self, conn: Connection, visit: Visit, prepared: None) -> list[Reply]:
         message = visit.update.body
-        chat_id = visit.update.chat_key
+        chat_id, say = visit.update.chat_key, visit.say
         if visit.person_id is None:
             return await default_reply(conn, visit.update.bot_id, message, visit.say)
         tx_hash = parse_hash(message.get("text"))
         if tx_hash is not None:
             return await self._hash(conn, visit, tx_hash)
-        problem = hash_problem(message.get("text"))
+        problem = hash_problem(message.get("text"), say)
         if problem is not None:
             return [html_message(chat_id, problem)]
         step = await read_step(conn, visit)
@@ -346,36 +405,34 @@ class _Message(_Quiet):
             return await default_reply(conn, visit.update.bot_id, message, visit.say)
         if step.expired:
             await end_step(conn, visit)
-            return [html_message(chat_id, EXPIRED)]
+            return [html_message(chat_id, say(EXPIRED))]
         if step.name in ("ad", "confirm"):
             ad = ad_of(message)
             if ad is None:
-                return [html_message(chat_id, SEND_AD, _buttons(CANCEL))]
+                return [html_message(chat_id, say(SEND_AD), _buttons(_cancel(say)))]
             await set_step(conn, visit, "confirm", {**step.data, "ad": ad}, STEP_TTL)
-            markup = _buttons(("Send for review", "ads:confirm"), CANCEL)
-            return [html_message(chat_id, preview(step.data, ad), markup)]
-        return [
-            html_message(chat_id, "Choose one of the buttons above, or send /ads to start over.")
-        ]
+            markup = _buttons((say(SEND_FOR_REVIEW), "ads:confirm"), _cancel(say))
+            return [html_message(chat_id, preview(step.data, ad, say), markup)]
+        return [html_message(chat_id, say(USE_BUTTONS))]
 
     async def _hash(self, conn: Connection, visit: Visit, tx_hash: str) -> list[Reply]:
-        chat_id = visit.update.chat_key
+        chat_id, say = visit.update.chat_key, visit.say
         cur = await conn.execute(Q["claimed_hash"], {"tx_hash": tx_hash})
         if await cur.fetchone() is not None:
-            return [html_message(chat_id, ALREADY_SUBMITTED)]
+            return [html_message(chat_id, say(ALREADY_SUBMITTED))]
         orders = await _awaiting(conn, visit)
         if not orders:
-            return [html_message(chat_id, NOTHING_WAITING)]
+            return [html_message(chat_id, say(NOTHING_WAITING))]
         if len(orders) == 1:
             return [await _claim(conn, visit, tx_hash, orders[0])]
         await set_step(conn, visit, "which_order", {"tx_hash": tx_hash}, STEP_TTL)
         rows = (
             (
-                f"#{o['id']} {o['title']} · "
-                f"{usdt(int(o['price_micros']) - int(o['paid_micros']))} left",
+                f"#{say.digits(o['id'])} {isolate(o['title'])} · "
+                + say(LEFT, price=_usdt(say, int(o["price_micros"]) - int(o["paid_micros"]))),
                 f"ads:order:{o['id']}",
             )
             for o in orders
         )
-        text = f"Which order does <code>{short_hash(tx_hash)}</code> pay for?"
+        text = say(WHICH_ORDER, hash=short_hash(tx_hash))
         return [html_message(chat_id, text, _buttons(*rows))]

@@ -287,7 +287,7 @@ def compose_worker(
         words=words,
     )
     refunds = stars.StarRefunds(pool, api, tokens.get, queue(stars.STAR_REFUNDS))
-    ads = ad_messages.AdEvents(pool, queue(ad_messages.AD_ORDER_EVENTS))
+    ads = ad_messages.AdEvents(pool, queue(ad_messages.AD_ORDER_EVENTS), words)
     holder = holder_id()
     notifier = Notifier(pool)
     fan_out = broadcasts.FanOut(

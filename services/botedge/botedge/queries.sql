@@ -776,10 +776,13 @@ SELECT o.id, o.status, o.price_micros, o.paid_micros, o.accepts_usdt, o.accepts_
        o.trx_rate::text AS trx_rate, o.due_at, s.bot_id, s.title, p.telegram_user_id,
        EXISTS (SELECT 1 FROM ad_order_events e
                 WHERE e.order_id = o.id AND e.cause = %(cause)s
-                  AND e.kind IN ('part_paid', 'paid')) AS told_with_status
+                  AND e.kind IN ('part_paid', 'paid')) AS told_with_status,
+       bp.language AS chosen_language, p.language_code, b.default_language AS bot_language
   FROM ad_orders o
   JOIN ad_slots s ON s.id = o.slot_id
   JOIN people p ON p.id = o.person_id
+  JOIN bots b ON b.id = s.bot_id
+  LEFT JOIN bot_people bp ON bp.bot_id = s.bot_id AND bp.person_id = p.id
  WHERE o.id = %(order_id)s;
 
 -- demo_shop_address --

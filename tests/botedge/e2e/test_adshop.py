@@ -17,6 +17,7 @@ from PIL import Image
 from tronpy.keys import to_base58check_address
 
 from botedge.adshop import ALREADY_SUBMITTED
+from botedge.words import FSI, PDI
 from panel_api.app import create_app
 from panel_api.seed import seed
 from shared.testing import serve_in_thread
@@ -32,6 +33,9 @@ from tests.conftest import (
     serve_simtrongrid,
 )
 from tests.panel_api.e2e.conftest import PASSWORD, SHOP, Panel, owner_and_viewer
+
+# The slot's title as the bot shows it: escaped, and isolated as the owner's words.
+PINNED = f"{FSI}Pinned &lt;24h&gt;{PDI}"
 
 BOT = 5550301
 ADVERTISER, RIVAL = 8101, 8102
@@ -120,7 +124,7 @@ def test_ad_shop__book_approve_pay_half_then_the_rest(rig: Rig) -> None:
     # Book: the list, a slot, the ad, confirm.
     rig.say(ADVERTISER, "/ads")
     listing = rig.reply(ADVERTISER, 1, "the slot list")
-    assert "<b>Pinned &lt;24h&gt;</b>: 50 USDT, paid in USDT (TRC-20) or TRX" in listing["text"]
+    assert f"<b>{PINNED}</b>: 50 USDT, paid in USDT (TRC-20) or TRX" in listing["text"]
     rig.press(ADVERTISER, listing["message_id"], f"ads:slot:{slot_id}")
     asked = rig.reply(ADVERTISER, 2, "asked for the ad")
     assert "Send the ad" in asked["text"]
@@ -167,16 +171,13 @@ def test_ad_shop__book_approve_pay_half_then_the_rest(rig: Rig) -> None:
     )
     # The same hash again: said, and nothing changes.
     rig.say(ADVERTISER, "0x" + first.upper())
-    assert rig.reply(ADVERTISER, 8, "already submitted")["text"] == ALREADY_SUBMITTED
+    assert rig.reply(ADVERTISER, 8, "already submitted")["text"] == ALREADY_SUBMITTED.text
 
     second = rig.pay("usdt", 25_000_000)
     rig.say(ADVERTISER, second)
     assert rig.reply(ADVERTISER, 9, "checking")["text"].startswith("Checking transaction")
     paid = rig.reply(ADVERTISER, 10, "paid")
-    assert (
-        f"order #{order} (<b>Pinned &lt;24h&gt;</b>) is paid in full, 50 USDT of 50 USDT"
-        in (paid["text"])
-    )
+    assert f"order #{order} (<b>{PINNED}</b>) is paid in full, 50 USDT of 50 USDT" in (paid["text"])
     assert edge.query("SELECT status, paid_micros FROM ad_orders") == [("paid", 50_000_000)]
     assert edge.query("SELECT count(*) FROM tron_claims") == [(2,)]
 
@@ -213,7 +214,7 @@ def test_ad_shop__one_hash_from_two_advertisers_at_once_is_one_claim(rig: Rig) -
     answers = sorted(
         rig.reply(user, 1, f"{user} answered")["text"][:20] for user in (ADVERTISER, RIVAL)
     )
-    assert answers == sorted([ALREADY_SUBMITTED[:20], "Checking transaction"])
+    assert answers == sorted([ALREADY_SUBMITTED.text[:20], "Checking transaction"])
     assert edge.query("SELECT count(*) FROM tron_claims") == [(1,)]
 
 

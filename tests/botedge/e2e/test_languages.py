@@ -142,3 +142,29 @@ def test_languages__chosen_with_slash_language_and_kept_across_a_restart(store: 
     store.say("/start", CHOOSER)
     texts = said_to(store, CHOOSER, 3)
     assert texts[-1].splitlines()[0] == "Добро пожаловать! Вот что я умею:"
+
+
+def test_languages__the_ad_shop_in_persian_with_persian_digits(store: Store) -> None:
+    edge = store.edge
+    [(slot,)] = edge.query(
+        "INSERT INTO ad_slots (bot_id, kind, title, price_micros, accepts_usdt, accepts_trx)"
+        " SELECT id, 'pinned_post', 'Pinned, 24 hours', 12500000, true, true FROM bots"
+        " RETURNING id"
+    )
+    edge.start_worker()
+    store.say("/ads", PERSIAN, language="fa")
+    [listing] = said_to(store, PERSIAN, 1)
+    assert listing.splitlines() == [
+        "جایگاه‌های تبلیغاتی این ربات:",
+        "",
+        f"• <b>{FSI}Pinned, 24 hours{PDI}</b>: ۱۲٫۵ USDT، با پرداخت USDT (TRC-20) یا TRX",
+        "",
+        "برای رزرو یکی را انتخاب کنید.",
+    ]
+    store.press(store.sent(PERSIAN)[0]["message_id"], f"ads:slot:{slot}", PERSIAN)
+    asked = said_to(store, PERSIAN, 2)[-1]
+    assert asked.startswith(f"رزرو <b>{FSI}Pinned, 24 hours{PDI}</b> به قیمت ۱۲٫۵ USDT")
+    # A hash of the wrong length, counted in Persian digits.
+    store.say("ab" * 33, PERSIAN)
+    refused = said_to(store, PERSIAN, 3)[-1]
+    assert "این ۶۶ نویسه دارد" in refused

@@ -17,8 +17,11 @@ from tronpy.keys import to_base58check_address
 from botedge import uploads
 from botedge.ad_messages import event_message
 from botedge.adshop import ALREADY_SUBMITTED, hash_problem, parse_hash
+from botedge.words import Words
 from simulators.telegram.botapi import _check_html
 from tests.botedge.bot_api_server import ok, run
+
+EN = Words().speech("en")
 
 SHOP = str(to_base58check_address(bytes([0x41]) + bytes([0x11]) * 20))
 HASH = "ab" * 32
@@ -53,17 +56,17 @@ def test_parse_hash__64_hex_any_case_0x_optional_stored_lower() -> None:
 
 
 def test_hash_problem__wrong_length_or_not_hex_answered_ordinary_text_left_alone() -> None:
-    short = hash_problem(HASH[:-1])
+    short = hash_problem(HASH[:-1], EN)
     assert short is not None and "64 characters, this has 63" in short
-    assert "this has 66" in str(hash_problem("0x" + HASH + "cd"))
-    not_hex = hash_problem(HASH[:-1] + "z")
+    assert "this has 66" in str(hash_problem("0x" + HASH + "cd", EN))
+    not_hex = hash_problem(HASH[:-1] + "z", EN)
     assert not_hex is not None and "only the digits 0-9 and the letters a-f" in not_hex
     for fine in (HASH, "0x" + HASH, "hello there", "Buy our widgets today!", "12345", None):
-        assert hash_problem(fine) is None
+        assert hash_problem(fine, EN) is None
 
 
 def test_approved__address_amounts_at_the_locked_rate_and_a_qr_photo() -> None:
-    message = event_message("approved", {}, order())
+    message = event_message("approved", {}, order(), EN)
     assert message is not None and message["method"] == "sendPhoto"
     caption = message["caption"]
     assert f"<code>{SHOP}</code>" in caption
@@ -80,7 +83,7 @@ def test_approved__address_amounts_at_the_locked_rate_and_a_qr_photo() -> None:
 
 
 def test_approved__usdt_only_order_names_no_trx() -> None:
-    message = event_message("approved", {}, order(accepts_trx=False, trx_rate=None))
+    message = event_message("approved", {}, order(accepts_trx=False, trx_rate=None), EN)
     assert message is not None
     assert "TRX" not in message["caption"]
     assert "<b>25 USDT</b> (TRC-20) to" in message["caption"]
@@ -88,14 +91,14 @@ def test_approved__usdt_only_order_names_no_trx() -> None:
 
 def test_trx_amount__rounded_up_to_the_sun_so_it_covers_the_price() -> None:
     # 10 USDT at 0.3 USDT per TRX is 33.333333... TRX: ask 33.333334, worth 10.0000002.
-    message = event_message("approved", {}, order(price_micros=10_000_000, trx_rate="0.3"))
+    message = event_message("approved", {}, order(price_micros=10_000_000, trx_rate="0.3"), EN)
     assert message is not None and "<b>33.333334 TRX</b>" in message["caption"]
 
 
 def test_part_paid__what_arrived_what_is_left_and_by_when() -> None:
     detail = {"coin": "usdt", "amount": "12500000", "micros": 12_500_000, "paid_micros": 12_500_000}
     the_order = order(status="part_paid", paid_micros=12_500_000)
-    message = event_message("part_paid", detail, the_order)
+    message = event_message("part_paid", detail, the_order, EN)
     assert message is not None
     due = the_order["due_at"].strftime("%Y-%m-%d %H:%M UTC")
     assert message["text"] == (
@@ -108,14 +111,14 @@ def test_part_paid__what_arrived_what_is_left_and_by_when() -> None:
 
 def test_credited__said_once_with_the_status_it_caused_alone_otherwise() -> None:
     detail = {"coin": "trx", "amount": "40000000", "micros": 10_000_000, "paid_micros": 10_000_000}
-    assert event_message("credited", detail, order(told_with_status=True)) is None
-    alone = event_message("credited", detail, order(status="expired"))
+    assert event_message("credited", detail, order(told_with_status=True), EN) is None
+    alone = event_message("credited", detail, order(status="expired"), EN)
     assert alone is not None
     assert alone["text"].startswith("40 TRX (worth 10 USDT) arrived for order #12, which is no")
 
 
 def test_claim_waiting__says_trongrid_is_not_answering_and_names_the_hash_not_a_refusal() -> None:
-    message = event_message("claim_waiting", {"tx_hash": "ab" * 32}, order())
+    message = event_message("claim_waiting", {"tx_hash": "ab" * 32}, order(), EN)
     assert message is not None
     assert message["text"] == (
         "TronGrid, which we check TRON payments with, is not answering right now. Transaction "
@@ -127,7 +130,7 @@ def test_claim_waiting__says_trongrid_is_not_answering_and_names_the_hash_not_a_
 
 def test_paid__confirmation() -> None:
     detail = {"coin": "usdt", "amount": "25000000", "micros": 25_000_000, "paid_micros": 25_000_000}
-    message = event_message("paid", detail, order(status="paid", paid_micros=25_000_000))
+    message = event_message("paid", detail, order(status="paid", paid_micros=25_000_000), EN)
     assert message is not None and "is paid in full, 25 USDT of 25 USDT" in message["text"]
 
 
@@ -143,7 +146,7 @@ def test_paid__confirmation() -> None:
 )
 def test_claim_rejected__the_reason_in_plain_words(reason: str, detail: str, said: str) -> None:
     message = event_message(
-        "claim_rejected", {"reason": reason, "detail": detail, "tx_hash": HASH}, order()
+        "claim_rejected", {"reason": reason, "detail": detail, "tx_hash": HASH}, order(), EN
     )
     assert message is not None
     assert said in message["text"]
@@ -152,14 +155,14 @@ def test_claim_rejected__the_reason_in_plain_words(reason: str, detail: str, sai
 
 
 def test_reminder_and_expired() -> None:
-    reminder = event_message("reminder", {"left_micros": 5_000_000}, order(status="part_paid"))
+    reminder = event_message("reminder", {"left_micros": 5_000_000}, order(status="part_paid"), EN)
     assert (
         reminder is not None and "still needs <b>5 USDT</b> or <b>20 TRX</b>" in (reminder["text"])
     )
-    expired = event_message("expired", {"paid_micros": 5_000_000}, order(status="expired"))
+    expired = event_message("expired", {"paid_micros": 5_000_000}, order(status="expired"), EN)
     assert expired is not None
     assert "has expired" in expired["text"] and "5 USDT arrived" in expired["text"]
-    assert ALREADY_SUBMITTED == "This transaction was already submitted."
+    assert ALREADY_SUBMITTED.text == "This transaction was already submitted."
 
 
 def test_split__no_upload_is_plain_json_and_a_bad_one_is_refused() -> None:

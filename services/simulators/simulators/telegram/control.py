@@ -399,7 +399,8 @@ async def _wait_for(world: World, what: str, wait: float, find: Callable[[], T |
 
 async def control_said(request: Request) -> Response:
     """`?user_id&bot_username&text`: the bot's newest message to the person that contains
-    `text` (`{said, message}`), waiting up to `wait` seconds (10) for one; 404 if none came."""
+    `text` (`{said, message}`), waiting up to `wait` seconds (10) for one; 404 if none came.
+    Read as a person reads it: in plain text, without the marks that isolate text."""
     world: World = request.app.state.world
     query = dict(request.query_params)
     bot = control_target(world, query)
@@ -414,6 +415,7 @@ async def control_said(request: Request) -> Response:
             said = str(message.get("text") or message.get("caption") or "")
             if message_id in chat.html:
                 said = plain_text(said)
+            said = said.translate(_ISOLATES)
             if message.get("from", {}).get("id") == bot.id and text in said:
                 return said, message
         return None
