@@ -342,7 +342,7 @@ class Access:
                     ctx.manager_bot_id,
                     user,
                     "sendMessage",
-                    {"chat_id": user, **message},
+                    {"chat_id": user, **say.begun(message)},
                     key=f"access:{event.id}",
                 )
             await self.queue.finish(conn, event)

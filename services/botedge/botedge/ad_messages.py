@@ -262,9 +262,8 @@ class AdEvents:
             if order is not None:
                 told = pick(order["chosen_language"], order["language_code"], order["bot_language"])
                 say = self.words.speech(told)
-                message = event_message(
-                    str(row["kind"]), dict(row["detail"] or {}), dict(order), say
-                )
+                made = event_message(str(row["kind"]), dict(row["detail"] or {}), dict(order), say)
+                message = None if made is None else say.begun(made)
             if message is not None and order is not None:
                 user = int(order["telegram_user_id"])
                 method = message.pop("method")

@@ -13,6 +13,7 @@ after the last attempt the update is dead and the person moves on.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 import logging
 import time
@@ -25,11 +26,11 @@ from botedge.db import connection
 from botedge.errors import RetryLater
 from botedge.ids import BotId
 from botedge.metrics import HANDLING_SECONDS, INBOX_CLAIMS, REPLIES_QUEUED, UPDATES_HANDLED
-from botedge.outbox_store import OutboxRow
+from botedge.outbox_store import OutboxRow, Reply
 from botedge.routing import Handler
 from botedge.telegram import parked_delay
 from botedge.updates import InboxRow
-from botedge.words import Words, msg
+from botedge.words import Speech, Words, msg
 from shared.backoff import backoff_delay
 from shared.clock import SYSTEM_CLOCK, Clock
 from shared.db import Pool, pipelined_transaction
@@ -178,17 +179,18 @@ class InboxConsumer:
             budget = self.config.lock_seconds * 0.8
             prepared = await asyncio.wait_for(self.handler.prepare(update), budget)
             settled = self.handler.settle(update, prepared)
+            say = self.words.speech(update.language)
             async with connection(self.pool) as conn:
                 if settled is not None:
                     # Its person, replies and finish in one statement: its own transaction.
-                    replies = settled.replies
+                    replies = _begun(settled.replies, say)
                     finished = await inbox_store.finish(
                         conn, update, self.clock.now(), replies, settled.person
                     )
                 else:
                     # Pipelined: BEGIN goes with the first statement and COMMIT with the last.
                     async with pipelined_transaction(conn):
-                        replies = await self.handler.apply(conn, update, prepared)
+                        replies = _begun(await self.handler.apply(conn, update, prepared), say)
                         now = self.clock.now()
                         finished = await inbox_store.finish(conn, update, now, replies)
                 # Nothing else in this process has run since COMMIT's answer came back (the
@@ -315,3 +317,8 @@ class InboxConsumer:
         self._told(update, told)
         log.info("update %d parked for %.1f s: %s", update.id, delay, description)
         return "parked"
+
+
+def _begun(replies: list[Reply], say: Speech) -> list[Reply]:
+    """Each reply's text begun in its person's language's direction (`Speech.start`)."""
+    return [dataclasses.replace(r, payload=say.begun(r.payload)) for r in replies]

@@ -17,8 +17,10 @@ from __future__ import annotations
 import datetime as dt
 import gettext
 import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import jdatetime
 
@@ -34,6 +36,14 @@ DOMAIN = "bot"
 # First-strong isolate ... pop directional isolate (Unicode 6.3): the text inside takes its
 # direction from its own first strong character and does not move what is around it.
 FSI, PDI = "\u2068", "\u2069"
+# RIGHT-TO-LEFT MARK: a right-to-left text whose first strong character is left-to-right (an
+# English title first) starts with it, since clients take a message's direction from its first
+# strong character, looking inside isolates too.
+RLM = "\u200f"
+# A bot command in a right-to-left sentence (`/ads`), kept left to right whole: its slash would
+# otherwise be drawn on the far side of the word. LEFT-TO-RIGHT ISOLATE ... PDI.
+_COMMAND = re.compile(r"(?<![\w/:.<\u2066])/[a-z][a-z_]*")
+LRI = "\u2066"
 # Persian and Arabic-Indic digits; a number's decimal separator: Arabic's (U+066B) for both,
 # Russian's comma.
 _NUMERALS = {
@@ -101,6 +111,23 @@ def number(value: int | str) -> Number:
 Value = str | User | Number
 
 
+def _first_strong(text: str) -> str | None:
+    """The direction of the first letter that has one (L, or R for R and AL), markup aside."""
+    inside_tag = False
+    for char in text:
+        if char == "<":
+            inside_tag = True
+        elif char == ">":
+            inside_tag = False
+        elif not inside_tag:
+            kind = unicodedata.bidirectional(char)
+            if kind == "L":
+                return "L"
+            if kind in ("R", "AL"):
+                return "R"
+    return None
+
+
 def pick(chosen: str | None, telegram_code: str | None, default: str) -> str:
     """The member's language: their choice, else Telegram's for them when the bot speaks it,
     else the bot's default."""
@@ -146,7 +173,17 @@ class Speech:
         template = self._template(message, count)
         if count is not None:
             values.setdefault("count", number(count))
-        return template.format_map({k: self._fill(v) for k, v in values.items()})
+        said = template.format_map({k: self._fill(v) for k, v in values.items()})
+        if self.right_to_left:
+            said = _COMMAND.sub(lambda found: f"{LRI}{found.group(0)}{PDI}", said)
+        return said
+
+    def start(self, text: str) -> str:
+        """`text` begun in this language's direction: a right-to-left one that would be read
+        left to right (its first letter English) starts with a right-to-left mark."""
+        if self.right_to_left and _first_strong(text) == "L":
+            return f"{RLM}{text}"
+        return text
 
     def _template(self, message: Msg, count: int | None) -> str:
         if message.plural is not None and count is None:
@@ -186,6 +223,13 @@ class Speech:
         """The day and time of `moment` in UTC."""
         clock = moment.astimezone(dt.UTC).strftime("%H:%M")
         return f"{self.date(moment)} {self._numerals(clock)} UTC"
+
+    def begun(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """A message's payload with its text (or caption) begun in this language's direction."""
+        for field in ("text", "caption"):
+            if isinstance(payload.get(field), str):
+                return {**payload, field: self.start(payload[field])}
+        return payload
 
     def digits(self, value: int | str) -> str:
         """A number (`12.50`) in this language's digits and decimal separator."""

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from botedge.words import FSI, PDI
+from botedge.words import FSI, PDI, RLM
 from tests.botedge.e2e.conftest import Edge
 from tests.botedge.e2e.paying import Store, open_store
 from tests.botedge.e2e.test_gate import VISITOR, gate_setup
@@ -51,9 +51,10 @@ def test_languages__persian_russian_and_the_default_from_start_to_the_pay_link(
     store.say(f"/start pay_{store.channel}", PERSIAN)
     said_to(store, PERSIAN, 2)
     offer = store.sent(PERSIAN)[-1]
-    # Persian digits and decimal separator; the owner's title isolated.
+    # Persian digits and decimal separator; the owner's title isolated, and the message begun
+    # right to left though its first letters are English.
     assert offer["text"] == (
-        f"<b>{FSI}Paid{PDI}</b>: ۱۲٫۵۰ UAH برای ۳۰ روز.\nروش پرداخت را انتخاب کنید:"
+        f"{RLM}<b>{FSI}Paid{PDI}</b>: ۱۲٫۵۰ UAH برای ۳۰ روز.\nروش پرداخت را انتخاب کنید:"
     )
     labels = {row[0]["text"] for row in buttons(store, PERSIAN)}
     assert "پرداخت با Subgate" in labels and "پرداخت با Stripe" in labels
@@ -61,7 +62,7 @@ def test_languages__persian_russian_and_the_default_from_start_to_the_pay_link(
     edge.wait_until(lambda: bool(store.edits()), 30, "the pay link")
     invoice = store.edits()[-1]
     assert invoice["text"].startswith(
-        f"<b>۱۲٫۵۰ UAH</b> برای <b>{FSI}Paid{PDI}</b> با Subgate بپردازید."
+        f"{RLM}<b>۱۲٫۵۰ UAH</b> برای <b>{FSI}Paid{PDI}</b> با Subgate بپردازید."
     )
     [pay, coupon] = invoice["reply_markup"]["inline_keyboard"]
     assert (pay[0]["text"], coupon[0]["text"]) == ("پرداخت ۱۲٫۵۰ UAH", "کد تخفیف دارم")

@@ -12,13 +12,21 @@ from typing import Any
 import psycopg
 import pytest
 
-from botedge.adshop import ALREADY_SUBMITTED, EXPIRED, NO_SLOTS, NOTHING_WAITING, AdShop
+from botedge import adshop
+from botedge.adshop import AdShop
 from botedge.handlers import BotLogic
 from botedge.outbox_store import Reply
 from botedge.updates import InboxRow
+from botedge.words import FSI, PDI
 from shared.clock import ManualClock
 from shared.db import Connection, connect
 from tests.botedge.conftest import insert_bot
+
+# What the shop says, in English.
+ALREADY_SUBMITTED = adshop.ALREADY_SUBMITTED.text
+EXPIRED = adshop.EXPIRED.text
+NO_SLOTS = adshop.NO_SLOTS.text
+NOTHING_WAITING = adshop.NOTHING_WAITING.text
 
 ADVERTISER, OTHER = 3001, 3002
 HASH = "c0ffee" + "0" * 58
@@ -136,8 +144,11 @@ def test_booking__slot_then_ad_then_confirm_makes_one_requested_order(shop: Shop
     shop.slot("Broadcast", 40_000_000, trx=False)
     listing = shop.send(shop.text_row(ADVERTISER, "/start ads"))
     [text] = texts(listing)
-    assert "• <b>Pinned &lt;b&gt;a day&lt;/b&gt;</b>: 25 USDT, paid in USDT (TRC-20) or TRX" in text
-    assert "• <b>Broadcast</b>: 40 USDT, paid in USDT (TRC-20)\n" in text
+    assert (
+        f"• <b>{FSI}Pinned &lt;b&gt;a day&lt;/b&gt;{PDI}</b>: 25 USDT, paid in USDT (TRC-20) or TRX"
+        in text
+    )
+    assert f"• <b>{FSI}Broadcast{PDI}</b>: 40 USDT, paid in USDT (TRC-20)\n" in text
     assert buttons(listing)[0] == f"ads:slot:{slot}"
 
     chosen = shop.press(ADVERTISER, f"ads:slot:{slot}")
@@ -174,7 +185,10 @@ def test_booking__a_forwarded_post_is_the_ad(shop: Shop) -> None:
     shop.press(ADVERTISER, f"ads:slot:{slot}")
     origin = {"type": "channel", "chat": {"id": -100777, "title": "Widgets News"}, "message_id": 9}
     [shown] = shop.say(ADVERTISER, "New widgets are here", forward_origin=origin)
-    assert "A forwarded post from <b>Widgets News</b>:\nNew widgets are here" in shown
+    assert (
+        f"A forwarded post from <b>{FSI}Widgets News{PDI}</b>:\n{FSI}New widgets are here{PDI}"
+        in shown
+    )
     shop.press(ADVERTISER, "ads:confirm")
     [(ad,)] = shop.query("SELECT ad FROM ad_orders")
     assert (ad["kind"], ad["from"], ad["chat_id"]) == ("forward", "Widgets News", ADVERTISER)

@@ -10,7 +10,7 @@ from prometheus_client import REGISTRY
 
 from botedge.billing_client import DAYS
 from botedge.routing import NOT_UNDERSTOOD, WELCOME
-from botedge.words import FSI, PDI, Msg, Words, number, pick, user
+from botedge.words import FSI, LRI, PDI, Msg, Words, number, pick, user
 
 
 @pytest.fixture(scope="module")
@@ -58,6 +58,17 @@ def test_words__persian_text_quoted_in_english_and_back_is_isolated(words: Words
     assert english == f'I did not understand "{FSI}سلام، خوبی؟{PDI}". Send /start to begin.'
     persian = words.speech("fa")(NOT_UNDERSTOOD, text=user("Hello, world"))
     assert f"«{FSI}Hello, world{PDI}»" in persian
+
+
+def test_words__a_command_in_a_right_to_left_sentence_is_kept_left_to_right(
+    words: Words,
+) -> None:
+    persian = words.speech("fa")(NOT_UNDERSTOOD, text=user("</b> and a/b"))
+    assert persian.endswith(f"برای شروع {LRI}/start{PDI} را بفرستید.")
+    # People's words and markup are left as they are.
+    assert f"{FSI}</b> and a/b{PDI}" in persian
+    assert "/start" in words.speech("en")(NOT_UNDERSTOOD, text=user("x"))
+    assert LRI not in words.speech("ru")(NOT_UNDERSTOOD, text=user("x"))
 
 
 def test_words__numbers_in_the_languages_digits_and_ours_as_they_are(words: Words) -> None:
