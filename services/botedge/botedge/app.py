@@ -201,17 +201,19 @@ def create_api_app(settings: BotedgeSettings, *, clock: Clock = SYSTEM_CLOCK) ->
             )
             if repointing is not None:
                 repointing.add_done_callback(retrieve(log, "pointing the webhooks here"))
-            yield ApiResources(notifier, api, PreCheckout(api, billing, Words()))
+            yield ApiResources(notifier, api, PreCheckout(api, billing, words))
             if repointing is not None and not repointing.done():
                 repointing.cancel()
         await notifier.close()
 
     bots = WebhookBots(box, clock)
+    # The bot's words in every language, loaded once for the api's handlers.
+    words = Words()
     features = [
         Webhook(bots, box),
         Inbox(),
-        Bots(settings, box, bots, clock),
-        Channels(box, clock, Words()),
+        Bots(settings, box, bots, clock, words),
+        Channels(box, clock, words),
         Campaigns(box),
         Broadcasts(box, clock),
     ]

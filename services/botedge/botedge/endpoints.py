@@ -227,9 +227,15 @@ class Bots:
     transactions as Telegram lists them."""
 
     def __init__(
-        self, settings: BotedgeSettings, box: SecretBox, bots: WebhookBots, clock: Clock
+        self,
+        settings: BotedgeSettings,
+        box: SecretBox,
+        bots: WebhookBots,
+        clock: Clock,
+        words: Words,
     ) -> None:
         self.settings = settings
+        self.words = words
         self.box = box
         self.bots = bots
         self.clock = clock
@@ -247,6 +253,8 @@ class Bots:
             self.settings.public_base_url,
             self.clock.now(),
         )
+        # The bot's commands and descriptions in every language it speaks.
+        await registration.describe(api_of(request), body.token, self.words)
         return JSONResponse(result, status_code=201)
 
     async def pause(self, request: Request) -> Response:

@@ -22,6 +22,7 @@ from botedge.db import connection
 from botedge.ids import BotId
 from botedge.telegram import BotApi, ServerError, TelegramError, TooManyRequests, Unauthorized
 from botedge.updates import ALLOWED_UPDATES
+from botedge.words import LANGUAGES, SOURCE, Words, msg
 from shared.db import Connection, Pool
 from shared.secretbox import SecretBox, SecretBoxError
 from shared.telegram_shapes import TOKEN_PATTERN
@@ -55,6 +56,48 @@ async def register(
     async with connection(pool) as conn:
         await bot_store.activate_bot(conn, bot_id)
     return {"id": bot_id, "telegram_bot_id": me["id"], "username": me.get("username"), "mode": mode}
+
+
+COMMANDS = (
+    ("start", msg("commands.start", "What this bot offers")),
+    ("link", msg("commands.link", "Your invite link again, once you have paid")),
+    ("ads", msg("commands.ads", "Advertise here, paid in USDT or TRX")),
+    ("language", msg("commands.language", "Choose the language I write in")),
+)
+DESCRIPTION = msg(
+    "bot.description",
+    "I open paid channels to their members once they pay, send the contents you have links "
+    "to once you have joined their channels, and take bookings for ads. Press Start to see "
+    "what I offer.",
+)
+SHORT_DESCRIPTION = msg(
+    "bot.short_description", "Paid channels, contents and ads, in your language."
+)
+
+
+async def describe(api: BotApi, token: str, words: Words, default: str = SOURCE) -> int:
+    """The bot's command list and descriptions in every language it speaks, and in `default`
+    for the rest (`setMyCommands`, `setMyDescription`, `setMyShortDescription`); how many
+    calls Telegram took. A refusal is logged and the rest still asked: nothing here is needed
+    for the bot to work."""
+    taken = 0
+    for language in (None, *LANGUAGES):
+        say = words.speech(language or default)
+        scope = {} if language is None else {"language_code": language}
+        commands = [{"command": c, "description": say(d)} for c, d in COMMANDS]
+        calls = (
+            ("setMyCommands", {"commands": commands}),
+            ("setMyDescription", {"description": say(DESCRIPTION)}),
+            ("setMyShortDescription", {"short_description": say(SHORT_DESCRIPTION)}),
+        )
+        for method, params in calls:
+            try:
+                await api.call(token, method, {**params, **scope})
+            except TelegramError as error:
+                log.warning("%s (%s) refused: %s", method, language or "default", error)
+                continue
+            taken += 1
+    return taken
 
 
 async def _point(

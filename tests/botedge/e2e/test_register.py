@@ -29,6 +29,22 @@ def test_register_webhook_bot__telegram_delivers_and_the_bot_answers(edge: Edge)
     info = HTTP.post(f"{edge.sim.url}/bot{token}/getWebhookInfo").json()["result"]
     assert info["url"] == f"http://127.0.0.1:{port}/telegram/{created.json()['id']}/webhook"
     assert set(info["allowed_updates"]) >= {"message", "callback_query", "chat_member"}
+
+    # Its commands and descriptions, in each language the bot speaks and English for the rest.
+    def asked(method: str, **params: str) -> object:
+        return HTTP.post(f"{edge.sim.url}/bot{token}/{method}", json=params).json()["result"]
+
+    default = asked("getMyCommands")
+    assert [c["command"] for c in default] == ["start", "link", "ads", "language"]
+    assert default[3]["description"] == "Choose the language I write in"
+    assert asked("getMyCommands", language_code="fa")[3]["description"] == (
+        "انتخاب زبانی که با شما می‌نویسم"
+    )
+    assert asked("getMyCommands", language_code="de") == default
+    assert asked("getMyShortDescription", language_code="ru") == {
+        "short_description": "Платные каналы, материалы и реклама — на вашем языке."
+    }
+    assert asked("getMyDescription")["description"].startswith("I open paid channels")
     edge.sim_post("/_sim/messages", {"token": token, "user_id": 7777, "text": "/start"})
     edge.wait_until(lambda: len(edge.sim_get("/_sim/sent", bot_id=9601)) == 1, 20, "a reply")
     assert edge.sim_get("/_sim/sent", bot_id=9601)[0]["text"].startswith("Welcome")

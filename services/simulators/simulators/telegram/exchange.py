@@ -20,7 +20,7 @@ from starlette.responses import Response
 
 from shared.errors import PROBLEM_JSON, Problem, problem_response
 from shared.web import CALLERS_MISTAKES
-from simulators.telegram import stars
+from simulators.telegram import profile, stars
 from simulators.telegram.botapi import (
     LONG_POLL,
     METHODS,
@@ -35,7 +35,7 @@ log = logging.getLogger("simtelegram")
 
 BODY_LIMIT = 50 * 1024 * 1024
 # Every method but getUpdates: each answers at once.
-_METHODS = {**METHODS, **stars.METHODS}
+_METHODS = {**METHODS, **stars.METHODS, **profile.METHODS}
 
 
 @dataclass(frozen=True)

@@ -303,6 +303,8 @@ class World:
         self.files: dict[str, Upload] = {}
         self.admins: dict[int, set[int]] = {}
         self.links: dict[str, InviteLink] = {}
+        # Each bot's command lists and descriptions, by kind then language ("" the default).
+        self.profiles: dict[int, dict[str, dict[str, Any]]] = {}
         # Bot API calls being answered right now, by method.
         self.in_flight: Counter[str] = Counter()
         # When each client connection (host, port) last called: one not seen within the
