@@ -12,7 +12,7 @@ from botedge import outbox_store, sqlq, uploads
 from botedge.db import connection
 from botedge.events import Event, EventQueue, EventTable
 from botedge.ids import BotId
-from botedge.text import escape_html, short_hash
+from botedge.text import coins, escape_html, short_hash, usdt
 from botedge.words import Speech, Words, isolate, msg, pick
 from shared.db import Pool
 from shared.units import decimal_text, sun_for
@@ -49,7 +49,6 @@ ANOTHER_ADDRESS = msg("ad.another_address", "another address")
 WRONG_TOKEN = msg(
     "ad.reason.wrong_token", "It moved a coin this order does not take: it takes {coins}."
 )
-BOTH_COINS = msg("ad.both_coins", "USDT (TRC-20) or TRX")
 TRX_WORTH = msg("ad.trx_worth", "{trx} TRX (worth {usdt})")
 EITHER = msg("ad.either", "<b>{usdt}</b> or <b>{trx} TRX</b>")
 APPROVED = msg("ad.approved", "Order {order} (<b>{title}</b>) is approved.")
@@ -110,10 +109,6 @@ def when(moment: dt.datetime | str | None, say: Speech) -> str:
     return say.moment(moment)
 
 
-def _usdt(say: Speech, micros: int) -> str:
-    return f"{say.digits(decimal_text(micros))} USDT"
-
-
 def _trx(say: Speech, sun: int) -> str:
     return say.digits(decimal_text(sun))
 
@@ -121,30 +116,30 @@ def _trx(say: Speech, sun: int) -> str:
 def _coin_amount(detail: dict[str, Any], say: Speech) -> str:
     amount = int(Decimal(str(detail.get("amount", "0"))))
     if detail.get("coin") == "trx":
-        worth = _usdt(say, int(detail.get("micros", 0)))
+        worth = usdt(say, int(detail.get("micros", 0)))
         return say(TRX_WORTH, trx=_trx(say, amount), usdt=worth)
-    return _usdt(say, amount)
+    return usdt(say, amount)
 
 
 def _left(order: dict[str, Any], left_micros: int, say: Speech) -> str:
     if order["accepts_trx"] and order["trx_rate"]:
         sun = sun_for(left_micros, Decimal(order["trx_rate"]))
-        return say(EITHER, usdt=_usdt(say, left_micros), trx=_trx(say, sun))
-    return f"<b>{_usdt(say, left_micros)}</b>"
+        return say(EITHER, usdt=usdt(say, left_micros), trx=_trx(say, sun))
+    return f"<b>{usdt(say, left_micros)}</b>"
 
 
 def _approved(detail: dict[str, Any], order: dict[str, Any], say: Speech) -> dict[str, Any]:
     """The order's price in each coin it takes, the address as text and as a QR code."""
     price = int(order["price_micros"])
     title = isolate(escape_html(str(order["title"])))
-    usdt = f"<b>{_usdt(say, price)}</b> (TRC-20)" if order["accepts_usdt"] else None
+    in_usdt = f"<b>{usdt(say, price)}</b> (TRC-20)" if order["accepts_usdt"] else None
     trx = None
     if order["accepts_trx"] and order["trx_rate"]:
         trx = f"<b>{_trx(say, sun_for(price, Decimal(order['trx_rate'])))} TRX</b>"
-    if usdt and trx:
-        pay = say(PAY_EITHER, usdt=usdt, trx=trx)
+    if in_usdt and trx:
+        pay = say(PAY_EITHER, usdt=in_usdt, trx=trx)
     else:
-        pay = say(PAY_ONE, amount=usdt or trx or "")
+        pay = say(PAY_ONE, amount=in_usdt or trx or "")
     lines = [
         say(APPROVED, order=_order(order, say), title=title),
         "",
@@ -174,11 +169,8 @@ def _why(detail: dict[str, Any], order: dict[str, Any], say: Speech) -> str:
         went_to = escape_html(str(went)) if went else say(ANOTHER_ADDRESS)
         return say(WRONG_RECIPIENT, went_to=went_to, shop=escape_html(str(order["pay_to"])))
     if reason == "wrong_token":
-        if order["accepts_usdt"] and order["accepts_trx"]:
-            coins = say(BOTH_COINS)
-        else:
-            coins = "USDT (TRC-20)" if order["accepts_usdt"] else "TRX"
-        return say(WRONG_TOKEN, coins=coins)
+        taken = coins(say, order["accepts_usdt"], order["accepts_trx"])
+        return say(WRONG_TOKEN, coins=taken)
     return say(REASONS.get(reason, NOT_COUNTED))
 
 
@@ -203,8 +195,8 @@ def event_message(
             PART_PAID,
             amount=_coin_amount(detail, say),
             order=number,
-            paid=_usdt(say, paid),
-            price=_usdt(say, price),
+            paid=usdt(say, paid),
+            price=usdt(say, price),
             left=_left(order, max(0, price - paid), say),
             deadline=when(order["due_at"], say),
         )
@@ -214,8 +206,8 @@ def event_message(
             amount=_coin_amount(detail, say),
             order=number,
             title=title,
-            paid=_usdt(say, paid),
-            price=_usdt(say, price),
+            paid=usdt(say, paid),
+            price=usdt(say, price),
         )
     elif kind == "claim_rejected":
         tx_hash = str(detail.get("tx_hash") or "")
@@ -233,7 +225,7 @@ def event_message(
         text = say(REMINDER, order=number, left=_left(order, left, say), deadline=deadline)
     elif kind == "expired":
         if paid:
-            text = say(EXPIRED_PAID, order=number, paid=_usdt(say, paid))
+            text = say(EXPIRED_PAID, order=number, paid=usdt(say, paid))
         else:
             text = say(EXPIRED, order=number)
     else:

@@ -39,11 +39,10 @@ from botedge.routing import (
     read_step,
     set_step,
 )
-from botedge.text import escape_html, short_hash
+from botedge.text import coins, escape_html, short_hash, usdt
 from botedge.updates import InboxRow
 from botedge.words import Speech, isolate, msg, number
 from shared.db import Connection
-from shared.units import decimal_text
 
 Q = sqlq.Q
 
@@ -81,7 +80,6 @@ WRONG_LENGTH = msg(
     "That is not a transaction hash: a hash has 64 characters, this has {count}. Copy it whole "
     "and send it again.",
 )
-BOTH_COINS = msg("ads.both_coins", "USDT (TRC-20) or TRX")
 SLOT_LINE = msg("ads.slot_line", "• <b>{title}</b>: {price}, paid in {coins}")
 SLOTS = msg("ads.slots", "Ad slots in this bot:")
 CHOOSE_SLOT = msg("ads.choose_slot", "Choose one to book it.")
@@ -119,11 +117,6 @@ SEND_FOR_REVIEW = msg("ads.send_for_review", "Send for review")
 USE_BUTTONS = msg("ads.use_buttons", "Choose one of the buttons above, or send /ads to start over.")
 LEFT = msg("ads.left", "{price} left")
 WHICH_ORDER = msg("ads.which_order", "Which order does <code>{hash}</code> pay for?")
-
-
-def _usdt(say: Speech, micros: int) -> str:
-    """USDT in the language's digits."""
-    return f"{say.digits(decimal_text(micros))} USDT"
 
 
 def parse_hash(text: Any) -> str | None:
@@ -166,9 +159,7 @@ class Slot:
         )
 
     def coins(self, say: Speech) -> str:
-        if self.accepts_usdt and self.accepts_trx:
-            return say(BOTH_COINS)
-        return "USDT (TRC-20)" if self.accepts_usdt else "TRX"
+        return coins(say, self.accepts_usdt, self.accepts_trx)
 
 
 def shophtml_message(slots: list[Slot], say: Speech) -> str:
@@ -178,7 +169,7 @@ def shophtml_message(slots: list[Slot], say: Speech) -> str:
         say(
             SLOT_LINE,
             title=isolate(escape_html(slot.title)),
-            price=_usdt(say, slot.price_micros),
+            price=usdt(say, slot.price_micros),
             coins=slot.coins(say),
         )
         for slot in slots
@@ -221,7 +212,7 @@ def preview(slot: dict[str, Any], ad: dict[str, Any], say: Speech) -> str:
         )
         shown = f"{origin}\n{shown}"
     title = isolate(escape_html(str(slot["title"])))
-    head = say(YOUR_AD, title=title, price=_usdt(say, int(slot["price_micros"])))
+    head = say(YOUR_AD, title=title, price=usdt(say, int(slot["price_micros"])))
     return f"{head}\n\n{shown}\n\n{say(REVIEW_QUESTION)}"
 
 
@@ -266,7 +257,7 @@ class _Shop(_Quiet):
         chat_id, say = visit.update.chat_key, visit.say
         markup = _buttons(
             *(
-                (f"{isolate(slot.title)} · {_usdt(say, slot.price_micros)}", f"ads:slot:{slot.id}")
+                (f"{isolate(slot.title)} · {usdt(say, slot.price_micros)}", f"ads:slot:{slot.id}")
                 for slot in slots
             )
         )
@@ -317,7 +308,7 @@ class _Press(_Quiet):
         booking = say(
             BOOKING,
             title=isolate(escape_html(slot.title)),
-            price=_usdt(say, slot.price_micros),
+            price=usdt(say, slot.price_micros),
             coins=slot.coins(say),
         )
         text = f"{booking}\n\n{say(SEND_AD)}"
@@ -429,7 +420,7 @@ class _Message(_Quiet):
         rows = (
             (
                 f"#{say.digits(o['id'])} {isolate(o['title'])} · "
-                + say(LEFT, price=_usdt(say, int(o["price_micros"]) - int(o["paid_micros"]))),
+                + say(LEFT, price=usdt(say, int(o["price_micros"]) - int(o["paid_micros"]))),
                 f"ads:order:{o['id']}",
             )
             for o in orders

@@ -11,6 +11,7 @@ import httpx
 
 from botedge.errors import RetryLater
 from botedge.telegram import KEEPALIVE_SECONDS
+from botedge.text import money
 from botedge.updates import InboxRow
 from botedge.words import Msg, Speech, msg
 from shared.breaker import Breakers
@@ -47,12 +48,6 @@ STARS_SUBSCRIPTION_CAP = 10_000
 DAYS = msg("days", "{count} day", "{count} days")
 FREE_FOR = msg("price.trial", "free for {days}, once")
 MONEY_FOR = msg("price.paid", "{money} for {days}")
-
-
-def money(say: Speech, amount: str, currency: str) -> str:
-    """An amount in the language's digits, with its currency (Telegram writes Stars with its
-    star)."""
-    return f"{say.digits(amount)} {'⭐' if currency == 'XTR' else currency}"
 
 
 WAITING = msg(

@@ -321,4 +321,6 @@ class InboxConsumer:
 
 def _begun(replies: list[Reply], say: Speech) -> list[Reply]:
     """Each reply's text begun in its person's language's direction (`Speech.start`)."""
+    if not say.right_to_left:
+        return replies
     return [dataclasses.replace(r, payload=say.begun(r.payload)) for r in replies]

@@ -32,7 +32,6 @@ from botedge.billing_client import (
     Offer,
     PlanOffer,
     asked_by,
-    money,
 )
 from botedge.ids import ChatId
 from botedge.outbox_store import Reply
@@ -47,9 +46,9 @@ from botedge.routing import (
     set_step,
 )
 from botedge.telegram import ServerError, TelegramError, TooManyRequests, retry_later
-from botedge.text import escape_html
+from botedge.text import escape_html, money
 from botedge.updates import InboxRow
-from botedge.words import Speech, Words, isolate, msg, number, user
+from botedge.words import Speech, User, Words, isolate, msg, number, user
 from shared.db import Connection
 
 log = logging.getLogger("botedge.pay")
@@ -258,11 +257,16 @@ def _stars_fields(
     }
 
 
+def _plain_title(offer: Offer, say: Speech) -> str | User:
+    """The channel's title in plain text (an invoice's description), or "the channel"."""
+    return user(offer.title.strip()) if offer.title.strip() else say(THE_CHANNEL)
+
+
 def stars_invoice(
     chat_id: int, offer: Offer, plan: PlanOffer, invoice: Invoice, say: Speech
 ) -> Reply:
     """Telegram's own invoice for Stars, sent to the person."""
-    title = user(offer.title.strip()) if offer.title.strip() else say(THE_CHANNEL)
+    title = _plain_title(offer, say)
     described = say(STARS_DESCRIBED, days=say(DAYS, plan.period_days), title=title)
     fields = _stars_fields(offer, plan, invoice, described, say)
     return Reply(ChatId(chat_id), "sendInvoice", {"chat_id": chat_id, **fields})
@@ -272,7 +276,7 @@ def stars_link_params(
     offer: Offer, plan: PlanOffer, invoice: Invoice, say: Speech
 ) -> dict[str, Any]:
     """`createInvoiceLink` for a subscription Telegram renews every 30 days."""
-    title = user(offer.title.strip()) if offer.title.strip() else say(THE_CHANNEL)
+    title = _plain_title(offer, say)
     described = say(STARS_RENEWED, title=title)
     fields = _stars_fields(offer, plan, invoice, described, say)
     return {**fields, "subscription_period": STARS_SUBSCRIPTION_PERIOD}

@@ -143,17 +143,16 @@ class Words:
     """The compiled catalogs, loaded once per process."""
 
     def __init__(self, directory: Path = LOCALES) -> None:
-        self._catalogs: dict[str, gettext.GNUTranslations] = {}
+        self._speeches = {SOURCE: Speech(SOURCE, None)}
         for language in LANGUAGES:
             if language == SOURCE:
                 continue
             path = directory / language / "LC_MESSAGES" / f"{DOMAIN}.mo"
             with path.open("rb") as file:
-                self._catalogs[language] = gettext.GNUTranslations(file)
+                self._speeches[language] = Speech(language, gettext.GNUTranslations(file))
 
     def speech(self, language: str) -> Speech:
-        language = language if language in LANGUAGES else SOURCE
-        return Speech(language, self._catalogs.get(language))
+        return self._speeches.get(language, self._speeches[SOURCE])
 
 
 class Speech:

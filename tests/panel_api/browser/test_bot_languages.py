@@ -86,6 +86,12 @@ def test_bot_languages__persian_inside_english_and_english_inside_persian_keep_t
     assert at["برای"][1] < at["Paid"][0], at
     assert at["۱۲٫۵۰"][1] < at["Paid"][0], at
     page.screenshot(path=str(ARTIFACTS / "bot-fa-english-title.png"), full_page=True)
+    # On a phone: the same order, the buttons within the width.
+    page.set_viewport_size({"width": 390, "height": 844})
+    expect(offer).to_be_visible()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.screenshot(path=str(ARTIFACTS / "bot-fa-english-title-390.png"), full_page=True)
+    page.set_viewport_size({"width": 1280, "height": 800})
 
     # Russian and Arabic, for the eye.
     for language in ("ru", "ar"):
