@@ -96,6 +96,11 @@ FieldCode = Literal[
     "no-rights",
     "unreachable",
     "mixed-currency",
+    "placeholder-missing",
+    "placeholder-unknown",
+    "braces",
+    "html",
+    "html-plain",
     "invalid",
 ]
 FIELD_CODES: tuple[FieldCode, ...] = get_args(FieldCode)

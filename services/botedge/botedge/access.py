@@ -169,40 +169,59 @@ CHECKOUT_ENDED = {
         "Your link to pay for {title} has expired unpaid. Press below for a new one.",
     ),
 }
-TRY_AGAIN = msg("access.try_again", "Try again")
-RENEW = msg("access.renew", "Renew")
+TRY_AGAIN = msg("access.try_again", "Try again", form="button")
+RENEW = msg("access.renew", "Renew", form="button")
 JOIN = msg("access.join", "Join {title}")
-OPEN = msg("access.open", "Payment received: your access to {title} is open. The link works once.")
+OPEN = msg(
+    "access.open",
+    "Payment received: your access to {title} is open. The link works once.",
+    form="text",
+)
 WELCOME_BACK = msg(
     "access.welcome_back",
     "Welcome back! Payment received: your access to {title} is open again. The link works once.",
+    form="text",
 )
 ASK = msg(
     "access.ask",
     "Payment received: your access to {title} is open. Ask to join with this link; your request "
     "is approved at once.",
+    form="text",
 )
-GOES_ON = msg("access.goes_on", "Payment received: your access to {title} goes on.")
-RUNS_TO = msg("access.runs_to", "Payment received: your access to {title} now runs to {until}.")
+GOES_ON = msg("access.goes_on", "Payment received: your access to {title} goes on.", form="text")
+RUNS_TO = msg(
+    "access.runs_to", "Payment received: your access to {title} now runs to {until}.", form="text"
+)
 HOURS = msg("hours", "{count} hour", "{count} hours")
 STARS_RENEW = msg(
     "access.stars_renew",
     "Your Stars subscription to {title} renews on {ends}: Telegram takes the Stars then, and "
     "your access goes on. Nothing to do.",
+    form="text",
 )
-ENDS_IN = msg("access.ends_in", "Your access to {title} ends in {left}, on {ends}. Renew to stay.")
+ENDS_IN = msg(
+    "access.ends_in",
+    "Your access to {title} ends in {left}, on {ends}. Renew to stay.",
+    form="text",
+)
 ENDS_IN_CANCELLED = msg(
     "access.ends_in_cancelled",
     "Your access to {title} ends in {left}, on {ends}. You cancelled its renewal, so no Stars "
     "are taken. Renew to stay.",
+    form="text",
 )
-ENDED = msg("access.ended", "Your subscription to {title} has ended. Renew within {days} to stay.")
+ENDED = msg(
+    "access.ended",
+    "Your subscription to {title} has ended. Renew within {days} to stay.",
+    form="text",
+)
 ENDED_CANCELLED = msg(
     "access.ended_cancelled",
     "Your subscription to {title} has ended. You cancelled its renewal, so none is coming. Renew "
     "within {days} to stay.",
+    form="text",
 )
-REMOVED = msg("access.removed", "Your access to {title} has ended.")
+REMOVED = msg("access.removed", "Your access to {title} has ended.", form="text")
 
 
 def step_for(event: AccessEvent, ctx: AccessContext, now: dt.datetime, say: Speech) -> Step:
@@ -319,7 +338,7 @@ class Access:
         token = self.tokens(ctx.manager_bot_id)
         if token is None:
             raise AccessFailed(f"manager bot {ctx.manager_bot_id} is not active")
-        say = self.words.speech(ctx.language)
+        say = self.words.speech(ctx.language, ctx.manager_bot_id)
         step = step_for(access, ctx, self.clock.now(), say)
         if step is None and access.kind is AccessKind.EXPIRY_NOTICE:
             log.info("access event %d: notice for a period that is over; dropped", access.id)

@@ -253,7 +253,7 @@ class AdEvents:
             message = None
             if order is not None:
                 told = pick(order["chosen_language"], order["language_code"], order["bot_language"])
-                say = self.words.speech(told)
+                say = self.words.speech(told, int(order["bot_id"]))
                 made = event_message(str(row["kind"]), dict(row["detail"] or {}), dict(order), say)
                 message = None if made is None else say.begun(made)
             if message is not None and order is not None:

@@ -19,6 +19,7 @@ from botedge import (
     ad_messages,
     admission,
     adshop,
+    bot_texts,
     broadcasts,
     errors,
     gate,
@@ -29,6 +30,7 @@ from botedge import (
 )
 from botedge.access import ACCESS_EVENTS, Access
 from botedge.billing_client import BillingClient, billing_http
+from botedge.bot_texts import OwnTexts
 from botedge.endpoints import (
     ApiResources,
     BotRegistration,
@@ -42,6 +44,7 @@ from botedge.endpoints import (
     Inbox,
     MemberCheck,
     StarPage,
+    Texts,
     Webhook,
     WebhookBots,
 )
@@ -149,6 +152,23 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         problems=_BOT,
         handler=Channels.remove_members,
     ),
+    ("GET", "/internal/texts"): Operation(
+        "The texts an owner may reword: where each goes, its limit, its placeholders and the"
+        " text shipped in each language",
+        answer=list[bot_texts.Editable],
+        handler=Texts.catalog,
+    ),
+    ("POST", "/internal/texts/check"): Operation(
+        "Whether an owner's text may stand in for one of the bot's",
+        body=bot_texts.Proposed,
+        problems=(404,),
+        rules=(
+            "every placeholder of the text kept, written plainly, and no other",
+            "Telegram's HTML where the text is sent in it, no tags where it is not",
+            "within Telegram's limit with every placeholder at its longest",
+        ),
+        handler=Texts.check,
+    ),
     ("GET", "/internal/inbox/dead"): Operation(
         "Updates that failed every attempt", answer=list[Object], handler=Inbox.dead
     ),
@@ -216,6 +236,7 @@ def create_api_app(settings: BotedgeSettings, *, clock: Clock = SYSTEM_CLOCK) ->
         Channels(box, clock, words),
         Campaigns(box),
         Broadcasts(box, clock),
+        Texts(words),
     ]
     document = openapi.document("Gatehouse botedge", version("gatehouse"), OPERATIONS, SECURITY)
     return create_service_app(
@@ -235,6 +256,7 @@ WORKER_CHANNELS = (
     "outbox",
     gate.CHANNEL,
     gate.CONTENTS_CHANNEL,
+    bot_texts.CHANNEL,
     broadcasts.QUEUED,
     broadcasts.CANCELLED,
     LEASE_RELEASED,
@@ -320,6 +342,7 @@ def compose_worker(
         ),
         fan_out=fan_out,
         words=words,
+        texts=OwnTexts(pool, words),
     )
     return WorkerSupervisor(settings, pool, parts, clock=clock)
 

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from botedge import errors, inbox_store
+from botedge.bot_texts import OwnTexts
 from botedge.db import connection
 from botedge.errors import RetryLater
 from botedge.ids import BotId
@@ -73,6 +74,7 @@ class InboxConsumer:
         own: Callable[[], list[int]] = list,
         clock: Clock = SYSTEM_CLOCK,
         words: Words | None = None,
+        texts: OwnTexts | None = None,
     ) -> None:
         """`deliver(bot_id, rows, earlier)` hands replies just queued to a sender in this
         process; False when none of this process is sending for the bot, or it lacks one of
@@ -81,6 +83,8 @@ class InboxConsumer:
         self.pool = pool
         self.clock = clock
         self.words = words or Words()
+        # The owners' texts in `words`, read anew when an update's bot has newer ones.
+        self.texts = texts
         self.deliver = deliver
         self.own = own
         self.holder = holder
@@ -177,9 +181,11 @@ class InboxConsumer:
         outcome = "done"
         try:
             budget = self.config.lock_seconds * 0.8
+            if self.texts is not None:
+                await self.texts.ready(update.bot_id, update.texts_version)
             prepared = await asyncio.wait_for(self.handler.prepare(update), budget)
             settled = self.handler.settle(update, prepared)
-            say = self.words.speech(update.language)
+            say = self.words.speech(update.language, update.bot_id)
             async with connection(self.pool) as conn:
                 if settled is not None:
                     # Its person, replies and finish in one statement: its own transaction.
@@ -251,7 +257,7 @@ class InboxConsumer:
 
     async def _fail(self, update: InboxRow, error: BaseException) -> str:
         description = f"{type(error).__name__}: {error}"[:1000]
-        say = self.words.speech(update.language)
+        say = self.words.speech(update.language, update.bot_id)
         waiting = error.notice if isinstance(error, RetryLater) else None
         notice = None if waiting is None else say(waiting)
         parked = parked_delay(error)

@@ -15,6 +15,7 @@ from starlette.responses import JSONResponse, Response
 
 from botedge import (
     bot_store,
+    bot_texts,
     broadcasts,
     campaigns,
     channels,
@@ -351,6 +352,22 @@ class Campaigns:
             pool_of(request), api_of(request), self.box, body.bot_id, body.channel_id, body.name
         )
         return JSONResponse(made, status_code=201)
+
+
+class Texts:
+    """The texts an owner may reword, and whether a rewording may stand (panel-api writes it)."""
+
+    def __init__(self, words: Words) -> None:
+        self.words = words
+        self._catalog = msgspec.json.encode(bot_texts.catalog(words))
+
+    async def catalog(self, request: Request) -> Response:
+        return Response(self._catalog, media_type="application/json")
+
+    async def check(self, request: Request) -> Response:
+        proposed = await json_body(request, bot_texts.Proposed, limit=65536)
+        bot_texts.checked(proposed)
+        return JSONResponse({"key": proposed.key, "language": proposed.language})
 
 
 class Broadcasts:

@@ -55,10 +55,12 @@ CONTENT_TTL = 60.0
 CONTENTS_CHANNEL = "contents"
 MEMBER = frozenset({"creator", "administrator", "member"})
 CHANNEL = "gate"
-GATE_TEXT = msg("gate.join_first", "To open this, join first: {channels}. Then press “{button}”.")
-JOINED_BUTTON = msg("gate.joined_button", "I've joined")
-NOT_FOUND = msg("gate.not_found", "This link does not lead anywhere (any more).")
-NOT_YET = msg("gate.not_yet", "Not yet: join the channels still listed.")
+GATE_TEXT = msg(
+    "gate.join_first", "To open this, join first: {channels}. Then press “{button}”.", form="html"
+)
+JOINED_BUTTON = msg("gate.joined_button", "I've joined", form="button")
+NOT_FOUND = msg("gate.not_found", "This link does not lead anywhere (any more).", form="note")
+NOT_YET = msg("gate.not_yet", "Not yet: join the channels still listed.", form="note")
 
 
 def is_member(chat_member: Any) -> bool:

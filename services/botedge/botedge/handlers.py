@@ -151,7 +151,9 @@ class BotLogic:
         if settle is None:
             return None
         now = self.clock.now()
-        replies = settle(Visit(update, arg, None, now, self.words.speech(update.language)), value)
+        replies = settle(
+            Visit(update, arg, None, now, self.words.speech(update.language, update.bot_id)), value
+        )
         if replies is None:
             return None
         body = update.body
@@ -176,7 +178,7 @@ class BotLogic:
         )
         if prepared is not None:
             route, arg, value = prepared
-            say = self.words.speech(update.language)
+            say = self.words.speech(update.language, update.bot_id)
             visit = Visit(update, arg, person_id, self.clock.now(), say)
             return list(await route.apply(conn, visit, value))
         if update.kind == "message":
@@ -184,7 +186,7 @@ class BotLogic:
                 await move_chat(conn, int(body["chat"]["id"]), body["migrate_to_chat_id"])
                 return []
             return await default_reply(
-                conn, update.bot_id, body, self.words.speech(update.language)
+                conn, update.bot_id, body, self.words.speech(update.language, update.bot_id)
             )
         if update.kind == "callback_query":
             return [callback_answer(update)]

@@ -65,7 +65,7 @@ class _Chosen:
             Q["choose_language"],
             {"bot_id": update.bot_id, "person_id": visit.person_id, "language": visit.arg},
         )
-        say = self.words.speech(visit.arg)
+        say = self.words.speech(visit.arg, update.bot_id)
         replies = [callback_answer(update, say(CHOSEN))]
         message_id = (update.body.get("message") or {}).get("message_id")
         if isinstance(message_id, int):

@@ -125,7 +125,7 @@ async def remove(
             )
             # As admission takes out a joiner, once a day at most.
             language = pick(row["chosen_language"], row["language_code"], row["bot_language"])
-            said = removal_replies(found, chat, user, words.speech(language))
+            said = removal_replies(found, chat, user, words.speech(language, bot_id))
             for n, reply in enumerate(said):
                 key = f"reconcile:{channel_id}:{user}:{day}:{n}"
                 await outbox_store.queue_reply(conn, bot_id, user, reply.method, reply.payload, key)

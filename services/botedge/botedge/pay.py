@@ -54,10 +54,12 @@ from shared.db import Connection
 log = logging.getLogger("botedge.pay")
 
 NOT_PAID = msg("pay.not_paid", "This link does not lead to a paid channel (any more).")
-NO_GATEWAYS = msg("pay.closed", "Payments are not open here right now. Please try again later.")
+NO_GATEWAYS = msg(
+    "pay.closed", "Payments are not open here right now. Please try again later.", form="html"
+)
 GATEWAY_OFF = msg("pay.gateway_off", "That way to pay is not available any more.")
 PLAN_OFF = msg("pay.plan_off", "That plan is not on sale any more.")
-ASK_COUPON = msg("coupon.ask", "Send your coupon code as a message.")
+ASK_COUPON = msg("coupon.ask", "Send your coupon code as a message.", form="html")
 NOT_A_CODE = msg(
     "coupon.not_a_code",
     "That does not look like a coupon code: letters, digits, - and _, 3 to 32 of them.",
@@ -65,14 +67,14 @@ NOT_A_CODE = msg(
 COUPON_EXPIRED = msg(
     "coupon.expired", "That was a while ago: press “{button}” under the pay link again."
 )
-HAVE_COUPON = msg("coupon.button", "I have a coupon")
+HAVE_COUPON = msg("coupon.button", "I have a coupon", form="button")
 NO_COUPON = msg("coupon.cancelled", "No coupon, then: the pay link above still works.")
 COUPON_REFUSED = msg(
     "coupon.refused", "That coupon cannot be used: {why}. Send another code, or Cancel."
 )
 CANCEL = msg("cancel", "Cancel")
-CHOOSE_PLAN = msg("pay.choose_plan", "Choose a plan:")
-CHOOSE_GATEWAY = msg("pay.choose_gateway", "Choose how to pay:")
+CHOOSE_PLAN = msg("pay.choose_plan", "Choose a plan:", form="html")
+CHOOSE_GATEWAY = msg("pay.choose_gateway", "Choose how to pay:", form="html")
 ALL_PLANS = msg("pay.all_plans", "« All plans")
 START_TRIAL = msg("trial.start", "Start the free trial")
 PAY_WITH = msg("pay.with", "Pay with {gateway}")
@@ -104,7 +106,7 @@ INVOICE_COUPON = msg(
     "<b>{title}</b>{plan} with {gateway}. The link is valid for 24 hours; once the payment "
     "arrives, your invite links come here.",
 )
-PAY_BUTTON = msg("pay.button", "Pay {price}")
+PAY_BUTTON = msg("pay.button", "Pay {price}", form="button")
 STARS_INVOICE = msg(
     "stars.invoice",
     "Pay <b>{amount} ⭐</b> for <b>{title}</b> with the invoice below. It is valid for 24 hours; "
@@ -124,6 +126,7 @@ TRIAL_STARTED = msg(
     "trial.started",
     "Your free trial of <b>{title}</b> has started: {days}. Your invite link comes here in a "
     "moment.",
+    form="html",
 )
 SEE_PLANS = msg("trial.see_plans", "See the plans")
 NO_TRIAL = msg("trial.refused", "No free trial: {why}.")
@@ -504,7 +507,7 @@ class _Subscribe:
         if not isinstance(invoice, Invoice):
             return Subscribing(offer, plan, invoice if isinstance(invoice, str) else "gateway_off")
         try:
-            say = self.words.speech(update.language)
+            say = self.words.speech(update.language, update.bot_id)
             link = await ctx.api.call(
                 ctx.token, "createInvoiceLink", stars_link_params(offer, plan, invoice, say)
             )

@@ -192,7 +192,8 @@ RETURNING i.id, i.bot_id, i.update_id, i.chat_key, i.kind, i.payload, i.attempt,
           (SELECT bp.language FROM people p
              JOIN bot_people bp ON bp.person_id = p.id AND bp.bot_id = i.bot_id
             WHERE p.telegram_user_id = i.chat_key) AS chosen_language,
-          (SELECT b.default_language FROM bots b WHERE b.id = i.bot_id) AS bot_language;
+          (SELECT b.default_language FROM bots b WHERE b.id = i.bot_id) AS bot_language,
+          (SELECT b.texts_version FROM bots b WHERE b.id = i.bot_id) AS texts_version;
 
 -- finish_with_replies --
 -- Compare-and-set on the claim, the update's replies queued in the same statement, and the statistics
@@ -1164,3 +1165,12 @@ SELECT status FROM channel_members WHERE channel_id = %(channel_id)s AND person_
 -- The person's language with this bot (`/language`), kept until they pick another.
 UPDATE bot_people SET language = %(language)s
  WHERE bot_id = %(bot_id)s AND person_id = %(person_id)s;
+
+-- bot_texts --
+-- The texts owners wrote (migration 0044), of one bot or of all, with the version of each bot's
+-- texts they make up: one statement, so the texts and their version are of one moment.
+SELECT b.id AS bot_id, b.texts_version, t.key, t.language, t.text
+  FROM bots b
+  LEFT JOIN bot_texts t ON t.bot_id = b.id
+ WHERE %(bot_id)s::bigint IS NULL OR b.id = %(bot_id)s::bigint
+ ORDER BY b.id;

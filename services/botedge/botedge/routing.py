@@ -209,17 +209,33 @@ async def end_step(conn: Connection, visit: Visit) -> None:
     )
 
 
-WELCOME = msg("welcome", "Welcome! Here is what I can do:")
+WELCOME = msg("welcome", "Welcome! Here is what I can do:", form="text", limit=600)
 CONTENT_HELP = msg(
-    "welcome.content", "• Open a content link you were given, and I send you the content."
+    "welcome.content",
+    "• Open a content link you were given, and I send you the content.",
+    form="text",
+    limit=600,
 )
-PAID_HELP = msg("welcome.paid", "• Join a paid channel: press it below to see its price and pay.")
-LINK_HELP = msg("welcome.link", "• /link: your invite link again, once you have paid.")
-ADS_HELP = msg("welcome.ads", "• /ads: advertise here, paid in USDT or TRX.")
-LANGUAGE_HELP = msg("welcome.language", "• /language: choose the language I write in.")
+PAID_HELP = msg(
+    "welcome.paid",
+    "• Join a paid channel: press it below to see its price and pay.",
+    form="text",
+    limit=600,
+)
+LINK_HELP = msg(
+    "welcome.link", "• /link: your invite link again, once you have paid.", form="text", limit=600
+)
+ADS_HELP = msg(
+    "welcome.ads", "• /ads: advertise here, paid in USDT or TRX.", form="text", limit=600
+)
+LANGUAGE_HELP = msg(
+    "welcome.language", "• /language: choose the language I write in.", form="text", limit=600
+)
 # A channel named where its title is empty.
 THE_CHANNEL = msg("the_channel", "the channel")
-NOT_UNDERSTOOD = msg("not_understood", 'I did not understand "{text}". Send /start to begin.')
+NOT_UNDERSTOOD = msg(
+    "not_understood", 'I did not understand "{text}". Send /start to begin.', form="text"
+)
 
 
 async def default_reply(

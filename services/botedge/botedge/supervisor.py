@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from botedge import (
     bot_store,
+    bot_texts,
     broadcasts,
     channels,
     errors,
@@ -23,6 +24,7 @@ from botedge import (
     outbox_store,
     rollup,
 )
+from botedge.bot_texts import OwnTexts
 from botedge.consumer import ConsumerConfig, InboxConsumer
 from botedge.db import connection
 from botedge.events import Event, EventQueue, consume
@@ -76,8 +78,9 @@ class WorkerParts:
     pre_checkout: PreCheckout
     queues: tuple[tuple[EventQueue, Callable[[Event], Awaitable[None]]], ...]
     fan_out: broadcasts.FanOut
-    # The bot's words in every language, loaded once.
+    # The bot's words in every language, loaded once, and what owners wrote in their place.
     words: Words
+    texts: OwnTexts
 
 
 class WorkerSupervisor:
@@ -124,7 +127,11 @@ class WorkerSupervisor:
             own=lambda: list(self.senders),
             clock=clock,
             words=parts.words,
+            texts=parts.texts,
         )
+        self.texts = parts.texts
+        self.listener.subscribe(bot_texts.CHANNEL, self.texts.announced)
+        self.listener.on_reconnect(self.texts.reconnected)
         self.listener.subscribe("inbox", self.consumer.announced)
         # What was announced while the connection was down is claimed now.
         self.listener.on_reconnect(self.consumer.wakeup.set)
@@ -149,6 +156,10 @@ class WorkerSupervisor:
 
     async def start(self) -> None:
         self.listener.start()
+        try:
+            await self.texts.load()
+        except errors.BotedgeError as error:
+            log.warning("could not read the owners' texts yet: %s", error)
         # Present before any lease is asked for (a lease is asked for only while it is).
         try:
             await self.presence.take_or_renew()

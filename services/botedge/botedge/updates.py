@@ -68,6 +68,8 @@ class InboxRow:
     # The language its person chose with this bot (None: not chosen), and the bot's default.
     chosen_language: str | None = None
     bot_language: str = SOURCE
+    # The version of its bot's owner-written texts when it was claimed (`bot_texts`).
+    texts_version: int = 0
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> InboxRow:
@@ -84,6 +86,7 @@ class InboxRow:
             told_waiting=bool(row.get("told_waiting")),
             chosen_language=row.get("chosen_language"),
             bot_language=str(row.get("bot_language") or SOURCE),
+            texts_version=int(row.get("texts_version") or 0),
         )
 
     @property

@@ -20,11 +20,14 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from string import Formatter
+from typing import Any, Literal
 
 import jdatetime
 
 from botedge.metrics import CATALOG_MISSES
+from shared.errors import FieldCode
+from shared.telegram_text import entities_read, has_tags, html_problem, utf16_units
 
 # The languages the bot speaks, English first (the source). Native names for the chooser.
 LANGUAGES: dict[str, str] = {"en": "English", "fa": "فارسی", "ru": "Русский", "ar": "العربية"}
@@ -58,11 +61,29 @@ _DATE = {"en": "%Y-%m-%d", "ru": "%d.%m.%Y", "ar": "%d/%m/%Y", "fa": "%Y/%m/%d"}
 REGISTRY: dict[str, Msg] = {}
 
 
+# What an owner may write in place of a text (`msg(..., form=...)`), by where it goes: a
+# message sent as plain text or in Telegram's HTML, a button's label, a note over the chat (a
+# button press's answer); each with Telegram's limit, in characters once the entities are read.
+Form = Literal["text", "html", "button", "note"]
+LIMITS: dict[str, int] = {"text": 4096, "html": 4096, "button": 64, "note": 200}
+# The longest a placeholder's value gets, for checking an owner's text at its longest: a
+# channel's title (128, Telegram's limit, isolated), the gate's list of channels, a day and
+# time, a count of days or hours, a price, a button's label, what a person typed (200).
+LONGEST: dict[str, int] = {
+    "title": 130, "channels": 1400, "until": 30, "ends": 30, "left": 24, "days": 24,
+    "price": 40, "button": 64, "text": 202, "gateway": 64,
+}  # fmt: skip
+
+
 @dataclass(frozen=True)
 class Msg:
     key: str
     text: str
     plural: str | None = None
+    # None: the owner cannot reword it (a piece of another text, a plural).
+    form: Form | None = None
+    # Below the form's limit where the text is one line of a longer message (the welcome's).
+    limit: int | None = None
 
     @property
     def placeholders(self) -> frozenset[str]:
@@ -72,12 +93,27 @@ class Msg:
         return frozenset(found)
 
 
-def msg(key: str, text: str, plural: str | None = None) -> Msg:
-    """A text of the bot's, declared once; its key is the catalog's context."""
+def msg(
+    key: str,
+    text: str,
+    plural: str | None = None,
+    *,
+    form: Form | None = None,
+    limit: int | None = None,
+) -> Msg:
+    """A text of the bot's, declared once; its key is the catalog's context. With a `form`, the
+    owner may write their own in its place (`check`)."""
     if key in REGISTRY:
         raise ValueError(f"the message key {key!r} is declared twice")
-    found = REGISTRY[key] = Msg(key, text, plural)
+    if form is not None and plural is not None:
+        raise ValueError(f"{key}: a text that counts cannot be reworded")
+    found = REGISTRY[key] = Msg(key, text, plural, form, limit)
     return found
+
+
+def editable() -> list[Msg]:
+    """The texts an owner may reword, in the order they were declared."""
+    return [m for m in REGISTRY.values() if m.form is not None]
 
 
 @dataclass(frozen=True)
@@ -139,8 +175,58 @@ def pick(chosen: str | None, telegram_code: str | None, default: str) -> str:
     return default if default in LANGUAGES else SOURCE
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """Why an owner's text cannot stand in for a message: a code the panel words, and the
+    reason in English."""
+
+    code: FieldCode
+    detail: str
+
+
+def check(message: Msg, text: str) -> Refusal | None:
+    """Whether `text` may stand in for `message`: its placeholders, each of them and no other,
+    written plainly (`{title}`); Telegram's HTML where the message is sent in it, no tags where
+    it is not; within Telegram's limit with every placeholder at its longest."""
+    if message.form is None:
+        return Refusal("invalid", f"{message.key} cannot be reworded")
+    if not text.strip():
+        return Refusal("required", "the text is empty")
+    try:
+        fields = [
+            (name, spec, conv)
+            for _, name, spec, conv in Formatter().parse(text)
+            if name is not None
+        ]
+    except ValueError:
+        return Refusal("braces", "a { or } that is not a placeholder: write {{ or }}")
+    for name, spec, conversion in fields:
+        if name not in message.placeholders or spec or conversion:
+            return Refusal(
+                "placeholder-unknown", f"{{{name}}} is not one of this text's placeholders"
+            )
+    missing = sorted(message.placeholders - {name for name, _, _ in fields})
+    if missing:
+        return Refusal("placeholder-missing", f"{{{missing[0]}}} is missing")
+    if message.form == "html":
+        problem = html_problem(text)
+        if problem:
+            return Refusal("html", problem)
+    elif has_tags(text):
+        return Refusal("html-plain", "this text is sent as plain text: tags would show as typed")
+    longest = text.format_map({name: "x" * LONGEST.get(name, 64) for name in message.placeholders})
+    shown = entities_read(longest) if message.form == "html" else longest
+    limit = message.limit or LIMITS[message.form]
+    if utf16_units(shown) > limit:
+        return Refusal(
+            "too-long", f"over {limit} characters with its placeholders at their longest"
+        )
+    return None
+
+
 class Words:
-    """The compiled catalogs, loaded once per process."""
+    """The compiled catalogs, loaded once per process, and the texts each bot's owner wrote
+    in their place (`own`)."""
 
     def __init__(self, directory: Path = LOCALES) -> None:
         self._speeches = {SOURCE: Speech(SOURCE, None)}
@@ -150,21 +236,61 @@ class Words:
             path = directory / language / "LC_MESSAGES" / f"{DOMAIN}.mo"
             with path.open("rb") as file:
                 self._speeches[language] = Speech(language, gettext.GNUTranslations(file))
+        # By bot: the version of its texts last read, and each language's texts by key.
+        self._versions: dict[int, int] = {}
+        self._own: dict[tuple[int, str], Speech] = {}
 
-    def speech(self, language: str) -> Speech:
+    def speech(self, language: str, bot_id: int | None = None) -> Speech:
+        """A language's voice; with a bot, in the words its owner wrote where they did."""
+        if bot_id is not None:
+            found = self._own.get((bot_id, language))
+            if found is not None:
+                return found
         return self._speeches.get(language, self._speeches[SOURCE])
+
+    def shipped(self, message: Msg, language: str) -> str:
+        """A message's text as its catalog has it, placeholders unfilled."""
+        return self.speech(language)._template(message, None)
+
+    def version(self, bot_id: int) -> int:
+        """The version of the bot's texts last read (`own`); -1 before any."""
+        return self._versions.get(bot_id, -1)
+
+    def own(self, bot_id: int, version: int, texts: dict[tuple[str, str], str]) -> None:
+        """The bot's owner's texts, by (language, key), as of `version` (an older one is
+        ignored: two reads may finish out of order)."""
+        if version < self.version(bot_id):
+            return
+        self._versions[bot_id] = version
+        for language in LANGUAGES:
+            mine = {key: text for (lang, key), text in texts.items() if lang == language}
+            if mine:
+                self._own[bot_id, language] = self._speeches[language].written(mine)
+            else:
+                self._own.pop((bot_id, language), None)
 
 
 class Speech:
     """One language's voice: `say(MSG, name=user(...))`."""
 
-    def __init__(self, language: str, catalog: gettext.GNUTranslations | None) -> None:
+    def __init__(
+        self,
+        language: str,
+        catalog: gettext.GNUTranslations | None,
+        written: dict[str, str] | None = None,
+    ) -> None:
         self.language = language
         self.right_to_left = language in RIGHT_TO_LEFT
         self._catalog = catalog
         # The catalog's own table: a miss is a key it lacks, told apart from a translation
         # that happens to equal the English.
         self._table: dict[object, str] = getattr(catalog, "_catalog", {})
+        # An owner's texts by key, in place of the catalog's.
+        self._written = written or {}
+
+    def written(self, texts: dict[str, str]) -> Speech:
+        """This language with an owner's texts in place of the catalog's."""
+        return Speech(self.language, self._catalog, texts)
 
     def __call__(self, message: Msg, count: int | None = None, /, **values: Value) -> str:
         """The message in this language, its placeholders filled; a plural one takes its
@@ -187,6 +313,9 @@ class Speech:
     def _template(self, message: Msg, count: int | None) -> str:
         if message.plural is not None and count is None:
             raise TypeError(f"{message.key} counts something: say it with a count")
+        written = self._written.get(message.key)
+        if written is not None:
+            return written
         if self._catalog is None:
             if message.plural is None or count is None:
                 return message.text

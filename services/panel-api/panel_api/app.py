@@ -19,6 +19,7 @@ from panel_api.access import Access
 from panel_api.access_codes import AccessCodes
 from panel_api.admission import Admission
 from panel_api.adshop import AdShop
+from panel_api.bot_texts import Words
 from panel_api.bots import Bots
 from panel_api.broadcasts import Broadcasts
 from panel_api.campaigns import Campaigns
@@ -114,6 +115,7 @@ def create_app(
     ledger = Ledger(billing, clock)
     operations = Operations(billing, clock)
     bots = Bots(clock, SecretBox(settings.bot_token_key), botedge)
+    words = Words(clock, botedge)
     gate = Gate(clock, botedge)
     admission = Admission(clock, billing)
     shop = AdShop(clock, billing)
@@ -136,6 +138,7 @@ def create_app(
                     ledger,
                     operations,
                     bots,
+                    words,
                     gate,
                     admission,
                     plans,

@@ -34,7 +34,7 @@ from panel_api.internal import Internal, relayed
 from shared.clock import Clock
 from shared.db import Connection
 from shared.errors import json_body
-from shared.telegram_text import utf16_units
+from shared.telegram_text import html_problem, utf16_units
 from shared.web import runtime
 
 Q = store.Q
@@ -288,51 +288,3 @@ async def _one(conn: Connection, broadcast_id: int) -> Broadcast:
     if row is None:
         raise errors.NotFound("no broadcast by that id")
     return msgspec.convert(row, Broadcast)
-
-
-# What Telegram's HTML reads: these tags, and the four named entities and numeric ones.
-_TAGS = frozenset(
-    {
-        "b", "strong", "i", "em", "u", "ins", "s", "strike", "del", "span", "tg-spoiler",
-        "a", "tg-emoji", "code", "pre", "blockquote",
-    }
-)  # fmt: skip
-_TAG = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9-]*)((?:\s+[A-Za-z-]+(?:=\"[^\"]*\")?)*)\s*>")
-_BARE_AMP = re.compile(r"&(?!(?:lt|gt|amp|quot|#\d{1,7}|#x[0-9A-Fa-f]{1,6});)")
-
-
-def html_problem(text: str) -> str | None:
-    """Why Telegram would refuse `text` with parse_mode HTML, or None: an unsupported or
-    unclosed tag, a `<` that opens no tag, a `&` that starts no entity."""
-    opened: list[str] = []
-    place = 0
-    for tag in _TAG.finditer(text):
-        problem = _bare(text[place : tag.start()])
-        if problem:
-            return problem
-        place = tag.end()
-        closing, name = tag.group(1) == "/", tag.group(2).lower()
-        if name not in _TAGS:
-            return f"<{name}> is not a tag Telegram reads; write &lt; for a plain <"
-        if closing:
-            if not opened or opened[-1] != name:
-                return f"</{name}> closes no open <{name}>"
-            opened.pop()
-            continue
-        if name == "a" and 'href="' not in tag.group(3):
-            return '<a> needs href="..."'
-        opened.append(name)
-    problem = _bare(text[place:])
-    if problem:
-        return problem
-    if opened:
-        return f"<{opened[-1]}> is never closed"
-    return None
-
-
-def _bare(plain: str) -> str | None:
-    if "<" in plain:
-        return "a < that opens no tag: write &lt;"
-    if _BARE_AMP.search(plain):
-        return "an & that starts no entity: write &amp;"
-    return None

@@ -48,6 +48,15 @@ from panel_api.adshop import (
 )
 from panel_api.adshop import Order as AdOrder
 from panel_api.auth import LoginBody, PasswordChange, SignIn, Tokens
+from panel_api.bot_texts import (
+    BotTexts,
+    DefaultLanguage,
+    NewText,
+    TextReset,
+    TextResetDone,
+    Words,
+    Written,
+)
 from panel_api.bots import (
     Bot,
     BotAdded,
@@ -315,6 +324,43 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         BotChanged,
         problems=(404, 502),
         handler=Bots.remove,
+    ),
+    ("GET", "/v1/bots/{bot_id:int}/texts"): Operation(
+        "The texts of a bot its owner may reword: each as shipped in every language, and the"
+        " owner's own where written (botedge lists them)",
+        Role.VIEWER,
+        BotTexts,
+        problems=(503,),
+        handler=Words.texts,
+    ),
+    ("PUT", "/v1/bots/{bot_id:int}/texts"): Operation(
+        "Write a bot's text in one language in place of the one it ships; the bot's next"
+        " update reads it",
+        Role.EDITOR,
+        Written,
+        body=NewText,
+        problems=(503,),
+        handler=Words.write,
+        rules=(
+            "key names a text the owner may reword",
+            "every placeholder of the text kept, written plainly (`{title}`), and no other",
+            "Telegram's HTML where the text is sent in it, no tags where it is not",
+            "within Telegram's limit with every placeholder at its longest",
+        ),
+    ),
+    ("POST", "/v1/bots/{bot_id:int}/texts/reset"): Operation(
+        "A bot's text in one language back to the one it ships",
+        Role.EDITOR,
+        TextResetDone,
+        body=TextReset,
+        handler=Words.reset,
+    ),
+    ("PUT", "/v1/bots/{bot_id:int}/language"): Operation(
+        "The language a bot writes in to members whose own it does not speak",
+        Role.EDITOR,
+        DefaultLanguage,
+        body=DefaultLanguage,
+        handler=Words.set_language,
     ),
     ("GET", "/v1/dead-updates"): Operation(
         "Updates that failed every attempt",

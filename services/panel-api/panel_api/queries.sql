@@ -965,3 +965,32 @@ SELECT u.id, u.code_id, a.code, p.telegram_user_id, p.username, p.first_name,
   JOIN people p ON p.id = u.person_id
   JOIN channels ch ON ch.id = a.channel_id
  WHERE (%(code_id)s::integer IS NULL OR u.code_id = %(code_id)s);
+
+-- bot_language --
+SELECT id, default_language FROM bots WHERE id = %(bot_id)s AND status <> 'removed';
+
+-- set_bot_language --
+UPDATE bots SET default_language = %(language)s WHERE id = %(bot_id)s AND status <> 'removed'
+RETURNING id, default_language;
+
+-- bot_texts_of --
+-- What the bot's owner wrote in place of its texts, each with when and by whom.
+SELECT t.key, t.language, t.text, t.updated_at, m.email AS updated_by
+  FROM bot_texts t
+  LEFT JOIN team_members m ON m.id = t.updated_by
+ WHERE t.bot_id = %(bot_id)s
+ ORDER BY t.key, t.language;
+
+-- bot_text --
+SELECT text FROM bot_texts WHERE bot_id = %(bot_id)s AND key = %(key)s AND language = %(language)s
+   FOR UPDATE;
+
+-- set_bot_text --
+INSERT INTO bot_texts (bot_id, key, language, text, updated_at, updated_by)
+VALUES (%(bot_id)s, %(key)s, %(language)s, %(text)s, %(now)s, %(member_id)s)
+ON CONFLICT (bot_id, key, language)
+DO UPDATE SET text = excluded.text, updated_at = excluded.updated_at,
+              updated_by = excluded.updated_by;
+
+-- reset_bot_text --
+DELETE FROM bot_texts WHERE bot_id = %(bot_id)s AND key = %(key)s AND language = %(language)s;

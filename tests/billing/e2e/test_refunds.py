@@ -174,11 +174,16 @@ def test_refund__a_refund_a_renewal_and_a_sweep_at_once_fifty_times_end_in_the_r
         second = gateways.create_invoice(client_sync, billing.url, user, channel, "stripe")
         renewal = gateways.stripe(second["order_reference"], f"pi_b{user}", 1250)
         refund = gateways.stripe_refund(f"pi_a{user}", 1250)
-        answers = await asyncio.gather(
+        sends = [
             refund.send_async(client, billing.url),
             renewal.send_async(client, billing.url),
             client.post(f"{billing.url}/v1/sweep", headers=gateways.sweep_request()),
-        )
+        ]
+        # Every third race the sweep is sent first: on a loaded machine the one sent last
+        # rarely finds the membership's lock free.
+        if user % 3 == 0:
+            sends = sends[2:] + sends[:2]
+        answers = await asyncio.gather(*sends)
         assert [a.status_code for a in answers] == [200, 200, 200]
         [(paid_at,)] = rows(
             database_url,

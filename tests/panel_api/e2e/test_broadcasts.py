@@ -10,8 +10,8 @@ import psycopg
 import pytest
 
 from panel_api.app import create_app
-from panel_api.broadcasts import html_problem
 from panel_api.seed import seed
+from shared.telegram_text import html_problem
 from shared.testing import serve_in_thread
 from tests.botedge.conftest import insert_bot
 from tests.botedge.e2e.conftest import FAST

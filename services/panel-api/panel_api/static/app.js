@@ -7,6 +7,7 @@ import { formOf } from "./forms.js";
 import { beforeEach, open, reload, route } from "./router.js";
 import { order, orders, slots } from "./views/adshop.js";
 import { account, audit, bots, deadUpdates, team, workspace } from "./views/admin.js";
+import { botTexts } from "./views/bot-texts.js";
 import { broadcast, broadcasts } from "./views/broadcasts.js";
 import { campaign, campaigns } from "./views/campaigns.js";
 import { plans } from "./views/plans.js";
@@ -36,6 +37,7 @@ function only(role, render) {
 
 route("/", { title: "dashboard", render: dashboard });
 route("/bots", { title: "bots", render: bots });
+route("/bot-texts", { title: "botTexts", render: botTexts });
 route("/channels", { title: "channels", render: channels });
 route("/channels/:id", { title: "channel", render: channel });
 route("/plans", { title: "plans", render: plans });
