@@ -111,6 +111,7 @@ from panel_api.gate import (
     NewChannel,
 )
 from panel_api.ledger import (
+    Attention,
     Dashboard,
     History,
     Invoice,
@@ -375,6 +376,13 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         Replayed,
         problems=(404, 503),
         handler=Bots.replay,
+    ),
+    ("GET", "/v1/attention"): Operation(
+        "What needs the owner, counted by the page that lists it: ad orders to approve, access"
+        " events failing, dead updates, bots with a problem",
+        Role.VIEWER,
+        Attention,
+        handler=Ledger.attention,
     ),
     ("GET", "/v1/dashboard"): Operation(
         "Counts that need attention and 30 days of revenue by day and currency (payments, and"

@@ -283,6 +283,15 @@ class Outage(msgspec.Struct):
     since: dt.datetime
 
 
+class Attention(msgspec.Struct):
+    """What needs the owner, by the page that lists it."""
+
+    ad_orders_waiting: int
+    access_events_failing: int
+    dead_updates: int
+    bots_with_problems: int
+
+
 class Dashboard(msgspec.Struct):
     """What needs the owner's eye, and the last 30 days' revenue by day of the workspace's time
     zone and by currency: applied payments, and the ad shop's credited payments in USDT and
@@ -296,6 +305,8 @@ class Dashboard(msgspec.Struct):
     dead_updates: int
     bots_with_problems: int
     revenue: list[DayRevenue]
+    # The 30 days' revenue per currency, summed by the database.
+    revenue_totals: list[Priced]
     members: list[DayMembers]
     """Memberships active and in grace at the end of each of the same 30 days, oldest first."""
     outages: list[Outage] = []
@@ -333,11 +344,24 @@ class Ledger:
     async def dashboard(self, request: Request, caller: Caller) -> Response:
         async with store.connection(runtime(request).pool) as conn:
             counts = (await store.rows(conn, "dashboard_counts", {}))[0]
+            counts |= (await store.rows(conn, "attention_counts", {}))[0]
             revenue = await store.rows(conn, "revenue_by_day", {})
+            totals = await store.rows(conn, "revenue_totals", {})
             members = await store.rows(conn, "members_by_day", {})
             outages = await store.rows(conn, "dashboard_outages", {})
-        board = {**counts, "revenue": revenue, "members": members, "outages": outages}
+        board = {
+            **counts,
+            "revenue": revenue,
+            "revenue_totals": totals,
+            "members": members,
+            "outages": outages,
+        }
         return answer(msgspec.convert(board, Dashboard))
+
+    async def attention(self, request: Request, caller: Caller) -> Response:
+        async with store.connection(runtime(request).pool) as conn:
+            counts = (await store.rows(conn, "attention_counts", {}))[0]
+        return answer(msgspec.convert(counts, Attention))
 
     async def people(self, request: Request, caller: Caller) -> Response:
         where = query(request, PeopleQuery)

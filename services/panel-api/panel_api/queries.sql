@@ -520,17 +520,20 @@ ON CONFLICT (channel_id, telegram_user_id) DO NOTHING
 RETURNING telegram_user_id;
 
 -- dashboard_counts --
--- What the dashboard's tiles show; each count links to the page that lists it.
+-- What the dashboard's tiles show beside what needs the owner; each links to its page.
 SELECT (SELECT count(*) FROM memberships WHERE status = 'active') AS members_active,
        (SELECT count(*) FROM memberships WHERE status = 'grace') AS members_grace,
-       (SELECT count(*) FROM ad_orders WHERE status = 'requested') AS ad_orders_waiting,
+       (SELECT time_zone FROM workspace) AS time_zone;
+
+-- attention_counts --
+-- What needs the owner, counted beside the pages that list it (the navigation, the dashboard).
+SELECT (SELECT count(*) FROM ad_orders WHERE status = 'requested') AS ad_orders_waiting,
        (SELECT count(*) FROM access_events WHERE state = 'failed') AS access_events_failing,
        (SELECT count(*) FROM inbox WHERE state = 'dead') AS dead_updates,
        (SELECT count(*) FROM bots
          WHERE status <> 'removed'
            AND (token_invalid_at IS NOT NULL OR last_error IS NOT NULL
-                OR telegram_failing_since IS NOT NULL)) AS bots_with_problems,
-       (SELECT time_zone FROM workspace) AS time_zone;
+                OR telegram_failing_since IS NOT NULL)) AS bots_with_problems;
 
 -- dashboard_outages --
 -- Bots Telegram has been failing for (their breaker open), oldest outage first.
@@ -559,6 +562,24 @@ SELECT (income.at AT TIME ZONE zone.name)::date AS day, income.currency,
   FROM income, zone
  GROUP BY 1, 2
  ORDER BY 1, 2;
+
+-- revenue_totals --
+-- The same 30 days' income summed per currency, by the database (exact, in minor units).
+WITH zone AS (SELECT time_zone AS name FROM workspace),
+     since AS (SELECT ((now() AT TIME ZONE zone.name)::date - 29)::timestamp AT TIME ZONE zone.name
+                      AS at FROM zone),
+     income AS (
+       SELECT p.currency, p.amount_minor::numeric AS amount
+         FROM payments p, since
+        WHERE p.applied AND p.paid_at >= since.at
+       UNION ALL
+       SELECT upper(c.coin), c.amount
+         FROM ad_credits c, since
+        WHERE c.block_time >= since.at)
+SELECT currency, sum(amount)::text AS amount_minor
+  FROM income
+ GROUP BY 1
+ ORDER BY 1;
 
 -- members_by_day --
 -- Memberships active and in grace at the end of each of the last 30 days of the workspace's

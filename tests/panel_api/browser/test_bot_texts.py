@@ -18,7 +18,13 @@ from shared.testing import serve_in_thread
 from tests.botedge.e2e.conftest import Edge, edge  # noqa: F401 - the fixture
 from tests.botedge.e2e.paying import Store, open_store
 from tests.conftest import TEST_BCRYPT_ROUNDS, ServiceProcess, panel_settings
-from tests.panel_api.browser.conftest import ARTIFACTS, PASSWORD, persian, sign_in
+from tests.panel_api.browser.conftest import (
+    ARTIFACTS,
+    PASSWORD,
+    accessibility_problems,
+    persian,
+    sign_in,
+)
 
 OURS = "<b>شیوهٔ پرداخت</b> را برگزینید ⬇️"
 
@@ -62,6 +68,7 @@ def test_bot_texts__refused_at_the_box_saved_for_the_next_visitor_then_reset(
         page.click("#pages a[href='/bot-texts']")
         page.select_option("#text-language", "fa")
         expect(card(page, "pay.choose_gateway").locator(".bubble")).to_have_text(shipped_fa)
+        assert accessibility_problems(page) == []
 
         # The gate's text without the button it names: refused at its box, in English, then
         # in Persian once the page is.
@@ -85,6 +92,7 @@ def test_bot_texts__refused_at_the_box_saved_for_the_next_visitor_then_reset(
         box.fill(OURS)
         expect(card(page, "pay.choose_gateway").locator(".bubble b")).to_have_text("شیوهٔ پرداخت")
         page.screenshot(path=str(ARTIFACTS / "bot-texts-fa.png"), full_page=True)
+        assert accessibility_problems(page) == []
         card(page, "pay.choose_gateway").locator("button[type=submit]").click()
         expect(card(page, "pay.choose_gateway").locator("[data-written]")).to_be_visible()
         shown = card(page, "pay.choose_gateway").locator(".shipped bdi")

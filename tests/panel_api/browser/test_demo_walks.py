@@ -305,7 +305,7 @@ def walk_the_owner(page: Page, demo: Demo) -> None:
     sign_in(page, demo.url("panel-api"), demo.password)
     expect(page.locator("#who")).to_contain_text("owner@example.com")
     # The advertiser's USDT and TRX are revenue beside the card payments.
-    legend = page.locator("figure:has(#revenue) .legend")
+    legend = page.locator("#revenue")
     for coin in ("USD:", "USDT:", "TRX:", "XTR: 250 ⭐"):
         expect(legend).to_contain_text(coin)
     shot(page, "owner-dashboard")

@@ -264,6 +264,10 @@ def test_page__dashboard_counts_link_to_their_pages_and_revenue_is_charted_per_c
     expect(page.locator("#revenue polyline")).to_have_count(2)
     expect(page.locator(".legend li[data-series=USD]")).to_have_text("USD: $12.00")
     expect(page.locator(".legend li[data-series=UAH]")).to_contain_text("120")
+    # Each currency on its own scale: $7 a day tops its chart at 8, 120 hryvnias theirs at 150
+    # (on one axis the dollars would lie along the floor).
+    expect(page.locator("#revenue-USD .tick").last).to_have_text("8")
+    expect(page.locator("#revenue-UAH .tick").last).to_have_text("150")
     # The members chart: each payment began a membership, and no sweep has ended one.
     expect(page.locator("#members polyline")).to_have_count(2)
     expect(page.locator("#members + .legend li[data-series=active]")).to_have_text(
@@ -378,7 +382,9 @@ def test_page__an_expired_access_token_is_renewed_by_the_cookie_on_use_and_on_re
         lambda r: answers.append((urlsplit(r.url).path, r.status)) if "/v1/" in r.url else None,
     )
     with serve_in_thread(create_app(panel_settings(database_url), clock=clock)) as url:
-        sign_in(page, url)
+        # Signed in, and the counts beside the pages read after the dashboard was drawn.
+        with page.expect_response(lambda r: r.url.endswith("/v1/attention")):
+            sign_in(page, url)
         expect(page.locator("#who")).to_have_text("Signed in as owner@example.com (owner)")
         # Past the access token's 15 minutes: the next call is refused, renewed, then answered.
         clock.advance(16 * 60)

@@ -229,3 +229,68 @@ def test_pages__yen_dinars_and_stars_in_their_own_digits(
     page.select_option("#language", "fa")
     dinars = page.locator("#invoices tbody tr", has_text="ref-kwd")
     expect(dinars).to_contain_text("\u06f1\u066b\u06f2\u06f5\u06f0")  # 1.250 in Persian
+
+
+ATTENTION = {
+    "orders": "SELECT count(*) FROM ad_orders WHERE status = 'requested'",
+    "access-events": "SELECT count(*) FROM access_events WHERE state = 'failed'",
+    "dead-updates": "SELECT count(*) FROM inbox WHERE state = 'dead'",
+}
+
+
+def dead_update(database_url: str, update_id: int) -> None:
+    with psycopg.connect(database_url) as conn:
+        conn.execute(
+            "INSERT INTO inbox (bot_id, update_id, chat_key, kind, payload, state, done_at)"
+            " SELECT id, %s, 1, 'message', '{}', 'dead', now() FROM bots ORDER BY id LIMIT 1",
+            (update_id,),
+        )
+
+
+def counts(database_url: str) -> dict[str, int]:
+    with psycopg.connect(database_url) as conn:
+        return {view: conn.execute(sql).fetchone()[0] for view, sql in ATTENTION.items()}  # type: ignore[index]
+
+
+def test_pages__the_pages_in_groups_beside_the_view_with_what_needs_the_owner_counted(
+    page: Page, business: str, database_url: str
+) -> None:
+    dead_update(database_url, 900_001)
+    sign_in(page, business)
+    nav, main = page.locator("#pages"), page.locator("main")
+    heads = page.locator("#pages .nav-head")
+    expect(heads).to_have_text(["Selling", "Audience", "Ad shop", "Operations", "Settings"])
+    # Each count as the ledger has it, beside its page; none where nothing waits.
+    expected = counts(database_url)
+    assert expected["dead-updates"] >= 1
+    for view, count in expected.items():
+        badge = page.locator(f"#pages a[data-view={view}] .needs")
+        if count:
+            expect(badge).to_contain_text(str(count))
+        else:
+            expect(badge).to_have_count(0)
+    # Beside the view on a wide screen, at the start of the line.
+    assert nav.bounding_box()["x"] + nav.bounding_box()["width"] <= main.bounding_box()["x"]  # type: ignore[index]
+    page.screenshot(path=str(ARTIFACTS / "nav-en-1280.png"))
+
+    # A new dead update is counted once the next view is drawn.
+    dead_update(database_url, 900_002)
+    page.click("#pages a[data-view=plans]")
+    expect(page.locator("#pages a[data-view=plans]")).to_have_attribute("aria-current", "page")
+    dead = str(expected["dead-updates"] + 1)
+    expect(page.locator("#pages a[data-view=dead-updates] .needs")).to_contain_text(dead)
+
+    # Persian: the groups in Persian, the side bar on the right, the figure in Persian digits.
+    page.select_option("#language", "fa")
+    expect(heads.first).to_have_text("فروش")
+    in_persian = dead.translate(str.maketrans("0123456789", "۰۱۲۳۴۵۶۷۸۹"))
+    expect(page.locator("#pages a[data-view=dead-updates] .needs")).to_contain_text(in_persian)
+    assert nav.bounding_box()["x"] >= main.bounding_box()["x"] + main.bounding_box()["width"]  # type: ignore[index]
+    assert accessibility_problems(page) == []
+    # A phone: behind the menu, the groups and the current page inside it.
+    page.set_viewport_size({"width": 390, "height": 844})
+    expect(nav).to_be_hidden()
+    page.click("#menu")
+    expect(heads.nth(4)).to_be_visible()
+    expect(page.locator("#pages a[aria-current=page]")).to_have_attribute("data-view", "plans")
+    page.screenshot(path=str(ARTIFACTS / "nav-fa-390.png"), full_page=True)

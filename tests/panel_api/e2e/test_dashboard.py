@@ -107,6 +107,25 @@ def test_dashboard__revenue_by_day_in_the_workspace_zone_and_counts(
         1,
         0,
     )
+    # The 30 days' totals, summed by the database: the unapplied payment and the one a day
+    # before the 30 left out.
+    assert [(t["currency"], t["amount"]) for t in figures["revenue_totals"]] == [
+        ("UAH", "99.00"),
+        ("USD", "7.50"),
+    ]
+    # The counts beside the pages are the dashboard's.
+    attention = HTTP.get(
+        f"{url}/v1/attention", headers={"Authorization": f"Bearer {tokens['viewer']}"}
+    ).json()
+    assert attention == {
+        key: figures[key]
+        for key in (
+            "ad_orders_waiting",
+            "access_events_failing",
+            "dead_updates",
+            "bots_with_problems",
+        )
+    }
     assert HTTP.get(f"{url}/v1/dashboard").status_code == 401
 
 
@@ -202,6 +221,12 @@ def test_dashboard__the_ad_shops_income_counts_by_the_coin_paid(
         {"day": day, "currency": "TRX", "amount_minor": "16000000", "amount": "16"},
         {"day": day, "currency": "USD", "amount_minor": "500", "amount": "5.00"},
         {"day": day, "currency": "USDT", "amount_minor": "6000000", "amount": "6"},
+    ]
+    # TRX and USDT summed exactly, in their 6 places.
+    assert [(t["currency"], t["amount"]) for t in figures["revenue_totals"]] == [
+        ("TRX", "16"),
+        ("USD", "5.00"),
+        ("USDT", "6"),
     ]
 
 

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import {
-  asciiNumber, axisTicks, formatDay, formatList, formatMoney, formatPercent, localDigits, formatNumber, fromBaseUnits, fromPersian, lastDays, sumDecimals, toPersian,
+  asciiNumber, axisTicks, formatDay, formatList, formatMoney, formatPercent, localDigits, formatNumber, fromBaseUnits, fromPersian, lastDays, roundedTo, toPersian,
 } from "../../../services/panel-api/panel_api/static/format.js";
 
 test("money keeps the digits the API wrote: yen whole, dinars to three places", () => {
@@ -65,13 +65,13 @@ test("fromBaseUnits: micros and sun as decimal text, exact past 2^53", () => {
   assert.equal(fromBaseUnits("90071992547409931234567", 6), "90071992547409931.234567");
 });
 
-test("amounts add up by their digits, not as floats", () => {
-  assert.equal(sumDecimals(["0.10", "0.20"]), "0.30");
-  assert.equal(sumDecimals(["500", "20"]), "520");
-  assert.equal(sumDecimals(["1.250", "0.5"]), "1.750");
-  assert.equal(sumDecimals(["1.00", "-2.50"]), "-1.50");
-  assert.equal(sumDecimals(["9007199254740993", "1"]), "9007199254740994");
-  assert.equal(sumDecimals([]), "0");
+test("amounts rounded by their digits, not as floats", () => {
+  assert.equal(roundedTo("40.404041", 2), "40.40");
+  assert.equal(roundedTo("40.405", 2), "40.41");
+  assert.equal(roundedTo("0.995", 2), "1.00");
+  assert.equal(roundedTo("-1.005", 2), "-1.01");
+  assert.equal(roundedTo("12.5", 2), "12.5");
+  assert.equal(roundedTo("9007199254740993.999", 2), "9007199254740994.00");
 });
 
 test("Persian dates to Gregorian and back, every day of ten years", () => {

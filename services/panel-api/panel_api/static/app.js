@@ -1,10 +1,10 @@
 // @ts-check
 // The owner's panel: signing in and out, the views by address, the header's menu and language.
 import { call, may, renew, session, signIn, signOut } from "./api.js";
-import { byId, show, words } from "./dom.js";
-import { chosenLanguage, setLanguage, t } from "./i18n.js";
+import { byId, element, show, words } from "./dom.js";
+import { chosenLanguage, number, setLanguage, t } from "./i18n.js";
 import { formOf } from "./forms.js";
-import { beforeEach, open, reload, route } from "./router.js";
+import { afterEach, beforeEach, open, reload, route } from "./router.js";
 import { order, orders, slots } from "./views/adshop.js";
 import { account, audit, bots, deadUpdates, team, workspace } from "./views/admin.js";
 import { botTexts } from "./views/bot-texts.js";
@@ -79,6 +79,36 @@ beforeEach(async () => {
     if (link instanceof HTMLElement) link.hidden = Boolean(link.dataset.role && !may(link.dataset.role));
   }
   signedIn(true);
+});
+
+// What needs the owner, counted beside the page that lists it (`data-attention` names the
+// count), fetched again after each view is drawn: a write there changes it.
+afterEach(async () => {
+  /** @type {Record<string, number>} */
+  let counts;
+  try {
+    counts = await call("GET", "/v1/attention");
+  } catch {
+    return;
+  }
+  for (const link of pages.querySelectorAll("a[data-attention]")) {
+    if (!(link instanceof HTMLElement)) continue;
+    const count = counts[link.dataset.attention ?? ""] ?? 0;
+    let badge = link.querySelector(".needs");
+    if (!count) {
+      badge?.remove();
+      continue;
+    }
+    if (!badge) {
+      badge = document.createElement("span");
+      badge.className = "needs";
+      link.append(badge);
+    }
+    // The figure for the eye, the words for a screen reader.
+    badge.replaceChildren(
+      element("span", { "aria-hidden": "true", text: number(count) }),
+      element("span", { class: "hidden-label", text: t("needsYou", { count: number(count) }) }));
+  }
 });
 
 /** The header for a signed-in member, or for nobody. @param {boolean} yes */

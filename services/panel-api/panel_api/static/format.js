@@ -139,24 +139,6 @@ export function fromBaseUnits(units, places) {
 }
 
 /**
- * Decimal amounts as text added by their digits, kept to the most places any of them has:
- * ["0.10", "0.20"] -> "0.30", where floats would give 0.30000000000000004.
- * @param {string[]} amounts
- */
-export function sumDecimals(amounts) {
-  const places = Math.max(0, ...amounts.map((a) => (a.split(".")[1] ?? "").length));
-  const total = amounts.reduce((sum, a) => {
-    const [whole, fraction = ""] = a.replace(/^-/, "").split(".");
-    const units = BigInt(whole + fraction.padEnd(places, "0"));
-    return a.startsWith("-") ? sum - units : sum + units;
-  }, 0n);
-  const sign = total < 0n ? "-" : "";
-  const digits = (total < 0n ? -total : total).toString().padStart(places + 1, "0");
-  const cut = digits.length - places;
-  return sign + (places ? `${digits.slice(0, cut)}.${digits.slice(cut)}` : digits);
-}
-
-/**
  * A Gregorian day (YYYY-MM-DD) as its Persian year, month and day, as Intl reckons them.
  * @param {string} iso @returns {[number, number, number]}
  */
@@ -191,4 +173,21 @@ const DAY = 86_400_000;
 /** @param {number} time */
 function isoDay(time) {
   return new Date(time).toISOString().slice(0, 10);
+}
+
+/**
+ * A decimal amount as text rounded to `places` (half away from zero), by its digits: no float
+ * on the way. ("40.404041", 2) -> "40.40".
+ * @param {string} amount @param {number} places
+ */
+export function roundedTo(amount, places) {
+  const negative = amount.startsWith("-");
+  const [whole, fraction = ""] = amount.replace(/^-/, "").split(".");
+  if (fraction.length <= places) return amount;
+  let units = BigInt(whole + fraction.slice(0, places));
+  if (Number(fraction[places]) >= 5) units += 1n;
+  const digits = units.toString().padStart(places + 1, "0");
+  const cut = digits.length - places;
+  const text = places ? `${digits.slice(0, cut)}.${digits.slice(cut)}` : digits;
+  return negative && units ? `-${text}` : text;
 }

@@ -268,6 +268,12 @@ export const WORDS = {
     "text.access.ended": "Reminder: subscription ended",
     "text.access.ended_cancelled": "Reminder: ended, renewal cancelled",
     "text.access.removed": "Access ended",
+    "navSelling": "Selling",
+    "navAudience": "Audience",
+    "navAdShop": "Ad shop",
+    "navOperations": "Operations",
+    "navSettings": "Settings",
+    "needsYou": "{count} need you",
   },
   fa: {
     brand: "گیت‌هاوس", language: "زبان", signIn: "ورود", signOut: "خروج",
@@ -532,6 +538,12 @@ export const WORDS = {
     "text.access.ended": "یادآوری: اشتراک پایان یافت",
     "text.access.ended_cancelled": "یادآوری: پایان یافت، تمدید لغو شده",
     "text.access.removed": "پایان دسترسی",
+    "navSelling": "فروش",
+    "navAudience": "مخاطبان",
+    "navAdShop": "فروشگاه تبلیغ",
+    "navOperations": "عملیات",
+    "navSettings": "تنظیمات",
+    "needsYou": "{count} مورد منتظر شماست",
   },
 };
 const KEY = "gatehouse.language";

@@ -38,6 +38,14 @@ export function beforeEach(run) {
   before = run;
 }
 
+/** @type {() => void} */
+let after = () => {};
+
+/** What runs once a view is drawn (the counts beside the pages). @param {() => void} run */
+export function afterEach(run) {
+  after = run;
+}
+
 const NOT_FOUND = {
   title: "notFound",
   render: async () => [
@@ -112,6 +120,7 @@ async function draw(href, { push = false, focus = push } = {}) {
     byId("menu").setAttribute("aria-expanded", "false");
     show(null);
     if (focus) heading.focus();
+    after();
   } catch (error) {
     if (asked === href) asked = location.pathname + location.search;
     if (!(error instanceof SessionEnded)) show(error);

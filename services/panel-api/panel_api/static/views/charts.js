@@ -25,10 +25,11 @@ const LABEL_CHAR_WIDTH = 7.5;
  * @param {string} emptyKey what the legend says when there is no line
  * @param {(slot: string) => string} [labelOf] how a slot is named on the axis and in the
  *   caption (a day, unless told: an hour)
+ * @param {number} [most] the widest it is drawn (one of several side by side)
  */
-export function lineChart(id, headingId, days, lines, emptyKey, labelOf = day) {
+export function lineChart(id, headingId, days, lines, emptyKey, labelOf = day, most = 640) {
   // As wide as the page has room for, so the axis labels stay at their size on a phone.
-  const room = document.getElementById("view")?.clientWidth ?? 640;
+  const room = Math.min(most + 32, document.getElementById("view")?.clientWidth ?? 640);
   const width = Math.max(300, Math.min(640, room - 32)), height = 260, left = 56, right = 16, top = 16, bottom = 36;
   const ticks = axisTicks(Math.max(0, ...lines.flatMap((line) => line.values)));
   const highest = ticks[ticks.length - 1];

@@ -2,8 +2,8 @@
 // The dashboard: what needs the owner's eye as tiles that lead to it, and the revenue chart.
 import { call, may, session } from "../api.js";
 import { element, words } from "../dom.js";
-import { lastDays, sumDecimals } from "../format.js";
-import { dateTime, money, number, t } from "../i18n.js";
+import { lastDays, roundedTo } from "../format.js";
+import { dateTime, day, money, number, t } from "../i18n.js";
 import { lineChart } from "./charts.js";
 import { funnelOf, seriesChart } from "./stats.js";
 
@@ -44,28 +44,38 @@ export async function dashboard() {
     seriesChart(visits, "visitors", "visitors-heading"),
     element("p", {}, words("a", "stats", { href: "/stats" })),
     words("h2", "revenue", { id: "revenue-heading" }),
-    revenueChart(board.revenue, days),
+    revenueCharts(board.revenue, board.revenue_totals, days),
     words("h2", "members", { id: "members-heading" }),
     membersChart(board.members, days),
   ];
 }
 
+// Coins kept to 6 places are shown to 2 in the totals; the chart has them exact.
+const COINS = new Set(["USDT", "TRX"]);
+
 /**
- * One line per currency over the last 30 days of the workspace's zone; the legend says each
- * currency's total.
+ * A small chart per currency over the last 30 days of the workspace's zone, each on its own
+ * scale (250 Stars beside $105 would flatten the dollars to the floor); each says its total,
+ * summed by the API.
  * @param {{ day: string, currency: string, amount: string }[]} revenue
+ * @param {{ currency: string, amount: string }[]} totals
  * @param {string[]} days
  */
-function revenueChart(revenue, days) {
-  const currencies = [...new Set(revenue.map((r) => r.currency))].sort();
+function revenueCharts(revenue, totals, days) {
   /** @type {Record<string, number>} */
   const amounts = {};
   for (const r of revenue) amounts[`${r.currency} ${r.day}`] = Number(r.amount);
-  return lineChart("revenue", "revenue-heading", days, currencies.map((currency) => ({
-    name: currency, key: currency,
-    values: days.map((d) => amounts[`${currency} ${d}`] ?? 0),
-    total: money(sumDecimals(revenue.filter((r) => r.currency === currency).map((r) => r.amount)), currency),
-  })), "noRevenue");
+  const charts = totals.map(({ currency, amount }) => {
+    const total = money(COINS.has(currency) ? roundedTo(amount, 2) : amount, currency);
+    const id = `revenue-${currency}`;
+    return element("div", { class: "small-chart", "data-currency": currency },
+      element("h3", { id: `${id}-heading`, text: currency }),
+      lineChart(id, `${id}-heading`, days, [{
+        name: currency, key: currency, values: days.map((d) => amounts[`${currency} ${d}`] ?? 0), total,
+      }], "noRevenue", day, totals.length > 1 ? 420 : 640));
+  });
+  return element("div", { id: "revenue", class: "charts" },
+    ...(charts.length ? charts : [words("p", "noRevenue", { class: "empty" })]));
 }
 
 /**
