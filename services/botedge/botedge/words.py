@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import gettext
+import logging
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -59,6 +60,8 @@ _PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 _DATE = {"en": "%Y-%m-%d", "ru": "%d.%m.%Y", "ar": "%d/%m/%Y", "fa": "%Y/%m/%d"}
 
 REGISTRY: dict[str, Msg] = {}
+
+log = logging.getLogger("botedge.words")
 
 
 # What an owner may write in place of a text (`msg(..., form=...)`), by where it goes: a
@@ -298,7 +301,16 @@ class Speech:
         template = self._template(message, count)
         if count is not None:
             values.setdefault("count", number(count))
-        said = template.format_map({k: self._fill(v) for k, v in values.items()})
+        filled = {k: self._fill(v) for k, v in values.items()}
+        try:
+            said = template.format_map(filled)
+        except (KeyError, IndexError, ValueError, AttributeError):
+            # An owner's text the check would refuse (written around it): the shipped words,
+            # never a failed update.
+            if message.key not in self._written:
+                raise
+            log.warning("the owner's text %s cannot be filled; sent as shipped", message.key)
+            said = self.written({})._template(message, count).format_map(filled)
         if self.right_to_left:
             said = _COMMAND.sub(lambda found: f"{LRI}{found.group(0)}{PDI}", said)
         return said

@@ -113,6 +113,8 @@ from panel_api.gate import (
 from panel_api.ledger import (
     Attention,
     Dashboard,
+    HeadlineQuery,
+    Headlines,
     History,
     Invoice,
     InvoiceQuery,
@@ -383,6 +385,16 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         Role.VIEWER,
         Attention,
         handler=Ledger.attention,
+    ),
+    ("GET", "/v1/dashboard/headlines"): Operation(
+        "How the business is doing over the last 7, 30 or 90 days or this month, each figure"
+        " beside the period before: memberships active, begun and lost, renewals due in 7 days,"
+        " trials ended and paid for, payments received and monthly recurring revenue per"
+        " currency",
+        Role.VIEWER,
+        Headlines,
+        query=HeadlineQuery,
+        handler=Ledger.headlines,
     ),
     ("GET", "/v1/dashboard"): Operation(
         "Counts that need attention and 30 days of revenue by day and currency (payments, and"

@@ -8,6 +8,7 @@ import datetime as dt
 from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any, Literal, TypeVar
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import msgspec
 from starlette.requests import Request
@@ -312,6 +313,61 @@ class Dashboard(msgspec.Struct):
     outages: list[Outage] = []
 
 
+Period = Literal["7", "30", "90", "month"]
+
+
+class HeadlineQuery(msgspec.Struct, forbid_unknown_fields=True):
+    # The last 7, 30 or 90 days of the workspace's zone (today included), or this month.
+    period: Period = "30"
+
+
+class Change(msgspec.Struct):
+    """A figure for the period, and for the period of the same length before it."""
+
+    now: int
+    before: int
+
+
+class Headlines(msgspec.Struct):
+    """How the business is doing over a period, each figure beside the one before it."""
+
+    period: Period
+    time_zone: str
+    since: dt.datetime
+    until: dt.datetime
+    # Where the period before it starts: it ends at `since`, and is as long.
+    before: dt.datetime
+    # Memberships active now, and at the period's start.
+    active: Change
+    # Memberships begun in the period (their first event).
+    new: Change
+    # Memberships that ran out in the period (moved to expired).
+    lost: Change
+    # Active memberships whose paid time ends in the next 7 days.
+    renewals_due: int
+    # Trials whose time ended in the period, and of those the ones paid for since.
+    trials_ended: Change
+    trials_paid: Change
+    # Payments received in the period, and in the one before, per currency.
+    received: list[Priced]
+    received_before: list[Priced]
+    # What the active memberships bring in a month, per currency.
+    recurring: list[Priced]
+
+
+def period_bounds(period: Period, zone: str, now: dt.datetime) -> tuple[dt.datetime, dt.datetime]:
+    """Where the period starts (midnight in the workspace's zone) and where the one before it
+    starts."""
+    try:
+        tz: dt.tzinfo = ZoneInfo(zone)
+    except (ZoneInfoNotFoundError, ValueError):
+        tz = dt.UTC
+    today = now.astimezone(tz).date()
+    first = today.replace(day=1) if period == "month" else today - dt.timedelta(int(period) - 1)
+    since = dt.datetime.combine(first, dt.time(), tz)
+    return since, since - (now - since)
+
+
 _PERSON_COLUMNS: list[exports.Column] = [
     "telegram_user_id",
     *((part, exports.person(part)) for part in ("username", "first_name", "last_name")),
@@ -357,6 +413,42 @@ class Ledger:
             "outages": outages,
         }
         return answer(msgspec.convert(board, Dashboard))
+
+    async def headlines(self, request: Request, caller: Caller) -> Response:
+        where = query(request, HeadlineQuery)
+        now = self.clock.now()
+        async with store.connection(runtime(request).pool) as conn:
+            zone = str((await store.rows(conn, "workspace", {}))[0]["time_zone"])
+            since, before = period_bounds(where.period, zone, now)
+            bounds = {"since": since, "before": before, "until": now}
+            counts = (await store.rows(conn, "headline_counts", bounds))[0]
+            received = await store.rows(conn, "headline_received", bounds)
+            recurring = await store.rows(conn, "headline_recurring", bounds)
+
+        def change(name: str) -> Change:
+            return Change(int(counts[f"{name}_now"]), int(counts[f"{name}_before"]))
+
+        def priced(rows: list[dict[str, Any]], column: str) -> list[Priced]:
+            return [Priced(amount_minor=r[column], currency=r["currency"]) for r in rows]
+
+        return answer(
+            Headlines(
+                period=where.period,
+                time_zone=zone,
+                since=since,
+                until=now,
+                before=before,
+                active=change("active"),
+                new=change("new"),
+                lost=change("lost"),
+                renewals_due=int(counts["renewals_due"]),
+                trials_ended=change("trials_ended"),
+                trials_paid=change("trials_paid"),
+                received=priced(received, "now_minor"),
+                received_before=priced(received, "before_minor"),
+                recurring=priced(recurring, "amount_minor"),
+            )
+        )
 
     async def attention(self, request: Request, caller: Caller) -> Response:
         async with store.connection(runtime(request).pool) as conn:

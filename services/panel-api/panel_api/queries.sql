@@ -1015,3 +1015,69 @@ DO UPDATE SET text = excluded.text, updated_at = excluded.updated_at,
 
 -- reset_bot_text --
 DELETE FROM bot_texts WHERE bot_id = %(bot_id)s AND key = %(key)s AND language = %(language)s;
+
+-- headline_counts --
+-- The business in figures for a period [since, until) and the one before it [before, since):
+-- memberships active now and at the period's start (from their history: each event's status
+-- holds until the next), begun (a membership's first event), lost (moved to expired), renewals
+-- due in the next 7 days, and trials that ended (the date the trial ran to) and how many of
+-- those people paid for that channel after taking it.
+WITH last_before AS (
+       SELECT DISTINCT ON (person_id, channel_id) to_status
+         FROM membership_events
+        WHERE at < %(since)s
+        ORDER BY person_id, channel_id, id DESC),
+     first_event AS (
+       SELECT min(at) AS at FROM membership_events GROUP BY person_id, channel_id),
+     trial_ends AS (
+       SELECT e.until AS ended,
+              EXISTS (SELECT 1 FROM payments p
+                       WHERE p.person_id = e.person_id AND p.channel_id = e.channel_id
+                         AND p.applied AND p.paid_at >= e.at) AS paid
+         FROM membership_events e
+        WHERE e.cause = 'trial' AND e.until >= %(before)s AND e.until < %(until)s)
+SELECT (SELECT count(*) FROM memberships WHERE status = 'active') AS active_now,
+       (SELECT count(*) FROM last_before WHERE to_status = 'active') AS active_before,
+       (SELECT count(*) FROM first_event WHERE at >= %(since)s AND at < %(until)s) AS new_now,
+       (SELECT count(*) FROM first_event WHERE at >= %(before)s AND at < %(since)s) AS new_before,
+       (SELECT count(*) FROM membership_events
+         WHERE to_status = 'expired' AND from_status IS DISTINCT FROM 'expired'
+           AND at >= %(since)s AND at < %(until)s) AS lost_now,
+       (SELECT count(*) FROM membership_events
+         WHERE to_status = 'expired' AND from_status IS DISTINCT FROM 'expired'
+           AND at >= %(before)s AND at < %(since)s) AS lost_before,
+       (SELECT count(*) FROM memberships
+         WHERE status = 'active' AND expires_at >= %(until)s
+           AND expires_at < %(until)s + interval '7 days') AS renewals_due,
+       (SELECT count(*) FROM trial_ends WHERE ended >= %(since)s) AS trials_ended_now,
+       (SELECT count(*) FROM trial_ends WHERE ended >= %(since)s AND paid) AS trials_paid_now,
+       (SELECT count(*) FROM trial_ends WHERE ended < %(since)s) AS trials_ended_before,
+       (SELECT count(*) FROM trial_ends WHERE ended < %(since)s AND paid) AS trials_paid_before;
+
+-- headline_received --
+-- Payments received (applied) in the period and in the one before, per currency, in minor units.
+SELECT currency,
+       coalesce(sum(amount_minor) FILTER (WHERE paid_at >= %(since)s), 0)::text AS now_minor,
+       coalesce(sum(amount_minor) FILTER (WHERE paid_at < %(since)s), 0)::text AS before_minor
+  FROM payments
+ WHERE applied AND paid_at >= %(before)s AND paid_at < %(until)s
+ GROUP BY currency
+ ORDER BY currency;
+
+-- headline_recurring --
+-- What the active memberships bring in a month, per currency: each one's last payment's price
+-- (a bundle's shared among its channels) over its period, as 30 days of it, in minor units.
+SELECT i.currency,
+       round(sum(i.amount_minor * 30.0 / i.period_days
+                 / coalesce(cardinality(i.bundle_channel_ids), 1)))::text AS amount_minor
+  FROM memberships m
+  JOIN LATERAL (
+       SELECT e.payment_id FROM membership_events e
+        WHERE e.person_id = m.person_id AND e.channel_id = m.channel_id
+          AND e.cause = 'payment'
+        ORDER BY e.id DESC LIMIT 1) last ON true
+  JOIN payments p ON p.id = last.payment_id
+  JOIN invoices i ON i.id = p.invoice_id
+ WHERE m.status = 'active'
+ GROUP BY i.currency
+ ORDER BY i.currency;

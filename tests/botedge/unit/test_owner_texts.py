@@ -79,3 +79,11 @@ def test_owner_texts__a_written_text_is_said_for_its_bot_and_language_only(words
     assert words.version(7) == 2
     assert "تمدید شد" not in words.speech("fa", 7)(RUNS_TO, title="Club", until="x")
     assert words.speech("en", 7)(CHOOSE_GATEWAY) == "Choose how to pay:"
+
+
+def test_owner_texts__one_written_around_the_check_falls_back_to_the_shipped_words(
+    words: Words,
+) -> None:
+    words.own(9, 1, {("en", RUNS_TO.key): "{title} until {when} {0}"})
+    said = words.speech("en", 9)(RUNS_TO, title="Club", until="Friday")
+    assert said == "Payment received: your access to Club now runs to Friday."

@@ -294,3 +294,37 @@ def test_pages__the_pages_in_groups_beside_the_view_with_what_needs_the_owner_co
     expect(heads.nth(4)).to_be_visible()
     expect(page.locator("#pages a[aria-current=page]")).to_have_attribute("data-view", "plans")
     page.screenshot(path=str(ARTIFACTS / "nav-fa-390.png"), full_page=True)
+
+
+def test_pages__the_dashboard_says_how_the_business_did_over_the_chosen_period(
+    page: Page, business: str, database_url: str
+) -> None:
+    with psycopg.connect(database_url) as conn:
+        active = conn.execute("SELECT count(*) FROM memberships WHERE status = 'active'").fetchone()
+        # Memberships begun since midnight (UTC, the workspace's zone) six days ago.
+        new_in_7 = conn.execute(
+            "SELECT count(*) FROM (SELECT min(at) AS at FROM membership_events"
+            " GROUP BY person_id, channel_id) f"
+            " WHERE at >= date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'"
+            "  - interval '6 days'"
+        ).fetchone()
+    assert active is not None and new_in_7 is not None
+    sign_in(page, business)
+    expect(page.locator("[data-figure=active]")).to_have_text(str(active[0]))
+    expect(page.locator("[data-headline=recurring] .figure").first).to_be_visible()
+    expect(page.locator("#period")).to_have_value("30")
+    page.select_option("#period", "7")
+    expect(page).to_have_url(re.compile(r"/\?period=7$"))
+    expect(page.locator("[data-figure=new]")).to_have_text(str(new_in_7[0]))
+    expect(page.locator("[data-before=new]")).to_contain_text("before")
+    page.screenshot(path=str(ARTIFACTS / "dashboard-headlines-en.png"), full_page=True)
+    # Persian: the same figures in Persian digits; on a phone, within the width.
+    page.select_option("#language", "fa")
+    in_persian = str(new_in_7[0]).translate(str.maketrans("0123456789", "۰۱۲۳۴۵۶۷۸۹"))
+    expect(page.locator("[data-figure=new]")).to_have_text(in_persian)
+    expect(page.locator("[data-before=new]")).to_contain_text("پیش")
+    assert accessibility_problems(page) == []
+    page.set_viewport_size({"width": 390, "height": 844})
+    expect(page.locator("[data-figure=new]")).to_be_visible()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.screenshot(path=str(ARTIFACTS / "dashboard-headlines-fa-390.png"), full_page=True)

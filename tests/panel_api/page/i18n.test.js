@@ -26,3 +26,8 @@ test("every field code of docs/errors.md has words", async () => {
   assert.ok(codes.length > 10);
   for (const code of codes) assert.ok(`e.${code}` in WORDS.en, code);
 });
+
+test("Persian words write their numbers in Persian digits", () => {
+  const latin = Object.entries(WORDS.fa).filter(([, text]) => /[0-9]/.test(text));
+  assert.deepEqual(latin, []);
+});

@@ -3,7 +3,8 @@
 import { call, may, session } from "../api.js";
 import { element, words } from "../dom.js";
 import { lastDays, roundedTo } from "../format.js";
-import { dateTime, day, money, number, t } from "../i18n.js";
+import { dateTime, day, money, number, percent, t } from "../i18n.js";
+import { navigate } from "../router.js";
 import { lineChart } from "./charts.js";
 import { funnelOf, seriesChart } from "./stats.js";
 
@@ -14,9 +15,74 @@ function tile(key, value, href) {
     element("div", { class: "figure", "data-figure": key, "data-value": String(value), text: number(value) }));
 }
 
-/** @returns {Promise<Node[]>} */
-export async function dashboard() {
-  const [board, visits] = await Promise.all([call("GET", "/v1/dashboard"), call("GET", "/v1/stats")]);
+const PERIODS = ["7", "30", "90", "month"];
+
+/**
+ * A figure of the period beside the one before it: the figure, then what it was and by how
+ * much it moved, in words (not colour alone).
+ * @param {string} key @param {string} shown @param {{ now: number, before: number }} change
+ * @param {string} [href]
+ */
+function headline(key, shown, change, href) {
+  const moved = change.now - change.before;
+  const arrow = moved > 0 ? "▲" : moved < 0 ? "▼" : "";
+  const attributes = { class: "tile headline", "data-headline": key, ...(href ? { href } : {}) };
+  return element(href ? "a" : "div", attributes,
+    words("div", `hl.${key}`),
+    element("div", { class: "figure", "data-figure": key, text: shown }),
+    element("div", { class: "before", "data-before": key },
+      element("span", { "aria-hidden": "true", text: arrow ? `${arrow} ` : "" }),
+      element("span", { text: t(moved > 0 ? "hl.up" : moved < 0 ? "hl.down" : "hl.same", {
+        by: number(Math.abs(moved)), before: number(change.before) }) })));
+}
+
+/**
+ * Amounts per currency, one line each, beside the period before's.
+ * @param {string} key @param {any[]} now @param {any[]} before
+ */
+function moneyHeadline(key, now, before) {
+  const earlier = new Map(before.map((b) => [b.currency, b]));
+  const lines = now.filter((r) => r.amount_minor !== "0").map((r) => element("div", { class: "figure-line", "data-currency": r.currency },
+    element("span", { class: "figure", text: money(r.amount, r.currency) }),
+    element("span", { class: "before", text: ` ${t("hl.was", { before: money(earlier.get(r.currency)?.amount ?? "0", r.currency) })}` })));
+  return element("div", { class: "tile headline", "data-headline": key },
+    words("div", `hl.${key}`), ...(lines.length ? lines : [words("div", "hl.none", { class: "figure" })]));
+}
+
+/** The business over the chosen period: the figures an owner checks each morning.
+ * @param {any} h */
+function headlines(h) {
+  const share = (/** @type {number} */ paid, /** @type {number} */ ended) => ended ? percent(paid / ended) : "—";
+  const trials = element("div", { class: "tile headline", "data-headline": "trials" },
+    words("div", "hl.trials"),
+    element("div", { class: "figure", "data-figure": "trials", text: share(h.trials_paid.now, h.trials_ended.now) }),
+    element("div", { class: "before", text: t("hl.trialsOf", {
+      paid: number(h.trials_paid.now), ended: number(h.trials_ended.now), before: share(h.trials_paid.before, h.trials_ended.before) }) }));
+  const recurring = element("div", { class: "tile headline", "data-headline": "recurring" },
+    words("div", "hl.recurring"),
+    ...(h.recurring.length
+      ? h.recurring.map((/** @type {any} */ r) => element("div", { class: "figure", "data-currency": r.currency, text: money(r.amount, r.currency) }))
+      : [words("div", "hl.none", { class: "figure" })]));
+  return element("div", { class: "tiles headlines" },
+    recurring,
+    moneyHeadline("received", h.received, h.received_before),
+    headline("active", number(h.active.now), h.active, "/memberships?status=active"),
+    headline("new", number(h.new.now), h.new),
+    headline("lost", number(h.lost.now), h.lost, "/memberships?status=expired"),
+    element("a", { class: "tile headline", "data-headline": "renewals", href: "/memberships?status=active" },
+      words("div", "hl.renewals"), element("div", { class: "figure", "data-figure": "renewals", text: number(h.renewals_due) })),
+    trials);
+}
+
+/** @param {URL} url @returns {Promise<Node[]>} */
+export async function dashboard(url) {
+  const period = PERIODS.includes(url.searchParams.get("period") ?? "") ? String(url.searchParams.get("period")) : "30";
+  const [board, visits, h] = await Promise.all([
+    call("GET", "/v1/dashboard"), call("GET", "/v1/stats"), call("GET", `/v1/dashboard/headlines?period=${period}`)]);
+  const picker = /** @type {HTMLSelectElement} */ (element("select", { id: "period", name: "period" },
+    ...PERIODS.map((p) => element("option", { value: p, text: t(`period.${p}`) }))));
+  picker.value = period;
+  picker.addEventListener("change", () => navigate({ period: picker.value === "30" ? null : picker.value }));
   const days = lastDays(board.time_zone, new Date());
   const me = session.me ?? { email: "", role: "viewer" };
   /** @type {[string, number, string, string][]} key, figure, where it leads, who may open it */
@@ -30,6 +96,11 @@ export async function dashboard() {
   ];
   return [
     element("p", { id: "who", text: t("signedInAs", { email: me.email, role: t(me.role) }) }),
+    element("div", { class: "section-head" },
+      words("h2", "hl.heading", { id: "business-heading" }),
+      element("label", { for: "period" }, words("span", "hl.period"), " ", picker)),
+    headlines(h),
+    words("h2", "hl.needsYou"),
     ...board.outages.map((/** @type {{ bot_id: number, username: string, since: string }} */ o) =>
       element("p", { class: "warning", role: "alert", "data-outage": String(o.bot_id) },
         element("a", { href: "/bots", text: t("telegramDown", {
