@@ -28,6 +28,7 @@ from panel_api.coupons import Coupons
 from panel_api.gate import Gate
 from panel_api.internal import Internal
 from panel_api.ledger import Ledger
+from panel_api.members import Members
 from panel_api.operations import Operations
 from panel_api.passwords import Passwords
 from panel_api.plans import Plans
@@ -114,6 +115,7 @@ def create_app(
     team = Team(clock, passwords)
     ledger = Ledger(billing, clock)
     operations = Operations(billing, clock)
+    members = Members(clock, billing)
     bots = Bots(clock, SecretBox(settings.bot_token_key), botedge)
     words = Words(clock, botedge)
     gate = Gate(clock, botedge)
@@ -136,6 +138,7 @@ def create_app(
                     first_start,
                     team,
                     ledger,
+                    members,
                     operations,
                     bots,
                     words,

@@ -130,6 +130,7 @@ from panel_api.ledger import (
     TelegramPerson,
     Visitor,
 )
+from panel_api.members import BulkExtended, BulkExtension, Members
 from panel_api.operations import (
     AccessEvent,
     AccessEventQuery,
@@ -412,6 +413,15 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         Page[Membership],
         query=MembershipQuery,
         handler=Ledger.memberships,
+    ),
+    ("POST", "/v1/memberships/extend"): Operation(
+        "Extend the chosen members by a number of days (billing grants each one); the same"
+        " request_key again extends nobody twice",
+        Role.ADMIN,
+        BulkExtended,
+        body=BulkExtension,
+        problems=(503,),
+        handler=Members.extend,
     ),
     ("GET", "/v1/memberships/{person_id:int}/{channel_id:int}/events"): Operation(
         "A membership's history, oldest first, and whose it is. `person_id` is our id for the"

@@ -171,3 +171,59 @@ def test_channel__admission_mode_and_the_join_request_link_shown(rig: Rig) -> No
     assert channel["join_request_link"] == "https://t.me/+abc"
     bad = rig.panel.call("PATCH", f"/v1/channels/{rig.channel}", {"admission": "open"})
     assert bad.status_code == 422
+
+
+def test_bulk_extend__each_chosen_member_extended_once_a_retry_extends_nobody_twice(
+    rig: Rig,
+) -> None:
+    until = rig.clock.now() + 10 * DAY
+    for user in (81, 82, 83):
+        body = {
+            "telegram_user_id": user,
+            "channel_id": rig.channel,
+            "until": until.isoformat(),
+            "reason": "partner",
+        }
+        assert rig.panel.call("POST", "/v1/grants", body).status_code == 200
+    chosen = rig.query(
+        "SELECT m.person_id, m.channel_id, m.expires_at FROM memberships m"
+        " JOIN people p ON p.id = m.person_id WHERE p.telegram_user_id IN (81, 82, 83)"
+        " ORDER BY m.person_id"
+    )
+    members = [{"person_id": p, "channel_id": c} for p, c, _ in chosen]
+    nobody = {"person_id": 999_999, "channel_id": rig.channel}
+    body = {"request_key": "press-0001", "days": 5, "members": [*members, nobody]}
+    assert rig.panel.call("POST", "/v1/memberships/extend", body, role="viewer").status_code == 403
+
+    first = rig.panel.call("POST", "/v1/memberships/extend", body)
+    assert first.status_code == 200, first.text
+    outcomes = [(r["person_id"], r["outcome"]) for r in first.json()["results"]]
+    assert outcomes == [*((p, "extended") for p, _, _ in chosen), (999_999, "not-found")]
+    after = rig.query(
+        "SELECT person_id, expires_at FROM memberships WHERE person_id = ANY(%s) ORDER BY 1",
+        [p for p, _, _ in chosen],
+    )
+    assert after == [(p, expires + 5 * DAY) for p, _, expires in chosen]
+
+    # The same press again (a retry), minutes later: the dates fixed the first time, granted
+    # once by billing; nobody extended twice.
+    rig.clock.advance(600)
+    again = rig.panel.call("POST", "/v1/memberships/extend", body)
+    assert again.status_code == 200, again.text
+    assert [r["outcome"] for r in again.json()["results"]] == ["unchanged"] * 3 + ["not-found"]
+    assert (
+        rig.query(
+            "SELECT person_id, expires_at FROM memberships WHERE person_id = ANY(%s) ORDER BY 1",
+            [p for p, _, _ in chosen],
+        )
+        == after
+    )
+    # A new press extends again, from the new dates.
+    newer = rig.panel.call("POST", "/v1/memberships/extend", {**body, "request_key": "press-0002"})
+    assert [r["outcome"] for r in newer.json()["results"]][:3] == ["extended"] * 3
+    audited = rig.query("SELECT target FROM audit_log WHERE action = 'memberships.extend'")
+    assert sorted(t for (t,) in audited) == [
+        "bulk:press-0001",
+        "bulk:press-0001",
+        "bulk:press-0002",
+    ]

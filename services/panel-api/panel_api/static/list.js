@@ -32,6 +32,8 @@ import { navigate } from "./router.js";
  * @property {string} [csv] the API's CSV export of the list, offered to admins with the
  *   list's filters and sort
  * @property {((item: any) => Node[]) | null} [actions]
+ * @property {((item: any) => string) | null} [select] a box on each row to choose it by this
+ *   value (for an action on the chosen), and one in the heading for the whole page
  * @property {Node[]} [before]
  * @property {Node[]} [after]
  */
@@ -57,7 +59,7 @@ function heading(column, sort) {
 }
 
 /** @param {URL} url @param {List} list @returns {Promise<Node[]>} */
-export async function listView(url, { id, path, columns, filters = [], search = false, csv, actions = null, before = [], after = [] }) {
+export async function listView(url, { id, path, columns, filters = [], search = false, csv, actions = null, select = null, before = [], after = [] }) {
   const wanted = url.searchParams;
   const query = new URLSearchParams({ limit: "50" });
   const sort = wanted.get("sort");
@@ -97,6 +99,13 @@ export async function listView(url, { id, path, columns, filters = [], search = 
   }
   const body = element("tbody");
   const head = columns.map((column) => heading(column, sort));
+  if (select) {
+    const all = /** @type {HTMLInputElement} */ (element("input", { type: "checkbox", "data-select-all": "", "aria-label": t("chooseAll") }));
+    all.addEventListener("change", () => {
+      for (const box of body.querySelectorAll("input[data-select]")) /** @type {HTMLInputElement} */ (box).checked = all.checked;
+    });
+    head.unshift(element("th", { scope: "col" }, all));
+  }
   if (actions) head.push(element("th", { scope: "col" }, element("span", { class: "hidden-label", text: t("action") })));
   const table = element("table", { id, class: "stacked" }, element("thead", {}, element("tr", {}, ...head)), body);
   const more = words("button", "more", { type: "button", id: `${id}-more`, hidden: "" });
@@ -108,6 +117,10 @@ export async function listView(url, { id, path, columns, filters = [], search = 
     for (const item of page.items) {
       const row = element("tr", { "data-id": String(item.id ?? "") },
         ...columns.map((column) => cell(column.value(item), t(column.label))));
+      if (select) {
+        const box = element("input", { type: "checkbox", "data-select": "", value: select(item), "aria-label": t("chooseRow") });
+        row.prepend(element("td", { "data-label": t("chosen") }, box));
+      }
       // The flex box inside the cell: a td that is a flex box leaves the table.
       if (actions) row.append(element("td", { "data-label": t("action") }, element("div", { class: "actions" }, ...actions(item))));
       body.append(row);

@@ -1,11 +1,13 @@
 // @ts-check
 // People and what they paid: people, memberships (with each one's history), invoices, payments
 // (with the gateway events that need the owner) and access events.
-import { call, may } from "../api.js";
+import { ApiProblem, call, may, Refusal } from "../api.js";
 import { element, show, wordChoices, words } from "../dom.js";
 import { actionButton, formOf } from "../forms.js";
-import { money, number, t } from "../i18n.js";
+import { digits, money, number, t } from "../i18n.js";
+import { latinDigits } from "../format.js";
 import { listView } from "../list.js";
+import { reload } from "../router.js";
 import { botChoices, channelChoices, copyable, everything, idText, person, wholeNumber, when } from "./common.js";
 
 /** @param {URL} url */
@@ -27,8 +29,11 @@ export async function people(url) {
 /** @param {URL} url */
 export async function memberships(url) {
   const paid = (await everything("/v1/channels")).filter((c) => c.is_paid);
+  const admin = may("admin");
   return listView(url, {
     id: "memberships", path: "/v1/memberships", search: true, csv: "/v1/exports/memberships.csv",
+    before: admin ? [extendBar()] : [],
+    select: admin ? (m) => JSON.stringify({ person_id: m.person_id, channel_id: m.channel_id }) : null,
     filters: [
       { name: "status", label: "status", values: ["active", "grace", "expired"] },
       { name: "channel", label: "channel", choices: channelChoices(paid) },
@@ -45,6 +50,92 @@ export async function memberships(url) {
     ],
     actions: (m) => [historyButton(m)],
   });
+}
+
+/** What the last extension came to, each with whom it was for, until the list is drawn again.
+ * @type {Array<{ who: string[], outcome: string, until: string | null, detail: string | null }>} */
+let outcomes = [];
+
+/** A key for one press of a bulk action: kept until an answer comes, so a retry after a lost
+ * answer is the same request (billing extends nobody twice). */
+function pressKey() {
+  return crypto.randomUUID();
+}
+
+/**
+ * Extend the chosen members by some days: it asks first, then says what came of each.
+ * @returns {HTMLElement}
+ */
+function extendBar() {
+  const days = /** @type {HTMLInputElement} */ (element("input", { id: "extend-days", name: "days", inputmode: "numeric", size: "5", "aria-describedby": "extend-days-problem" }));
+  days.value = digits(30);
+  const problem = element("span", { class: "field-problem", id: "extend-days-problem" });
+  const press = words("button", "extendChosen", { type: "button", id: "extend" });
+  const asking = element("span", { class: "asking", role: "group", hidden: "" });
+  const results = element("ul", { id: "extended", class: "results", hidden: "" });
+  let key = pressKey();
+  if (outcomes.length) {
+    results.replaceChildren(...outcomes.map((r) => element("li", { "data-outcome": r.outcome },
+      element("bdi", { text: r.who[0] }), " · ", element("bdi", { text: r.who[1] }), ": ",
+      element("span", { text: t(`extended.${r.outcome}`, { until: r.until ? when(r.until) ?? "" : "", detail: r.detail ?? "" }) }))));
+    results.hidden = false;
+    outcomes = [];
+  }
+  /** @returns {{ person_id: number, channel_id: number }[]} */
+  const chosen = () => [...document.querySelectorAll("#memberships input[data-select]:checked")]
+    .map((box) => JSON.parse(/** @type {HTMLInputElement} */ (box).value));
+  /** The row's person and channel, as the table shows them. @param {{ person_id: number, channel_id: number }} m */
+  const who = (m) => {
+    const box = document.querySelector(`#memberships input[data-select][value='${JSON.stringify(m)}']`);
+    const cells = box?.closest("tr")?.querySelectorAll("td");
+    return cells ? [cells[1].textContent ?? "", cells[2].textContent ?? ""] : [`#${m.person_id}`, ""];
+  };
+  const send = async (/** @type {{ person_id: number, channel_id: number }[]} */ members, /** @type {number} */ count) => {
+    try {
+      const done = await call("POST", "/v1/memberships/extend", { request_key: key, days: count, members });
+      key = pressKey();
+      // Said under the bar once the list is drawn again with the new dates.
+      outcomes = done.results.map((/** @type {any} */ r) => ({
+        ...r, who: who({ person_id: r.person_id, channel_id: r.channel_id }) }));
+      await reload();
+      return;
+    } catch (error) {
+      if (error instanceof ApiProblem) key = pressKey();
+      show(error);
+    } finally {
+      asking.hidden = true;
+      press.hidden = false;
+    }
+  };
+  press.addEventListener("click", () => {
+    days.removeAttribute("aria-invalid");
+    problem.textContent = "";
+    const count = Number(latinDigits(days.value.trim()));
+    if (!Number.isInteger(count) || count < 1 || count > 3650) {
+      days.setAttribute("aria-invalid", "true");
+      problem.textContent = t("e.out-of-range");
+      days.focus();
+      return;
+    }
+    const members = chosen();
+    if (!members.length) {
+      show(new Refusal(t("chooseMembers")));
+      return;
+    }
+    show(null);
+    const yes = element("button", { type: "button", "data-confirm": "extend", text: t("confirmYes") });
+    const no = words("button", "keep", { type: "button" });
+    asking.replaceChildren(element("span", { text: t("extendSure", { count: number(members.length), days: number(count) }) }), yes, no);
+    yes.addEventListener("click", () => { yes.setAttribute("disabled", ""); send(members, count); });
+    no.addEventListener("click", () => { asking.hidden = true; press.hidden = false; press.focus(); });
+    press.hidden = true;
+    asking.hidden = false;
+    no.focus();
+  });
+  return element("section", { class: "bulk", "aria-labelledby": "extend-heading" },
+    words("h2", "extendHeading", { id: "extend-heading" }),
+    element("div", { class: "field" }, words("label", "extendDays", { for: "extend-days" }), days, problem),
+    press, asking, results);
 }
 
 /** @param {{ person_id: number, channel_id: number }} membership */

@@ -1,0 +1,96 @@
+"""Members extended in bulk from the Memberships page, as an owner does it: three rows ticked,
+days refused at their box when out of range, asked first, each person's outcome said, and
+their paid time moved once; in Persian and on a phone too."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import psycopg
+from playwright.sync_api import Page, expect
+
+from tests.billing.e2e import gateways
+from tests.conftest import HTTP
+from tests.panel_api.browser.conftest import (
+    ARTIFACTS,
+    PASSWORD,
+    Stack,
+    accessibility_problems,
+    persian,
+    sign_in,
+)
+from tests.panel_api.e2e.conftest import sign_in as api_sign_in
+
+PEOPLE = (8201, 8202, 8203, 8204)
+
+
+def expiries(stack: Stack) -> dict[int, dt.datetime]:
+    with psycopg.connect(stack.database_url) as conn:
+        rows = conn.execute(
+            "SELECT p.telegram_user_id, m.expires_at FROM memberships m"
+            " JOIN people p ON p.id = m.person_id WHERE p.telegram_user_id = ANY(%s)",
+            (list(PEOPLE),),
+        ).fetchall()
+    return {int(user): at for user, at in rows}
+
+
+def test_members_bulk__three_chosen_extended_once_each_said_in_the_pages_language(
+    page: Page, stack: Stack
+) -> None:
+    channel = gateways.add_paid_channel(stack.database_url)
+    token = api_sign_in(stack.url, "owner@example.com", PASSWORD)
+    until = (dt.datetime.now(dt.UTC) + dt.timedelta(days=10)).isoformat()
+    for user in PEOPLE:
+        body = {"telegram_user_id": user, "channel_id": channel, "until": until, "reason": "x"}
+        made = HTTP.post(
+            f"{stack.url}/v1/grants", json=body, headers={"Authorization": f"Bearer {token}"}
+        )
+        assert made.status_code == 200, made.text
+    before = expiries(stack)
+    sign_in(page, stack.url)
+    page.click("#pages a[data-view=memberships]")
+    rows = page.locator("#memberships tbody tr")
+    expect(rows).to_have_count(4)
+
+    # Nothing chosen: said, nothing sent. Days out of range: refused at their box.
+    page.click("#extend")
+    expect(page.locator("#message")).to_contain_text("Choose the members")
+    for user in PEOPLE[:3]:
+        rows.filter(has_text=str(user)).locator("input[data-select]").check()
+    page.fill("#extend-days", "0")
+    page.click("#extend")
+    expect(page.locator("#extend-days-problem")).to_have_text("Outside what is allowed.")
+    expect(page.locator("#extend-days")).to_have_attribute("aria-invalid", "true")
+
+    # Persian from here: five days, in Persian digits; asked first, then each one's outcome.
+    persian(page)
+    for user in PEOPLE[:3]:
+        rows.filter(has_text="".join("۰۱۲۳۴۵۶۷۸۹"[int(d)] for d in str(user))).locator(
+            "input[data-select]"
+        ).check()
+    page.fill("#extend-days", "۵")
+    expires = rows.filter(has_text="۸۲۰۱").locator("td[data-label='پایان']")
+    shown = expires.inner_text()
+    page.click("#extend")
+    expect(page.locator(".bulk .asking")).to_contain_text("۳ عضو ۵ روز تمدید شوند؟")
+    page.click("[data-confirm=extend]")
+    outcomes = page.locator("#extended li")
+    expect(outcomes).to_have_count(3)
+    expect(page.locator("#extended li[data-outcome=extended]")).to_have_count(3)
+    expect(outcomes.first).to_contain_text("تمدید شد")
+    expect(outcomes.first).to_contain_text("۸۲۰۱")
+    expect(page.locator("#extend-days")).to_have_value("۳۰")
+    # The list drawn again with the new dates.
+    expect(expires).not_to_have_text(shown)
+    after = expiries(stack)
+    assert {u: after[u] - before[u] for u in PEOPLE} == {
+        **{u: dt.timedelta(days=5) for u in PEOPLE[:3]},
+        PEOPLE[3]: dt.timedelta(0),
+    }
+    assert accessibility_problems(page) == []
+    page.screenshot(path=str(ARTIFACTS / "members-extended-fa.png"), full_page=True)
+    # On a phone: the bar and the rows within the width.
+    page.set_viewport_size({"width": 390, "height": 844})
+    expect(page.locator("#extend")).to_be_visible()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.screenshot(path=str(ARTIFACTS / "members-extended-fa-390.png"), full_page=True)
