@@ -201,7 +201,11 @@ SELECT bp.bot_id, p.id AS person_id, p.telegram_user_id, p.username, p.first_nam
  WHERE (%(bot_id)s::integer IS NULL OR bp.bot_id = %(bot_id)s)
    AND (%(q)s::text IS NULL OR p.telegram_user_id::text = %(q)s
         OR p.username ILIKE %(q_start)s
-        OR concat_ws(' ', p.first_name, p.last_name) ILIKE %(q_any)s);
+        OR concat_ws(' ', p.first_name, p.last_name) ILIKE %(q_any)s
+        -- A payment's reference: the invoice's, or the gateway's for the payment.
+        OR EXISTS (SELECT 1 FROM payments rp JOIN invoices ri ON ri.id = rp.invoice_id
+                    WHERE rp.person_id = p.id
+                      AND (ri.order_reference = %(q)s OR rp.external_payment_id = %(q)s)));
 
 -- memberships_list --
 SELECT m.person_id, p.telegram_user_id, json_build_object('username', p.username, 'first_name', p.first_name,
@@ -225,7 +229,11 @@ SELECT m.person_id, p.telegram_user_id, json_build_object('username', p.username
    AND (%(channel_id)s::integer IS NULL OR m.channel_id = %(channel_id)s)
    AND (%(q)s::text IS NULL OR p.telegram_user_id::text = %(q)s
         OR p.username ILIKE %(q_start)s
-        OR concat_ws(' ', p.first_name, p.last_name) ILIKE %(q_any)s);
+        OR concat_ws(' ', p.first_name, p.last_name) ILIKE %(q_any)s
+        -- A payment's reference: the invoice's, or the gateway's for the payment.
+        OR EXISTS (SELECT 1 FROM payments rp JOIN invoices ri ON ri.id = rp.invoice_id
+                    WHERE rp.person_id = p.id
+                      AND (ri.order_reference = %(q)s OR rp.external_payment_id = %(q)s)));
 
 -- membership_history --
 SELECT id, from_status, to_status, old_expires_at, new_expires_at, cause, payment_id, paid_at,
@@ -284,7 +292,8 @@ SELECT pay.id, pay.gateway, pay.external_payment_id, i.order_reference, p.telegr
    AND (%(channel_id)s::integer IS NULL OR pay.channel_id = %(channel_id)s)
    AND (%(q)s::text IS NULL OR p.telegram_user_id::text = %(q)s
         OR p.username ILIKE %(q_start)s
-        OR concat_ws(' ', p.first_name, p.last_name) ILIKE %(q_any)s);
+        OR concat_ws(' ', p.first_name, p.last_name) ILIKE %(q_any)s
+        OR i.order_reference = %(q)s OR pay.external_payment_id = %(q)s);
 
 -- gateway_events_list --
 -- What needs the owner: deliveries authentic but not applied as they came, with what the

@@ -96,6 +96,19 @@ def test_ledger__an_invoice_paid_shows_everywhere(setup: Setup, database_url: st
         answer = setup.get(f"/v1/payments?{urlencode({'q': q, 'channel': channel})}")
         assert len(answer.json()["items"]) == found, q
     assert setup.get(f"/v1/payments?channel={channel + 1}").json()["items"] == []
+    # And by a payment's reference, the invoice's or the gateway's, on each person list (the
+    # people list is of a bot's visitors: Ana has written to one).
+    bot = insert_bot(database_url)[0]
+    with psycopg.connect(database_url) as conn:
+        conn.execute(
+            "INSERT INTO bot_people (bot_id, person_id, first_seen_at, last_seen_at)"
+            " SELECT %s, id, now(), now() FROM people WHERE telegram_user_id = 4242",
+            (bot,),
+        )
+    for path in ("/v1/payments", "/v1/memberships", "/v1/people"):
+        for q, found in ((order, 1), ("pay-1", 1), ("pay-9", 0), (order[:-1], 0)):
+            answer = setup.get(f"{path}?{urlencode({'q': q})}")
+            assert len(answer.json()["items"]) == found, (path, q)
     exported = setup.get("/v1/exports/payments.csv?q=ana").text.lstrip("\ufeff")
     [row] = list(csv.DictReader(io.StringIO(exported)))
     assert (row["external_payment_id"], row["amount"], row["currency"]) == ("pay-1", "12.50", "USD")

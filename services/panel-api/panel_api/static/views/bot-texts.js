@@ -8,6 +8,7 @@ import { element, words } from "../dom.js";
 import { actionButton, formOf } from "../forms.js";
 import { dateTime, number, t } from "../i18n.js";
 import { navigate } from "../router.js";
+import { drawn } from "../telegram.js";
 import { botChoices, everything } from "./common.js";
 
 const LANGUAGES = { en: "English", fa: "فارسی", ru: "Русский", ar: "العربية" };
@@ -19,60 +20,10 @@ const GROUPS = [
   ["textsPay", ["pay", "coupon", "trial"]],
   ["textsAccess", ["access"]],
 ];
-// Telegram's HTML: the tags it reads, drawn with their look; anything else stays as typed.
-const TAGS = {
-  b: "b", strong: "b", i: "i", em: "i", u: "u", ins: "u", s: "s", strike: "s", del: "s",
-  code: "code", pre: "pre", blockquote: "blockquote", a: "a", "tg-spoiler": "span", span: "span", "tg-emoji": "span",
-};
-const TAG = /<(\/?)([A-Za-z][A-Za-z0-9-]*)((?:\s+[A-Za-z-]+(?:="[^"]*")?)*)\s*>/g;
-
 /** @param {string} key */
 function groupOf(key) {
   const head = key.split(".")[0];
   return GROUPS.find(([, heads]) => heads.includes(head))?.[0] ?? "textsOther";
-}
-
-/** Entities as Telegram reads them. @param {string} text */
-function unescaped(text) {
-  return text.replace(/&(lt|gt|amp|quot|#\d{1,7}|#x[0-9A-Fa-f]{1,6});/g, (_, name) => {
-    if (name === "lt") return "<";
-    if (name === "gt") return ">";
-    if (name === "amp") return "&";
-    if (name === "quot") return "\"";
-    const code = name[1] === "x" ? parseInt(name.slice(2), 16) : parseInt(name.slice(1), 10);
-    return code <= 0x10ffff ? String.fromCodePoint(code) : "";
-  });
-}
-
-/**
- * A message as Telegram draws it: in HTML, its tags as formatting (text set as text, never
- * parsed as the page's HTML); as plain text, as typed.
- * @param {string} text @param {boolean} html @returns {Node[]}
- */
-export function drawn(text, html) {
-  if (!html) return [document.createTextNode(text)];
-  const root = element("span");
-  /** @type {HTMLElement[]} */
-  const open = [root];
-  let place = 0;
-  for (const found of text.matchAll(TAG)) {
-    const top = open[open.length - 1];
-    top.append(unescaped(text.slice(place, found.index)));
-    place = (found.index ?? 0) + found[0].length;
-    const name = found[2].toLowerCase();
-    const tag = /** @type {Record<string, string>} */ (TAGS)[name];
-    if (!tag) {
-      top.append(found[0]);
-    } else if (found[1]) {
-      if (open.length > 1) open.pop();
-    } else {
-      const node = element(tag, name === "tg-spoiler" ? { class: "spoiler" } : {});
-      top.append(node);
-      open.push(node);
-    }
-  }
-  open[open.length - 1].append(unescaped(text.slice(place)));
-  return [...root.childNodes];
 }
 
 /** Sample values for a text's placeholders, in the page's language. @param {string} name */

@@ -7,6 +7,7 @@ import { actionButton, formOf } from "../forms.js";
 import { number, t } from "../i18n.js";
 import { listView } from "../list.js";
 import { open } from "../router.js";
+import { drawn, telegramLength } from "../telegram.js";
 import { botChoices, everything, when } from "./common.js";
 
 const OPEN = ["queued", "fanning_out", "sending"];
@@ -66,7 +67,7 @@ async function composer(usable) {
     ...contents.filter((c) => byBot.has(String(c.bot_id)))
       .map((c) => ({ value: String(c.id), text: `${c.code} \u2066${byBot.get(String(c.bot_id))}\u2069` })),
   ];
-  return formOf("add-broadcast", [
+  const form = formOf("add-broadcast", [
     { name: "bot_id", label: "bot", choices: usable },
     { name: "content_id", label: "broadcastContent", choices: contentChoices },
     { name: "text", label: "message", type: "textarea", showIf: ["content_id", [""]], hint: "hint.broadcast_text" },
@@ -84,6 +85,65 @@ async function composer(usable) {
     all.textContent = t("sendToAll", { count: number(audience.reachable) });
     return element("span", { id: "broadcast-tested" }, t("testSent", { to: v.to }), " ", all);
   }, { then: async () => {} });
+  withPreview(form);
+  return form;
+}
+
+// The formatting a button puts around what is chosen in the box: its tag's opening and closing.
+const FORMATS = [
+  ["bold", "<b>", "</b>"], ["italic", "<i>", "</i>"], ["code", "<code>", "</code>"], ["link", '<a href="https://">', "</a>"],
+];
+
+/**
+ * Buttons that put Telegram's tags around the text chosen in `box` (or where the caret is),
+ * so an owner formats without writing HTML.
+ * @param {HTMLTextAreaElement} box
+ */
+function toolbar(box) {
+  return element("div", { class: "toolbar", role: "toolbar", "aria-label": t("fmt.bar") },
+    ...FORMATS.map(([name, open, close]) => {
+      const button = words("button", `fmt.${name}`, { type: "button", "data-format": name });
+      button.addEventListener("click", () => {
+        const { selectionStart: start, selectionEnd: end, value } = box;
+        box.value = value.slice(0, start) + open + value.slice(start, end) + close + value.slice(end);
+        // A link's address is what to write next; otherwise the text inside the tags.
+        const caret = name === "link" ? start + open.length - 2 : start + open.length;
+        box.focus();
+        box.setSelectionRange(caret, name === "link" ? caret : end + open.length);
+        box.dispatchEvent(new Event("input"));
+      });
+      return button;
+    }));
+}
+
+// Telegram's limit on a message, in UTF-16 units once its entities are read.
+const TEXT_LIMIT = 4096;
+
+/**
+ * Under the message box: its length as Telegram counts it, against the limit, and the message
+ * drawn as Telegram will show it, with its button; both follow what is typed.
+ * @param {HTMLElement} form
+ */
+function withPreview(form) {
+  const box = /** @type {HTMLTextAreaElement} */ (form.querySelector("textarea[name=text]"));
+  const label = /** @type {HTMLInputElement} */ (form.querySelector("input[name=button_text]"));
+  const count = element("span", { class: "hint", id: "broadcast-length", "aria-live": "polite" });
+  const bubble = element("div", { class: "bubble html", id: "broadcast-preview", dir: "auto" });
+  const button = element("div", { class: "bubble button", id: "broadcast-preview-button", hidden: "" });
+  const draw = () => {
+    const length = telegramLength(box.value, true);
+    count.textContent = t("lengthOf", { length: number(length), limit: number(TEXT_LIMIT) });
+    count.toggleAttribute("data-over", length > TEXT_LIMIT);
+    bubble.replaceChildren(...drawn(box.value, true));
+    button.textContent = label.value;
+    button.hidden = !label.value;
+  };
+  box.addEventListener("input", draw);
+  label.addEventListener("input", draw);
+  box.before(toolbar(box));
+  box.closest(".field")?.append(count,
+    element("div", { class: "chat-preview", role: "img", "aria-label": t("textPreview") }, bubble, button));
+  draw();
 }
 
 /** The API's body from the form's values: a text or a content, a button when both are given.
