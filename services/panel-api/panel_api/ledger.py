@@ -328,6 +328,19 @@ class Change(msgspec.Struct):
     before: int
 
 
+class ChannelRevenue(Priced, kw_only=True):
+    channel_id: int
+    title: str
+    payments: int
+
+
+class PlanRevenue(Priced, kw_only=True):
+    plan_id: int
+    name: str
+    channel_title: str
+    payments: int
+
+
 class Headlines(msgspec.Struct):
     """How the business is doing over a period, each figure beside the one before it."""
 
@@ -353,6 +366,9 @@ class Headlines(msgspec.Struct):
     received_before: list[Priced]
     # What the active memberships bring in a month, per currency.
     recurring: list[Priced]
+    # The period's payments by channel and by plan, per currency, the most first.
+    by_channel: list[ChannelRevenue]
+    by_plan: list[PlanRevenue]
 
 
 def period_bounds(period: Period, zone: str, now: dt.datetime) -> tuple[dt.datetime, dt.datetime]:
@@ -424,6 +440,8 @@ class Ledger:
             counts = (await store.rows(conn, "headline_counts", bounds))[0]
             received = await store.rows(conn, "headline_received", bounds)
             recurring = await store.rows(conn, "headline_recurring", bounds)
+            by_channel = await store.rows(conn, "headline_by_channel", bounds)
+            by_plan = await store.rows(conn, "headline_by_plan", bounds)
 
         def change(name: str) -> Change:
             return Change(int(counts[f"{name}_now"]), int(counts[f"{name}_before"]))
@@ -447,6 +465,8 @@ class Ledger:
                 received=priced(received, "now_minor"),
                 received_before=priced(received, "before_minor"),
                 recurring=priced(recurring, "amount_minor"),
+                by_channel=msgspec.convert(by_channel, list[ChannelRevenue]),
+                by_plan=msgspec.convert(by_plan, list[PlanRevenue]),
             )
         )
 

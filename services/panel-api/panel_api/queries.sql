@@ -1107,3 +1107,25 @@ SELECT x.until, x.days, p.telegram_user_id
   FROM bulk_extensions x
   JOIN people p ON p.id = x.person_id
  WHERE x.request_key = %(key)s AND x.person_id = %(person_id)s AND x.channel_id = %(channel_id)s;
+
+-- headline_by_channel --
+-- Payments received in the period by channel and currency, the most first in each currency.
+SELECT c.id AS channel_id, c.title, p.currency, sum(p.amount_minor)::text AS amount_minor,
+       count(*) AS payments
+  FROM payments p
+  JOIN channels c ON c.id = p.channel_id
+ WHERE p.applied AND p.paid_at >= %(since)s AND p.paid_at < %(until)s
+ GROUP BY c.id, c.title, p.currency
+ ORDER BY p.currency, sum(p.amount_minor) DESC, c.id;
+
+-- headline_by_plan --
+-- Payments received in the period by the plan they paid for, and currency.
+SELECT pl.id AS plan_id, pl.name, c.title AS channel_title, p.currency,
+       sum(p.amount_minor)::text AS amount_minor, count(*) AS payments
+  FROM payments p
+  JOIN invoices i ON i.id = p.invoice_id
+  JOIN plans pl ON pl.id = i.plan_id
+  JOIN channels c ON c.id = pl.channel_id
+ WHERE p.applied AND p.paid_at >= %(since)s AND p.paid_at < %(until)s
+ GROUP BY pl.id, pl.name, c.title, p.currency
+ ORDER BY p.currency, sum(p.amount_minor) DESC, pl.id;

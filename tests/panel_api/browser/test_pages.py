@@ -313,6 +313,18 @@ def test_pages__the_dashboard_says_how_the_business_did_over_the_chosen_period(
     expect(page.locator("[data-figure=active]")).to_have_text(str(active[0]))
     expect(page.locator("[data-headline=recurring] .figure").first).to_be_visible()
     expect(page.locator("#period")).to_have_value("30")
+    # What each channel and plan brought, as many rows as channels and plans were paid for.
+    with psycopg.connect(database_url) as conn:
+        paid_for = conn.execute(
+            "SELECT count(DISTINCT (p.channel_id, p.currency)),"
+            " count(DISTINCT (i.plan_id, p.currency))"
+            " FROM payments p JOIN invoices i ON i.id = p.invoice_id WHERE p.applied"
+            " AND p.paid_at >= date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'"
+            "  - interval '29 days'"
+        ).fetchone()
+    assert paid_for is not None and paid_for[0] > 0
+    expect(page.locator("#by-channel tbody tr")).to_have_count(paid_for[0])
+    expect(page.locator("#by-plan tbody tr")).to_have_count(paid_for[1])
     page.select_option("#period", "7")
     expect(page).to_have_url(re.compile(r"/\?period=7$"))
     expect(page.locator("[data-figure=new]")).to_have_text(str(new_in_7[0]))

@@ -70,7 +70,7 @@ def figures(
     memberships = rows(database_url, "SELECT * FROM memberships")
     payments = rows(
         database_url,
-        "SELECT p.*, i.amount_minor AS price, i.period_days,"
+        "SELECT p.*, i.amount_minor AS price, i.period_days, i.plan_id,"
         " i.bundle_channel_ids FROM payments p JOIN invoices i ON i.id = p.invoice_id",
     )
     by_membership: dict[tuple[int, int], list[dict[str, Any]]] = defaultdict(list)
@@ -128,6 +128,15 @@ def figures(
         p = paid_by_id[paying[-1]["payment_id"]]
         share = len(p["bundle_channel_ids"] or [0])
         recurring[p["currency"]] += Decimal(p["price"]) * 30 / p["period_days"] / share
+
+    def by(key: str) -> dict[tuple[int, str], tuple[int, int]]:
+        sums: dict[tuple[int, str], tuple[int, int]] = {}
+        for p in payments:
+            if p["applied"] and since <= p["paid_at"] < until:
+                total, count = sums.get((p[key], p["currency"]), (0, 0))
+                sums[p[key], p["currency"]] = (total + int(p["amount_minor"]), count + 1)
+        return sums
+
     now_trials, before_trials = trials(since, until), trials(before, since)
     return {
         "active": {
@@ -145,6 +154,8 @@ def figures(
         "trials_paid": {"now": now_trials[1], "before": before_trials[1]},
         "received": received(since, until),
         "received_before": received(before, since),
+        "by_channel": by("channel_id"),
+        "by_plan": by("plan_id"),
         "recurring": {
             c: int(v.quantize(Decimal(1), ROUND_HALF_EVEN)) for c, v in recurring.items()
         },
@@ -187,11 +198,20 @@ def test_headlines__each_figure_is_the_count_over_the_ledger(
         c: v for c, v in expected["received_before"].items() if v
     }
     assert by_currency(got["recurring"]) == expected["recurring"]
+    # By channel and by plan, each currency's most first.
+    for name, key in (("by_channel", "channel_id"), ("by_plan", "plan_id")):
+        shown = {
+            (r[key], r["currency"]): (int(r["amount_minor"]), r["payments"]) for r in got[name]
+        }
+        assert shown == expected[name], name
+        for currency in {r["currency"] for r in got[name]}:
+            amounts = [int(r["amount_minor"]) for r in got[name] if r["currency"] == currency]
+            assert amounts == sorted(amounts, reverse=True)
     # The month of history has something in each figure that counts.
     if period == "30":
         assert got["active"]["now"] and got["new"]["now"] and got["lost"]["now"]
         assert got["trials_ended"]["now"] == 2 and got["trials_paid"]["now"] == 1
-        assert got["received"] and got["recurring"]
+        assert got["received"] and got["recurring"] and got["by_channel"] and got["by_plan"]
 
 
 def test_headlines__a_period_the_api_does_not_offer_is_refused_at_its_field(

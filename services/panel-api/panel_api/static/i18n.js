@@ -312,6 +312,10 @@ export const WORDS = {
     "fmt.italic": "Italic",
     "fmt.code": "Code",
     "fmt.link": "Link",
+    "hl.byChannel": "Payments by channel",
+    "hl.byPlan": "Payments by plan",
+    "hl.amount": "Amount",
+    "hl.payments": "Payments",
   },
   fa: {
     brand: "گیت‌هاوس", language: "زبان", signIn: "ورود", signOut: "خروج",
@@ -620,6 +624,10 @@ export const WORDS = {
     "fmt.italic": "کج",
     "fmt.code": "کد",
     "fmt.link": "پیوند",
+    "hl.byChannel": "پرداخت‌ها به تفکیک کانال",
+    "hl.byPlan": "پرداخت‌ها به تفکیک طرح",
+    "hl.amount": "مبلغ",
+    "hl.payments": "شمار پرداخت",
   },
 };
 const KEY = "gatehouse.language";

@@ -74,6 +74,24 @@ function headlines(h) {
     trials);
 }
 
+/**
+ * The period's payments by channel or by plan: what each brought, in how many payments.
+ * @param {string} id @param {string} heading @param {string} what the key of its first column's
+ *   heading @param {any[]} items @param {(item: any) => string} name
+ */
+function revenueTable(id, heading, what, items, name) {
+  const head = element("tr", {}, ...[what, "hl.amount", "hl.payments"].map((k) => words("th", k, { scope: "col" })));
+  const body = items.map((r) => element("tr", { "data-currency": r.currency },
+    element("td", { "data-label": t(what) }, element("bdi", { text: name(r) })),
+    element("td", { "data-label": t("hl.amount"), text: money(r.amount, r.currency) }),
+    element("td", { "data-label": t("hl.payments"), text: number(r.payments) })));
+  return element("section", { class: "revenue-table", "aria-labelledby": `${id}-heading` },
+    words("h3", heading, { id: `${id}-heading` }),
+    items.length
+      ? element("div", { class: "table-box" }, element("table", { id, class: "stacked" }, element("thead", {}, head), element("tbody", {}, ...body)))
+      : words("p", "hl.none", { class: "empty" }));
+}
+
 /** @param {URL} url @returns {Promise<Node[]>} */
 export async function dashboard(url) {
   const period = PERIODS.includes(url.searchParams.get("period") ?? "") ? String(url.searchParams.get("period")) : "30";
@@ -100,6 +118,9 @@ export async function dashboard(url) {
       words("h2", "hl.heading", { id: "business-heading" }),
       element("label", { for: "period" }, words("span", "hl.period"), " ", picker)),
     headlines(h),
+    element("div", { class: "charts" },
+      revenueTable("by-channel", "hl.byChannel", "channel", h.by_channel, (r) => r.title),
+      revenueTable("by-plan", "hl.byPlan", "plan", h.by_plan, (r) => `${r.name} · ${r.channel_title}`)),
     words("h2", "hl.needsYou"),
     ...board.outages.map((/** @type {{ bot_id: number, username: string, since: string }} */ o) =>
       element("p", { class: "warning", role: "alert", "data-outage": String(o.bot_id) },
