@@ -79,10 +79,11 @@ class Members:
                     "key": body.request_key,
                     "person_id": one.person_id,
                     "channel_id": one.channel_id,
+                    "days": body.days,
+                    "now": now,
+                    "member_id": caller.id,
                 }
-                fixed_params = {**params, "days": body.days, "now": now, "member_id": caller.id}
-                await conn.execute(store.Q["fix_extension"], fixed_params)
-                row = await store.row(conn, "extension", params)
+                row = await store.row(conn, "fix_extension", params)
                 if row is not None:
                     fixed[one] = msgspec.convert(row, Fixed)
             target = f"bulk:{body.request_key}"

@@ -1093,20 +1093,27 @@ SELECT i.currency,
 
 -- fix_extension --
 -- The date a member is extended to by a bulk request: fixed the first time (from the paid time
--- then, or now when it has run out), kept when the same request comes again.
-INSERT INTO bulk_extensions (request_key, person_id, channel_id, days, until, created_by,
-                             created_at)
-SELECT %(key)s, m.person_id, m.channel_id, %(days)s,
-       greatest(m.expires_at, %(now)s) + make_interval(days => %(days)s), %(member_id)s, %(now)s
-  FROM memberships m
- WHERE m.person_id = %(person_id)s AND m.channel_id = %(channel_id)s
-ON CONFLICT (request_key, person_id, channel_id) DO NOTHING;
-
--- extension --
-SELECT x.until, x.days, p.telegram_user_id
-  FROM bulk_extensions x
-  JOIN people p ON p.id = x.person_id
- WHERE x.request_key = %(key)s AND x.person_id = %(person_id)s AND x.channel_id = %(channel_id)s;
+-- then, or now when it has run out), the one fixed before when the same request comes again.
+-- One statement: the row just written, else the one kept (none: no such membership).
+WITH fixed AS (
+    INSERT INTO bulk_extensions (request_key, person_id, channel_id, days, until, created_by,
+                                 created_at)
+    SELECT %(key)s, m.person_id, m.channel_id, %(days)s,
+           greatest(m.expires_at, %(now)s) + make_interval(days => %(days)s), %(member_id)s,
+           %(now)s
+      FROM memberships m
+     WHERE m.person_id = %(person_id)s AND m.channel_id = %(channel_id)s
+    ON CONFLICT (request_key, person_id, channel_id) DO NOTHING
+    RETURNING until, days),
+kept AS (
+    SELECT until, days FROM fixed
+    UNION ALL
+    SELECT until, days FROM bulk_extensions
+     WHERE request_key = %(key)s AND person_id = %(person_id)s AND channel_id = %(channel_id)s)
+SELECT kept.until, kept.days, p.telegram_user_id
+  FROM kept, people p
+ WHERE p.id = %(person_id)s
+ LIMIT 1;
 
 -- headline_by_channel --
 -- Payments received in the period by channel and currency, the most first in each currency.

@@ -42,7 +42,7 @@ export function formatNumber(lang, value) {
 }
 
 // Coins that are no ISO currency: written after the amount, up to their 6 decimals.
-const COINS = new Set(["USDT", "TRX"]);
+export const COINS = new Set(["USDT", "TRX"]);
 
 /**
  * An amount given as decimal text in major units ("12.50", "500", "1.250"), shown with the

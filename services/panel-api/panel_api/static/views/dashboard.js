@@ -2,7 +2,7 @@
 // The dashboard: what needs the owner's eye as tiles that lead to it, and the revenue chart.
 import { call, may, session } from "../api.js";
 import { element, words } from "../dom.js";
-import { lastDays, roundedTo } from "../format.js";
+import { COINS, lastDays, roundedTo } from "../format.js";
 import { dateTime, day, money, number, percent, t } from "../i18n.js";
 import { navigate } from "../router.js";
 import { lineChart } from "./charts.js";
@@ -142,8 +142,7 @@ export async function dashboard(url) {
   ];
 }
 
-// Coins kept to 6 places are shown to 2 in the totals; the chart has them exact.
-const COINS = new Set(["USDT", "TRX"]);
+// Coins (kept to 6 places) are shown to 2 in the totals; the chart has them exact.
 
 /**
  * A small chart per currency over the last 30 days of the workspace's zone, each on its own
