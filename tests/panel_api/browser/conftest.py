@@ -148,3 +148,9 @@ def stack(database_url: str, serve: Serve) -> Iterator[Stack]:
 def persian(page: Page) -> None:
     page.select_option("#language", "fa")
     expect(page.locator("html")).to_have_attribute("dir", "rtl")
+
+
+def open_form(page: Page, form: str) -> None:
+    """A list page's "Add" pressed: its form open in the dialog over the list."""
+    page.click(f"[data-opens={form}]")
+    expect(page.locator(f"dialog[open] #{form}")).to_be_visible()

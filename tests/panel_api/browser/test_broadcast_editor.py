@@ -11,6 +11,7 @@ from tests.panel_api.browser.conftest import (
     ARTIFACTS,
     Stack,
     accessibility_problems,
+    open_form,
     persian,
     sign_in,
 )
@@ -21,6 +22,7 @@ def test_broadcast_editor__preview_as_telegram_draws_it_and_length_as_telegram_c
 ) -> None:
     sign_in(page, stack.url)
     page.click("#pages a[data-view=broadcasts]")
+    open_form(page, "add-broadcast")
     box = page.locator("#add-broadcast textarea[name=text]")
     # 2 + 1 + 2 (the emoji, outside the BMP) + 1 + 1 (&amp;) + 5 = 12 units; the tags count
     # nothing.
@@ -50,6 +52,7 @@ def test_broadcast_editor__preview_as_telegram_draws_it_and_length_as_telegram_c
     persian(page)
     # The view drawn again in Persian (the box before it gone): the counter in Persian digits.
     drawn.wait_for_element_state("hidden")
+    open_form(page, "add-broadcast")
     page.locator("#add-broadcast textarea[name=text]").fill("<b>سلام</b> به همه")
     expect(page.locator("#broadcast-length")).to_contain_text("۱۱ از ۴٬۰۹۶")
     expect(page.locator("#broadcast-preview b")).to_have_text("سلام")

@@ -23,6 +23,7 @@ from tests.panel_api.browser.conftest import (
     PASSWORD,
     SPONSOR,
     Stack,
+    open_form,
     persian,
     sign_in,
 )
@@ -36,6 +37,7 @@ def test_forms__a_channel_found_then_sold_by_its_plan_with_refusals_at_the_field
     sign_in(page, stack.url)
     persian(page)
     page.click("#pages a[data-view=channels]")
+    open_form(page, "add-channel")
     page.fill("#add-channel input[name=chat]", "@nobody_here")
     page.click("#add-channel button[type=submit]")
     # Telegram knows no such channel: said at the field, in Persian.
@@ -104,6 +106,7 @@ def test_forms__content_with_its_own_gate_edited_then_deleted_and_a_bots_default
 ) -> None:
     sign_in(page, stack.url)
     page.click("#pages a[data-view=contents]")
+    open_form(page, "add-content")
     page.fill("#add-content input[name=code]", "ads")
     page.fill("#add-content textarea[name=body]", "The secret")
     page.select_option("#add-content select[name=gate]", "ownGate")
@@ -169,6 +172,7 @@ def test_forms__the_team_invited_changed_and_disabled_and_ones_own_password_in_p
     sign_in(page, stack.url)
     persian(page)
     page.click("#pages a[data-view=team]")
+    open_form(page, "invite")
     page.fill("#invite input[name=email]", "ed@example.com")
     page.fill("#invite input[name=password]", "short")
     page.click("#invite button[type=submit]")
@@ -211,6 +215,7 @@ def test_forms__an_invoice_with_its_link_a_grant_for_days_and_a_dead_update_show
         )
     sign_in(page, stack.url)
     page.click("#pages a[data-view=invoices]")
+    open_form(page, "new-invoice")
     page.fill("#new-invoice input[name=telegram_user_id]", "12ab")
     page.click("#new-invoice button[type=submit]")
     expect(page.locator("#new-invoice [data-problem=telegram_user_id]")).to_have_text(

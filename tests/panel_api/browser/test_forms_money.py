@@ -20,6 +20,7 @@ from tests.panel_api.browser.conftest import (
     ARTIFACTS,
     BOT,
     Stack,
+    open_form,
     persian,
     sign_in,
 )
@@ -46,6 +47,7 @@ def test_forms__a_yearly_plan_refused_at_its_fields_made_default_a_trial_and_a_b
     page.goto(f"{stack.url}/plans")
     monthly = page.locator("#plans tbody tr", has_text="Monthly")
     expect(monthly.locator("[data-standing]")).to_have_text("پیش‌فرض")
+    open_form(page, "add-plan")
     form = page.locator("#add-plan")
     form.locator("input[name=name]").fill("Yearly")
     form.locator("input[name=price]").fill("50.5")
@@ -92,6 +94,7 @@ def test_forms__a_yearly_plan_refused_at_its_fields_made_default_a_trial_and_a_b
     expect(yearly.locator("button[data-action=stopSelling]")).to_have_count(0)
 
     # A free trial: no price, currency or gateways to fill.
+    open_form(page, "add-plan")
     form.locator("select[name=kind]").select_option("trial")
     expect(form.locator("input[name=price]")).to_be_hidden()
     expect(form.locator("input[name=gateways]").first).to_be_hidden()
@@ -105,6 +108,7 @@ def test_forms__a_yearly_plan_refused_at_its_fields_made_default_a_trial_and_a_b
     expect(trial.locator("button[data-action=makeDefault]")).to_have_count(0)
 
     # A bundle: its channels must sell in its currency, said at the channels in Persian.
+    open_form(page, "add-plan")
     form.locator("select[name=kind]").select_option("bundle")
     expect(form.locator("input[name=price]")).to_be_visible()
     form.locator("input[name=name]").fill("All access")
@@ -155,6 +159,7 @@ def test_forms__a_coupon_refused_at_its_field_then_used_and_its_uses_exported_on
     page.set_viewport_size({"width": 390, "height": 844})
     sign_in(page, stack.url)
     page.goto(f"{stack.url}/coupons")
+    open_form(page, "add-coupon")
     form = page.locator("#add-coupon")
     form.locator("input[name=code]").fill("Spring-20")
     form.locator("input[name=percent_off]").fill("120")
@@ -215,6 +220,7 @@ def test_forms__access_codes_refused_at_a_field_then_made_used_and_exported_in_p
     sign_in(page, stack.url)
     persian(page)
     page.goto(f"{stack.url}/access-codes")
+    open_form(page, "add-codes")
     form = page.locator("#add-codes")
     form.locator("input[name=days]").fill("\u06f1\u06f4")
     form.locator("input[name=count]").fill("\u06f6\u06f0\u06f0")

@@ -22,6 +22,7 @@ from tests.panel_api.browser.conftest import (
     BOT,
     PASSWORD,
     Stack,
+    open_form,
     persian,
     sign_in,
 )
@@ -137,6 +138,7 @@ def test_forms__an_order_paid_in_part_meanwhile_is_not_cancelled_and_the_page_sa
         )
     page.set_viewport_size({"width": 390, "height": 844})
     page.goto(f"{stack.url}/invoices")
+    open_form(page, "new-invoice")
     page.fill("#new-invoice input[name=telegram_user_id]", "4242")
     page.click("#new-invoice button[type=submit]")
     expect(page.locator("#invoices tbody tr").first).to_be_visible()
@@ -177,10 +179,12 @@ def test_forms__a_campaign_started_with_its_link_refusals_at_the_field_then_its_
         ("-1001000000712", "Aside"),
         ("@sponsor_a", "Sponsor"),
     ):
+        open_form(page, "add-channel")
         page.fill("#add-channel input[name=chat]", chat)
         page.click("#add-channel button[type=submit]")
         expect(page.locator("#add-channel-done")).to_contain_text(f"«{title}»")
     page.goto(f"{stack.url}/campaigns")
+    open_form(page, "add-campaign")
     form = page.locator("#add-campaign")
     form.locator("select[name=channel_id]").select_option(label="Private room")
     form.locator("input[name=name]").fill("x" * 33)
@@ -212,6 +216,7 @@ def test_forms__a_campaign_started_with_its_link_refusals_at_the_field_then_its_
     page.set_viewport_size({"width": 1280, "height": 900})
     page.select_option("#language", "en")
     page.goto(f"{stack.url}/campaigns")
+    open_form(page, "add-campaign")
     form.locator("select[name=channel_id]").select_option(label="Sponsor")
     form.locator("input[name=name]").fill("Open call")
     form.locator("button[type=submit]").click()
@@ -242,6 +247,7 @@ def test_forms__a_broadcast_tested_on_oneself_then_sent_and_watched_to_the_end(
     sign_in(page, stack.url)
     persian(page)
     page.goto(f"{stack.url}/broadcasts")
+    open_form(page, "add-broadcast")
     form = page.locator("#add-broadcast")
     form.locator("textarea[name=text]").fill("Half price & more")
     form.locator("input[name=to]").fill("@owner_me")

@@ -13,7 +13,7 @@ from tests.botedge.conftest import new_token
 from tests.botedge.e2e.conftest import Edge, edge  # noqa: F401 - the fixture
 from tests.botedge.e2e.test_gate import GATE_OPENING, VISITOR, Setup, press, sent_to
 from tests.conftest import panel_settings, wait_until
-from tests.panel_api.browser.conftest import ARTIFACTS, PASSWORD
+from tests.panel_api.browser.conftest import ARTIFACTS, PASSWORD, open_form
 
 NEWS = -1001000000901
 BOT = 5550901
@@ -55,18 +55,21 @@ def test_walk__an_empty_workspace_to_a_gated_content_a_visitor_meets(
         page.click("#pages a[data-view=channels]")
         expect(page.locator("main")).to_contain_text("Add a bot first, on the Bots page.")
         page.click("#pages a[data-view=bots]")
+        open_form(page, "add-bot")
         page.fill("#add-bot input[name=token]", token)
         page.select_option("#add-bot select[name=mode]", "polling")
         page.click("#add-bot button[type=submit]")
         expect(page.locator("#add-bot-done")).to_have_text(f"@sim{BOT}_bot added.")
 
         page.click("#pages a[data-view=channels]")
+        open_form(page, "add-channel")
         page.fill("#add-channel input[name=chat]", "https://t.me/news_one")
         page.click("#add-channel button[type=submit]")
         expect(page.locator("#add-channel-done")).to_contain_text("Found “News”: admin")
         expect(page.locator("#channels tbody tr")).to_have_count(1)
 
         page.click("#pages a[data-view=contents]")
+        open_form(page, "add-content")
         page.fill("#add-content input[name=code]", "promo")
         page.fill("#add-content textarea[name=body]", "The secret")
         page.select_option("#add-content select[name=gate]", "ownGate")

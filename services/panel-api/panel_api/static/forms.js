@@ -3,7 +3,7 @@
 // language, and moves the focus to the first; a destructive action asks first; a write that
 // went through says so.
 import { ApiProblem } from "./api.js";
-import { element, notice, show, wordChoices, words } from "./dom.js";
+import { element, notice, problemText, show, wordChoices, words } from "./dom.js";
 import { asciiNumber, fromPersian, latinDigits, localDigits, toPersian } from "./format.js";
 import { has, language, t } from "./i18n.js";
 import { reload } from "./router.js";
@@ -148,12 +148,13 @@ function labelOf(field, forId) {
  * @param {Field[]} fields
  * @param {string} submitKey
  * @param {(values: Record<string, string>) => Promise<string | Node | void>} submit
- * @param {{ then?: () => Promise<void>, refusals?: Record<string, [string, string]>, fieldOf?: (field: string) => string | undefined }} [options]
+ * @param {{ then?: () => Promise<void>, stay?: boolean, refusals?: Record<string, [string, string]>, fieldOf?: (field: string) => string | undefined }} [options]
+ *   `stay`: a form in a dialog stays open after a write (a test message, then the real send);
  *   `refusals`: a problem's slug that is about one field, as that field and a code (a channel
  *   Telegram does not know is the `chat` field's `not-found`); `fieldOf`: the form's field a
  *   refused path of the body belongs to, where its name does not say (`channels[2].join_url`)
  */
-export function formOf(id, fields, submitKey, submit, { then = reload, refusals = {}, fieldOf = () => undefined } = {}) {
+export function formOf(id, fields, submitKey, submit, { then = reload, stay = false, refusals = {}, fieldOf = () => undefined } = {}) {
   /** @type {Record<string, Control>} */
   const controls = {};
   /** @type {Record<string, HTMLElement>} */
@@ -186,11 +187,24 @@ export function formOf(id, fields, submitKey, submit, { then = reload, refusals 
   }
   shown();
   const button = words("button", submitKey, { type: "submit" });
-  const form = element("form", { id, novalidate: "" }, ...fields.map((f) => rows[f.name]), button);
+  // A refusal about no one field: in the form when it sits in a dialog over the page (the
+  // page's own message line is behind it), else in that line.
+  const refused = element("p", { class: "form-problem", role: "alert", id: `${id}-refused`, hidden: "" });
+  const form = element("form", { id, novalidate: "" }, ...fields.map((f) => rows[f.name]), refused, button);
+  /** @param {unknown} error */
+  const said = (error) => {
+    if (!form.closest("dialog")) {
+      show(error);
+      return;
+    }
+    refused.textContent = error ? problemText(error) : "";
+    refused.hidden = !error;
+  };
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     // What the last write said is not about this one: a refusal must not stand beside it.
     document.getElementById(`${id}-done`)?.remove();
+    said(null);
     for (const [name, control] of Object.entries(controls)) {
       control.target.removeAttribute("aria-invalid");
       problems[name].textContent = "";
@@ -207,15 +221,18 @@ export function formOf(id, fields, submitKey, submit, { then = reload, refusals 
     }
     button.setAttribute("disabled", "");
     try {
-      const said = await submit(values);
+      const answer = await submit(values);
+      if (!stay) form.closest("dialog")?.close();
       await then();
-      if (said) {
-        const done = notice(said, `${id}-done`);
+      if (answer) {
+        const done = notice(answer, `${id}-done`);
+        // Beside the form while it is in sight; under the view's heading once it is gone or
+        // shut in its dialog.
         const place = document.getElementById(id);
-        if (place) place.before(done); else document.querySelector("#view h1")?.after(done);
+        if (place && (!place.closest("dialog") || place.closest("dialog[open]"))) place.before(done); else document.querySelector("#view h1")?.after(done);
       }
     } catch (error) {
-      if (!(error instanceof ApiProblem && mark(fieldsOf(error)))) show(error);
+      if (!(error instanceof ApiProblem && mark(fieldsOf(error)))) said(error);
     } finally {
       button.removeAttribute("disabled");
     }
@@ -242,7 +259,7 @@ export function formOf(id, fields, submitKey, submit, { then = reload, refusals 
       first ??= target;
     }
     if (!first) return false;
-    show(null);
+    said(null);
     if (first instanceof HTMLFieldSetElement) first.querySelector("input")?.focus(); else first.focus();
     return true;
   }
@@ -309,4 +326,27 @@ export function editRow(key, form) {
     if (first instanceof HTMLElement) first.focus();
   });
   return button;
+}
+
+/**
+ * A list page's one way to create: a button that opens `form` in a dialog over the list, so
+ * the page opens on what there is. Escape or the close button shuts it and gives the focus
+ * back to the button; a write that went through shuts it and draws the view again.
+ * @param {string} key the words of the button and of the dialog's heading
+ * @param {HTMLElement} form
+ */
+export function adding(key, form) {
+  const headingId = `f${++made}`;
+  const close = element("button", { type: "button", class: "close", "aria-label": t("closeDialog"), text: "×" });
+  const dialog = /** @type {HTMLDialogElement} */ (element("dialog", { "aria-labelledby": headingId, "data-dialog": form.id },
+    element("div", { class: "dialog-head" }, words("h2", key, { id: headingId }), close), form));
+  const open = words("button", key, { type: "button", class: "primary", "data-opens": form.id, "aria-haspopup": "dialog" });
+  open.addEventListener("click", () => {
+    dialog.showModal();
+    const first = form.querySelector("input:not([type=hidden]), select, textarea");
+    if (first instanceof HTMLElement) first.focus();
+  });
+  close.addEventListener("click", () => dialog.close());
+  dialog.addEventListener("close", () => { if (open.isConnected) open.focus(); });
+  return element("div", { class: "adding" }, open, dialog);
 }

@@ -316,6 +316,7 @@ export const WORDS = {
     "hl.byPlan": "Payments by plan",
     "hl.amount": "Amount",
     "hl.payments": "Payments",
+    closeDialog: "Close",
   },
   fa: {
     brand: "گیت‌هاوس", language: "زبان", signIn: "ورود", signOut: "خروج",
@@ -628,6 +629,7 @@ export const WORDS = {
     "hl.byPlan": "پرداخت‌ها به تفکیک طرح",
     "hl.amount": "مبلغ",
     "hl.payments": "شمار پرداخت",
+    closeDialog: "بستن",
   },
 };
 const KEY = "gatehouse.language";

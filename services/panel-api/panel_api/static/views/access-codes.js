@@ -3,7 +3,7 @@
 // start link, for a number of people each and until an expiry; and each use of one, with a CSV.
 import { call, may } from "../api.js";
 import { element, words } from "../dom.js";
-import { actionButton, editRow, formOf } from "../forms.js";
+import { actionButton, adding, editRow, formOf } from "../forms.js";
 import { number, t } from "../i18n.js";
 import { listView } from "../list.js";
 import { channelChoices, dayEnd, everything, person, when, wholeNumber } from "./common.js";
@@ -28,9 +28,9 @@ export async function accessCodes(url) {
   const channelList = (await everything("/v1/channels")).filter((c) => c.is_paid);
   const before = [words("p", "codesIntro", { class: "intro" })];
   if (admin) {
-    before.push(words("h2", "addCodes"), !channelList.length
+    before.push(!channelList.length
       ? words("p", "addChannelFirst", { class: "empty" })
-      : formOf("add-codes", [
+      : adding("addCodes", formOf("add-codes", [
         { name: "channel_id", label: "channel", choices: channelChoices(channelList) },
         { name: "days", label: "codeDays", type: "number", value: "7", required: true },
         { name: "count", label: "codeCount", type: "number", value: "1", required: true, hint: "hint.code_count" },
@@ -40,7 +40,7 @@ export async function accessCodes(url) {
           channel_id: Number(v.channel_id), days: wholeNumber(v.days), count: wholeNumber(v.count), ...limits(v),
         });
         return t("codesMade", { count: number(made.items.length) });
-      }));
+      })));
   }
   return listView(url, {
     id: "access-codes", path: "/v1/access-codes", before,

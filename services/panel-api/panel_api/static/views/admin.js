@@ -3,7 +3,7 @@
 // password, the audit log and the settings.
 import { call, keep, may, session } from "../api.js";
 import { element, words } from "../dom.js";
-import { actionButton, editRow, formOf } from "../forms.js";
+import { actionButton, adding, editRow, formOf } from "../forms.js";
 import { has, list, number, t } from "../i18n.js";
 import { listView } from "../list.js";
 import { channelChoices, everything, when } from "./common.js";
@@ -13,18 +13,17 @@ export async function bots(url) {
   const admin = may("admin");
   const editor = may("editor");
   const channelList = await everything("/v1/channels");
-  const after = admin ? [
-    words("h2", "addBot"),
-    formOf("add-bot", [
+  const before = admin ? [
+    adding("addBot", formOf("add-bot", [
       { name: "token", label: "token", required: true, ltr: true, autocomplete: "off" },
       { name: "mode", label: "mode", options: ["polling", "webhook"] },
     ], "add", async (v) => {
       const added = await call("POST", "/v1/bots", { token: v.token, mode: v.mode });
       return t("botAdded", { username: "@" + added.username });
-    }),
+    })),
   ] : [];
   return listView(url, {
-    id: "bots", path: "/v1/bots", after,
+    id: "bots", path: "/v1/bots", before,
     columns: [
       { label: "username", sort: "username", value: (b) => element("bdi", { text: "@" + b.username }) },
       { label: "mode", value: (b) => t(b.mode) },
@@ -114,8 +113,7 @@ const ROLES = ["admin", "editor", "viewer"];
 /** @param {URL} url */
 export function team(url) {
   const before = [
-    words("h2", "invite"),
-    formOf("invite", [
+    adding("invite", formOf("invite", [
       { name: "email", label: "email", type: "email", required: true, autocomplete: "off" },
       { name: "display_name", label: "name" },
       { name: "role", label: "role", options: ROLES, value: "editor" },
@@ -123,7 +121,7 @@ export function team(url) {
     ], "invite", async (v) => {
       await call("POST", "/v1/team", { email: v.email, display_name: v.display_name, role: v.role, password: v.password });
       return t("invited", { email: v.email });
-    }),
+    })),
   ];
   return listView(url, {
     id: "team", path: "/v1/team", before,

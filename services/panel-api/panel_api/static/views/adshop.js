@@ -4,7 +4,7 @@
 import { ApiProblem, Refusal, call, may } from "../api.js";
 import { element, words } from "../dom.js";
 import { fromBaseUnits } from "../format.js";
-import { actionButton, editRow, formOf } from "../forms.js";
+import { actionButton, adding, editRow, formOf } from "../forms.js";
 import { list, money, number, t } from "../i18n.js";
 import { listView } from "../list.js";
 import { botChoices, copyable, everything, person, when } from "./common.js";
@@ -128,7 +128,7 @@ export async function slots(url) {
   const before = [];
   const bots = admin ? await everything("/v1/bots") : [];
   if (admin) {
-    before.push(words("h2", "addSlot"), bots.length ? formOf("add-slot", [
+    before.push(bots.length ? adding("addSlot", formOf("add-slot", [
       { name: "bot_id", label: "bot", choices: botChoices(bots) },
       { name: "kind", label: "kind", options: ["pinned_post", "broadcast", "button"] },
       { name: "title", label: "title", required: true },
@@ -139,7 +139,7 @@ export async function slots(url) {
         bot_id: Number(v.bot_id), kind: v.kind, title: v.title, price: v.price, accepts_trx: v.accepts_trx === "true",
       });
       return t("saved");
-    }) : words("p", "addBotFirst", { class: "empty" }));
+    })) : words("p", "addBotFirst", { class: "empty" }));
   }
   return listView(url, {
     id: "slots", path: "/v1/ad-slots", before,

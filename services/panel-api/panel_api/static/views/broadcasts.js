@@ -3,7 +3,7 @@
 // first, then to everyone, and watches it go out on its own page.
 import { call, may } from "../api.js";
 import { element, show, words } from "../dom.js";
-import { actionButton, formOf } from "../forms.js";
+import { actionButton, adding, formOf } from "../forms.js";
 import { number, t } from "../i18n.js";
 import { listView } from "../list.js";
 import { open } from "../router.js";
@@ -35,7 +35,7 @@ export async function broadcasts(url) {
   const before = [];
   if (may("editor")) {
     const usable = botChoices(bots);
-    before.push(words("h2", "newBroadcast"), usable.length ? await composer(usable) : words("p", "addBotFirst", { class: "empty" }));
+    before.push(usable.length ? adding("newBroadcast", await composer(usable)) : words("p", "addBotFirst", { class: "empty" }));
   }
   return listView(url, {
     id: "broadcasts", path: "/v1/broadcasts", before,
@@ -84,7 +84,7 @@ async function composer(usable) {
     }, { confirm: true });
     all.textContent = t("sendToAll", { count: number(audience.reachable) });
     return element("span", { id: "broadcast-tested" }, t("testSent", { to: v.to }), " ", all);
-  }, { then: async () => {} });
+  }, { then: async () => {}, stay: true });
   withPreview(form);
   return form;
 }

@@ -3,7 +3,7 @@
 // and each campaign's own page with its days.
 import { call, may } from "../api.js";
 import { element, words } from "../dom.js";
-import { formOf } from "../forms.js";
+import { adding, formOf } from "../forms.js";
 import { number, t } from "../i18n.js";
 import { listView } from "../list.js";
 import { botChoices, channelChoices, copyable, everything, when } from "./common.js";
@@ -21,18 +21,18 @@ export async function campaigns(url) {
   const before = [];
   if (editor) {
     const usable = botChoices(bots);
-    before.push(words("h2", "addCampaign"), !usable.length
+    before.push(!usable.length
       ? words("p", "addBotFirst", { class: "empty" })
       : !channelList.length
         ? words("p", "addChannelFirst", { class: "empty" })
-        : formOf("add-campaign", [
+        : adding("addCampaign", formOf("add-campaign", [
           { name: "name", label: "campaignName", required: true, hint: "hint.campaign_name" },
           { name: "bot_id", label: "bot", choices: usable },
           { name: "channel_id", label: "channel", choices: channelChoices(channelList) },
         ], "add", async (v) => {
           const made = await call("POST", "/v1/campaigns", { name: v.name, bot_id: Number(v.bot_id), channel_id: Number(v.channel_id) });
           return element("span", {}, t("campaignMade", { link: made.invite_link }), ...publicNote(made));
-        }));
+        })));
   }
   return listView(url, {
     id: "campaigns", path: "/v1/campaigns", before,

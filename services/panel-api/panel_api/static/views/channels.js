@@ -4,7 +4,7 @@
 // in, its whitelist, the member import and grants.
 import { call, may } from "../api.js";
 import { element, words } from "../dom.js";
-import { formOf, actionButton, editRow } from "../forms.js";
+import { actionButton, adding, editRow, formOf } from "../forms.js";
 import { latinDigits } from "../format.js";
 import { digits, list, money, number, t } from "../i18n.js";
 import { listView } from "../list.js";
@@ -16,13 +16,13 @@ export async function channels(url) {
   const before = [];
   if (may("admin")) {
     const bots = await everything("/v1/bots");
-    before.push(words("h2", "addChannel"), bots.length ? formOf("add-channel", [
+    before.push(bots.length ? adding("addChannel", formOf("add-channel", [
       { name: "bot_id", label: "checkedBy", choices: botChoices(bots) },
       { name: "chat", label: "chat", required: true, ltr: true },
     ], "find", async (v) => {
       const found = await call("POST", "/v1/channels", { bot_id: Number(v.bot_id), chat: v.chat });
       return t("channelFound", { title: found.chat.title, rights: rightsText(found.rights) });
-    }, { refusals: { "chat-not-found": ["chat", "not-found"] } }) : words("p", "addBotFirst", { class: "empty" }));
+    }, { refusals: { "chat-not-found": ["chat", "not-found"] } })) : words("p", "addBotFirst", { class: "empty" }));
   }
   const nodes = await listView(url, {
     id: "channels", path: "/v1/channels", before,
@@ -147,11 +147,11 @@ export async function contents(url) {
   const [bots, channelList] = editor ? await Promise.all([everything("/v1/bots"), everything("/v1/channels")]) : [[], []];
   const before = [];
   if (editor) {
-    before.push(words("h2", "addContent"), bots.length
-      ? formOf("add-content", contentFields(bots, channelList), "add", async (v) => {
+    before.push(bots.length
+      ? adding("addContent", formOf("add-content", contentFields(bots, channelList), "add", async (v) => {
         const made = await call("POST", "/v1/contents", contentBody(v, Number(v.bot_id)));
         return t("contentMade", { link: made.link });
-      })
+      }))
       : words("p", "addBotFirst", { class: "empty" }));
   }
   return listView(url, {

@@ -3,7 +3,7 @@
 // and each use of one (who, which invoice, paid or not), with a CSV of them.
 import { call, may } from "../api.js";
 import { element, words } from "../dom.js";
-import { actionButton, editRow, formOf } from "../forms.js";
+import { actionButton, adding, editRow, formOf } from "../forms.js";
 import { money, number, percent, t } from "../i18n.js";
 import { listView } from "../list.js";
 import { dayEnd, everything, person, when, wholeNumber } from "./common.js";
@@ -48,7 +48,7 @@ export async function coupons(url) {
   const planList = await everything("/v1/plans?active=true");
   const before = [words("p", "couponsIntro", { class: "intro" })];
   if (admin) {
-    before.push(words("h2", "addCoupon"), formOf("add-coupon", [
+    before.push(adding("addCoupon", formOf("add-coupon", [
       { name: "code", label: "couponCode", required: true, ltr: true, hint: "hint.coupon_code" },
       { name: "kind", label: "couponKind", options: ["percentOff", "amountOff"], value: "percentOff" },
       { name: "percent_off", label: "percentOff", type: "number", required: true, showIf: ["kind", ["percentOff"]] },
@@ -61,7 +61,7 @@ export async function coupons(url) {
         : { amount_off: v.amount_off, currency: v.currency.toUpperCase() };
       const made = await call("POST", "/v1/coupons", { code: v.code, ...discount, ...limits(v) });
       return t("couponMade", { code: made.code });
-    }));
+    })));
   }
   return listView(url, {
     id: "coupons", path: "/v1/coupons", before,

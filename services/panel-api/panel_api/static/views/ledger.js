@@ -3,7 +3,7 @@
 // (with the gateway events that need the owner) and access events.
 import { ApiProblem, call, may, Refusal } from "../api.js";
 import { element, show, wordChoices, words } from "../dom.js";
-import { actionButton, formOf } from "../forms.js";
+import { actionButton, adding, formOf } from "../forms.js";
 import { digits, money, number, t } from "../i18n.js";
 import { latinDigits } from "../format.js";
 import { listView } from "../list.js";
@@ -185,7 +185,7 @@ async function newInvoice() {
 
 /** @param {URL} url */
 export async function invoices(url) {
-  const before = may("admin") ? [words("h2", "newInvoice"), await newInvoice()] : [];
+  const before = may("admin") ? [adding("newInvoice", await newInvoice())] : [];
   return listView(url, {
     id: "invoices", path: "/v1/invoices", before,
     filters: [{ name: "status", label: "status", values: ["open", "paid", "expired", "cancelled"] }],

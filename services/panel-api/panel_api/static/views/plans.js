@@ -4,7 +4,7 @@
 // which one is the channel's default.
 import { call, may } from "../api.js";
 import { element, words } from "../dom.js";
-import { actionButton, editRow, formOf } from "../forms.js";
+import { actionButton, adding, editRow, formOf } from "../forms.js";
 import { list, money, number, t } from "../i18n.js";
 import { listView } from "../list.js";
 import { channelChoices, everything, wholeNumber } from "./common.js";
@@ -81,15 +81,15 @@ export async function plans(url) {
   const paidChannels = channelChoices(channelList.filter((c) => c.is_paid));
   const before = [words("p", "plansIntro", { class: "intro" })];
   if (admin) {
-    before.push(words("h2", "addPlan"), !channelList.length
+    before.push(!channelList.length
       ? words("p", "addChannelFirst", { class: "empty" })
-      : formOf("add-plan", [
+      : adding("addPlan", formOf("add-plan", [
         { name: "channel_id", label: "channel", choices: channelChoices(channelList) },
         ...planFields(gateways, paidChannels),
       ], "add", async (v) => {
         const made = await call("POST", "/v1/plans", { channel_id: Number(v.channel_id), ...planBody(v) });
         return t("planMade", { name: made.name, channel: made.channel_title });
-      }));
+      })));
   }
   return listView(url, {
     id: "plans", path: "/v1/plans", before,
