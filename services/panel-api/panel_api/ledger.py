@@ -341,6 +341,11 @@ class PlanRevenue(Priced, kw_only=True):
     payments: int
 
 
+class StarsReceived(msgspec.Struct):
+    subscriptions: Change
+    one_off: Change
+
+
 class Headlines(msgspec.Struct):
     """How the business is doing over a period, each figure beside the one before it."""
 
@@ -364,8 +369,12 @@ class Headlines(msgspec.Struct):
     # Payments received in the period, and in the one before, per currency.
     received: list[Priced]
     received_before: list[Priced]
-    # What the active memberships bring in a month, per currency.
+    # What the active memberships bring in a month, per currency, now and at the period's start.
     recurring: list[Priced]
+    recurring_before: list[Priced]
+    # Telegram Stars received (also counted in `received` as XTR), apart: subscriptions that
+    # Telegram charges again by itself, and one-off payments.
+    stars: StarsReceived
     # The period's payments by channel and by plan, per currency, the most first.
     by_channel: list[ChannelRevenue]
     by_plan: list[PlanRevenue]
@@ -440,11 +449,12 @@ class Ledger:
             counts = (await store.rows(conn, "headline_counts", bounds))[0]
             received = await store.rows(conn, "headline_received", bounds)
             recurring = await store.rows(conn, "headline_recurring", bounds)
+            stars = (await store.rows(conn, "headline_stars", bounds))[0]
             by_channel = await store.rows(conn, "headline_by_channel", bounds)
             by_plan = await store.rows(conn, "headline_by_plan", bounds)
 
-        def change(name: str) -> Change:
-            return Change(int(counts[f"{name}_now"]), int(counts[f"{name}_before"]))
+        def change(name: str, figures: dict[str, Any] = counts) -> Change:
+            return Change(int(figures[f"{name}_now"]), int(figures[f"{name}_before"]))
 
         def priced(rows: list[dict[str, Any]], column: str) -> list[Priced]:
             return [Priced(amount_minor=r[column], currency=r["currency"]) for r in rows]
@@ -465,6 +475,8 @@ class Ledger:
                 received=priced(received, "now_minor"),
                 received_before=priced(received, "before_minor"),
                 recurring=priced(recurring, "amount_minor"),
+                recurring_before=priced(recurring, "before_minor"),
+                stars=StarsReceived(change("subscriptions", stars), change("one_off", stars)),
                 by_channel=msgspec.convert(by_channel, list[ChannelRevenue]),
                 by_plan=msgspec.convert(by_plan, list[PlanRevenue]),
             )

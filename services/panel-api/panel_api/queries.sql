@@ -1074,22 +1074,54 @@ SELECT currency,
  ORDER BY currency;
 
 -- headline_recurring --
--- What the active memberships bring in a month, per currency: each one's last payment's price
--- (a bundle's shared among its channels) over its period, as 30 days of it, in minor units.
-SELECT i.currency,
-       round(sum(i.amount_minor * 30.0 / i.period_days
-                 / coalesce(cardinality(i.bundle_channel_ids), 1)))::text AS amount_minor
-  FROM memberships m
-  JOIN LATERAL (
-       SELECT e.payment_id FROM membership_events e
-        WHERE e.person_id = m.person_id AND e.channel_id = m.channel_id
-          AND e.cause = 'payment'
-        ORDER BY e.id DESC LIMIT 1) last ON true
-  JOIN payments p ON p.id = last.payment_id
-  JOIN invoices i ON i.id = p.invoice_id
- WHERE m.status = 'active'
- GROUP BY i.currency
- ORDER BY i.currency;
+-- What the active memberships bring in a month, per currency, now and at the period's start:
+-- each one's last payment's price (a bundle's shared among its channels) over its period, as
+-- 30 days of it, in minor units. At the start: the memberships whose last event before it left
+-- them active, priced by their last payment before it.
+WITH at_start AS (
+       SELECT DISTINCT ON (person_id, channel_id) person_id, channel_id, to_status
+         FROM membership_events
+        WHERE at < %(since)s
+        ORDER BY person_id, channel_id, id DESC),
+     counted AS (
+       SELECT person_id, channel_id, true AS now FROM memberships WHERE status = 'active'
+       UNION ALL
+       SELECT person_id, channel_id, false FROM at_start WHERE to_status = 'active'),
+     monthly AS (
+       SELECT c.now, i.currency,
+              i.amount_minor * 30.0 / i.period_days
+                / coalesce(cardinality(i.bundle_channel_ids), 1) AS amount
+         FROM counted c
+         JOIN LATERAL (
+              SELECT e.payment_id FROM membership_events e
+               WHERE e.person_id = c.person_id AND e.channel_id = c.channel_id
+                 AND e.cause = 'payment' AND (c.now OR e.at < %(since)s)
+               ORDER BY e.id DESC LIMIT 1) last ON true
+         JOIN payments p ON p.id = last.payment_id
+         JOIN invoices i ON i.id = p.invoice_id)
+SELECT currency,
+       round(coalesce(sum(amount) FILTER (WHERE now), 0))::text AS amount_minor,
+       round(coalesce(sum(amount) FILTER (WHERE NOT now), 0))::text AS before_minor
+  FROM monthly
+ GROUP BY currency
+ ORDER BY currency;
+
+-- headline_stars --
+-- Telegram Stars received in the period and the one before, split into subscriptions (Telegram
+-- charges again by itself) and one-off payments (a period bought once).
+SELECT coalesce(sum(p.amount_minor) FILTER (WHERE t.is_recurring AND p.paid_at >= %(since)s), 0)::bigint
+           AS subscriptions_now,
+       coalesce(sum(p.amount_minor) FILTER (WHERE t.is_recurring AND p.paid_at < %(since)s), 0)::bigint
+           AS subscriptions_before,
+       coalesce(sum(p.amount_minor) FILTER (WHERE NOT coalesce(t.is_recurring, false)
+                                              AND p.paid_at >= %(since)s), 0)::bigint AS one_off_now,
+       coalesce(sum(p.amount_minor) FILTER (WHERE NOT coalesce(t.is_recurring, false)
+                                              AND p.paid_at < %(since)s), 0)::bigint AS one_off_before
+  FROM payments p
+  LEFT JOIN telegram_payments t
+         ON t.kind = 'payment' AND t.telegram_payment_charge_id = p.external_payment_id
+ WHERE p.applied AND p.gateway = 'telegram_stars'
+   AND p.paid_at >= %(before)s AND p.paid_at < %(until)s;
 
 -- fix_extension --
 -- The date a member is extended to by a bulk request: fixed the first time (from the paid time

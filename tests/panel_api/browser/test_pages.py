@@ -24,7 +24,7 @@ from tests.panel_api.browser.conftest import (
     accessibility_problems,
     sign_in,
 )
-from tests.panel_api.history import seed_history
+from tests.panel_api.history import add_stars, seed_history
 
 VIEWS = (
     "dashboard",
@@ -299,6 +299,7 @@ def test_pages__the_pages_in_groups_beside_the_view_with_what_needs_the_owner_co
 def test_pages__the_dashboard_says_how_the_business_did_over_the_chosen_period(
     page: Page, business: str, database_url: str
 ) -> None:
+    add_stars(database_url)
     with psycopg.connect(database_url) as conn:
         active = conn.execute("SELECT count(*) FROM memberships WHERE status = 'active'").fetchone()
         # Memberships begun since midnight (UTC, the workspace's zone) six days ago.
@@ -312,6 +313,13 @@ def test_pages__the_dashboard_says_how_the_business_did_over_the_chosen_period(
     sign_in(page, business)
     expect(page.locator("[data-figure=active]")).to_have_text(str(active[0]))
     expect(page.locator("[data-headline=recurring] .figure").first).to_be_visible()
+    expect(page.locator("[data-headline=recurring] .before").first).to_contain_text(
+        "at the period's start"
+    )
+    # Stars apart: subscriptions Telegram charges again, and one-off payments.
+    expect(page.locator("[data-stars=starsSubscriptions] .figure")).to_contain_text("500")
+    expect(page.locator("[data-stars=starsOneOff] .figure")).to_contain_text("600")
+    expect(page.locator("[data-stars=starsOneOff] .before")).to_contain_text("100")
     expect(page.locator("#period")).to_have_value("30")
     # What each channel and plan brought, as many rows as channels and plans were paid for.
     with psycopg.connect(database_url) as conn:

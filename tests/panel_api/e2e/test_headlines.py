@@ -1,7 +1,8 @@
 """The dashboard's headlines over a month of made-up business, each figure checked against a
 count over the ledger's own rows: memberships active now and at the period's start, begun and
 lost, renewals due, trials ended and paid for, payments received and monthly recurring revenue
-per currency, for the period and the one before it."""
+per currency (now and at the period's start), Telegram Stars from subscriptions and one-off
+payments apart, for the period and the one before it."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from shared.testing import serve_in_thread
 from tests.botedge.conftest import insert_bot
 from tests.conftest import HTTP, TEST_BCRYPT_ROUNDS, panel_settings
 from tests.panel_api.e2e.conftest import PASSWORD, owner_and_viewer
-from tests.panel_api.history import seed_history
+from tests.panel_api.history import add_stars, seed_history
 
 ZONE = "Asia/Tehran"
 
@@ -32,6 +33,7 @@ def business(database_url: str) -> Iterator[tuple[str, str]]:
     insert_bot(database_url)
     assert seed(database_url, "owner@example.com", PASSWORD, TEST_BCRYPT_ROUNDS) is True
     assert seed_history(database_url) is True
+    add_stars(database_url)
     with psycopg.connect(database_url) as conn:
         conn.execute("UPDATE workspace SET time_zone = %s", (ZONE,))
         # Two trials: one taken before its person paid (paid for since), one never paid for.
@@ -73,6 +75,10 @@ def figures(
         "SELECT p.*, i.amount_minor AS price, i.period_days, i.plan_id,"
         " i.bundle_channel_ids FROM payments p JOIN invoices i ON i.id = p.invoice_id",
     )
+    recurring_charges = {
+        t["telegram_payment_charge_id"]: t["is_recurring"]
+        for t in rows(database_url, "SELECT * FROM telegram_payments")
+    }
     by_membership: dict[tuple[int, int], list[dict[str, Any]]] = defaultdict(list)
     for e in events:
         by_membership[e["person_id"], e["channel_id"]].append(e)
@@ -115,19 +121,42 @@ def figures(
                 total[p["currency"]] += int(p["amount_minor"])
         return dict(total)
 
-    recurring: dict[str, Decimal] = defaultdict(Decimal)
     paid_by_id = {p["id"]: p for p in payments}
-    for m in memberships:
-        if m["status"] != "active":
-            continue
-        paying = [
-            e for e in by_membership[m["person_id"], m["channel_id"]] if e["cause"] == "payment"
-        ]
-        if not paying:
-            continue
-        p = paid_by_id[paying[-1]["payment_id"]]
-        share = len(p["bundle_channel_ids"] or [0])
-        recurring[p["currency"]] += Decimal(p["price"]) * 30 / p["period_days"] / share
+
+    def recurring(active: list[tuple[int, int]], moment: dt.datetime | None) -> dict[str, int]:
+        """A month of each active membership's last payment (before `moment`, if given)."""
+        monthly: dict[str, Decimal] = defaultdict(Decimal)
+        for key in active:
+            paying = [
+                e
+                for e in by_membership[key]
+                if e["cause"] == "payment" and (moment is None or e["at"] < moment)
+            ]
+            if not paying:
+                continue
+            p = paid_by_id[paying[-1]["payment_id"]]
+            share = len(p["bundle_channel_ids"] or [0])
+            monthly[p["currency"]] += Decimal(p["price"]) * 30 / p["period_days"] / share
+        rounded = {c: int(v.quantize(Decimal(1), ROUND_HALF_EVEN)) for c, v in monthly.items()}
+        return {c: v for c, v in rounded.items() if v}
+
+    active_now = [(m["person_id"], m["channel_id"]) for m in memberships if m["status"] == "active"]
+    active_then = [
+        key
+        for key, history in by_membership.items()
+        if [e for e in history if e["at"] < since]
+        and [e for e in history if e["at"] < since][-1]["to_status"] == "active"
+    ]
+
+    def stars(start: dt.datetime, end: dt.datetime, renews: bool) -> int:
+        return sum(
+            int(p["amount_minor"])
+            for p in payments
+            if p["applied"]
+            and p["gateway"] == "telegram_stars"
+            and start <= p["paid_at"] < end
+            and bool(recurring_charges.get(p["external_payment_id"])) == renews
+        )
 
     def by(key: str) -> dict[tuple[int, str], tuple[int, int]]:
         sums: dict[tuple[int, str], tuple[int, int]] = {}
@@ -156,8 +185,14 @@ def figures(
         "received_before": received(before, since),
         "by_channel": by("channel_id"),
         "by_plan": by("plan_id"),
-        "recurring": {
-            c: int(v.quantize(Decimal(1), ROUND_HALF_EVEN)) for c, v in recurring.items()
+        "recurring": recurring(active_now, None),
+        "recurring_before": recurring(active_then, since),
+        "stars": {
+            "subscriptions": {
+                "now": stars(since, until, True),
+                "before": stars(before, since, True),
+            },
+            "one_off": {"now": stars(since, until, False), "before": stars(before, since, False)},
         },
     }
 
@@ -198,6 +233,8 @@ def test_headlines__each_figure_is_the_count_over_the_ledger(
         c: v for c, v in expected["received_before"].items() if v
     }
     assert by_currency(got["recurring"]) == expected["recurring"]
+    assert by_currency(got["recurring_before"]) == expected["recurring_before"]
+    assert got["stars"] == expected["stars"]
     # By channel and by plan, each currency's most first.
     for name, key in (("by_channel", "channel_id"), ("by_plan", "plan_id")):
         shown = {
@@ -212,6 +249,13 @@ def test_headlines__each_figure_is_the_count_over_the_ledger(
         assert got["active"]["now"] and got["new"]["now"] and got["lost"]["now"]
         assert got["trials_ended"]["now"] == 2 and got["trials_paid"]["now"] == 1
         assert got["received"] and got["recurring"] and got["by_channel"] and got["by_plan"]
+        assert got["recurring_before"]
+        # Stars apart: two subscriptions and one one-off payment in the last 30 days, the
+        # month before one one-off.
+        assert got["stars"] == {
+            "subscriptions": {"now": 500, "before": 0},
+            "one_off": {"now": 600, "before": 100},
+        }
 
 
 def test_headlines__a_period_the_api_does_not_offer_is_refused_at_its_field(

@@ -317,6 +317,10 @@ export const WORDS = {
     "hl.amount": "Amount",
     "hl.payments": "Payments",
     closeDialog: "Close",
+    "hl.atStart": "(at the period's start: {before})",
+    "hl.stars": "Telegram Stars received",
+    "hl.starsSubscriptions": "Subscriptions:",
+    "hl.starsOneOff": "One-off:",
   },
   fa: {
     brand: "گیت‌هاوس", language: "زبان", signIn: "ورود", signOut: "خروج",
@@ -630,6 +634,10 @@ export const WORDS = {
     "hl.amount": "مبلغ",
     "hl.payments": "شمار پرداخت",
     closeDialog: "بستن",
+    "hl.atStart": "(در آغاز دوره: {before})",
+    "hl.stars": "استارز تلگرام دریافتی",
+    "hl.starsSubscriptions": "اشتراک‌ها:",
+    "hl.starsOneOff": "یک‌باره:",
   },
 };
 const KEY = "gatehouse.language";

@@ -37,16 +37,34 @@ function headline(key, shown, change, href) {
 }
 
 /**
- * Amounts per currency, one line each, beside the period before's.
- * @param {string} key @param {any[]} now @param {any[]} before
+ * Amounts per currency, one line each, beside the period before's (or, with `was`
+ * "hl.atStart", the figure at the period's start).
+ * @param {string} key @param {any[]} now @param {any[]} before @param {string} [was]
  */
-function moneyHeadline(key, now, before) {
+function moneyHeadline(key, now, before, was = "hl.was") {
   const earlier = new Map(before.map((b) => [b.currency, b]));
   const lines = now.filter((r) => r.amount_minor !== "0").map((r) => element("div", { class: "figure-line", "data-currency": r.currency },
     element("span", { class: "figure", text: money(r.amount, r.currency) }),
-    element("span", { class: "before", text: ` ${t("hl.was", { before: money(earlier.get(r.currency)?.amount ?? "0", r.currency) })}` })));
+    element("span", { class: "before", text: ` ${t(was, { before: money(earlier.get(r.currency)?.amount ?? "0", r.currency) })}` })));
   return element("div", { class: "tile headline", "data-headline": key },
     words("div", `hl.${key}`), ...(lines.length ? lines : [words("div", "hl.none", { class: "figure" })]));
+}
+
+/**
+ * Telegram Stars apart: what subscriptions brought (Telegram charges them again by itself) and
+ * what one-off payments did, each beside the period before's; none when neither period had any.
+ * @param {{ subscriptions: { now: number, before: number }, one_off: { now: number, before: number } }} stars
+ */
+function starsHeadline(stars) {
+  const { subscriptions, one_off: once } = stars;
+  if (!subscriptions.now && !subscriptions.before && !once.now && !once.before) return [];
+  const line = (/** @type {string} */ key, /** @type {{ now: number, before: number }} */ c) =>
+    element("div", { class: "figure-line", "data-stars": key },
+      words("span", `hl.${key}`), " ",
+      element("span", { class: "figure", text: money(String(c.now), "XTR") }),
+      element("span", { class: "before", text: ` ${t("hl.was", { before: money(String(c.before), "XTR") })}` }));
+  return [element("div", { class: "tile headline", "data-headline": "stars" },
+    words("div", "hl.stars"), line("starsSubscriptions", subscriptions), line("starsOneOff", once))];
 }
 
 /** The business over the chosen period: the figures an owner checks each morning.
@@ -58,14 +76,10 @@ function headlines(h) {
     element("div", { class: "figure", "data-figure": "trials", text: share(h.trials_paid.now, h.trials_ended.now) }),
     element("div", { class: "before", text: t("hl.trialsOf", {
       paid: number(h.trials_paid.now), ended: number(h.trials_ended.now), before: share(h.trials_paid.before, h.trials_ended.before) }) }));
-  const recurring = element("div", { class: "tile headline", "data-headline": "recurring" },
-    words("div", "hl.recurring"),
-    ...(h.recurring.length
-      ? h.recurring.map((/** @type {any} */ r) => element("div", { class: "figure", "data-currency": r.currency, text: money(r.amount, r.currency) }))
-      : [words("div", "hl.none", { class: "figure" })]));
   return element("div", { class: "tiles headlines" },
-    recurring,
+    moneyHeadline("recurring", h.recurring, h.recurring_before, "hl.atStart"),
     moneyHeadline("received", h.received, h.received_before),
+    ...starsHeadline(h.stars),
     headline("active", number(h.active.now), h.active, "/memberships?status=active"),
     headline("new", number(h.new.now), h.new),
     headline("lost", number(h.lost.now), h.lost, "/memberships?status=expired"),
