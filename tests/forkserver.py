@@ -85,6 +85,8 @@ def _run_child(request: dict[str, Any], inherited: list[socket.socket]) -> None:
 def serve(path: str) -> None:
     for name in PRELOAD:
         __import__(name)
+    # The TLS context every HTTP client of a service shares, built once here for every fork.
+    __import__("shared.tls").tls.verified()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(64)

@@ -20,6 +20,7 @@ from billing.trongrid import TronGrid
 from shared.breaker import Breakers
 from shared.clock import Clock
 from shared.listen import Listener
+from shared.tls import verified
 from shared.web import Runtime
 
 log = logging.getLogger("billing.background")
@@ -33,10 +34,10 @@ class Background:
         self.settings = settings
         self.clock = clock
         self.breakers = breakers
-        self.rate_client = httpx.AsyncClient()
+        self.rate_client = httpx.AsyncClient(verify=verified())
         self.rates = Rates(self.rate_client, settings.trx_rate_sources, clock, breakers)
         # For reconciliation's questions about the channels' members.
-        self.internal_client = httpx.AsyncClient()
+        self.internal_client = httpx.AsyncClient(verify=verified())
         self.botedge = Botedge(
             self.internal_client, settings.botedge_url, settings.service_token, breakers
         )
@@ -45,7 +46,11 @@ class Background:
     async def lifespan(self, state: Runtime) -> AsyncIterator[None]:
         settings = self.settings
         stopping = asyncio.Event()
-        async with httpx.AsyncClient() as http, self.rate_client, self.internal_client:
+        async with (
+            httpx.AsyncClient(verify=verified()) as http,
+            self.rate_client,
+            self.internal_client,
+        ):
             tron = TronVerifier(
                 state.pool,
                 TronGrid(http, settings.trongrid_url, settings.trongrid_api_key, self.breakers),

@@ -15,6 +15,7 @@ import httpx
 
 from shared.periodic import run_every
 from shared.settings import LOG_LEVELS, Reader, Secret
+from shared.tls import verified
 
 log = logging.getLogger("billing.sweeper")
 
@@ -59,7 +60,7 @@ def sweep_round(client: httpx.Client, settings: SweeperSettings) -> dict[str, in
 
 
 def run(settings: SweeperSettings, every: float | None) -> int:
-    with httpx.Client(timeout=60) as client:
+    with httpx.Client(timeout=60, verify=verified()) as client:
 
         def job() -> None:
             totals = sweep_round(client, settings)

@@ -17,6 +17,7 @@ from botedge.words import Msg, Speech, msg
 from shared.breaker import Breakers
 from shared.internal import InternalClient, Unreachable
 from shared.settings import Secret
+from shared.tls import verified
 
 CODE_REFUSED = msg("code.refused", "That code is unknown, used up or expired.")
 CODE_USED = msg("code.used", "You have used this code already.")
@@ -130,7 +131,9 @@ class CouponRefused:
 def billing_http() -> httpx.AsyncClient:
     """The worker's client for `BillingClient`: few calls, so httpx, its connections kept as
     long as the Bot API's."""
-    return httpx.AsyncClient(limits=httpx.Limits(keepalive_expiry=KEEPALIVE_SECONDS))
+    return httpx.AsyncClient(
+        limits=httpx.Limits(keepalive_expiry=KEEPALIVE_SECONDS), verify=verified()
+    )
 
 
 def asked_by(update: InboxRow) -> str:

@@ -18,6 +18,7 @@ from shared.breaker import Breakers
 from shared.errors import PROBLEM_JSON, Problem
 from shared.internal import InternalClient, Unreachable
 from shared.settings import Secret
+from shared.tls import verified
 
 
 class Internal:
@@ -32,7 +33,7 @@ class Internal:
         self.calls = InternalClient(service, base_url, service_token, breakers)
 
     async def __aenter__(self) -> Internal:
-        self.calls.client = httpx.AsyncClient(timeout=30)
+        self.calls.client = httpx.AsyncClient(timeout=30, verify=verified())
         return self
 
     async def __aexit__(self, *exc: object) -> None:

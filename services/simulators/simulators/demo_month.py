@@ -38,6 +38,7 @@ import psycopg
 
 from billing.gateways import BY_NAME, GATEWAYS
 from shared import sqlfile
+from shared.tls import verified
 
 log = logging.getLogger("demo_month")
 Q = sqlfile.load("simulators", "demo_month.sql")
@@ -446,7 +447,7 @@ def fresh(database_url: str) -> bool:
 
 async def run(env: dict[str, str], gate: dict[str, Any], month: Plan) -> dict[str, Any]:
     limits = httpx.Limits(max_connections=100, max_keepalive_connections=100)
-    async with httpx.AsyncClient(timeout=60, limits=limits) as client:
+    async with httpx.AsyncClient(timeout=60, limits=limits, verify=verified()) as client:
         return await Player(env, gate, client).play(month)
 
 

@@ -16,6 +16,7 @@ from billing.app import create_app
 from billing.settings import load
 from shared.clock import ManualClock
 from shared.testing import serve_in_thread
+from shared.tls import verified
 from tests.billing.e2e import gateways
 from tests.billing.e2e.test_grants import BEARER, DAY, Billing
 from tests.conftest import HTTP, service_env
@@ -112,7 +113,7 @@ def test_code__a_single_use_code_sent_by_twenty_people_at_once_grants_once(
     add_code(billing, channel, "ONLYONCE2345")
 
     async def race() -> list[int]:
-        async with httpx.AsyncClient(headers=BEARER, timeout=30) as client:
+        async with httpx.AsyncClient(headers=BEARER, timeout=30, verify=verified()) as client:
             answers = await asyncio.gather(
                 *(
                     client.post(

@@ -18,6 +18,7 @@ from psycopg.rows import dict_row
 
 from billing import reconcile
 from shared import backup
+from shared.tls import verified
 from tests.billing.e2e import gateways
 from tests.conftest import ROOT, Serve, serve_billing, wait_until
 
@@ -44,7 +45,7 @@ def test_backup_under_load__restores_and_the_ledger_replays_to_the_same_state(
     sent = [0]
 
     def pay() -> None:
-        with httpx.Client(timeout=30) as client:
+        with httpx.Client(timeout=30, verify=verified()) as client:
             person = 7000
             while not stop.is_set():
                 person += 1

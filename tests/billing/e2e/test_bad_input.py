@@ -11,6 +11,7 @@ import httpx
 import psycopg
 import pytest
 
+from shared.tls import verified
 from simulators.checkout.callbacks import stripe_header, subgate_signature
 from tests.billing.e2e import gateways
 from tests.conftest import HTTP, SECRETS, Serve, Served, serve_billing
@@ -276,7 +277,7 @@ def test_gateway_off__404(serve: Serve, database_url: str) -> None:
         assert response.status_code == 404
         assert response.json()["type"] == "/problems/unknown-gateway"
     channel = gateways.add_paid_channel(database_url)
-    with httpx.Client() as client:
+    with httpx.Client(verify=verified()) as client:
         refused = client.post(
             f"{billing.url}/internal/invoices",
             json={"telegram_user_id": 1, "channel_id": channel, "gateway": "subgate"},

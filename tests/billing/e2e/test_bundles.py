@@ -20,6 +20,7 @@ from billing.settings import load
 from billing.transitions import Extension, replay
 from shared.clock import ManualClock
 from shared.testing import serve_in_thread
+from shared.tls import verified
 from tests.billing.e2e import gateways
 from tests.billing.e2e.test_grants import BEARER, DAY, Billing
 from tests.conftest import HTTP, service_env, wait_until
@@ -101,7 +102,7 @@ def test_bundle__one_payment_extends_every_channel_once_with_a_grant_each(
     ]
     now = billing.clock.now()
     paid = gateways.subgate(reference, "bundle-1", "30.00", ts=int(now.timestamp()))
-    with httpx.Client() as client:
+    with httpx.Client(verify=verified()) as client:
         first = paid.send(client, billing.url).json()
         again = paid.send(client, billing.url).json()
     assert first["applied"] is True
@@ -217,7 +218,7 @@ def test_bundle__two_overlapping_paid_twenty_times_at_once_no_deadlock_each_exte
     ]
 
     async def pay_all() -> list[dict[str, Any]]:
-        async with httpx.AsyncClient(timeout=60) as client:
+        async with httpx.AsyncClient(timeout=60, verify=verified()) as client:
             answers = await asyncio.gather(*(d.send_async(client, billing.url) for d in deliveries))
         return [answer.json() for answer in answers]
 

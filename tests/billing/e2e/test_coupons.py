@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import psycopg
 
+from shared.tls import verified
 from tests.billing.e2e import gateways
 from tests.conftest import HTTP, SECRETS, Served, gather_limited
 
@@ -96,7 +97,7 @@ def test_coupon__twenty_people_at_once_for_five_uses_five_get_it(
     add_coupon(database_url, "FIVE", max_redemptions=5)
 
     async def race() -> list[httpx.Response]:
-        async with httpx.AsyncClient(timeout=30) as client:
+        async with httpx.AsyncClient(timeout=30, verify=verified()) as client:
             body = {"channel_id": channel, "gateway": "subgate", "coupon": "FIVE"}
             calls = [
                 client.post(

@@ -17,6 +17,7 @@ from billing.app import create_app
 from billing.settings import load
 from shared.clock import ManualClock
 from shared.testing import serve_in_thread
+from shared.tls import verified
 from tests.billing.e2e import gateways
 from tests.conftest import HTTP, service_env
 
@@ -100,7 +101,7 @@ def test_notices__one_72h_and_one_24h_per_period_under_two_concurrent_sweeps(
 
     # One member renews before the 24-hour reminder: their period's notice is never written.
     renewed = 900001
-    with httpx.Client() as client:
+    with httpx.Client(verify=verified()) as client:
         order = gateways.create_invoice(client, billing.url, renewed, channel, "subgate")
         paid = gateways.subgate(
             order["order_reference"], "renew-1", "12.50", ts=int(billing.clock.now().timestamp())

@@ -17,6 +17,7 @@ from billing.settings import load
 from billing.transitions import Extension, Grant, replay
 from shared.clock import ManualClock
 from shared.testing import serve_in_thread
+from shared.tls import verified
 from tests.billing.e2e import gateways
 from tests.conftest import HTTP, SECRETS, gather_limited, service_env
 
@@ -89,7 +90,7 @@ def test_grant__until_a_date_once_and_never_shortening(billing: Billing) -> None
 def test_grant__history_replays_with_payments(billing: Billing) -> None:
     channel = gateways.add_paid_channel(billing.database_url)
     paid_at = billing.clock.now()
-    with httpx.Client() as client:
+    with httpx.Client(verify=verified()) as client:
         order = gateways.create_invoice(client, billing.url, 502, channel, "subgate")
         paid = gateways.subgate(
             order["order_reference"], "p-1", "12.50", ts=int(paid_at.timestamp())
@@ -127,7 +128,7 @@ def test_grant__a_thousand_imported_kept_by_the_first_sweep_then_grace_then_remo
     until = billing.clock.now() + 7 * DAY
 
     async def grant_all() -> list[int]:
-        async with httpx.AsyncClient(timeout=60) as client:
+        async with httpx.AsyncClient(timeout=60, verify=verified()) as client:
             calls = [
                 client.post(
                     f"{billing.url}/internal/grants",

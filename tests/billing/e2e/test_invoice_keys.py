@@ -8,6 +8,7 @@ import asyncio
 
 import httpx
 
+from shared.tls import verified
 from tests.billing.e2e import gateways
 from tests.billing.e2e.test_coupons import SERVICE, add_coupon, invoice, rows
 from tests.conftest import Served, gather_limited
@@ -37,7 +38,7 @@ def test_request_key__twenty_at_once_under_one_key_make_one_invoice(
     channel = gateways.add_paid_channel(database_url)
 
     async def race() -> list[httpx.Response]:
-        async with httpx.AsyncClient(timeout=30) as client:
+        async with httpx.AsyncClient(timeout=30, verify=verified()) as client:
             body = {
                 "telegram_user_id": 7,
                 "channel_id": channel,

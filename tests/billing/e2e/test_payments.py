@@ -11,6 +11,7 @@ import httpx
 import psycopg
 import pytest
 
+from shared.tls import verified
 from simulators.checkout import callbacks
 from tests.billing.e2e import gateways
 from tests.billing.e2e.gateways import Request
@@ -23,13 +24,15 @@ def rows(database_url: str, sql: str, *args: Any) -> list[tuple[Any, ...]]:
 
 
 async def send_all(base: str, requests: list[Request]) -> list[httpx.Response]:
-    async with httpx.AsyncClient(timeout=30, limits=httpx.Limits(max_connections=64)) as client:
+    async with httpx.AsyncClient(
+        timeout=30, limits=httpx.Limits(max_connections=64), verify=verified()
+    ) as client:
         return await gather_limited([r.send_async(client, base) for r in requests])
 
 
 def invoice(billing: Served, database_url: str, gateway: str, user: int = 1001) -> str:
     channel = gateways.add_paid_channel(database_url)
-    with httpx.Client() as client:
+    with httpx.Client(verify=verified()) as client:
         return str(
             gateways.create_invoice(client, billing.url, user, channel, gateway)["order_reference"]
         )
@@ -87,7 +90,7 @@ def test_ten_identical_deliveries_at_once__one_payment_one_extension(
 
 def test_stripe__checkout_and_intent_events_count_once(billing: Served, database_url: str) -> None:
     order = invoice(billing, database_url, "stripe")
-    with httpx.Client() as client:
+    with httpx.Client(verify=verified()) as client:
         first = gateways.stripe(order, "pi_9", 1250, kind="checkout.session.completed")
         second = gateways.stripe(order, "pi_9", 1250, kind="payment_intent.succeeded")
         a = first.send(client, billing.url).json()
@@ -99,7 +102,7 @@ def test_stripe__checkout_and_intent_events_count_once(billing: Served, database
 
 def test_amount_mismatch__kept_not_applied(billing: Served, database_url: str) -> None:
     order = invoice(billing, database_url, "subgate")
-    with httpx.Client() as client:
+    with httpx.Client(verify=verified()) as client:
         answer = gateways.subgate(order, "pay_low", "1.00").send(client, billing.url)
         wrong_currency = gateways.subgate(order, "pay_eur", "12.50", "EUR").send(
             client, billing.url
@@ -122,7 +125,7 @@ def test_payment_through_another_gateway__recorded_not_applied(
     billing: Served, database_url: str
 ) -> None:
     order = invoice(billing, database_url, "subgate")
-    with httpx.Client() as client:
+    with httpx.Client(verify=verified()) as client:
         answer = gateways.stripe(order, "pi_other", 1250).send(client, billing.url)
         again = gateways.stripe(order, "pi_other", 1250).send(client, billing.url)
     assert (answer.status_code, again.status_code) == (200, 200)
@@ -142,7 +145,7 @@ def test_same_payment_id_different_fields__conflict(
 ) -> None:
     caplog.set_level(logging.INFO)
     channel = gateways.add_paid_channel(database_url)
-    with httpx.Client() as client:
+    with httpx.Client(verify=verified()) as client:
         one = gateways.create_invoice(client, billing.url, 1, channel, "subgate")
         two = gateways.create_invoice(client, billing.url, 2, channel, "subgate")
         gateways.subgate(one["order_reference"], "pay_x", "12.50").send(client, billing.url)
@@ -162,7 +165,7 @@ def test_second_distinct_payment_for_a_paid_invoice__applied_and_flagged(
     billing: Served, database_url: str
 ) -> None:
     order = invoice(billing, database_url, "subgate")
-    with httpx.Client() as client:
+    with httpx.Client(verify=verified()) as client:
         gateways.subgate(order, "pay_a", "12.50").send(client, billing.url)
         second = gateways.subgate(order, "pay_b", "12.50").send(client, billing.url).json()
     assert second["applied"] is True
@@ -176,7 +179,7 @@ def test_second_distinct_payment_for_a_paid_invoice__applied_and_flagged(
 
 def test_wayforpay__declined_then_approved_applies(billing: Served, database_url: str) -> None:
     order = invoice(billing, database_url, "wayforpay")
-    with httpx.Client() as client:
+    with httpx.Client(verify=verified()) as client:
         declined = gateways.wayforpay(order, "12.50", status="Declined").send(client, billing.url)
         # Redelivered, and a status that may still pay: neither is told twice or at all.
         gateways.wayforpay(order, "12.50", status="Declined").send(client, billing.url)
@@ -203,7 +206,7 @@ def test_stripe__a_failed_checkout_is_told_once_and_a_pending_one_not_at_all(
 ) -> None:
     order = invoice(billing, database_url, "stripe")
     failed = "checkout.session.async_payment_failed"
-    with httpx.Client() as client:
+    with httpx.Client(verify=verified()) as client:
         for kind in ("checkout.session.completed", failed, failed):
             # `completed` with `unpaid` is an async payment still on its way.
             sent = callbacks.stripe(
@@ -227,7 +230,7 @@ def invoice_id(database_url: str, order: str) -> int:
 
 
 def test_unknown_order_reference__2xx_and_orphan(billing: Served, database_url: str) -> None:
-    with httpx.Client() as client:
+    with httpx.Client(verify=verified()) as client:
         answer = gateways.subgate("gh_nobody", "pay_o", "12.50").send(client, billing.url)
     assert answer.status_code == 200
     assert answer.json() == {
@@ -248,7 +251,7 @@ def test_extension_rule__from_later_of_expiry_and_payment(
     channel = gateways.add_paid_channel(database_url, period_days=30)
     future = dt.datetime.now(dt.UTC).replace(microsecond=0) + dt.timedelta(days=10)
     gateways.set_membership(database_url, 77, channel, future)
-    with httpx.Client() as client:
+    with httpx.Client(verify=verified()) as client:
         order = gateways.create_invoice(client, billing.url, 77, channel, "subgate")
         answer = gateways.subgate(order["order_reference"], "p", "12.50").send(client, billing.url)
     expires = dt.datetime.fromisoformat(answer.json()["membership"]["expires_at"])
@@ -257,7 +260,7 @@ def test_extension_rule__from_later_of_expiry_and_payment(
 
 def test_invoice_endpoint__answers_and_guards(billing: Served, database_url: str) -> None:
     channel = gateways.add_paid_channel(database_url, price_minor=500, currency="JPY")
-    with httpx.Client() as client:
+    with httpx.Client(verify=verified()) as client:
         created = gateways.create_invoice(client, billing.url, 5, channel, "wayforpay")
         url = f"{billing.url}/internal/invoices"
         body = {"telegram_user_id": 5, "channel_id": channel, "gateway": "subgate"}

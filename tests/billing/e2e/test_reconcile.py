@@ -13,6 +13,7 @@ import httpx
 import psycopg
 
 from shared.testing import free_port
+from shared.tls import verified
 from tests.billing.e2e import gateways
 from tests.conftest import SECRETS, Served
 
@@ -46,7 +47,7 @@ def test_reconcile__planted_differences_found_fixed_and_then_nothing(
     billing: Served, database_url: str
 ) -> None:
     channel = gateways.add_paid_channel(database_url, price_minor=1250, currency="USD")
-    with httpx.Client(timeout=30) as client:
+    with httpx.Client(timeout=30, verify=verified()) as client:
         for user in (9101, 9102, 9103):
             paid(client, billing, channel, user)
         [(right_9101,)] = rows(

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from billing.transitions import VOID, Extension, Grant, Status, replay, target_status
+from shared.tls import verified
 from tests.billing.e2e import gateways
 from tests.conftest import SECRETS, Served
 
@@ -68,7 +69,7 @@ def test_refunds__any_interleaving_ends_in_the_replay_of_the_survivors(
     user = next(PEOPLE)
     applied: list[tuple[str, Extension | Grant]] = []
     refunded: set[str] = set()
-    with httpx.Client(timeout=30) as client:
+    with httpx.Client(timeout=30, verify=verified()) as client:
         for n, step in enumerate(steps):
             now = dt.datetime.now(dt.UTC)
             if isinstance(step, Pay):

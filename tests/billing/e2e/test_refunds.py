@@ -11,6 +11,7 @@ import httpx
 import psycopg
 
 from billing.transitions import VOID, Extension, replay
+from shared.tls import verified
 from tests.billing.e2e import gateways
 from tests.conftest import SECRETS, Served
 
@@ -43,7 +44,7 @@ def test_refund__stripe_refund_of_the_latest_payment_delivered_twice_takes_its_p
     billing: Served, database_url: str
 ) -> None:
     channel = gateways.add_paid_channel(database_url, price_minor=1250, currency="USD")
-    with httpx.Client() as client:
+    with httpx.Client(verify=verified()) as client:
         pay_stripe(client, billing, channel, "pi_first")
         _, after_first = membership(database_url, channel)
         pay_stripe(client, billing, channel, "pi_second")
@@ -83,7 +84,7 @@ def test_refund__wayforpay_refunded_twice_then_voided_ends_access_once_with_one_
     billing: Served, database_url: str
 ) -> None:
     channel = gateways.add_paid_channel(database_url, price_minor=1250, currency="USD")
-    with httpx.Client() as client:
+    with httpx.Client(verify=verified()) as client:
         order = gateways.create_invoice(client, billing.url, USER, channel, "wayforpay")
         reference = order["order_reference"]
         assert gateways.wayforpay(reference, "12.50").send(client, billing.url).status_code == 200
@@ -115,7 +116,7 @@ def test_refund__a_stripe_dispute_twice_is_one_chargeback_and_an_unknown_one_cha
     billing: Served, database_url: str
 ) -> None:
     channel = gateways.add_paid_channel(database_url, price_minor=1250, currency="USD")
-    with httpx.Client() as client:
+    with httpx.Client(verify=verified()) as client:
         pay_stripe(client, billing, channel, "pi_disputed")
         disputes = [
             gateways.stripe_refund("pi_disputed", 1250, dispute=True).send(client, billing.url)
@@ -213,14 +214,14 @@ def test_refund__a_refund_a_renewal_and_a_sweep_at_once_fifty_times_end_in_the_r
     async def races() -> int:
         """RACES of them, and more (up to four times as many) until each way was seen: on a
         busy machine the sweep, which skips a membership whose lock is held, wins fewer."""
-        async with httpx.AsyncClient(timeout=30) as client:
+        async with httpx.AsyncClient(timeout=30, verify=verified()) as client:
             for n in range(4 * RACES):
                 await race(client, 30_000 + n)
                 if n + 1 >= RACES and every_way():
                     return n + 1
         return 4 * RACES
 
-    with httpx.Client(timeout=30) as client_sync:
+    with httpx.Client(timeout=30, verify=verified()) as client_sync:
         raced = asyncio.run(races())
     # The race went both ways, and the sweep had its say in some of them (into grace before
     # the refund or the renewal was applied).

@@ -13,6 +13,7 @@ import psycopg
 import pytest
 
 from billing.transitions import Extension, replay
+from shared.tls import verified
 from tests.billing.e2e import gateways
 from tests.billing.e2e.gateways import Request
 from tests.conftest import HTTP, Serve, Served, gather_limited, serve_billing
@@ -73,7 +74,7 @@ def test_sweep__active_to_grace_to_expired_with_access_events(
     gateways.set_membership(database_url, 2, channel, now - dt.timedelta(days=5))
     gateways.set_membership(database_url, 3, channel, now + dt.timedelta(days=5))
     gateways.set_membership(database_url, 4, channel, now - dt.timedelta(hours=1), grace_days=0)
-    with httpx.Client() as client:
+    with httpx.Client(verify=verified()) as client:
         first = sweep(client, billing.url)
         second = sweep(client, billing.url)
     assert first == {
@@ -108,7 +109,7 @@ def test_sweep__batches_and_says_more(serve: Serve, database_url: str) -> None:
     past = dt.datetime.now(UTC) - dt.timedelta(days=10)
     for user in range(10):
         gateways.set_membership(database_url, 100 + user, channel, past)
-    with httpx.Client() as client:
+    with httpx.Client(verify=verified()) as client:
         results = [sweep(client, billing.url) for _ in range(3)]
     assert [(r["examined"], r["more"]) for r in results] == [(4, True), (4, True), (2, False)]
     assert sum(r["to_expired"] for r in results) == 10
@@ -123,7 +124,7 @@ def test_sweep__equal_times_go_in_key_order(serve: Serve, database_url: str) -> 
     for person in reversed(people):
         gateways.set_membership(database_url, 300 + people.index(person), channel, past)
     moved: list[list[int]] = []
-    with httpx.Client() as client:
+    with httpx.Client(verify=verified()) as client:
         for _ in range(3):
             before = {
                 row[0] for row in query(database_url, "SELECT person_id FROM membership_events")
@@ -141,7 +142,10 @@ def test_sweep__does_not_wait_for_a_row_held_elsewhere(billing: Served, database
     now = dt.datetime.now(UTC)
     first = gateways.set_membership(database_url, 401, channel, now - dt.timedelta(days=2))
     second = gateways.set_membership(database_url, 402, channel, now - dt.timedelta(days=1))
-    with psycopg.connect(database_url) as blocker, httpx.Client(timeout=60) as client:
+    with (
+        psycopg.connect(database_url) as blocker,
+        httpx.Client(timeout=60, verify=verified()) as client,
+    ):
         # The second membership's row is held (as a payment's upsert would): the sweep decides
         # the first and leaves the second, without waiting for it.
         blocker.execute("SELECT 1 FROM memberships WHERE person_id = %s FOR UPDATE", (second,))
@@ -161,7 +165,10 @@ def test_sweep__leaves_a_locked_membership_for_the_next_call(
     now = dt.datetime.now(UTC)
     held = gateways.set_membership(database_url, 501, channel, now - dt.timedelta(days=2))
     free = gateways.set_membership(database_url, 502, channel, now - dt.timedelta(days=1))
-    with httpx.Client(timeout=10) as client, psycopg.connect(database_url) as payment:
+    with (
+        httpx.Client(timeout=10, verify=verified()) as client,
+        psycopg.connect(database_url) as payment,
+    ):
         # What a payment in flight holds: the membership's advisory lock.
         payment.execute("SELECT pg_advisory_xact_lock(%s::int4, %s::int4)", (held, channel))
         first = sweep(client, billing.url)
@@ -188,7 +195,7 @@ def test_sweep__needs_the_token(billing: Served, token: str | None) -> None:
 
 def test_sweep__expires_open_invoices_after_24_hours(billing: Served, database_url: str) -> None:
     channel = gateways.add_paid_channel(database_url)
-    with httpx.Client() as client:
+    with httpx.Client(verify=verified()) as client:
         old = gateways.create_invoice(client, billing.url, 1, channel, "subgate")
         gateways.create_invoice(client, billing.url, 2, channel, "subgate")
         query(
@@ -217,7 +224,7 @@ def test_sweep__an_active_member_hears_nothing_of_a_lapsed_invoice(
     billing: Served, database_url: str
 ) -> None:
     channel = gateways.add_paid_channel(database_url)
-    with httpx.Client() as client:
+    with httpx.Client(verify=verified()) as client:
         paid = gateways.create_invoice(client, billing.url, 1, channel, "subgate")
         spare = gateways.create_invoice(client, billing.url, 1, channel, "wayforpay")
         gateways.subgate(paid["order_reference"], "pay-1", "12.50").send(client, billing.url)
@@ -265,7 +272,7 @@ def test_five_payments_race_five_sweeps__always_active_and_replayable(
     # At least this many runs, and on until each order has happened (bounded).
     repetitions = 50 if shared_paid_at else 20
     swept_first = runs = 0
-    with httpx.Client() as client:
+    with httpx.Client(verify=verified()) as client:
         for rep in range(400):
             if rep >= repetitions and 0 < swept_first < runs:
                 break
@@ -326,7 +333,7 @@ def test_many_memberships_each_delivered_many_times_beside_three_sweeps(
     old = dt.datetime.now(UTC).replace(microsecond=0) - dt.timedelta(days=4)
     people: dict[int, int] = {}
     requests: list[Request] = []
-    with httpx.Client() as client:
+    with httpx.Client(verify=verified()) as client:
         for n in range(memberships):
             user = 50_000 + n
             people[user] = gateways.set_membership(database_url, user, channel, old, grace_days=2)

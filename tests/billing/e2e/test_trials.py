@@ -17,6 +17,7 @@ from billing.settings import load
 from billing.transitions import Extension, Grant, replay
 from shared.clock import ManualClock
 from shared.testing import serve_in_thread
+from shared.tls import verified
 from tests.billing.e2e import gateways
 from tests.billing.e2e.test_grants import BEARER, DAY, Billing
 from tests.conftest import HTTP, service_env
@@ -81,7 +82,7 @@ def test_trial__then_a_payment_extends_from_the_trials_end(billing: Billing) -> 
     assert take(billing, 802, channel, plan).status_code == 201
     billing.clock.advance(DAY.total_seconds())
     paid_at = billing.clock.now()
-    with httpx.Client() as client:
+    with httpx.Client(verify=verified()) as client:
         order = gateways.create_invoice(client, billing.url, 802, channel, "subgate")
         paid = gateways.subgate(
             order["order_reference"], "t-1", "12.50", ts=int(paid_at.timestamp())
@@ -131,7 +132,7 @@ def test_trial__ten_at_once_by_one_person_one_taken(billing: Billing) -> None:
     body = {"telegram_user_id": 805, "channel_id": channel, "plan_id": plan}
 
     async def race() -> list[int]:
-        async with httpx.AsyncClient(headers=BEARER, timeout=30) as client:
+        async with httpx.AsyncClient(headers=BEARER, timeout=30, verify=verified()) as client:
             answers = await asyncio.gather(
                 *(client.post(f"{billing.url}/internal/trials", json=body) for _ in range(10))
             )

@@ -16,6 +16,7 @@ from tronpy.keys import to_base58check_address
 from billing.tron_judge import Claim, Credit, Order, Reject, Wait, judge
 from billing.trongrid import Lookup, TronGrid, TronGridUnavailable
 from shared.testing import serve_in_thread
+from shared.tls import verified
 from simulators.trongrid.app import DEMO_PAYER, create_app
 from tests.conftest import HTTP
 
@@ -39,7 +40,7 @@ def pay(sim: str, **body: Any) -> str:
 
 def look(sim: str, tx_hash: str) -> Lookup:
     async def run() -> Lookup:
-        async with httpx.AsyncClient() as client:
+        async with httpx.AsyncClient(verify=verified()) as client:
             return await TronGrid(client, sim).lookup(tx_hash)
 
     return asyncio.run(run())

@@ -20,6 +20,7 @@ from shared.clock import ManualClock
 from shared.db import create_pool
 from shared.settings import CommonSettings, Reader
 from shared.testing import serve_in_thread
+from shared.tls import verified
 from tests.botedge.conftest import insert_bot
 from tests.conftest import (
     HTTP,
@@ -244,7 +245,7 @@ def test_not_found__refused_after_15_minutes_of_not_found_on_the_injected_clock(
         await pool.open(wait=True)
         seen = []
         try:
-            async with httpx.AsyncClient() as http:
+            async with httpx.AsyncClient(verify=verified()) as http:
                 verifier = TronVerifier(pool, TronGrid(http, chain), clock=clock, interval=60)
                 for _ in range(17):
                     clock.advance(60)

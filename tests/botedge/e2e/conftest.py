@@ -11,6 +11,7 @@ import httpx
 import psycopg
 import pytest
 
+from shared.tls import verified
 from tests.billing.e2e import gateways
 from tests.botedge.conftest import insert_bot
 from tests.conftest import (
@@ -121,7 +122,7 @@ class Shop:
     token: str
 
     def pay(self, user: int, payment_id: str) -> None:
-        with httpx.Client() as client:
+        with httpx.Client(verify=verified()) as client:
             order = gateways.create_invoice(client, self.billing.url, user, self.channel, "subgate")
             paid = gateways.subgate(order["order_reference"], payment_id, "12.50")
             assert paid.send(client, self.billing.url).json()["applied"] is True

@@ -20,6 +20,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from shared.testing import serve_in_thread
+from shared.tls import verified
 from simulators.telegram.app import create_app
 from simulators.telegram.state import Faults
 from tests.botedge.conftest import new_token
@@ -174,9 +175,9 @@ def test_connect_delay__charged_once_per_new_connection() -> None:
             assert client.post(f"{url}/bot{token}/getMe").json()["ok"]
             return time.monotonic() - started
 
-        with httpx.Client() as client:
+        with httpx.Client(verify=verified()) as client:
             first, again = timed(client), timed(client)
-        with httpx.Client() as fresh:
+        with httpx.Client(verify=verified()) as fresh:
             new = timed(fresh)
     assert first >= 0.4 and new >= 0.4
     assert again < 0.4

@@ -35,6 +35,7 @@ from shared.clock import SYSTEM_CLOCK
 from shared.openapi import STORABLE
 from shared.settings import Secret
 from shared.testing import serve_in_thread
+from shared.tls import verified
 from tests.billing.e2e import gateways
 from tests.botedge.conftest import insert_bot
 from tests.conftest import (
@@ -125,7 +126,7 @@ def fill(url: str, owner: str, database_url: str, billing: Served, sim: Served) 
     old = dt.datetime.now(dt.UTC) - dt.timedelta(days=3)
     gateways.set_membership(database_url, 501, channel, old)
     auth = {"Authorization": f"Bearer {owner}"}
-    with httpx.Client(headers=auth) as client:
+    with httpx.Client(headers=auth, verify=verified()) as client:
         made = client.post(
             f"{url}/v1/invoices",
             json={"telegram_user_id": 501, "channel_id": channel, "gateway": "subgate"},
@@ -164,7 +165,7 @@ def fill(url: str, owner: str, database_url: str, billing: Served, sim: Served) 
             "admin_bots": [5550001],
         },
     ).raise_for_status()
-    with httpx.Client(headers=auth, timeout=30) as client:
+    with httpx.Client(headers=auth, timeout=30, verify=verified()) as client:
         found = client.post(f"{url}/v1/channels", json={"bot_id": bot, "chat": "@sponsor_one"})
         assert found.status_code == 200, found.text
         gate = client.put(

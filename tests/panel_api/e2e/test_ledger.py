@@ -18,6 +18,7 @@ import pytest
 from panel_api.app import create_app
 from panel_api.seed import seed
 from shared.testing import serve_in_thread
+from shared.tls import verified
 from tests.billing.e2e import gateways
 from tests.botedge.conftest import insert_bot
 from tests.conftest import (
@@ -68,7 +69,7 @@ def test_ledger__an_invoice_paid_shows_everywhere(setup: Setup, database_url: st
     )
     assert made.status_code == 201, made.text
     order = made.json()["order_reference"]
-    with httpx.Client() as client:
+    with httpx.Client(verify=verified()) as client:
         paid = gateways.subgate(order, "pay-1", "12.50").send(client, setup.billing.url)
         orphan = gateways.subgate("gh_unknown", "pay-2", "12.50").send(client, setup.billing.url)
     assert (paid.status_code, orphan.status_code) == (200, 200)
@@ -151,7 +152,7 @@ def test_ledger__gateway_events_carry_what_was_paid_what_the_invoice_asks_and_it
         )
         assert made.status_code == 201, made.text
         orders.append(made.json()["order_reference"])
-    with httpx.Client() as client:
+    with httpx.Client(verify=verified()) as client:
         short = gateways.subgate(orders[0], "pay-short", "12.00").send(client, setup.billing.url)
         other = gateways.wayforpay(orders[1], "12.50").send(client, setup.billing.url)
     assert (short.status_code, other.status_code) == (200, 200)
@@ -185,7 +186,7 @@ def test_ledger__amounts_in_the_currencys_own_digits(
     channel = gateways.add_paid_channel(database_url, price_minor=price_minor, currency=currency)
     if currency == "XTR":
         # Telegram's invoice, which the bot sends: billing makes it, the panel only lists it.
-        with httpx.Client() as client:
+        with httpx.Client(verify=verified()) as client:
             gateways.create_invoice(client, setup.billing.url, 77, channel, "telegram_stars")
     else:
         made = setup.post(
@@ -374,7 +375,7 @@ def test_ledger__a_stars_subscription_paid_shows_in_stars_with_its_renewal(
     channel = gateways.add_paid_channel(
         database_url, chat_id=-1001000000701, currency="XTR", price_minor=250
     )
-    with httpx.Client() as client:
+    with httpx.Client(verify=verified()) as client:
         made = gateways.create_invoice(client, setup.billing.url, 4343, channel, "telegram_stars")
     renews = dt.datetime.now(dt.UTC).replace(microsecond=0) + dt.timedelta(days=30)
     with psycopg.connect(database_url) as conn:

@@ -15,6 +15,7 @@ from panel_api.app import create_app
 from panel_api.seed import seed
 from shared.clock import ManualClock
 from shared.testing import serve_in_thread
+from shared.tls import verified
 from tests.conftest import HTTP, TEST_BCRYPT_ROUNDS, panel_settings
 
 PASSWORD = "correct horse battery"
@@ -116,7 +117,7 @@ def test_refresh__two_tabs_at_once_get_the_same_new_pair(panel: str, clock: Manu
     _, token = signed_in(panel)
 
     async def both() -> list[httpx.Response]:
-        async with httpx.AsyncClient() as client:
+        async with httpx.AsyncClient(verify=verified()) as client:
             calls = [
                 client.post(
                     f"{panel}/v1/auth/refresh",

@@ -12,6 +12,7 @@ import httpx
 
 from shared.lifecycle import GC_THRESHOLDS
 from shared.settings import DEFAULT_KEEP_ALIVE, CommonSettings, Reader
+from shared.tls import verified
 from tests.conftest import HTTP, ServiceProcess, service_env, wait_until
 
 APP = "tests.shared.e2e.slow_app"
@@ -56,7 +57,7 @@ def test_slow_clients__cut_at_the_read_deadline_while_others_are_served(
         # else: connected, silent
         slow.append(sock)
     try:
-        with httpx.Client(timeout=5) as client:
+        with httpx.Client(timeout=5, verify=verified()) as client:
             for _ in range(20):
                 assert client.post(f"{service.url}/echo", content=b"hi").content == b"hi"
         open_ = list(slow)
@@ -114,7 +115,7 @@ def test_method_label__bounded_to_the_routes_methods(
     start_service: Callable[..., ServiceProcess], database_url: str
 ) -> None:
     service = start_service(APP, env=service_env(database_url))
-    with httpx.Client() as client:
+    with httpx.Client(verify=verified()) as client:
         for method in ("BREW", "PROPFIND", "X-RANDOM-1", "X-RANDOM-2"):
             client.request(method, f"{service.url}/echo")
     methods = {

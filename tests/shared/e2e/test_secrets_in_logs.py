@@ -13,6 +13,7 @@ from billing.settings import load as load_billing
 from shared import logging as jsonlog
 from shared.logging import REDACTED
 from shared.testing import serve_in_thread
+from shared.tls import verified
 from simulators.telegram.app import create_app as create_simtelegram
 from tests.conftest import SECRETS, service_env
 
@@ -34,7 +35,7 @@ def test_no_secret_in_any_log_record(database_url: str, caplog: pytest.LogCaptur
             serve_in_thread(create_simtelegram()) as tg,
             serve_in_thread(create_billing(settings)) as billing,
         ):
-            with httpx.Client(timeout=5) as client:
+            with httpx.Client(timeout=5, verify=verified()) as client:
                 # httpx logs each request URL; a Bot API URL carries the token.
                 me = client.post(f"{tg}/bot{BOT_TOKEN}/getMe")
                 assert me.json()["ok"] is True

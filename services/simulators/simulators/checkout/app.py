@@ -26,6 +26,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
+from shared.tls import verified
 from shared.web import create_plain_app
 from simulators.checkout import callbacks
 
@@ -150,7 +151,7 @@ def create_app(env: Mapping[str, str] | None = None) -> Starlette:
         status: int | None = None
         if sent is not None:
             try:
-                async with httpx.AsyncClient(timeout=10) as client:
+                async with httpx.AsyncClient(timeout=10, verify=verified()) as client:
                     status = (await sent.send_async(client, checkout.billing)).status_code
             except httpx.HTTPError as error:
                 checkout.outcomes.append({"order_reference": order, "error": str(error)})
