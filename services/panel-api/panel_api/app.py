@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import importlib.metadata
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -162,8 +163,15 @@ def create_app(
     )
 
 
+@functools.cache
+def _encoded(version: str) -> bytes:
+    """The document, built once a process (about 60 ms of msgspec's schema work): every app
+    made in it serves the same."""
+    return msgspec.json.encode(openapi(version))
+
+
 def _document() -> Endpoint:
-    body = msgspec.json.encode(openapi(importlib.metadata.version("gatehouse")))
+    body = _encoded(importlib.metadata.version("gatehouse"))
 
     async def endpoint(request: Request) -> Response:
         return Response(body, media_type="application/json")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +44,7 @@ class Edge:
     extra_env: dict[str, str]
     api: ServiceProcess | None = None
     workers: list[ServiceProcess] = field(default_factory=list)
+    conn: psycopg.Connection[Any] | None = None
 
     def env(self, **overrides: str) -> dict[str, str]:
         return service_env(
@@ -70,8 +71,25 @@ class Edge:
         return response.json()
 
     def query(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
-        with psycopg.connect(self.database_url) as conn:
-            return conn.execute(sql, args).fetchall()  # type: ignore[arg-type]
+        """The rows, each statement its own transaction on one kept connection (a test polls
+        through here every 50 ms: a connection each time cost PostgreSQL a process each time);
+        opened again once if PostgreSQL went away (a test restarts it)."""
+        for attempt in (1, 2):
+            if self.conn is None or self.conn.closed:
+                self.conn = psycopg.connect(self.database_url, autocommit=True)
+            try:
+                return self.conn.execute(sql, args).fetchall()  # type: ignore[arg-type]
+            except psycopg.OperationalError:
+                self.conn.close()
+                self.conn = None
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
 
     def wait_until(self, check: Callable[[], bool], timeout: float, what: str) -> None:
         wait_until(check, timeout, what)
@@ -97,11 +115,15 @@ class Edge:
 
 
 @pytest.fixture
-def edge(start_service: Callable[..., ServiceProcess], serve: Serve, database_url: str) -> Edge:
+def edge(
+    start_service: Callable[..., ServiceProcess], serve: Serve, database_url: str
+) -> Iterator[Edge]:
     """The simulated Telegram in a thread of the test; botedge's processes as each test starts
     them."""
     sim = serve_simtelegram(serve, SIM_ENFORCE_LIMITS="false")
-    return Edge(database_url, start_service, sim, {})
+    edge = Edge(database_url, start_service, sim, {})
+    yield edge
+    edge.close()
 
 
 # -- a paid channel with billing behind it (access, admission) ----------------------------------

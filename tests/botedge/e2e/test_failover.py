@@ -171,6 +171,7 @@ def test_failover__two_workers_never_send_for_one_bot_at_once_across_a_postgresq
     lose and regain the database, the leases' clock is the database's, and no send of one
     worker overlaps one of the other's; every message is sent once, in order."""
     pg, admin_url = start_embedded()
+    edge: Edge | None = None
     try:
         port = int(admin_url.rsplit(":", 1)[1].split("/")[0])
         url = pg.ensure_database(port, "gatehouse")
@@ -198,4 +199,6 @@ def test_failover__two_workers_never_send_for_one_bot_at_once_across_a_postgresq
         assert twice == [], f"sent twice across the restart: {twice}"
         assert got == expected(20, 30)
     finally:
+        if edge is not None:
+            edge.close()
         pg.destroy()
