@@ -38,6 +38,7 @@ from shared.currencies import major_text
 from shared.db import Connection
 from shared.errors import json_body
 from shared.telegram_shapes import CHAT_PATTERN
+from shared.telegram_text import utf16_units
 from shared.web import runtime
 
 Q = store.Q
@@ -455,6 +456,11 @@ def _channel(row: dict[str, Any]) -> Channel:
     return channel
 
 
+# Telegram's limits for a message's text and for a file's caption, in UTF-16 code units.
+TEXT_LIMIT = 4096
+CAPTION_LIMIT = 1024
+
+
 def _checked(body: ContentBody) -> ContentBody:
     if not CODE.fullmatch(body.code):
         raise errors.InvalidValue(
@@ -466,6 +472,13 @@ def _checked(body: ContentBody) -> ContentBody:
         )
     if body.kind == "text" and not body.body.strip():
         raise errors.InvalidValue("a text content needs a body", field="body", code="required")
+    # Sent as it is (no parse mode): its length in UTF-16 units, as Telegram counts, within a
+    # caption's limit for a file and a message's for a text.
+    limit = CAPTION_LIMIT if body.kind == "file" else TEXT_LIMIT
+    if body.kind != "post" and utf16_units(body.body) > limit:
+        raise errors.InvalidValue(
+            f"Telegram takes at most {limit} characters here", field="body", code="too-long"
+        )
     if body.kind == "file" and (body.file_kind is None or body.file_id is None):
         raise errors.InvalidValue(
             "a file content needs file_kind and file_id", field="file_id", code="required"

@@ -181,6 +181,33 @@ def test_contents__link_gate_and_the_codes_refused(panel: Panel) -> None:
         assert action in actions
 
 
+def test_contents__a_caption_within_1024_and_a_text_within_4096_as_telegram_counts(
+    panel: Panel,
+) -> None:
+    """A file's body is its caption (1,024 UTF-16 units), a text's the message (4,096); an emoji
+    outside the BMP counts two."""
+    photo = {"bot_id": panel.bot, "kind": "file", "file_kind": "photo", "file_id": "AgAD"}
+    longest = "😀" * 512
+    assert (
+        panel.call("POST", "/v1/contents", {**photo, "code": "p1", "body": longest}).status_code
+        == 201
+    )
+    refused = panel.call("POST", "/v1/contents", {**photo, "code": "p2", "body": longest + "x"})
+    assert refused.status_code == 422, refused.text
+    assert refused.json()["errors"] == [{"field": "body", "code": "too-long"}]
+    text = {"bot_id": panel.bot, "kind": "text"}
+    assert (
+        panel.call("POST", "/v1/contents", {**text, "code": "t1", "body": "x" * 1025}).status_code
+        == 201
+    )
+    refused = panel.call("POST", "/v1/contents", {**text, "code": "t2", "body": "😀" * 2049})
+    assert refused.status_code == 422, refused.text
+    assert refused.json()["errors"] == [{"field": "body", "code": "too-long"}]
+    with psycopg.connect(panel.database_url) as conn:
+        codes = [r[0] for r in conn.execute("SELECT code FROM contents ORDER BY code")]
+    assert codes == ["p1", "t1"]
+
+
 def test_access_events__listed_and_a_failed_one_retried(panel: Panel) -> None:
     sponsor = add_channel(panel, "@sponsor_a")
     with psycopg.connect(panel.database_url) as conn:

@@ -8,6 +8,7 @@ import { actionButton, adding, editRow, formOf } from "../forms.js";
 import { latinDigits } from "../format.js";
 import { digits, list, money, number, t } from "../i18n.js";
 import { listView } from "../list.js";
+import { telegramLength } from "../telegram.js";
 import { open } from "../router.js";
 import { botChoices, channelChoices, copyable, everything, idText, wholeNumber, when } from "./common.js";
 
@@ -141,6 +142,28 @@ function contentBody(v, botId) {
   };
 }
 
+/**
+ * Under a content's body: its length as Telegram counts it, against the limit of what it is
+ * (a file's caption 1,024, a text 4,096), following what is typed and the kind chosen.
+ * @param {HTMLElement} form @returns {HTMLElement}
+ */
+function withLength(form) {
+  const box = /** @type {HTMLTextAreaElement} */ (form.querySelector("textarea[name=body]"));
+  const kind = /** @type {HTMLSelectElement} */ (form.querySelector("select[name=kind]"));
+  const count = element("span", { class: "hint length", "data-length": "body", "aria-live": "polite" });
+  const draw = () => {
+    const limit = kind.value === "file" ? 1024 : 4096;
+    const length = telegramLength(box.value, false);
+    count.textContent = t("lengthOf", { length: number(length), limit: number(limit) });
+    count.toggleAttribute("data-over", length > limit);
+  };
+  box.addEventListener("input", draw);
+  kind.addEventListener("change", draw);
+  box.closest(".field")?.append(count);
+  draw();
+  return form;
+}
+
 /** @param {URL} url */
 export async function contents(url) {
   const editor = may("editor");
@@ -148,10 +171,10 @@ export async function contents(url) {
   const before = [];
   if (editor) {
     before.push(bots.length
-      ? adding("addContent", formOf("add-content", contentFields(bots, channelList), "add", async (v) => {
+      ? adding("addContent", withLength(formOf("add-content", contentFields(bots, channelList), "add", async (v) => {
         const made = await call("POST", "/v1/contents", contentBody(v, Number(v.bot_id)));
         return t("contentMade", { link: made.link });
-      }))
+      })))
       : words("p", "addBotFirst", { class: "empty" }));
   }
   return listView(url, {
@@ -163,10 +186,10 @@ export async function contents(url) {
       { label: "link", value: (c) => copyable(c.link) },
     ],
     actions: editor ? (c) => [
-      editRow("edit", () => formOf(`edit-content-${c.id}`, contentFields(bots, channelList, c), "save", async (v) => {
+      editRow("edit", () => withLength(formOf(`edit-content-${c.id}`, contentFields(bots, channelList, c), "save", async (v) => {
         await call("PATCH", `/v1/contents/${c.id}`, contentBody(v, c.bot_id));
         return t("saved");
-      })),
+      }))),
       actionButton("delete", () => call("DELETE", `/v1/contents/${c.id}`), { confirm: true }),
     ] : null,
   });
