@@ -486,16 +486,18 @@ def test_stars__pre_checkout_answered_at_intake_with_ten_thousand_updates_waitin
     assert waiting == [(WAITING,)]
     # Kept for the record once answered (stored just after the answer went out); the payment
     # waits its turn behind the person's own.
+    # (Telegram sends the payment after the answer: both are awaited, not read at once.)
     edge.wait_until(
         lambda: (
             edge.query("SELECT count(*) FROM inbox WHERE kind = 'pre_checkout_query'") == [(1,)]
+            and edge.query(
+                "SELECT count(*) FROM inbox WHERE payload->'message' ? 'successful_payment'"
+            )
+            == [(1,)]
         ),
         10,
-        "the pre-checkout kept",
+        "the pre-checkout kept and the payment received",
     )
-    assert edge.query(
-        "SELECT count(*) FROM inbox WHERE payload->'message' ? 'successful_payment'"
-    ) == [(1,)]
 
 
 def test_stars__telegrams_subscription_update_records_the_renewal_state_and_no_webhook(
