@@ -6,6 +6,10 @@ from __future__ import annotations
 import html
 import re
 
+# A message's text, and a file's caption.
+TEXT_LIMIT = 4096
+CAPTION_LIMIT = 1024
+
 
 def utf16_units(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2

@@ -34,12 +34,11 @@ from panel_api.internal import Internal, relayed
 from shared.clock import Clock
 from shared.db import Connection
 from shared.errors import json_body
-from shared.telegram_text import html_problem, utf16_units
+from shared.telegram_text import TEXT_LIMIT, html_problem, utf16_units
 from shared.web import runtime
 
 Q = store.Q
 # Telegram's limits, counted in UTF-16 code units as Telegram counts them.
-TEXT_LIMIT = 4096
 BUTTON_LIMIT = 64
 
 State = Literal["queued", "fanning_out", "sending", "done", "cancelled"]

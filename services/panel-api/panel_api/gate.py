@@ -38,7 +38,7 @@ from shared.currencies import major_text
 from shared.db import Connection
 from shared.errors import json_body
 from shared.telegram_shapes import CHAT_PATTERN
-from shared.telegram_text import utf16_units
+from shared.telegram_text import CAPTION_LIMIT, TEXT_LIMIT, utf16_units
 from shared.web import runtime
 
 Q = store.Q
@@ -454,11 +454,6 @@ def _channel(row: dict[str, Any]) -> Channel:
     for bot in channel.bots:
         bot.flagged = not bot.is_admin or bot.last_error is not None
     return channel
-
-
-# Telegram's limits for a message's text and for a file's caption, in UTF-16 code units.
-TEXT_LIMIT = 4096
-CAPTION_LIMIT = 1024
 
 
 def _checked(body: ContentBody) -> ContentBody:
