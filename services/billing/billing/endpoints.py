@@ -61,6 +61,15 @@ class GrantRequest(msgspec.Struct, forbid_unknown_fields=True):
     reason: Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
 
 
+class RemovalRequest(msgspec.Struct, forbid_unknown_fields=True):
+    telegram_user_id: TelegramUserId
+    channel_id: ChannelId
+    # One per person, channel and press of the owner's button: the same key again is the same
+    # removal.
+    request_key: Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9:_-]{8,120}$")]
+    reason: Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+
+
 class TrialRequest(msgspec.Struct, forbid_unknown_fields=True):
     telegram_user_id: TelegramUserId
     channel_id: ChannelId
@@ -379,6 +388,21 @@ class Access:
         if done is None:
             raise errors.UnknownChannel("no paid channel by that id")
         changed, membership = done
+        return JSONResponse({"applied": changed, "membership": membership.as_json()})
+
+    async def remove(self, request: Request) -> Response:
+        """The membership ended now by the owner: 200 with whether it changed anything (the
+        same request key again changes nothing) and the membership after."""
+        body = await json_body(request, RemovalRequest, limit=4096)
+        async with store.connection(runtime(request).pool) as conn:
+            changed, membership = await grants.remove_member(
+                conn,
+                body.telegram_user_id,
+                body.channel_id,
+                body.request_key,
+                body.reason,
+                self.clock.now(),
+            )
         return JSONResponse({"applied": changed, "membership": membership.as_json()})
 
     async def trial(self, request: Request) -> Response:

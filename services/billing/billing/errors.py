@@ -91,6 +91,12 @@ class KeyReused(BillingError):
     slug = "request-key-reused"
 
 
+class UnknownMembership(BillingError):
+    """The person has no membership in that channel."""
+
+    slug = "not-found"
+
+
 class UnknownPayment(BillingError):
     """No payment by that id."""
 

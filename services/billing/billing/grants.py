@@ -1,6 +1,6 @@
 """Access without a payment, each under the membership's advisory lock as a payment is: an
 owner's grant (until a date), a channel's free trial (once a person), an access code's days
-(guesses counted, so codes cannot be tried at speed)."""
+(guesses counted, so codes cannot be tried at speed); and its end by the owner (a removal)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from billing.store import (
     one_row,
     write_membership,
 )
-from billing.transitions import Status, extend, grant, next_status
+from billing.transitions import Status, extend, grant, next_status, remove
 from shared.db import Connection
 
 
@@ -43,6 +43,59 @@ async def grant_access(
         key = await _locked_key(conn, telegram_user_id, channel_id)
         before = await membership(conn, key)
         return await _granted(conn, key, channel, before, until, "grant", reason, now)
+
+
+async def remove_member(
+    conn: Connection,
+    telegram_user_id: int,
+    channel_id: int,
+    request_key: str,
+    reason: str,
+    now: dt.datetime,
+) -> tuple[bool, Membership]:
+    """The membership ended now by the owner, under its lock: expired with no grace, paid time
+    cut to now, a `removal` event carrying the request key and a `revoke` access event that
+    takes the person out of the channel. Whether it changed anything, and the membership after.
+    The same key again finds its event and changes nothing (a retry never undoes a payment made
+    since); a key used for another membership is `KeyReused`; `UnknownMembership` when there is
+    none. A removal of someone already out is recorded, so their history says who ended it."""
+    async with conn.transaction():
+        cur = await conn.execute(Q["person_of"], {"telegram_user_id": telegram_user_id})
+        person = await cur.fetchone()
+        if person is None:
+            raise errors.UnknownMembership("no membership of that person in that channel")
+        key = MembershipKey(PersonId(int(person["id"])), ChannelId(channel_id))
+        await conn.execute(Q["lock_membership"], key.params())
+        before = await membership(conn, key)
+        if before is None:
+            raise errors.UnknownMembership("no membership of that person in that channel")
+        cur = await conn.execute(Q["removal_recorded"], {"request_key": request_key})
+        used = await cur.fetchone()
+        if used is not None:
+            if (used["person_id"], used["channel_id"]) != (key.person_id, key.channel_id):
+                raise errors.KeyReused(
+                    "that request key removed someone else", field="request_key", code="taken"
+                )
+            return False, before
+        after = Membership(
+            Status.EXPIRED, remove(before.expires_at, now), before.grace_days, before.reminder_hours
+        )
+        await write_membership(conn, key, after, now)
+        event_id = await membership_event(
+            conn,
+            key,
+            before,
+            after,
+            now,
+            cause="removal",
+            until=now,
+            reason=reason,
+            request_key=request_key,
+        )
+        if before.status is Status.EXPIRED:
+            return False, after
+        await access_event(conn, "revoke", key, event_id, after.expires_at, now)
+        return True, after
 
 
 async def take_trial(

@@ -222,10 +222,10 @@ ON CONFLICT (person_id, channel_id) DO UPDATE
 -- insert_membership_event --
 INSERT INTO membership_events (person_id, channel_id, from_status, to_status, old_expires_at,
                                new_expires_at, cause, payment_id, paid_at, period_days, until,
-                               reason, refund_id, at)
+                               reason, refund_id, request_key, at)
 VALUES (%(person_id)s, %(channel_id)s, %(from_status)s, %(to_status)s, %(old_expires_at)s,
         %(new_expires_at)s, %(cause)s, %(payment_id)s, %(paid_at)s, %(period_days)s, %(until)s,
-        %(reason)s, %(refund_id)s, %(now)s)
+        %(reason)s, %(refund_id)s, %(request_key)s, %(now)s)
 RETURNING id;
 
 -- grant_channel --
@@ -640,7 +640,7 @@ SELECT id, state, created_at, false FROM star_refund_requests
 
 -- ledger_to_check --
 -- Memberships with what they say and what their history says: the changes that survive
--- (payments not refunded, grants, trials) in the order applied, and the channel's reminder
+-- (payments not refunded, grants, trials, removals) in the order applied, and the channel's reminder
 -- hours. All of them, those changed since `since`, or one person's in `channel_ids` (a
 -- refund's, read under the locks once the refund is written, so its payment is left out).
 SELECT m.person_id, m.channel_id, p.telegram_user_id, c.title, m.status, m.expires_at,
@@ -658,7 +658,7 @@ SELECT m.person_id, m.channel_id, p.telegram_user_id, c.title, m.status, m.expir
   JOIN channels c ON c.id = m.channel_id
   LEFT JOIN membership_events e
          ON e.person_id = m.person_id AND e.channel_id = m.channel_id
-        AND (e.cause IN ('grant', 'trial')
+        AND (e.cause IN ('grant', 'trial', 'removal')
              OR (e.cause = 'payment'
                  AND NOT EXISTS (SELECT 1 FROM refunds r WHERE r.payment_id = e.payment_id)))
  WHERE (%(since)s::timestamptz IS NULL OR m.updated_at >= %(since)s)
@@ -667,6 +667,14 @@ SELECT m.person_id, m.channel_id, p.telegram_user_id, c.title, m.status, m.expir
  GROUP BY m.person_id, m.channel_id, p.telegram_user_id, c.title, m.status, m.expires_at,
           m.grace_days, c.reminder_hours
  ORDER BY m.person_id, m.channel_id;
+
+-- person_of --
+-- The person Telegram knows by that id, if billing has met them.
+SELECT id FROM people WHERE telegram_user_id = %(telegram_user_id)s;
+
+-- removal_recorded --
+-- The membership a removal's request key was used for, if it was.
+SELECT person_id, channel_id FROM membership_events WHERE request_key = %(request_key)s;
 
 -- grant_recorded --
 -- The same grant already in the membership's history.

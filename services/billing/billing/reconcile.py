@@ -39,7 +39,7 @@ from billing.store import (
     survivors,
     write_membership,
 )
-from billing.transitions import Status, reconciled, replay
+from billing.transitions import Status, ended, reconciled, replay
 from shared.breaker import Breakers
 from shared.db import Connection
 from shared.internal import InternalClient, Unreachable
@@ -71,8 +71,14 @@ class Difference:
 
 
 def _difference(row: Any, now: dt.datetime) -> Difference | None:
+    history = survivors(row)
     found = reconciled(
-        row["status"], row["expires_at"], replay(survivors(row)), now, int(row["grace_days"])
+        row["status"],
+        row["expires_at"],
+        replay(history),
+        now,
+        int(row["grace_days"]),
+        removed=ended(history),
     )
     if found is None:
         return None

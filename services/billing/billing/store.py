@@ -30,8 +30,10 @@ from billing.model import (
 )
 from billing.payments import Decision, Verdict, decide
 from billing.transitions import (
+    Change,
     Extension,
     Grant,
+    Removal,
     Status,
     after_refund,
     extend,
@@ -343,6 +345,7 @@ async def membership_event(
     until: dt.datetime | None = None,
     reason: str | None = None,
     refund_id: int | None = None,
+    request_key: str | None = None,
 ) -> int:
     cur = await conn.execute(
         Q["insert_membership_event"],
@@ -359,6 +362,7 @@ async def membership_event(
             "until": until,
             "reason": reason,
             "refund_id": refund_id,
+            "request_key": request_key,
             "now": now,
         },
     )
@@ -442,14 +446,26 @@ async def record_refund(conn: Connection, delivery: Delivery, now: dt.datetime) 
         return await _record(conn, delivery, outcome, now)
 
 
-def survivors(row: DictRow) -> list[Extension | Grant]:
+def survivors(row: DictRow) -> list[Change]:
     """A membership's history that a refund leaves, in the order it was applied."""
     return [
-        Grant(until) if cause in ("grant", "trial") else Extension(paid_at, int(period))
+        _change(cause, paid_at, period, until)
         for cause, paid_at, period, until in zip(
             row["causes"], row["paid_ats"], row["periods"], row["untils"], strict=True
         )
     ]
+
+
+def _change(
+    cause: str, paid_at: dt.datetime | None, period: int | None, until: dt.datetime | None
+) -> Change:
+    if cause in ("grant", "trial") and until is not None:
+        return Grant(until)
+    if cause == "removal" and until is not None:
+        return Removal(until)
+    if cause == "payment" and paid_at is not None and period is not None:
+        return Extension(paid_at, int(period))
+    raise ValueError(f"a history row of cause {cause!r} lacks its date")
 
 
 async def _reversed(

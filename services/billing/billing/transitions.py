@@ -154,20 +154,38 @@ class Grant:
     until: dt.datetime
 
 
+@dataclass(frozen=True)
+class Removal:
+    """The owner ended the membership at `at`: out of the channel then, no grace."""
+
+    at: dt.datetime
+
+
 def grant(expires_at: dt.datetime | None, until: dt.datetime) -> dt.datetime:
     """The grant rule: `greatest(expires_at, until)`; a grant never shortens access."""
     _aware("until", until)
     return until if expires_at is None else max(expires_at, until)
 
 
-def replay(
-    changes: Iterable[Extension | Grant], start: dt.datetime | None = None
-) -> dt.datetime | None:
-    """`expires_at` after applying the payments and grants in the order they were applied."""
+def remove(expires_at: dt.datetime, at: dt.datetime) -> dt.datetime:
+    """The removal rule: `least(expires_at, at)`; the paid time ends when the owner ends it,
+    and one already past stays as it was."""
+    _aware("at", at)
+    return min(expires_at, at)
+
+
+Change = Extension | Grant | Removal
+
+
+def replay(changes: Iterable[Change], start: dt.datetime | None = None) -> dt.datetime | None:
+    """`expires_at` after applying the payments, grants and removals in the order they were
+    applied."""
     expires_at = start
     for change in changes:
         if isinstance(change, Grant):
             expires_at = grant(expires_at, change.until)
+        elif isinstance(change, Removal):
+            expires_at = change.at if expires_at is None else remove(expires_at, change.at)
         else:
             expires_at = extend(expires_at, change.paid_at, change.period_days)
     return expires_at
@@ -191,18 +209,32 @@ def after_refund(
     return next_status(status, replayed, now, grace_days), replayed
 
 
+def ended(changes: Iterable[Change]) -> bool:
+    """Whether the history ends in a removal: expired whatever the clock says, until a payment
+    or a grant after it."""
+    last = None
+    for change in changes:
+        last = change
+    return isinstance(last, Removal)
+
+
 def reconciled(
     status: Status | str,
     expires_at: dt.datetime,
     replayed: dt.datetime | None,
     now: dt.datetime,
     grace_days: int,
+    *,
+    removed: bool = False,
 ) -> tuple[Status, dt.datetime] | None:
     """What a membership should be by its history, or None when it is: `expires_at` the replay
     (`VOID` with nothing surviving) and a status no further on than the clock puts it (one
-    behind the clock is the sweep's to move, not a difference). Fixed, the status is the
-    clock's."""
+    behind the clock is the sweep's to move, not a difference); expired, exactly, when the
+    history ends in a removal (`removed`). Fixed, the status is the clock's, or expired."""
     expected = VOID if replayed is None else replayed
+    if removed:
+        same = expires_at == expected and _status(status) is Status.EXPIRED
+        return None if same else (Status.EXPIRED, expected)
     target = target_status(expected, now, grace_days)
     if expires_at == expected and _RANK[_status(status)] <= _RANK[target]:
         return None

@@ -130,7 +130,7 @@ from panel_api.ledger import (
     TelegramPerson,
     Visitor,
 )
-from panel_api.members import BulkExtended, BulkExtension, Members
+from panel_api.members import BulkExtended, BulkExtension, BulkRemoval, BulkRemoved, Members
 from panel_api.operations import (
     AccessEvent,
     AccessEventQuery,
@@ -422,6 +422,16 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         body=BulkExtension,
         problems=(503,),
         handler=Members.extend,
+    ),
+    ("POST", "/v1/memberships/remove"): Operation(
+        "Remove the chosen members from their channels now, with no grace (billing ends each"
+        " membership and botedge takes them out); the same request_key again removes nobody"
+        " twice",
+        Role.ADMIN,
+        BulkRemoved,
+        body=BulkRemoval,
+        problems=(503,),
+        handler=Members.remove,
     ),
     ("GET", "/v1/memberships/{person_id:int}/{channel_id:int}/events"): Operation(
         "A membership's history, oldest first, and whose it is. `person_id` is our id for the"

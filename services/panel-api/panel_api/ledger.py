@@ -145,7 +145,7 @@ class MembershipEvent(msgspec.Struct):
     to_status: MembershipStatus
     old_expires_at: dt.datetime | None
     new_expires_at: dt.datetime
-    cause: Literal["payment", "sweep", "grant", "trial", "refund", "reconcile"]
+    cause: Literal["payment", "sweep", "grant", "trial", "refund", "reconcile", "removal"]
     payment_id: int | None
     paid_at: dt.datetime | None
     period_days: int | None

@@ -1147,6 +1147,13 @@ SELECT kept.until, kept.days, p.telegram_user_id
  WHERE p.id = %(person_id)s
  LIMIT 1;
 
+-- membership_person --
+-- Whose a membership is, by Telegram's id for them.
+SELECT p.telegram_user_id
+  FROM memberships m
+  JOIN people p ON p.id = m.person_id
+ WHERE m.person_id = %(person_id)s AND m.channel_id = %(channel_id)s;
+
 -- headline_by_channel --
 -- Payments received in the period by channel and currency, the most first in each currency.
 SELECT c.id AS channel_id, c.title, p.currency, sum(p.amount_minor)::text AS amount_minor,

@@ -12,14 +12,18 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from billing.transitions import (
     VOID,
     Extension,
+    Grant,
+    Removal,
     Status,
     after_refund,
     decide_due,
     due_notice,
+    ended,
     extend,
     next_check_at,
     next_status,
     notice_key,
+    reconciled,
     replay,
 )
 
@@ -274,3 +278,34 @@ def test_after_refund__the_survivors_replay_sets_it_and_the_status_never_moves_b
     assert after_refund(Status.ACTIVE, None, now, 3) == (Status.EXPIRED, VOID)
     paid_at = dt.datetime(2026, 12, 4, tzinfo=dt.UTC)
     assert extend(VOID, paid_at, 30) == extend(None, paid_at, 30)
+
+
+@given(
+    start=moments,
+    removed_at=moments,
+    days=st.lists(st.integers(min_value=1, max_value=400), max_size=5),
+)
+def test_removal__cuts_the_paid_time_to_its_moment_and_only_what_follows_moves_it_again(
+    start: dt.datetime, removed_at: dt.datetime, days: list[int]
+) -> None:
+    before = [Extension(start, d) for d in days] or [Grant(start)]
+    paid = replay(before)
+    assert paid is not None
+    cut = replay([*before, Removal(removed_at)])
+    assert cut == min(paid, removed_at)
+    assert ended([*before, Removal(removed_at)])
+    # A payment after the removal starts from its own date, as a first one would.
+    later = max(removed_at, paid) + dt.timedelta(days=1)
+    again = [*before, Removal(removed_at), Extension(later, 30)]
+    assert replay(again) == later + dt.timedelta(days=30)
+    assert not ended(again)
+
+
+def test_reconciled__a_removed_membership_is_expired_whatever_the_clock_says() -> None:
+    now = dt.datetime(2026, 12, 3, tzinfo=dt.UTC)
+    # Removed an hour ago: by the clock alone it would be in grace.
+    at = now - dt.timedelta(hours=1)
+    assert reconciled(Status.EXPIRED, at, at, now, 3, removed=True) is None
+    assert reconciled(Status.EXPIRED, at, at, now, 3) == (Status.GRACE, at)
+    assert reconciled(Status.GRACE, at, at, now, 3, removed=True) == (Status.EXPIRED, at)
+    assert reconciled(Status.ACTIVE, now, at, now, 3, removed=True) == (Status.EXPIRED, at)

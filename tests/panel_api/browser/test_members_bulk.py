@@ -1,6 +1,7 @@
-"""Members extended in bulk from the Memberships page, as an owner does it: three rows ticked,
-days refused at their box when out of range, asked first, each person's outcome said, and
-their paid time moved once; in Persian and on a phone too."""
+"""Members extended and removed in bulk from the Memberships page, as an owner does it: three
+rows ticked, days refused at their box when out of range, asked first, each person's outcome
+said, and their paid time moved once; then one removed from the channel on a phone; in Persian
+too."""
 
 from __future__ import annotations
 
@@ -74,9 +75,9 @@ def test_members_bulk__three_chosen_extended_once_each_said_in_the_pages_languag
     page.click("#extend")
     expect(page.locator(".bulk .asking")).to_contain_text("۳ عضو ۵ روز تمدید شوند؟")
     page.click("[data-confirm=extend]")
-    outcomes = page.locator("#extended li")
+    outcomes = page.locator("#bulk-results li")
     expect(outcomes).to_have_count(3)
-    expect(page.locator("#extended li[data-outcome=extended]")).to_have_count(3)
+    expect(page.locator("#bulk-results li[data-outcome=extended]")).to_have_count(3)
     expect(outcomes.first).to_contain_text("تمدید شد")
     expect(outcomes.first).to_contain_text("۸۲۰۱")
     expect(page.locator("#extend-days")).to_have_value("۳۰")
@@ -94,3 +95,33 @@ def test_members_bulk__three_chosen_extended_once_each_said_in_the_pages_languag
     expect(page.locator("#extend")).to_be_visible()
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     page.screenshot(path=str(ARTIFACTS / "members-extended-fa-390.png"), full_page=True)
+
+    # The fourth removed from the channel, from the phone: asked first, kept when told to keep.
+    fourth = rows.filter(has_text="۸۲۰۴")
+    fourth.locator("input[data-select]").check()
+    page.click("#remove")
+    asking = page.locator(".bulk .asking")
+    expect(asking).to_contain_text("۱ عضو همین حالا از کانالشان بیرون شوند؟")
+    asking.get_by_role("button", name="نه، بماند").click()
+    expect(page.locator("#remove")).to_be_focused()
+    assert expiries(stack)[PEOPLE[3]] == before[PEOPLE[3]]
+    page.click("#remove")
+    page.click("[data-confirm=remove]")
+    removed = page.locator("#bulk-results li[data-action=removed]")
+    expect(removed).to_have_count(1)
+    expect(removed).to_have_attribute("data-outcome", "removed")
+    expect(removed).to_contain_text("از کانال بیرون شد")
+    expect(fourth.locator("td[data-label='وضعیت']")).to_have_text("منقضی")
+    with psycopg.connect(stack.database_url) as conn:
+        revoked = conn.execute(
+            "SELECT p.telegram_user_id FROM access_events a JOIN people p ON p.id = a.person_id"
+            " WHERE a.kind = 'revoke'"
+        ).fetchall()
+        audited = conn.execute(
+            "SELECT count(*) FROM audit_log WHERE action = 'memberships.remove'"
+        ).fetchone()
+    assert revoked == [(PEOPLE[3],)]
+    assert audited == (1,)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    assert accessibility_problems(page) == []
+    page.screenshot(path=str(ARTIFACTS / "members-removed-fa-390.png"), full_page=True)

@@ -227,3 +227,56 @@ def test_bulk_extend__each_chosen_member_extended_once_a_retry_extends_nobody_tw
         "bulk:press-0001",
         "bulk:press-0002",
     ]
+
+
+def test_bulk_remove__each_chosen_member_out_now_once_a_retry_removes_nobody_twice(
+    rig: Rig,
+) -> None:
+    until = rig.clock.now() + 10 * DAY
+    for user in (91, 92, 93):
+        body = {
+            "telegram_user_id": user,
+            "channel_id": rig.channel,
+            "until": until.isoformat(),
+            "reason": "partner",
+        }
+        assert rig.panel.call("POST", "/v1/grants", body).status_code == 200
+    chosen = rig.query(
+        "SELECT m.person_id, m.channel_id FROM memberships m JOIN people p ON p.id = m.person_id"
+        " WHERE p.telegram_user_id IN (91, 92) ORDER BY m.person_id"
+    )
+    members = [{"person_id": p, "channel_id": c} for p, c in chosen]
+    nobody = {"person_id": 999_999, "channel_id": rig.channel}
+    body = {"request_key": "press-0101", "members": [*members, nobody]}
+    assert rig.panel.call("POST", "/v1/memberships/remove", body, role="viewer").status_code == 403
+    rig.clock.advance(60)
+    removed_at = rig.clock.now()
+    first = rig.panel.call("POST", "/v1/memberships/remove", body)
+    assert first.status_code == 200, first.text
+    outcomes = [(r["person_id"], r["outcome"]) for r in first.json()["results"]]
+    assert outcomes == [*((p, "removed") for p, _ in chosen), (999_999, "not-found")]
+    states = (
+        "SELECT p.telegram_user_id, m.status, m.expires_at FROM memberships m"
+        " JOIN people p ON p.id = m.person_id ORDER BY 1"
+    )
+    assert rig.query(states) == [
+        (91, "expired", removed_at),
+        (92, "expired", removed_at),
+        (93, "active", until),
+    ]
+    revokes = rig.query("SELECT count(*) FROM access_events WHERE kind = 'revoke'")
+    assert revokes == [(2,)]
+    # The same press again: nobody removed twice, nothing new for botedge.
+    again = rig.panel.call("POST", "/v1/memberships/remove", body)
+    assert [r["outcome"] for r in again.json()["results"]] == ["unchanged"] * 2 + ["not-found"]
+    assert rig.query("SELECT count(*) FROM access_events WHERE kind = 'revoke'") == revokes
+    [(reason,)] = rig.query("SELECT DISTINCT reason FROM membership_events WHERE cause = 'removal'")
+    assert reason == "removed by owner@example.com"
+    audited = rig.query("SELECT target, after FROM audit_log WHERE action = 'memberships.remove'")
+    assert audited == [("bulk:press-0101", {"members": 3, "found": 2})] * 2
+    # A member's history says who ended it, in the panel's terms.
+    person = chosen[0][0]
+    history = rig.panel.call(
+        "GET", f"/v1/memberships/{person}/{rig.channel}/events", role="viewer"
+    ).json()
+    assert [e["cause"] for e in history["items"]] == ["grant", "removal"]

@@ -32,7 +32,7 @@ export async function memberships(url) {
   const admin = may("admin");
   return listView(url, {
     id: "memberships", path: "/v1/memberships", search: true, csv: "/v1/exports/memberships.csv",
-    before: admin ? [extendBar()] : [],
+    before: admin ? [bulkBar()] : [],
     select: admin ? (m) => JSON.stringify({ person_id: m.person_id, channel_id: m.channel_id }) : null,
     filters: [
       { name: "status", label: "status", values: ["active", "grace", "expired"] },
@@ -52,32 +52,35 @@ export async function memberships(url) {
   });
 }
 
-/** What the last extension came to, each with whom it was for, until the list is drawn again.
- * @type {Array<{ who: string[], outcome: string, until: string | null, detail: string | null }>} */
+/** What the last bulk action came to, each with whom it was for, until the list is drawn again.
+ * @type {Array<{ action: string, who: string[], outcome: string, until?: string | null, detail: string | null }>} */
 let outcomes = [];
 
 /** A key for one press of a bulk action: kept until an answer comes, so a retry after a lost
- * answer is the same request (billing extends nobody twice). */
+ * answer is the same request (billing extends and removes nobody twice). */
 function pressKey() {
   return crypto.randomUUID();
 }
 
 /**
- * Extend the chosen members by some days: it asks first, then says what came of each.
+ * Act on the chosen members: extend them by some days, or remove them from their channels now.
+ * Each asks first, then says what came of each person.
  * @returns {HTMLElement}
  */
-function extendBar() {
+function bulkBar() {
   const days = /** @type {HTMLInputElement} */ (element("input", { id: "extend-days", name: "days", inputmode: "numeric", size: "5", "aria-describedby": "extend-days-problem" }));
   days.value = digits(30);
   const problem = element("span", { class: "field-problem", id: "extend-days-problem" });
-  const press = words("button", "extendChosen", { type: "button", id: "extend" });
+  const extend = words("button", "extendChosen", { type: "button", id: "extend" });
+  const remove = words("button", "removeChosen", { type: "button", id: "remove", class: "danger" });
+  const presses = element("div", { class: "presses" }, extend, remove);
   const asking = element("span", { class: "asking", role: "group", hidden: "" });
-  const results = element("ul", { id: "extended", class: "results", hidden: "" });
+  const results = element("ul", { id: "bulk-results", class: "results", hidden: "", "aria-live": "polite" });
   let key = pressKey();
   if (outcomes.length) {
-    results.replaceChildren(...outcomes.map((r) => element("li", { "data-outcome": r.outcome },
+    results.replaceChildren(...outcomes.map((r) => element("li", { "data-outcome": r.outcome, "data-action": r.action },
       element("bdi", { text: r.who[0] }), " · ", element("bdi", { text: r.who[1] }), ": ",
-      element("span", { text: t(`extended.${r.outcome}`, { until: r.until ? when(r.until) ?? "" : "", detail: r.detail ?? "" }) }))));
+      element("span", { text: t(`${r.action}.${r.outcome}`, { until: r.until ? when(r.until) ?? "" : "", detail: r.detail ?? "" }) }))));
     results.hidden = false;
     outcomes = [];
   }
@@ -90,13 +93,14 @@ function extendBar() {
     const cells = box?.closest("tr")?.querySelectorAll("td");
     return cells ? [cells[1].textContent ?? "", cells[2].textContent ?? ""] : [`#${m.person_id}`, ""];
   };
-  const send = async (/** @type {{ person_id: number, channel_id: number }[]} */ members, /** @type {number} */ count) => {
+  /** @param {"extended" | "removed"} action @param {string} path @param {object} body */
+  const send = async (action, path, body) => {
     try {
-      const done = await call("POST", "/v1/memberships/extend", { request_key: key, days: count, members });
+      const done = await call("POST", path, { request_key: key, ...body });
       key = pressKey();
       // Said under the bar once the list is drawn again with the new dates.
       outcomes = done.results.map((/** @type {any} */ r) => ({
-        ...r, who: who({ person_id: r.person_id, channel_id: r.channel_id }) }));
+        ...r, action, who: who({ person_id: r.person_id, channel_id: r.channel_id }) }));
       await reload();
       return;
     } catch (error) {
@@ -104,10 +108,32 @@ function extendBar() {
       show(error);
     } finally {
       asking.hidden = true;
-      press.hidden = false;
+      presses.hidden = false;
     }
   };
-  press.addEventListener("click", () => {
+  /** Asks `question` in place of the buttons; yes runs `go`. @param {string} question @param {string} name @param {HTMLElement} from @param {() => void} go */
+  const ask = (question, name, from, go) => {
+    const yes = element("button", { type: "button", "data-confirm": name, text: t("confirmYes") });
+    if (name === "remove") yes.classList.add("danger");
+    const no = words("button", "keep", { type: "button" });
+    asking.replaceChildren(element("span", { text: question }), yes, no);
+    yes.addEventListener("click", () => { yes.setAttribute("disabled", ""); go(); });
+    no.addEventListener("click", () => { asking.hidden = true; presses.hidden = false; from.focus(); });
+    presses.hidden = true;
+    asking.hidden = false;
+    no.focus();
+  };
+  /** The chosen rows, or null when none is (said). */
+  const picked = () => {
+    const members = chosen();
+    if (!members.length) {
+      show(new Refusal(t("chooseMembers")));
+      return null;
+    }
+    show(null);
+    return members;
+  };
+  extend.addEventListener("click", () => {
     days.removeAttribute("aria-invalid");
     problem.textContent = "";
     const count = Number(latinDigits(days.value.trim()));
@@ -117,25 +143,21 @@ function extendBar() {
       days.focus();
       return;
     }
-    const members = chosen();
-    if (!members.length) {
-      show(new Refusal(t("chooseMembers")));
-      return;
-    }
-    show(null);
-    const yes = element("button", { type: "button", "data-confirm": "extend", text: t("confirmYes") });
-    const no = words("button", "keep", { type: "button" });
-    asking.replaceChildren(element("span", { text: t("extendSure", { count: number(members.length), days: number(count) }) }), yes, no);
-    yes.addEventListener("click", () => { yes.setAttribute("disabled", ""); send(members, count); });
-    no.addEventListener("click", () => { asking.hidden = true; press.hidden = false; press.focus(); });
-    press.hidden = true;
-    asking.hidden = false;
-    no.focus();
+    const members = picked();
+    if (!members) return;
+    ask(t("extendSure", { count: number(members.length), days: number(count) }), "extend", extend,
+      () => send("extended", "/v1/memberships/extend", { days: count, members }));
   });
-  return element("section", { class: "bulk", "aria-labelledby": "extend-heading" },
-    words("h2", "extendHeading", { id: "extend-heading" }),
+  remove.addEventListener("click", () => {
+    const members = picked();
+    if (!members) return;
+    ask(t("removeSure", { count: number(members.length) }), "remove", remove,
+      () => send("removed", "/v1/memberships/remove", { members }));
+  });
+  return element("section", { class: "bulk", "aria-labelledby": "bulk-heading" },
+    words("h2", "bulkHeading", { id: "bulk-heading" }),
     element("div", { class: "field" }, words("label", "extendDays", { for: "extend-days" }), days, problem),
-    press, asking, results);
+    presses, asking, results);
 }
 
 /** @param {{ person_id: number, channel_id: number }} membership */
