@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import datetime as dt
 
+import httpx
 import psycopg
 from playwright.sync_api import Page, expect
 
+from shared.tls import verified
 from tests.billing.e2e import gateways
 from tests.conftest import HTTP
 from tests.panel_api.browser.conftest import (
@@ -125,3 +127,68 @@ def test_members_bulk__three_chosen_extended_once_each_said_in_the_pages_languag
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     assert accessibility_problems(page) == []
     page.screenshot(path=str(ARTIFACTS / "members-removed-fa-390.png"), full_page=True)
+
+
+def test_members_bulk__all_that_match_the_filter_chosen_past_one_page_and_extended_in_batches(
+    page: Page, stack: Stack
+) -> None:
+    chosen_channel = gateways.add_paid_channel(stack.database_url)
+    other = gateways.add_paid_channel(stack.database_url, chat_id=-1001000000002)
+    token = api_sign_in(stack.url, "owner@example.com", PASSWORD)
+    until = (dt.datetime.now(dt.UTC) + dt.timedelta(days=10)).isoformat()
+    users = {chosen_channel: range(9000, 9230), other: range(9300, 9303)}
+    with httpx.Client(verify=verified(), timeout=30) as client:
+        for channel, ids in users.items():
+            for user in ids:
+                body = {
+                    "telegram_user_id": user,
+                    "channel_id": channel,
+                    "until": until,
+                    "reason": "x",
+                }
+                made = client.post(
+                    f"{stack.url}/v1/grants",
+                    json=body,
+                    headers={"Authorization": f"Bearer {token}"},
+                )
+                assert made.status_code == 200, made.text
+
+    def expiries_in(channel: int) -> list[dt.datetime]:
+        with psycopg.connect(stack.database_url) as conn:
+            rows = conn.execute(
+                "SELECT expires_at FROM memberships WHERE channel_id = %s", (channel,)
+            ).fetchall()
+        return [at for (at,) in rows]
+
+    before = {channel: expiries_in(channel) for channel in users}
+    sign_in(page, stack.url)
+    page.goto(f"{stack.url}/memberships?channel={chosen_channel}")
+    rows = page.locator("#memberships tbody tr")
+    expect(rows).to_have_count(50)
+    matching = page.locator("#memberships-matching")
+    expect(matching).to_be_hidden()
+    page.check("#memberships input[data-select-all]")
+    expect(matching).to_contain_text("The 50 shown are chosen; more match the filter.")
+    page.click("#memberships-choose-matching")
+    expect(matching).to_have_text("All 230 that match the filter are chosen.")
+    expect(rows).to_have_count(230)
+    expect(page.locator("#memberships input[data-select]:checked")).to_have_count(230)
+    page.fill("#extend-days", "7")
+    page.click("#extend")
+    expect(page.locator(".bulk .asking")).to_contain_text("Extend 230 members by 7 days?")
+    page.click("[data-confirm=extend]")
+    # Counted, not listed one by one; nobody outside the filter touched.
+    expect(page.locator("#bulk-results li[data-summary=extended]")).to_have_text("230 extended")
+    expect(page.locator("#bulk-results li[data-outcome]")).to_have_count(0)
+    week = dt.timedelta(days=7)
+    assert sorted(expiries_in(chosen_channel)) == sorted(at + week for at in before[chosen_channel])
+    assert expiries_in(other) == before[other]
+    # Two requests of at most 200, each under a key of the press's own.
+    with psycopg.connect(stack.database_url) as conn:
+        audited = conn.execute(
+            "SELECT after->>'members' FROM audit_log WHERE action = 'memberships.extend'"
+            " ORDER BY id"
+        ).fetchall()
+    assert audited == [("200",), ("30",)]
+    assert accessibility_problems(page) == []
+    page.screenshot(path=str(ARTIFACTS / "members-matching-en.png"))

@@ -3,7 +3,7 @@
 // address, and "More" follows the answer's cursor, so a long list is never loaded whole.
 import { call, download, may } from "./api.js";
 import { element, show, wordChoices, words } from "./dom.js";
-import { t } from "./i18n.js";
+import { number, t } from "./i18n.js";
 import { navigate } from "./router.js";
 
 /**
@@ -33,10 +33,14 @@ import { navigate } from "./router.js";
  *   list's filters and sort
  * @property {((item: any) => Node[]) | null} [actions]
  * @property {((item: any) => string) | null} [select] a box on each row to choose it by this
- *   value (for an action on the chosen), and one in the heading for the whole page
+ *   value (for an action on the chosen), and one in the heading for the whole page; with more
+ *   pages behind it, that one offers every row matching the filter (up to `MATCHING`)
  * @property {Node[]} [before]
  * @property {Node[]} [after]
  */
+
+/** The most rows "choose all that match" loads into the table, to be seen before acting. */
+export const MATCHING = 2000;
 
 /** @param {Node | string | null | undefined} content @param {string} label */
 function cell(content, label) {
@@ -99,12 +103,19 @@ export async function listView(url, { id, path, columns, filters = [], search = 
   }
   const body = element("tbody");
   const head = columns.map((column) => heading(column, sort));
+  // With every shown row chosen and more behind them: an offer to load and choose all that
+  // match the filter, then how many are chosen.
+  const matching = element("p", { id: `${id}-matching`, class: "matching", hidden: "", tabindex: "-1", "aria-live": "polite" });
+  /** @type {HTMLInputElement | null} */
+  let all = null;
   if (select) {
-    const all = /** @type {HTMLInputElement} */ (element("input", { type: "checkbox", "data-select-all": "", "aria-label": t("chooseAll") }));
-    all.addEventListener("change", () => {
-      for (const box of body.querySelectorAll("input[data-select]")) /** @type {HTMLInputElement} */ (box).checked = all.checked;
+    const box = /** @type {HTMLInputElement} */ (element("input", { type: "checkbox", "data-select-all": "", "aria-label": t("chooseAll") }));
+    all = box;
+    box.addEventListener("change", () => {
+      for (const row of body.querySelectorAll("input[data-select]")) /** @type {HTMLInputElement} */ (row).checked = box.checked;
+      offer();
     });
-    head.unshift(element("th", { scope: "col" }, all));
+    head.unshift(element("th", { scope: "col" }, box));
   }
   if (actions) head.push(element("th", { scope: "col" }, element("span", { class: "hidden-label", text: t("action") })));
   const table = element("table", { id, class: "stacked" }, element("thead", {}, element("tr", {}, ...head)), body);
@@ -128,6 +139,33 @@ export async function listView(url, { id, path, columns, filters = [], search = 
     cursor = page.next_cursor;
     more.hidden = !cursor;
   };
+  const chooseRest = words("button", "chooseMatching", { type: "button", id: `${id}-choose-matching` });
+  /** Says what "choose all" chose, and offers the rest while more pages match. */
+  function offer() {
+    const shown = body.querySelectorAll("input[data-select]").length;
+    if (!all?.checked || (!cursor && !matching.dataset.loaded)) {
+      matching.hidden = true;
+      return;
+    }
+    const count = { count: number(shown) };
+    if (cursor && shown < MATCHING) matching.replaceChildren(element("span", { text: t("chosenShown", count) }), " ", chooseRest);
+    else if (cursor) matching.replaceChildren(element("span", { text: t("chosenAtMost", count) }));
+    else matching.replaceChildren(element("span", { text: t("chosenMatching", count) }));
+    matching.hidden = false;
+  }
+  chooseRest.addEventListener("click", async () => {
+    chooseRest.setAttribute("disabled", "");
+    try {
+      while (cursor && body.children.length < MATCHING) await load();
+      for (const row of body.querySelectorAll("input[data-select]")) /** @type {HTMLInputElement} */ (row).checked = true;
+      matching.dataset.loaded = "true";
+      offer();
+      matching.focus();
+    } catch (error) {
+      chooseRest.removeAttribute("disabled");
+      show(error);
+    }
+  });
   more.addEventListener("click", async () => {
     try { await load(); } catch (error) { show(error); }
   });
@@ -135,5 +173,6 @@ export async function listView(url, { id, path, columns, filters = [], search = 
   const empty = body.children.length ? [] : [words("p", "nothing", { class: "empty" })];
   return [...before,
     ...(controls.length ? [element("div", { class: "filters" }, ...controls)] : []),
+    ...(select ? [matching] : []),
     element("div", { class: "table-box" }, table), ...empty, more, ...after];
 }

@@ -56,6 +56,12 @@ export async function memberships(url) {
  * @type {Array<{ action: string, who: string[], outcome: string, until?: string | null, detail: string | null }>} */
 let outcomes = [];
 
+/** Up to this many, each person's outcome is said; past it, a count per outcome. */
+const SAID_ONE_BY_ONE = 20;
+
+/** The most members one bulk request names (the API's limit). */
+const BATCH = 200;
+
 /** A key for one press of a bulk action: kept until an answer comes, so a retry after a lost
  * answer is the same request (billing extends and removes nobody twice). */
 function pressKey() {
@@ -78,7 +84,14 @@ function bulkBar() {
   const results = element("ul", { id: "bulk-results", class: "results", hidden: "", "aria-live": "polite" });
   let key = pressKey();
   if (outcomes.length) {
-    results.replaceChildren(...outcomes.map((r) => element("li", { "data-outcome": r.outcome, "data-action": r.action },
+    // Many at once: how many came to each outcome, then only those that did not go through.
+    const many = outcomes.length > SAID_ONE_BY_ONE;
+    const counts = new Map();
+    for (const r of outcomes) counts.set(r.outcome, (counts.get(r.outcome) ?? 0) + 1);
+    const summary = many ? [...counts].map(([outcome, count]) => element("li", { "data-summary": outcome },
+      element("span", { text: t(`bulkCount.${outcome}`, { count: number(count) }) }))) : [];
+    const each = many ? outcomes.filter((r) => r.outcome === "failed" || r.outcome === "not-found") : outcomes;
+    results.replaceChildren(...summary, ...each.map((r) => element("li", { "data-outcome": r.outcome, "data-action": r.action },
       element("bdi", { text: r.who[0] }), " · ", element("bdi", { text: r.who[1] }), ": ",
       element("span", { text: t(`${r.action}.${r.outcome}`, { until: r.until ? when(r.until) ?? "" : "", detail: r.detail ?? "" }) }))));
     results.hidden = false;
@@ -93,13 +106,20 @@ function bulkBar() {
     const cells = box?.closest("tr")?.querySelectorAll("td");
     return cells ? [cells[1].textContent ?? "", cells[2].textContent ?? ""] : [`#${m.person_id}`, ""];
   };
-  /** @param {"extended" | "removed"} action @param {string} path @param {object} body */
-  const send = async (action, path, body) => {
+  /** @param {"extended" | "removed"} action @param {string} path @param {{ members: object[], days?: number }} body */
+  const send = async (action, path, { members, ...body }) => {
     try {
-      const done = await call("POST", path, { request_key: key, ...body });
+      // At most `BATCH` a request, each batch under a key of the press's own, so a retry of
+      // the press asks again for exactly what it asked.
+      const results = [];
+      for (let start = 0; start < members.length; start += BATCH) {
+        const part = members.slice(start, start + BATCH);
+        const done = await call("POST", path, { request_key: `${key}-${start / BATCH}`, members: part, ...body });
+        results.push(...done.results);
+      }
       key = pressKey();
       // Said under the bar once the list is drawn again with the new dates.
-      outcomes = done.results.map((/** @type {any} */ r) => ({
+      outcomes = results.map((/** @type {any} */ r) => ({
         ...r, action, who: who({ person_id: r.person_id, channel_id: r.channel_id }) }));
       await reload();
       return;
