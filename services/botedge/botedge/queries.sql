@@ -895,6 +895,8 @@ UPDATE broadcasts b
  WHERE b.id = (SELECT id FROM broadcasts
                 WHERE state IN ('queued', 'fanning_out', 'sending')
                   AND (locked_until IS NULL OR locked_until < now())
+                  -- One set to start later waits for its time.
+                  AND (starts_at IS NULL OR starts_at <= %(now)s)
                   -- A paused or removed bot's broadcasts wait (its sender is stopped too).
                   AND EXISTS (SELECT FROM bots
                                WHERE bots.id = broadcasts.bot_id AND bots.status = 'active')
@@ -924,15 +926,17 @@ UPDATE broadcasts
  WHERE id = %(id)s AND lock_token = %(token)s AND state = 'fanning_out';
 
 -- fan_out_broadcast --
--- One batch of a fan-out, fenced on the claim: the bot's next people after `fanned_to`, in
--- person id order, each queued once under `broadcast:<id>:<person>` below every reply; who
--- blocked the bot or cannot be reached is counted and passed over. A lost claim or a cancel
--- fails the statement (GH001), so nothing of the batch is written.
+-- One batch of a fan-out, fenced on the claim: the bot's next people in its audience after
+-- `fanned_to`, in person id order, each queued once under `broadcast:<id>:<person>` below
+-- every reply; who blocked the bot or cannot be reached is counted and passed over. A lost
+-- claim or a cancel fails the statement (GH001), so nothing of the batch is written.
 WITH claim AS (
-    SELECT id, bot_id, method, payload, fanned_to
-      FROM broadcasts
-     WHERE id = %(id)s AND lock_token = %(token)s AND state = 'fanning_out'
-       FOR UPDATE
+    SELECT b.id, b.bot_id, b.method, b.payload, b.fanned_to, b.channel_id, b.plan_id,
+           b.member_status, b.language, b.people, bo.default_language
+      FROM broadcasts b
+      JOIN bots bo ON bo.id = b.bot_id
+     WHERE b.id = %(id)s AND b.lock_token = %(token)s AND b.state = 'fanning_out'
+       FOR UPDATE OF b
 ), batch AS (
     -- Passed over without trying: who blocked the bot, could not be reached before, or never
     -- started it (Telegram refuses a message to them).
@@ -942,6 +946,8 @@ WITH claim AS (
       FROM claim c
       JOIN bot_people bp ON bp.bot_id = c.bot_id AND bp.person_id > c.fanned_to
       JOIN people p ON p.id = bp.person_id
+     WHERE in_audience(bp.person_id, bp.language, p.language_code, c.default_language,
+                       c.channel_id, c.plan_id, c.member_status, c.language, c.people)
      ORDER BY bp.person_id
      LIMIT %(limit)s
 ), queued AS (

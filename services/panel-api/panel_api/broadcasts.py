@@ -1,5 +1,7 @@
-"""Broadcasts for the owner's panel: one message to every person of a bot, its progress, a
-test to one person first, and cancelling.
+"""Broadcasts for the owner's panel: one message to every person of a bot, or to those of an
+audience (a channel, a membership status there, a plan they paid for, the language the bot
+writes to them in, or people chosen on the Memberships page), now or from a set time; its
+progress, a test to one person first, and cancelling.
 
 The panel writes a queued broadcast (configuration); botedge claims it and fans it out into
 the outbox. A test message and a cancel are asked of botedge (`/internal/broadcasts/...`):
@@ -29,7 +31,7 @@ from panel_api.access import (
     path_id,
     query,
 )
-from panel_api.fields import Id
+from panel_api.fields import Id, MembershipStatus
 from panel_api.internal import Internal, relayed
 from shared.clock import Clock
 from shared.db import Connection
@@ -42,15 +44,36 @@ Q = store.Q
 BUTTON_LIMIT = 64
 
 State = Literal["queued", "fanning_out", "sending", "done", "cancelled"]
+Language = Literal["en", "fa", "ru", "ar"]
+# The most people one broadcast may be chosen for by hand (the Memberships page's "all that
+# match" loads at most as many).
+CHOSEN_LIMIT = 2000
+# How far ahead a broadcast may be set to start.
+AHEAD_LIMIT = dt.timedelta(days=90)
 
 
-class NewBroadcast(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+class AudienceSpec(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """Whom of the bot's people a broadcast is for: everyone when nothing is set; each field
+    set narrows it. A status or a plan is within a channel (a plan names its own)."""
+
     bot_id: Id
+    channel_id: Id | None = None
+    plan_id: Id | None = None
+    member_status: MembershipStatus | None = None
+    # The language the bot writes to them in.
+    language: Language | None = None
+    # Our ids of people chosen by hand (a membership's `person_id`).
+    people: Annotated[list[Id], msgspec.Meta(min_length=1, max_length=CHOSEN_LIMIT)] | None = None
+
+
+class NewBroadcast(AudienceSpec, forbid_unknown_fields=True, kw_only=True):
     # Telegram HTML: <b>, <i>, <u>, <s>, <a href="...">, <code>, <pre>, <blockquote>, ...
     text: Annotated[str, msgspec.Meta(max_length=20_000)] | None = None
     content_id: Id | None = None
     button_text: Annotated[str, msgspec.Meta(max_length=1000)] | None = None
     button_url: Annotated[str, msgspec.Meta(max_length=2048)] | None = None
+    # From when it goes out; at once without it.
+    starts_at: Annotated[dt.datetime, msgspec.Meta(tz=True)] | None = None
 
 
 class BroadcastTest(NewBroadcast, kw_only=True):
@@ -86,10 +109,19 @@ class Broadcast(msgspec.Struct):
     created_at: dt.datetime
     started_at: dt.datetime | None
     finished_at: dt.datetime | None
+    # Its audience (none set: everyone of the bot), and how many were chosen by hand.
+    channel_id: int | None = None
+    channel_title: str | None = None
+    plan_id: int | None = None
+    plan_name: str | None = None
+    member_status: MembershipStatus | None = None
+    language: Language | None = None
+    chosen: int | None = None
+    starts_at: dt.datetime | None = None
 
 
 class Audience(msgspec.Struct):
-    """Who a broadcast of the bot would reach now."""
+    """Who a broadcast of the bot would reach now (of its audience, when one is given)."""
 
     bot_id: int
     people: int
@@ -131,19 +163,35 @@ class Broadcasts:
 
     async def audience(self, request: Request, caller: Caller) -> Response:
         where = query(request, AudienceQuery)
+        return await self._counted(request, AudienceSpec(bot_id=where.bot))
+
+    async def audience_of(self, request: Request, caller: Caller) -> Response:
+        return await self._counted(request, await json_body(request, AudienceSpec, limit=65536))
+
+    async def _counted(self, request: Request, spec: AudienceSpec) -> Response:
         async with store.connection(runtime(request).pool) as conn:
-            row = await store.row(conn, "broadcast_audience", {"bot_id": where.bot})
-        return answer(msgspec.convert({"bot_id": where.bot, **(row or {})}, Audience))
+            audience = await _audience(conn, spec)
+            row = await store.row(conn, "broadcast_audience", audience)
+        return answer(msgspec.convert({"bot_id": spec.bot_id, **(row or {})}, Audience))
 
     async def send(self, request: Request, caller: Caller) -> Response:
         body = await json_body(request, NewBroadcast, limit=65536)
         draft = _draft(body)
+        now = self.clock.now()
+        _check_start(body, now)
         async with store.connection(runtime(request).pool) as conn, conn.transaction():
             await _check(conn, draft)
+            audience = await _audience(conn, body)
             made = await store.row(
                 conn,
                 "insert_broadcast",
-                {**draft, "created_by": caller.id, "now": self.clock.now()},
+                {
+                    **draft,
+                    **audience,
+                    "starts_at": body.starts_at,
+                    "created_by": caller.id,
+                    "now": now,
+                },
             )
             if made is None:
                 raise errors.StoreError("insert_broadcast returned no row")
@@ -155,7 +203,12 @@ class Broadcasts:
                 "broadcasts.send",
                 f"broadcast:{broadcast.id}",
                 None,
-                draft,
+                {
+                    **draft,
+                    **audience,
+                    "people": len(body.people or ()) or None,
+                    "starts_at": body.starts_at.isoformat() if body.starts_at else None,
+                },
             )
             # Delivered at commit: a worker takes it up at once rather than at its next poll.
             await conn.execute("SELECT pg_notify('broadcasts', '')")
@@ -164,8 +217,12 @@ class Broadcasts:
     async def test(self, request: Request, caller: Caller) -> Response:
         body = await json_body(request, BroadcastTest, limit=65536)
         draft = _draft(body)
+        # The audience and the start are checked too, so the form hears of them before the
+        # test goes rather than at "send to all".
+        _check_start(body, self.clock.now())
         async with store.connection(runtime(request).pool) as conn:
             await _check(conn, draft)
+            await _audience(conn, body)
             chat_id = await _test_person(conn, body.bot_id, body.to)
         sent = await self.botedge.ask(
             "POST",
@@ -259,6 +316,46 @@ async def _check(conn: Connection, draft: dict[str, Any]) -> None:
         raise errors.InvalidValue(
             "the bot has no content by that id", field="content_id", code="not-found"
         )
+
+
+def _check_start(body: NewBroadcast, now: dt.datetime) -> None:
+    if body.starts_at is not None and not now <= body.starts_at <= now + AHEAD_LIMIT:
+        raise errors.InvalidValue(
+            "a broadcast starts now or within 90 days", field="starts_at", code="out-of-range"
+        )
+
+
+async def _audience(conn: Connection, spec: AudienceSpec) -> dict[str, Any]:
+    """The audience's parameters, checked: a plan's channel filled in (or refused when another
+    channel is named), a status only within a channel, each id known."""
+    channel_id = spec.channel_id
+    if spec.plan_id is not None:
+        plan = await store.row(conn, "plan_channel", {"plan_id": spec.plan_id})
+        if plan is None:
+            raise errors.InvalidValue("no plan by that id", field="plan_id", code="not-found")
+        if channel_id is not None and channel_id != plan["channel_id"]:
+            raise errors.InvalidValue(
+                "the plan is another channel's", field="plan_id", code="invalid"
+            )
+        channel_id = int(plan["channel_id"])
+    if spec.member_status is not None and channel_id is None:
+        raise errors.InvalidValue(
+            "a membership's status is in a channel: choose the channel",
+            field="channel_id",
+            code="required",
+        )
+    if channel_id is not None and spec.plan_id is None:
+        found = await store.row(conn, "channel_title", {"channel_id": channel_id})
+        if found is None:
+            raise errors.InvalidValue("no channel by that id", field="channel_id", code="not-found")
+    return {
+        "bot_id": spec.bot_id,
+        "channel_id": channel_id,
+        "plan_id": spec.plan_id,
+        "member_status": spec.member_status,
+        "language": spec.language,
+        "people": sorted(set(spec.people)) if spec.people else None,
+    }
 
 
 async def _test_person(conn: Connection, bot_id: int, to: str) -> int:

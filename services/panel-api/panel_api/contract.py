@@ -71,6 +71,7 @@ from panel_api.bots import (
 from panel_api.broadcasts import (
     Audience,
     AudienceQuery,
+    AudienceSpec,
     Broadcast,
     BroadcastQuery,
     Broadcasts,
@@ -200,7 +201,11 @@ CONTENT_RULES = (
     "a text has a body, a file its file_kind and file_id, a post its chat and message",
     "each gate channel once, each one known",
 )
-BROADCAST_RULES = ("a text or one of the bot's contents",)
+BROADCAST_RULES = (
+    "a text or one of the bot's contents",
+    "a member_status or a plan_id is within a channel; a plan_id names its own",
+    "starts_at is now or within 90 days",
+)
 STATS_RULES = ("from and to between 2000-01-01 and 9999-12-30",)
 PRICE_RULE = "a price has at most its currency's digits after the point and is above zero"
 PLAN_RULES = (
@@ -783,7 +788,9 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         handler=Broadcasts.broadcasts,
     ),
     ("POST", "/v1/broadcasts"): Operation(
-        "Send a message to every person of a bot who can be reached",
+        "Send a message to every person of a bot who can be reached, or to those of an audience"
+        " (a channel, a membership status or plan there, a language, or people chosen by"
+        " hand), at once or from starts_at",
         Role.EDITOR,
         Broadcast,
         status=201,
@@ -806,6 +813,14 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         Audience,
         query=AudienceQuery,
         handler=Broadcasts.audience,
+    ),
+    ("POST", "/v1/broadcasts/audience"): Operation(
+        "Who a broadcast of the bot to this audience would reach now",
+        Role.VIEWER,
+        Audience,
+        body=AudienceSpec,
+        rules=("a member_status or a plan_id is within a channel; a plan_id names its own",),
+        handler=Broadcasts.audience_of,
     ),
     ("GET", "/v1/broadcasts/{broadcast_id:int}"): Operation(
         "A broadcast with its progress",

@@ -673,9 +673,13 @@ SELECT b.id, b.bot_id, bo.username AS bot_username, b.text, b.content_id,
        coalesce(live.queued, 0) AS queued, coalesce(b.sent, live.sent, 0) AS sent,
        coalesce(b.failed, live.failed, 0) AS failed, coalesce(b.unsent, live.unsent, 0) AS unsent,
        b.error, coalesce(nullif(m.display_name, ''), m.email) AS created_by, b.created_at,
-       b.started_at, b.finished_at
+       b.started_at, b.finished_at, b.channel_id, ch.title AS channel_title, b.plan_id,
+       pl.name AS plan_name, b.member_status, b.language, cardinality(b.people) AS chosen,
+       b.starts_at
   FROM broadcasts b
   JOIN bots bo ON bo.id = b.bot_id
+  LEFT JOIN channels ch ON ch.id = b.channel_id
+  LEFT JOIN plans pl ON pl.id = b.plan_id
   LEFT JOIN contents c ON c.id = b.content_id
   LEFT JOIN team_members m ON m.id = b.created_by
   LEFT JOIN LATERAL (
@@ -696,24 +700,37 @@ SELECT (SELECT status FROM bots WHERE id = %(bot_id)s) AS bot_status,
                 WHERE id = %(content_id)s AND bot_id = %(bot_id)s) AS content_found;
 
 -- insert_broadcast --
-INSERT INTO broadcasts (bot_id, text, content_id, button_text, button_url, created_by,
-                        created_at)
+INSERT INTO broadcasts (bot_id, text, content_id, button_text, button_url, channel_id, plan_id,
+                        member_status, language, people, starts_at, created_by, created_at)
 VALUES (%(bot_id)s, %(text)s, %(content_id)s, %(button_text)s, %(button_url)s,
-        %(created_by)s, %(now)s)
+        %(channel_id)s, %(plan_id)s, %(member_status)s, %(language)s, %(people)s::integer[],
+        %(starts_at)s, %(created_by)s, %(now)s)
 RETURNING id;
 
 -- broadcast_audience --
--- Unreachable: Telegram refused them before, or they never started the bot (it may not write
--- to them first); a broadcast passes both over without trying.
+-- The bot's people in the audience (`in_audience`, the fan-out's own test). Unreachable:
+-- Telegram refused them before, or they never started the bot (it may not write to them
+-- first); a broadcast passes both over without trying.
 SELECT count(*)::integer AS people,
-       count(*) FILTER (WHERE blocked_at IS NULL AND unreachable_at IS NULL
-                          AND started_at IS NOT NULL)::integer AS reachable,
-       count(blocked_at)::integer AS blocked,
-       count(*) FILTER (WHERE blocked_at IS NULL
-                          AND (unreachable_at IS NOT NULL OR started_at IS NULL))::integer
+       count(*) FILTER (WHERE bp.blocked_at IS NULL AND bp.unreachable_at IS NULL
+                          AND bp.started_at IS NOT NULL)::integer AS reachable,
+       count(bp.blocked_at)::integer AS blocked,
+       count(*) FILTER (WHERE bp.blocked_at IS NULL
+                          AND (bp.unreachable_at IS NOT NULL OR bp.started_at IS NULL))::integer
            AS unreachable
-  FROM bot_people
- WHERE bot_id = %(bot_id)s;
+  FROM bot_people bp
+  JOIN people p ON p.id = bp.person_id
+  JOIN bots bo ON bo.id = bp.bot_id
+ WHERE bp.bot_id = %(bot_id)s
+   AND in_audience(bp.person_id, bp.language, p.language_code, bo.default_language,
+                   %(channel_id)s::integer, %(plan_id)s::integer, %(member_status)s::text,
+                   %(language)s::text, %(people)s::integer[]);
+
+-- plan_channel --
+SELECT channel_id FROM plans WHERE id = %(plan_id)s;
+
+-- channel_title --
+SELECT title FROM channels WHERE id = %(channel_id)s;
 
 -- broadcast_test_person --
 -- Who a test goes to, among the people who started the bot.

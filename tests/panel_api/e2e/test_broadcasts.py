@@ -3,6 +3,7 @@ the refusals at their fields with nothing written, the test message through bote
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -222,3 +223,89 @@ def test_html_telegram_reads(text: str) -> None:
 )
 def test_html_telegram_refuses(text: str) -> None:
     assert html_problem(text) is not None
+
+
+def test_broadcast_audience__counted_as_the_fan_out_counts_refused_at_its_field_and_kept(
+    panel: EdgePanel,
+) -> None:
+    with psycopg.connect(panel.database_url) as conn:
+        [(channel,), (other,)] = conn.execute(
+            "INSERT INTO channels (telegram_chat_id, title, is_paid)"
+            " VALUES (-1007300001, 'Club', true), (-1007300002, 'Other', true) RETURNING id"
+        ).fetchall()
+        [(plan,)] = conn.execute(
+            "INSERT INTO plans (channel_id, name, price_minor, currency, period_days,"
+            " grace_days, is_default) VALUES (%s, 'Monthly', 500, 'USD', 30, 3, true)"
+            " RETURNING id",
+            (other,),
+        ).fetchall()
+        # Ten of the people in the club: the first two of them blocked the bot; five active.
+        conn.execute(
+            "INSERT INTO memberships (person_id, channel_id, status, expires_at, grace_days,"
+            " next_check_at, updated_at)"
+            " SELECT id, %s, CASE WHEN telegram_user_id < %s THEN 'active' ELSE 'grace' END,"
+            " now(), 3, now(), now() FROM people WHERE telegram_user_id < %s",
+            (channel, PEOPLE[5], PEOPLE[10]),
+        )
+        persons = [
+            person
+            for (person,) in conn.execute(
+                "SELECT id FROM people WHERE telegram_user_id = ANY(%s) ORDER BY id",
+                ([PEOPLE[1], PEOPLE[20], PEOPLE[21]],),
+            ).fetchall()
+        ]
+
+    def counted(**audience: object) -> dict[str, int]:
+        body = {"bot_id": panel.bot, **audience}
+        answer = panel.call("POST", "/v1/broadcasts/audience", body, role="viewer")
+        assert answer.status_code == 200, answer.text
+        return {k: answer.json()[k] for k in ("people", "reachable", "blocked")}
+
+    assert counted() == {"people": 30, "reachable": 28, "blocked": 2}
+    assert counted(channel_id=channel) == {"people": 10, "reachable": 8, "blocked": 2}
+    assert counted(channel_id=channel, member_status="active") == {
+        "people": 5,
+        "reachable": 3,
+        "blocked": 2,
+    }
+    assert counted(language="fa") == {"people": 0, "reachable": 0, "blocked": 0}
+    assert counted(people=persons) == {"people": 3, "reachable": 2, "blocked": 1}
+    # Nobody paid for the plan yet.
+    assert counted(plan_id=plan)["people"] == 0
+
+    base = {"bot_id": panel.bot, "text": "Hi"}
+    soon = (dt.datetime.now(dt.UTC) + dt.timedelta(hours=2)).replace(microsecond=0)
+    for body, field, code in (
+        ({"member_status": "active"}, "channel_id", "required"),
+        ({"channel_id": channel, "plan_id": plan}, "plan_id", "invalid"),
+        ({"plan_id": 999_999}, "plan_id", "not-found"),
+        ({"channel_id": 999_999}, "channel_id", "not-found"),
+        ({"starts_at": "2020-01-01T00:00:00Z"}, "starts_at", "out-of-range"),
+        ({"starts_at": (soon + dt.timedelta(days=91)).isoformat()}, "starts_at", "out-of-range"),
+        ({"starts_at": soon.replace(tzinfo=None).isoformat()}, "starts_at", "invalid"),
+        ({"language": "de"}, "language", "invalid"),
+        ({"people": []}, "people", "too-short"),
+    ):
+        refused = panel.call("POST", "/v1/broadcasts", {**base, **body})
+        assert refused.status_code == 422, (body, refused.text)
+        assert refused.json()["errors"][0]["field"] == field, (body, refused.text)
+        if code != "invalid":
+            assert refused.json()["errors"] == [{"field": field, "code": code}], body
+    assert panel.query("SELECT count(*) FROM broadcasts") == [(0,)]
+    made = panel.call(
+        "POST",
+        "/v1/broadcasts",
+        {**base, "plan_id": plan, "language": "en", "starts_at": soon.isoformat()},
+    )
+    assert made.status_code == 201, made.text
+    kept = made.json()
+    # The plan's channel filled in; set to start in two hours.
+    assert (kept["channel_id"], kept["channel_title"], kept["plan_name"]) == (
+        other,
+        "Other",
+        "Monthly",
+    )
+    assert (kept["language"], kept["chosen"]) == ("en", None)
+    assert dt.datetime.fromisoformat(kept["starts_at"]) == soon
+    chosen = panel.call("POST", "/v1/broadcasts", {**base, "people": persons * 2}).json()
+    assert chosen["chosen"] == 3

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import {
-  asciiNumber, axisTicks, formatDay, formatList, formatMoney, formatPercent, localDigits, formatNumber, fromBaseUnits, fromPersian, lastDays, roundedTo, toPersian,
+  asciiNumber, axisTicks, formatDay, formatList, formatMoney, formatPercent, localDigits, formatNumber, fromBaseUnits, fromPersian, fromZoned, lastDays, roundedTo, toPersian,
 } from "../../../services/panel-api/panel_api/static/format.js";
 
 test("money keeps the digits the API wrote: yen whole, dinars to three places", () => {
@@ -115,4 +115,16 @@ test("a share is written as the language writes a percentage, its sign where it 
   assert.equal(formatPercent("fa", 0.67), "۶۷٪");
   assert.equal(formatPercent("fa", 0.125), "۱۲٫۵٪");
   assert.equal(formatPercent("en", 0), "0%");
+});
+
+test("a day and time on a zone's clocks is the moment it names, across daylight saving", () => {
+  assert.equal(fromZoned("2026-12-10", "18:30", "Asia/Tehran"), "2026-12-10T15:00:00.000Z");
+  assert.equal(fromZoned("2026-07-01", "09:00", "America/New_York"), "2026-07-01T13:00:00.000Z");
+  assert.equal(fromZoned("2026-12-01", "09:00", "America/New_York"), "2026-12-01T14:00:00.000Z");
+  // 02:30 on the spring-forward day does not exist in New York: on by the hour skipped.
+  assert.equal(fromZoned("2026-03-08", "02:30", "America/New_York"), "2026-03-08T07:30:00.000Z");
+  // 01:30 on the fall-back day happens twice: the first.
+  assert.equal(fromZoned("2026-11-01", "01:30", "America/New_York"), "2026-11-01T05:30:00.000Z");
+  assert.equal(fromZoned("2026-12-10", "00:05", "UTC"), "2026-12-10T00:05:00.000Z");
+  assert.equal(fromZoned("2026-12-10", "00:05", "Not/AZone"), "2026-12-10T00:05:00.000Z");
 });

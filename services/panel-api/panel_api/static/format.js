@@ -108,6 +108,40 @@ export function lastDays(timeZone, now, count = 30) {
     new Date(Date.UTC(y, m - 1, d - (count - 1) + n)).toISOString().slice(0, 10));
 }
 
+/** How far a time zone's clocks are ahead of UTC at a moment, in milliseconds.
+ * @param {number} ms @param {string} timeZone */
+function offsetAt(ms, timeZone) {
+  const parts = Object.fromEntries(new Intl.DateTimeFormat("en-US", {
+    timeZone, hourCycle: "h23", year: "numeric", month: "numeric", day: "numeric", hour: "numeric", minute: "numeric", second: "numeric",
+  }).formatToParts(new Date(ms)).map((p) => [p.type, Number(p.value)]));
+  return Date.UTC(parts.year, parts.month - 1, parts.day, parts.hour, parts.minute, parts.second) - Math.floor(ms / 1000) * 1000;
+}
+
+/**
+ * A day and a time on the clocks of a time zone (UTC when the zone is unknown) as the moment
+ * it names, in ISO form; a time skipped by a daylight-saving change moves on by the change.
+ * @param {string} day YYYY-MM-DD @param {string} time HH:MM @param {string} timeZone
+ */
+export function fromZoned(day, time, timeZone) {
+  const [y, m, d] = day.split("-").map(Number);
+  const [hours, minutes] = time.split(":").map(Number);
+  const wall = Date.UTC(y, m - 1, d, hours, minutes);
+  const DAY_MS = 86_400_000;
+  let moment = wall;
+  try {
+    // The zone's offset a day either side; a candidate holds when its own offset is the one
+    // it was made with. Both hold for a time repeated by a change (the first is taken), none
+    // for one skipped (the offset before the change carries it past the gap).
+    const before = wall - offsetAt(wall - DAY_MS, timeZone);
+    const after = wall - offsetAt(wall + DAY_MS, timeZone);
+    const holds = [before, after].filter((c) => wall - offsetAt(c, timeZone) === c);
+    moment = holds.length ? Math.min(...holds) : before;
+  } catch {
+    moment = wall;
+  }
+  return new Date(moment).toISOString();
+}
+
 /**
  * Round steps for a chart's y axis from zero to at least `top`: 1, 2 or 5 times a power of ten.
  * @param {number} top @param {number} [most] at most this many steps

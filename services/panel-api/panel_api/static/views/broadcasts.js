@@ -4,11 +4,13 @@
 import { call, may } from "../api.js";
 import { element, show, words } from "../dom.js";
 import { actionButton, adding, formOf } from "../forms.js";
-import { number, t } from "../i18n.js";
+import { session } from "../api.js";
+import { fromZoned, latinDigits } from "../format.js";
+import { list, number, t } from "../i18n.js";
 import { listView } from "../list.js";
 import { open } from "../router.js";
 import { drawn, telegramLength } from "../telegram.js";
-import { botChoices, everything, when } from "./common.js";
+import { botChoices, channelChoices, everything, handoff, when } from "./common.js";
 
 const OPEN = ["queued", "fanning_out", "sending"];
 const STATES = [...OPEN, "done", "cancelled"];
@@ -33,9 +35,14 @@ function progressOf(b) {
 export async function broadcasts(url) {
   const bots = await everything("/v1/bots");
   const before = [];
+  const chosen = handoff.people;
+  handoff.people = null;
   if (may("editor")) {
     const usable = botChoices(bots);
-    before.push(usable.length ? adding("newBroadcast", await composer(usable)) : words("p", "addBotFirst", { class: "empty" }));
+    const add = usable.length ? adding("newBroadcast", await composer(usable, chosen)) : words("p", "addBotFirst", { class: "empty" });
+    before.push(add);
+    // Come from "message the chosen": the composer open at once, once the page is drawn.
+    if (chosen && usable.length) onceShown(add, () => /** @type {HTMLElement | null} */ (add.querySelector("[data-opens]"))?.click());
   }
   return listView(url, {
     id: "broadcasts", path: "/v1/broadcasts", before,
@@ -47,20 +54,57 @@ export async function broadcasts(url) {
       { label: "broadcastId", sort: "id", value: (b) => element("a", { href: `/broadcasts/${b.id}`, text: number(b.id) }) },
       { label: "message", value: said },
       { label: "bot", value: (b) => element("bdi", { dir: "ltr", text: "@" + b.bot_username }) },
-      { label: "state", value: (b) => words("span", b.state, { "data-state": b.state }) },
+      { label: "state", value: stateOf },
       { label: "broadcastProgress", value: progressOf },
       { label: "created", sort: "created_at", value: (b) => when(b.created_at) },
     ],
   });
 }
 
+/** Runs `run` once `node` is on the page (a view's nodes are put there after it is built);
+ * not at all if the page moved on first. @param {Node} node @param {() => void} run */
+function onceShown(node, run) {
+  let frames = 0;
+  const look = () => {
+    if (node.isConnected) run();
+    else if (++frames < 300) requestAnimationFrame(look);
+  };
+  requestAnimationFrame(look);
+}
+
+/** Its state, or when it is set to start while it waits for that. @param {any} b */
+function stateOf(b) {
+  if (b.state === "queued" && b.starts_at && new Date(b.starts_at) > new Date()) {
+    return element("span", { "data-state": "scheduled", text: t("scheduledFor", { when: when(b.starts_at) ?? "" }) });
+  }
+  return words("span", b.state, { "data-state": b.state });
+}
+
+/** Whom it is for, in words: everyone, or each part of its audience.
+ * @param {any} b */
+function audienceOf(b) {
+  const parts = [];
+  if (b.chosen) parts.push(t("audienceChosen", { count: number(b.chosen) }));
+  if (b.channel_title) parts.push(t("audienceIn", { channel: `\u2068${b.channel_title}\u2069` }));
+  if (b.member_status) parts.push(t(b.member_status));
+  if (b.plan_name) parts.push(t("audiencePaidFor", { plan: `\u2068${b.plan_name}\u2069` }));
+  if (b.language) parts.push(LANGUAGES[b.language]);
+  return parts.length ? list(parts) : t("audienceEveryone");
+}
+
+const LANGUAGES = /** @type {Record<string, string>} */ ({ en: "English", fa: "فارسی", ru: "Русский", ar: "العربية" });
+
 /**
- * The form: a test to the owner's own chat first; once it went, a button sends the same message
- * to everyone the bot can reach.
+ * The form: whom it is for (everyone, a channel's members by status or plan, a language, or
+ * people chosen on the Memberships page) and when it starts; a test to the owner's own chat
+ * first; once it went, a button sends the same message to its audience.
  * @param {Array<{ value: string, text: string }>} usable
+ * @param {number[] | null} chosen
  */
-async function composer(usable) {
-  const contents = await everything("/v1/contents");
+async function composer(usable, chosen) {
+  const [contents, channels, plans] = await Promise.all([everything("/v1/contents"), everything("/v1/channels"), everything("/v1/plans")]);
+  const titles = new Map(channels.map((c) => [c.id, c.title]));
+  let people = chosen;
   const byBot = new Map(usable.map((b) => [b.value, b.text]));
   const contentChoices = [
     { value: "", text: t("writeText") },
@@ -73,20 +117,57 @@ async function composer(usable) {
     { name: "text", label: "message", type: "textarea", showIf: ["content_id", [""]], hint: "hint.broadcast_text" },
     { name: "button_text", label: "buttonText" },
     { name: "button_url", label: "buttonUrl", type: "url", ltr: true },
+    { name: "channel_id", label: "audienceChannel", choices: [{ value: "", text: t("all") }, ...channelChoices(channels.filter((c) => c.is_paid))] },
+    { name: "member_status", label: "audienceStatus", choices: [{ value: "", text: t("all") }, ...["active", "grace", "expired"].map((s) => ({ value: s, text: t(s) }))] },
+    { name: "plan_id", label: "audiencePlan", choices: [{ value: "", text: t("all") },
+      ...plans.map((p) => ({ value: String(p.id), text: `${p.name} \u2068(${titles.get(p.channel_id) ?? ""})\u2069` }))] },
+    { name: "language", label: "audienceLanguage", choices: [{ value: "", text: t("all") }, ...Object.entries(LANGUAGES).map(([value, text]) => ({ value, text }))] },
+    { name: "starts_at", label: "startsOn", type: "date", hint: "hint.starts_on" },
+    { name: "starts_time", label: "startsTime", ltr: true, hint: "hint.starts_time" },
     { name: "to", label: "testTo", required: true, ltr: true, hint: "hint.test_to" },
   ], "sendTest", async (v) => {
-    const body = bodyOf(v);
+    const body = { ...bodyOf(v), ...audienceBody(v, people) };
     await call("POST", "/v1/broadcasts/test", { ...body, to: v.to });
-    const audience = await call("GET", `/v1/broadcasts/audience?bot=${body.bot_id}`);
+    const { starts_at: startsAt, ...spec } = body;
+    for (const key of ["text", "content_id", "button_text", "button_url"]) delete spec[key];
+    const audience = await call("POST", "/v1/broadcasts/audience", spec);
+    const count = number(audience.reachable);
+    const narrowed = Object.keys(spec).length > 1;
     const all = actionButton("sendToAll", async () => {
       const made = await call("POST", "/v1/broadcasts", body);
       await open(`/broadcasts/${made.id}`, { push: true, focus: true });
     }, { confirm: true });
-    all.textContent = t("sendToAll", { count: number(audience.reachable) });
+    all.textContent = startsAt ? t("sendAt", { count, when: when(String(startsAt)) ?? "" })
+      : narrowed ? t("sendToAudience", { count }) : t("sendToAll", { count });
     return element("span", { id: "broadcast-tested" }, t("testSent", { to: v.to }), " ", all);
-  }, { then: async () => {}, stay: true });
+  }, { then: async () => {}, stay: true, fieldOf: (field) => field === "people" ? "channel_id" : undefined });
+  if (people) {
+    const drop = words("button", "audienceEveryoneInstead", { type: "button", id: "drop-chosen" });
+    const line = element("p", { class: "chosen-line", id: "broadcast-chosen" },
+      element("span", { text: t("audienceChosenLine", { count: number(people.length) }) }), " ", drop);
+    drop.addEventListener("click", () => { people = null; line.remove(); });
+    form.prepend(line);
+  }
   withPreview(form);
   return form;
+}
+
+/** The audience and start from the form's values: only what is set; the start on the
+ * workspace's clock. @param {Record<string, string>} v @param {number[] | null} people */
+function audienceBody(v, people) {
+  /** @type {Record<string, string | number | number[]>} */
+  const body = {};
+  if (v.channel_id) body.channel_id = Number(v.channel_id);
+  if (v.plan_id) body.plan_id = Number(v.plan_id);
+  if (v.member_status) body.member_status = v.member_status;
+  if (v.language) body.language = v.language;
+  if (people) body.people = people;
+  if (v.starts_at) {
+    const time = latinDigits(v.starts_time ?? "").trim();
+    // A time not in HH:MM goes as it is, for the API to refuse at the start's box.
+    body.starts_at = /^([01]?\d|2[0-3]):[0-5]\d$/.test(time) ? fromZoned(v.starts_at, time, session.zone) : `${v.starts_at} ${time}`;
+  }
+  return body;
 }
 
 // The formatting a button puts around what is chosen in the box: its tag's opening and closing.
@@ -165,7 +246,7 @@ export async function broadcast(_url, id) {
   const bar = element("p", {});
   const draw = (/** @type {any} */ now) => {
     figures.replaceChildren(
-      words("dt", "state"), element("dd", {}, words("span", now.state, { "data-state": now.state })),
+      words("dt", "state"), element("dd", {}, stateOf(now)),
       ...["recipients", "queued", "sent", "failed", "skipped", "unsent"].flatMap((key) => [
         words("dt", `figure.${key}`), element("dd", { "data-figure": key, text: number(now[key]) }),
       ]),
@@ -200,6 +281,8 @@ export async function broadcast(_url, id) {
     words("dt", "message"), element("dd", {}, said(b)),
     ...(b.button_text ? [words("dt", "messageButton"), element("dd", {}, element("bdi", { text: b.button_text }), " ",
       element("code", { dir: "ltr", text: b.button_url }))] : []),
+    words("dt", "audience"), element("dd", { id: "broadcast-audience", text: audienceOf(b) }),
+    ...(b.starts_at ? [words("dt", "startsAt"), element("dd", { text: when(b.starts_at) ?? "" })] : []),
     words("dt", "createdBy"), element("dd", { text: b.created_by ?? "—" }),
     words("dt", "created"), element("dd", { text: when(b.created_at) ?? "" }));
   const actions = may("editor") && OPEN.includes(b.state)

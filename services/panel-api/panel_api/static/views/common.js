@@ -68,6 +68,11 @@ export function person(item) {
   return node;
 }
 
+/** People chosen on one page for a message written on another (the Memberships page's
+ * "message the chosen" opens the broadcast composer with them); taken once.
+ * @type {{ people: number[] | null }} */
+export const handoff = { people: null };
+
 /** A day's end (UTC) as the API takes an expiry, or null for none. @param {string} day YYYY-MM-DD */
 export function dayEnd(day) {
   return day ? new Date(`${day}T23:59:59Z`).toISOString() : null;

@@ -7,8 +7,8 @@ import { actionButton, adding, formOf } from "../forms.js";
 import { digits, money, number, t } from "../i18n.js";
 import { latinDigits } from "../format.js";
 import { listView } from "../list.js";
-import { reload } from "../router.js";
-import { botChoices, channelChoices, copyable, everything, idText, person, wholeNumber, when } from "./common.js";
+import { open, reload } from "../router.js";
+import { botChoices, channelChoices, copyable, everything, handoff, idText, person, wholeNumber, when } from "./common.js";
 
 /** @param {URL} url */
 export async function people(url) {
@@ -79,7 +79,8 @@ function bulkBar() {
   const problem = element("span", { class: "field-problem", id: "extend-days-problem" });
   const extend = words("button", "extendChosen", { type: "button", id: "extend" });
   const remove = words("button", "removeChosen", { type: "button", id: "remove", class: "danger" });
-  const presses = element("div", { class: "presses" }, extend, remove);
+  const message = words("button", "messageChosen", { type: "button", id: "message-chosen" });
+  const presses = element("div", { class: "presses" }, extend, message, remove);
   const asking = element("span", { class: "asking", role: "group", hidden: "" });
   const results = element("ul", { id: "bulk-results", class: "results", hidden: "", "aria-live": "polite" });
   let key = pressKey();
@@ -167,6 +168,13 @@ function bulkBar() {
     if (!members) return;
     ask(t("extendSure", { count: number(members.length), days: number(count) }), "extend", extend,
       () => send("extended", "/v1/memberships/extend", { days: count, members }));
+  });
+  // A broadcast to them: the composer opens with them as its audience.
+  message.addEventListener("click", async () => {
+    const members = picked();
+    if (!members) return;
+    handoff.people = [...new Set(members.map((m) => m.person_id))];
+    await open("/broadcasts", { push: true, focus: true });
   });
   remove.addEventListener("click", () => {
     const members = picked();
