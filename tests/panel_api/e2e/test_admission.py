@@ -173,11 +173,9 @@ def test_channel__admission_mode_and_the_join_request_link_shown(rig: Rig) -> No
     assert bad.status_code == 422
 
 
-def test_bulk_extend__each_chosen_member_extended_once_a_retry_extends_nobody_twice(
-    rig: Rig,
-) -> None:
-    until = rig.clock.now() + 10 * DAY
-    for user in (81, 82, 83):
+def granted(rig: Rig, users: tuple[int, ...], until: dt.datetime) -> None:
+    """Each of `users` given access in the rig's channel until `until`, through the panel."""
+    for user in users:
         body = {
             "telegram_user_id": user,
             "channel_id": rig.channel,
@@ -185,6 +183,13 @@ def test_bulk_extend__each_chosen_member_extended_once_a_retry_extends_nobody_tw
             "reason": "partner",
         }
         assert rig.panel.call("POST", "/v1/grants", body).status_code == 200
+
+
+def test_bulk_extend__each_chosen_member_extended_once_a_retry_extends_nobody_twice(
+    rig: Rig,
+) -> None:
+    until = rig.clock.now() + 10 * DAY
+    granted(rig, (81, 82, 83), until)
     chosen = rig.query(
         "SELECT m.person_id, m.channel_id, m.expires_at FROM memberships m"
         " JOIN people p ON p.id = m.person_id WHERE p.telegram_user_id IN (81, 82, 83)"
@@ -233,14 +238,7 @@ def test_bulk_remove__each_chosen_member_out_now_once_a_retry_removes_nobody_twi
     rig: Rig,
 ) -> None:
     until = rig.clock.now() + 10 * DAY
-    for user in (91, 92, 93):
-        body = {
-            "telegram_user_id": user,
-            "channel_id": rig.channel,
-            "until": until.isoformat(),
-            "reason": "partner",
-        }
-        assert rig.panel.call("POST", "/v1/grants", body).status_code == 200
+    granted(rig, (91, 92, 93), until)
     chosen = rig.query(
         "SELECT m.person_id, m.channel_id FROM memberships m JOIN people p ON p.id = m.person_id"
         " WHERE p.telegram_user_id IN (91, 92) ORDER BY m.person_id"
