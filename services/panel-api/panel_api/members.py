@@ -11,8 +11,10 @@ undoes a payment made since.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
-from typing import Annotated, Literal
+from collections.abc import Awaitable
+from typing import Annotated, Literal, TypeVar, cast
 
 import msgspec
 from starlette.requests import Request
@@ -27,6 +29,28 @@ from shared.errors import json_body
 from shared.web import runtime
 
 RequestKey = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_-]{8,64}$")]
+# Calls to billing in flight for one bulk request (each person's membership has its own lock).
+AT_ONCE = 8
+
+
+T = TypeVar("T")
+
+
+async def each(calls: list[Awaitable[T]]) -> list[T]:
+    """The calls' answers in their order, at most `AT_ONCE` of them running at a time; a
+    failure (billing unreachable: 503) is raised once every call has ended, so none is left
+    running after the answer."""
+    gate = asyncio.Semaphore(AT_ONCE)
+
+    async def one(call: Awaitable[T]) -> T:
+        async with gate:
+            return await call
+
+    ended = await asyncio.gather(*(one(call) for call in calls), return_exceptions=True)
+    for outcome in ended:
+        if isinstance(outcome, BaseException):
+            raise outcome
+    return cast(list[T], ended)
 
 
 class Chosen(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
@@ -112,7 +136,7 @@ class Members:
             target = f"bulk:{body.request_key}"
             after = {"days": body.days, "members": len(chosen), "found": len(fixed)}
             await audit(conn, caller, self.clock, "memberships.extend", target, None, after)
-        results = [await self._grant(one, fixed.get(one)) for one in chosen]
+        results = await each([self._grant(one, fixed.get(one)) for one in chosen])
         return answer(BulkExtended(body.request_key, body.days, results))
 
     async def remove(self, request: Request, caller: Caller) -> Response:
@@ -129,9 +153,9 @@ class Members:
             after = {"members": len(chosen), "found": len(found)}
             await audit(conn, caller, self.clock, "memberships.remove", target, None, after)
         reason = f"removed by {caller.email}"[:200]
-        results = [
-            await self._remove(body.request_key, one, found.get(one), reason) for one in chosen
-        ]
+        results = await each(
+            [self._remove(body.request_key, one, found.get(one), reason) for one in chosen]
+        )
         return answer(BulkRemoved(body.request_key, results))
 
     async def _remove(self, key: str, one: Chosen, user: int | None, reason: str) -> Removed:

@@ -121,6 +121,40 @@ def accessibility_problems(page: Page) -> list[str]:
     return list(found)
 
 
+# Each control a person can reach with Tab, focused in turn as the keyboard would (the page
+# has had a key press, so Chromium draws `:focus-visible`): one that takes no focus or draws no
+# ring is named. A positive tabindex (an order of its own) is named too.
+_FOCUS = """() => {
+  const name = (el) => `${el.tagName.toLowerCase()}${el.id ? '#' + el.id : ''}`
+    + `${el.getAttribute('name') ? '[name=' + el.getAttribute('name') + ']' : ''}`
+    + ` "${(el.textContent || el.getAttribute('aria-label') || '').trim().slice(0, 30)}"`;
+  const reachable = [...document.querySelectorAll(
+      'a[href], button, input:not([type=hidden]), select, textarea, summary, [tabindex]')]
+    .filter((el) => !el.disabled && el.tabIndex >= 0 && el.getClientRects().length
+      && getComputedStyle(el).visibility !== 'hidden'
+      && !el.closest('[inert], dialog:not([open])'));
+  const found = [...document.querySelectorAll('[tabindex]')]
+    .filter((el) => el.tabIndex > 0).map((el) => `${name(el)} has its own tab order`);
+  const kept = document.activeElement;
+  for (const el of reachable) {
+    el.focus({ preventScroll: true });
+    if (document.activeElement !== el) { found.push(`${name(el)} takes no focus`); continue; }
+    const s = getComputedStyle(el);
+    const ring = (s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) > 0)
+      || s.boxShadow !== 'none';
+    if (!ring) found.push(`${name(el)} shows no focus`);
+  }
+  if (kept instanceof HTMLElement) kept.focus({ preventScroll: true });
+  return found;
+}"""
+
+
+def focus_problems(page: Page) -> list[str]:
+    """Controls on the page as it stands that the keyboard reaches but cannot see focused."""
+    page.keyboard.press("Shift")
+    return list(page.evaluate(_FOCUS))
+
+
 @dataclass
 class Stack:
     url: str

@@ -22,6 +22,7 @@ from tests.panel_api.browser.conftest import (
     ARTIFACTS,
     PASSWORD,
     accessibility_problems,
+    focus_problems,
     sign_in,
 )
 from tests.panel_api.history import add_stars, seed_history
@@ -78,6 +79,7 @@ def test_pages__every_page_at_1280_and_390_px_without_sideways_scroll(
     # The language chosen before signing in is kept.
     page.select_option("#language", language)
     problems = {"the sign-in form": accessibility_problems(page)}
+    unseen = {"the sign-in form": focus_problems(page)}
     sign_in(page, business)
     expect(page.locator("#who")).to_be_visible()
     expect(page.locator("html")).to_have_attribute("lang", language)
@@ -130,8 +132,11 @@ def test_pages__every_page_at_1280_and_390_px_without_sideways_scroll(
             assert overflow <= 0, f"{view} at {width} px in {language} scrolls sideways"
             problems[f"{view} at {width} px"] = accessibility_problems(page)
             page.screenshot(path=str(shots / f"{view}-{language}-{width}.png"), full_page=True)
-    # axe-core finds nothing critical or serious on any page, at either width.
+            unseen[f"{view} at {width} px"] = focus_problems(page)
+    # axe-core finds nothing critical or serious on any page, at either width; every control
+    # the keyboard reaches shows its focus.
     assert {where: found for where, found in problems.items() if found} == {}
+    assert {where: found for where, found in unseen.items() if found} == {}
 
 
 def test_pages__an_unknown_address_is_a_page_that_says_so(page: Page, panel: str) -> None:
