@@ -6,7 +6,7 @@ import { element, words } from "../dom.js";
 import { actionButton, adding, editRow, formOf } from "../forms.js";
 import { number, t } from "../i18n.js";
 import { listView } from "../list.js";
-import { channelChoices, dayEnd, everything, person, when, wholeNumber } from "./common.js";
+import { badge, channelChoices, dayEnd, everything, person, when, wholeNumber } from "./common.js";
 
 /** The fields a code keeps when edited. @param {any} [c] */
 function limitFields(c) {
@@ -57,7 +57,7 @@ export async function accessCodes(url) {
       { label: "couponExpires", value: (c) => when(c.expires_at) },
       { label: "codeLabel", value: (c) => element("bdi", { text: c.label ?? "" }) },
       { label: "codeLink", value: (c) => c.link ? element("a", { href: c.link, dir: "ltr", text: t("startLink") }) : "" },
-      { label: "status", value: (c) => element("span", { "data-standing": c.active ? "on" : "off", text: t(c.active ? "enabled" : "disabled") }) },
+      { label: "status", value: (c) => badge(c.active ? "enabled" : "disabled", undefined, { "data-standing": c.active ? "on" : "off" }) },
     ],
     actions: admin ? (c) => [
       editRow("edit", () => formOf(`edit-code-${c.id}`, limitFields(c), "save", async (v) => {

@@ -6,7 +6,7 @@ import { element, words } from "../dom.js";
 import { actionButton, adding, editRow, formOf } from "../forms.js";
 import { has, list, number, t } from "../i18n.js";
 import { listView } from "../list.js";
-import { channelChoices, everything, when } from "./common.js";
+import { badge, channelChoices, everything, when } from "./common.js";
 
 /** @param {URL} url */
 export async function bots(url) {
@@ -27,7 +27,7 @@ export async function bots(url) {
     columns: [
       { label: "username", sort: "username", value: (b) => element("bdi", { text: "@" + b.username }) },
       { label: "mode", value: (b) => t(b.mode) },
-      { label: "status", sort: "status", value: (b) => t(b.status) },
+      { label: "status", sort: "status", value: (b) => badge(b.status) },
       { label: "defaultGate", value: (b) => list(defaultGate(channelList, b.id).map((c) => c.title)) || t("none") },
       { label: "lastError", value: (b) => b.last_error },
     ],
@@ -129,7 +129,7 @@ export function team(url) {
       { label: "email", sort: "email", value: (m) => m.email },
       { label: "name", value: (m) => m.display_name },
       { label: "role", sort: "role", value: (m) => t(m.role) },
-      { label: "status", value: (m) => t(m.disabled ? "disabled" : "enabled") },
+      { label: "status", value: (m) => badge(m.disabled ? "disabled" : "enabled") },
     ],
     actions: (m) => m.role === "owner" ? [] : [
       editRow("changeRole", () => formOf(`role-${m.id}`, [

@@ -7,7 +7,7 @@ import { fromBaseUnits } from "../format.js";
 import { actionButton, adding, editRow, formOf } from "../forms.js";
 import { list, money, number, t } from "../i18n.js";
 import { listView } from "../list.js";
-import { botChoices, copyable, everything, person, when } from "./common.js";
+import { badge, botChoices, copyable, everything, person, when } from "./common.js";
 
 const ORDER_STATES = ["requested", "approved", "part_paid", "paid", "rejected", "cancelled", "expired"];
 // What an admin may do to an order in each state, as billing allows it (ad_orders.end): an
@@ -63,7 +63,7 @@ export function orders(url) {
       { label: "person", value: (o) => person(o) },
       { label: "price", sort: "price_micros", value: (o) => usdt(o.price) },
       { label: "progress", sort: "paid_micros", value: (o) => progress(o) },
-      { label: "status", sort: "status", value: (o) => t(o.status) },
+      { label: "status", sort: "status", value: (o) => badge(o.status) },
       { label: "due", value: (o) => when(o.due_at) },
     ],
     // Cancelling is done from the order's own page, where what it cancels is in view.
@@ -148,7 +148,7 @@ export async function slots(url) {
       { label: "kind", value: (s) => t(s.kind) },
       { label: "price", sort: "price_micros", value: (s) => usdt(s.price) },
       { label: "coins", value: (s) => list([s.accepts_usdt && "USDT", s.accepts_trx && "TRX"].filter((c) => typeof c === "string")) },
-      { label: "status", value: (s) => t(s.active ? "enabled" : "disabled") },
+      { label: "status", value: (s) => badge(s.active ? "enabled" : "disabled") },
     ],
     actions: admin ? (s) => [
       editRow("edit", () => formOf(`edit-slot-${s.id}`, [

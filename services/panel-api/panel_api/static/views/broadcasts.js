@@ -10,7 +10,7 @@ import { list, number, t } from "../i18n.js";
 import { listView } from "../list.js";
 import { open } from "../router.js";
 import { drawn, telegramLength } from "../telegram.js";
-import { botChoices, channelChoices, everything, handoff, when } from "./common.js";
+import { badge, botChoices, channelChoices, everything, handoff, when } from "./common.js";
 
 const OPEN = ["queued", "fanning_out", "sending"];
 const STATES = [...OPEN, "done", "cancelled"];
@@ -75,9 +75,11 @@ function onceShown(node, run) {
 /** Its state, or when it is set to start while it waits for that. @param {any} b */
 function stateOf(b) {
   if (b.state === "queued" && b.starts_at && new Date(b.starts_at) > new Date()) {
-    return element("span", { "data-state": "scheduled", text: t("scheduledFor", { when: when(b.starts_at) ?? "" }) });
+    const waiting = badge("scheduled", "wait", { "data-state": "scheduled" });
+    waiting.textContent = t("scheduledFor", { when: when(b.starts_at) ?? "" });
+    return waiting;
   }
-  return words("span", b.state, { "data-state": b.state });
+  return badge(b.state, undefined, { "data-state": b.state });
 }
 
 /** Whom it is for, in words: everyone, or each part of its audience.

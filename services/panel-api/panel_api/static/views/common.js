@@ -68,6 +68,23 @@ export function person(item) {
   return node;
 }
 
+// A status's tone: good (paid up, done, on), waiting (on its way, or needing time), bad
+// (failed, ended, off) or plain; its words always say it, the colour only helps.
+const TONES = /** @type {Record<string, string>} */ ({
+  active: "good", paid: "good", done: "good", enabled: "good", onSale: "good", defaultPlan: "good",
+  approved: "good", on: "good", applied: "good",
+  grace: "wait", open: "wait", pending: "wait", processing: "wait", queued: "wait", fanning_out: "wait",
+  sending: "wait", requested: "wait", part_paid: "wait", scheduled: "wait", paying: "wait",
+  expired: "bad", failed: "bad", disabled: "bad", rejected: "bad", offSale: "bad", off: "bad", removed: "bad", paused: "bad",
+});
+
+/** A status as a badge: its words, in a colour by its tone.
+ * @param {string} key the words' key @param {string} [tone] the tone, when not the key's own
+ * @param {Record<string, string>} [attributes] */
+export function badge(key, tone, attributes = {}) {
+  return element("span", { class: "badge", "data-tone": tone ?? TONES[key] ?? "plain", text: t(key), ...attributes });
+}
+
 /** People chosen on one page for a message written on another (the Memberships page's
  * "message the chosen" opens the broadcast composer with them); taken once.
  * @type {{ people: number[] | null }} */

@@ -6,7 +6,7 @@ import { element, words } from "../dom.js";
 import { actionButton, adding, editRow, formOf } from "../forms.js";
 import { money, number, percent, t } from "../i18n.js";
 import { listView } from "../list.js";
-import { dayEnd, everything, person, when, wholeNumber } from "./common.js";
+import { badge, dayEnd, everything, person, when, wholeNumber } from "./common.js";
 
 const CUSTOMERS = ["any", "new", "lapsed", "new_or_lapsed"];
 
@@ -74,7 +74,7 @@ export async function coupons(url) {
       { label: "paidUses", value: (c) => number(c.paid) },
       { label: "couponExpires", value: (c) => when(c.expires_at) },
       { label: "couponCustomers", value: (c) => t(`customers.${c.customers}`) },
-      { label: "status", value: (c) => element("span", { "data-standing": c.active ? "on" : "off", text: t(c.active ? "enabled" : "disabled") }) },
+      { label: "status", value: (c) => badge(c.active ? "enabled" : "disabled", undefined, { "data-standing": c.active ? "on" : "off" }) },
     ],
     actions: admin ? (c) => [
       editRow("edit", () => formOf(`edit-coupon-${c.id}`, limitFields(planList, c), "save", async (v) => {

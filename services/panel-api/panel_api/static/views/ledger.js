@@ -8,7 +8,7 @@ import { digits, money, number, t } from "../i18n.js";
 import { latinDigits } from "../format.js";
 import { listView } from "../list.js";
 import { open, reload } from "../router.js";
-import { botChoices, channelChoices, copyable, everything, handoff, idText, person, wholeNumber, when } from "./common.js";
+import { badge, botChoices, channelChoices, copyable, everything, handoff, idText, person, when, wholeNumber } from "./common.js";
 
 /** @param {URL} url */
 export async function people(url) {
@@ -41,7 +41,7 @@ export async function memberships(url) {
     columns: [
       { label: "person", value: (m) => person(m) },
       { label: "channel", value: (m) => m.channel_title },
-      { label: "status", sort: "status", value: (m) => t(m.status) },
+      { label: "status", sort: "status", value: (m) => badge(m.status) },
       // 1970-01-01: every payment refunded, no paid time at all.
       { label: "expires", sort: "expires_at", value: (m) => m.expires_at.startsWith("1970-01-01") ? null : when(m.expires_at) },
       { label: "renewal", value: (m) => m.stars_renewal
@@ -243,7 +243,7 @@ export async function invoices(url) {
       { label: "reference", value: (i) => element("code", { dir: "ltr", text: i.order_reference }) },
       { label: "person", value: (i) => person(i) },
       { label: "amount", sort: "amount_minor", value: (i) => money(i.amount, i.currency) },
-      { label: "status", sort: "status", value: (i) => t(i.status) },
+      { label: "status", sort: "status", value: (i) => badge(i.status) },
       { label: "created", sort: "created_at", value: (i) => when(i.created_at) },
     ],
   });
@@ -372,7 +372,7 @@ export function accessEvents(url) {
       { label: "kind", sort: "kind", value: (e) => t(e.kind) },
       { label: "person", value: (e) => person(e) },
       { label: "channel", value: (e) => e.channel_title },
-      { label: "state", sort: "state", value: (e) => t(e.state) },
+      { label: "state", sort: "state", value: (e) => badge(e.state) },
       { label: "attempts", sort: "attempts", value: (e) => number(e.attempts) },
       { label: "lastError", value: (e) => e.last_error },
     ],

@@ -7,7 +7,7 @@ import { element, words } from "../dom.js";
 import { actionButton, adding, editRow, formOf } from "../forms.js";
 import { list, money, number, t } from "../i18n.js";
 import { listView } from "../list.js";
-import { channelChoices, everything, wholeNumber } from "./common.js";
+import { badge, channelChoices, everything, wholeNumber } from "./common.js";
 
 /** The gateways billing has on, with their names; none when billing cannot say right now.
  * @returns {Promise<{ value: string, text: string }[]>} */
@@ -70,7 +70,7 @@ function planBody(v) {
 /** @param {{ active: boolean, is_default: boolean }} p */
 function standing(p) {
   const key = p.is_default ? "defaultPlan" : p.active ? "onSale" : "offSale";
-  return element("span", { "data-standing": key, text: t(key) });
+  return badge(key, undefined, { "data-standing": key });
 }
 
 /** @param {URL} url */
