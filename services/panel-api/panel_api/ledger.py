@@ -113,6 +113,8 @@ MEMBERSHIPS = Listing(
 class MembershipExport(msgspec.Struct, kw_only=True):
     status: MembershipStatus | None = None
     channel: Id | None = None
+    # Our id for one person (a membership's `person_id`): theirs only.
+    person: Id | None = None
     q: Search | None = None
     sort: MembershipsSort = "person_id"
 
@@ -238,6 +240,8 @@ class PaymentExport(msgspec.Struct, kw_only=True):
     applied: bool | None = None
     flag: Word | None = None
     channel: Id | None = None
+    # Our id for one person: theirs only.
+    person: Id | None = None
     q: Search | None = None
     sort: PaymentsSort = "-id"
 
@@ -404,7 +408,12 @@ def _people_filters(where: PeopleExport) -> dict[str, Any]:
 
 
 def _membership_filters(where: MembershipExport) -> dict[str, Any]:
-    return {"status": where.status, "channel_id": where.channel, **person_search(where.q)}
+    return {
+        "status": where.status,
+        "channel_id": where.channel,
+        "person_id": where.person,
+        **person_search(where.q),
+    }
 
 
 def _payment_filters(where: PaymentExport) -> dict[str, Any]:
@@ -413,6 +422,7 @@ def _payment_filters(where: PaymentExport) -> dict[str, Any]:
         "applied": where.applied,
         "flag": where.flag,
         "channel_id": where.channel,
+        "person_id": where.person,
         **person_search(where.q),
     }
 

@@ -227,6 +227,7 @@ SELECT m.person_id, p.telegram_user_id, json_build_object('username', p.username
   ) ss ON true
  WHERE (%(status)s::text IS NULL OR m.status = %(status)s)
    AND (%(channel_id)s::integer IS NULL OR m.channel_id = %(channel_id)s)
+   AND (%(person_id)s::integer IS NULL OR m.person_id = %(person_id)s)
    AND (%(q)s::text IS NULL OR p.telegram_user_id::text = %(q)s
         OR p.username ILIKE %(q_start)s
         OR concat_ws(' ', p.first_name, p.last_name) ILIKE %(q_any)s
@@ -290,6 +291,7 @@ SELECT pay.id, pay.gateway, pay.external_payment_id, i.order_reference, p.telegr
    AND (%(applied)s::boolean IS NULL OR pay.applied = %(applied)s)
    AND (%(flag)s::text IS NULL OR pay.flag = %(flag)s)
    AND (%(channel_id)s::integer IS NULL OR pay.channel_id = %(channel_id)s)
+   AND (%(person_id)s::integer IS NULL OR pay.person_id = %(person_id)s)
    AND (%(q)s::text IS NULL OR p.telegram_user_id::text = %(q)s
         OR p.username ILIKE %(q_start)s
         OR concat_ws(' ', p.first_name, p.last_name) ILIKE %(q_any)s

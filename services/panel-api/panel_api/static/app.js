@@ -16,7 +16,7 @@ import { accessCodes, accessCodeUses } from "./views/access-codes.js";
 import { stats } from "./views/stats.js";
 import { admission, channel, channels, contents } from "./views/channels.js";
 import { dashboard } from "./views/dashboard.js";
-import { accessEvents, invoices, memberships, payments, people, reconcile } from "./views/ledger.js";
+import { accessEvents, invoices, memberships, payments, people, personPage, reconcile } from "./views/ledger.js";
 
 const main = byId("view");
 const pages = byId("pages");
@@ -52,6 +52,7 @@ route("/broadcasts", { title: "broadcasts", render: broadcasts });
 route("/stats", { title: "stats", render: stats });
 route("/broadcasts/:id", { title: "broadcastPage", render: broadcast });
 route("/people", { title: "people", render: people });
+route("/people/:id", { title: "personPage", render: personPage });
 route("/memberships", { title: "memberships", render: memberships });
 route("/invoices", { title: "invoices", render: invoices });
 route("/payments", { title: "payments", render: payments });

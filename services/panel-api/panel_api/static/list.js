@@ -37,6 +37,8 @@ import { navigate } from "./router.js";
  *   pages behind it, that one offers every row matching the filter (up to `MATCHING`)
  * @property {Node[]} [before]
  * @property {Node[]} [after]
+ * @property {Record<string, string>} [fixed] query parameters the list always has (a detail
+ *   page's own: one person's memberships)
  */
 
 /** The most rows "choose all that match" loads into the table, to be seen before acting. */
@@ -63,9 +65,9 @@ function heading(column, sort) {
 }
 
 /** @param {URL} url @param {List} list @returns {Promise<Node[]>} */
-export async function listView(url, { id, path, columns, filters = [], search = false, csv, actions = null, select = null, before = [], after = [] }) {
+export async function listView(url, { id, path, columns, filters = [], search = false, csv, actions = null, select = null, before = [], after = [], fixed = {} }) {
   const wanted = url.searchParams;
-  const query = new URLSearchParams({ limit: "50" });
+  const query = new URLSearchParams({ limit: "50", ...fixed });
   const sort = wanted.get("sort");
   if (sort) query.set("sort", sort);
   const controls = [];

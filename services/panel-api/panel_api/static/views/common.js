@@ -65,7 +65,8 @@ export function person(item) {
   if (name) node.append(element("bdi", { class: "name", text: name }), " ");
   if (who?.username) node.append(element("bdi", { dir: "ltr", class: "handle", text: "@" + who.username }), " ");
   node.append(element("bdi", { dir: "ltr", class: "user-id", text: digits(item.telegram_user_id) }));
-  return node;
+  // Their own page: what they hold and paid, in one place.
+  return element("a", { href: `/people/${item.telegram_user_id}`, class: "to-person" }, node);
 }
 
 // A status's tone: good (paid up, done, on), waiting (on its way, or needing time), bad

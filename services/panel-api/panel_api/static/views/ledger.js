@@ -4,7 +4,7 @@
 import { ApiProblem, call, may, Refusal } from "../api.js";
 import { element, show, wordChoices, words } from "../dom.js";
 import { actionButton, adding, formOf } from "../forms.js";
-import { digits, money, number, t } from "../i18n.js";
+import { digits, list, money, number, t } from "../i18n.js";
 import { latinDigits } from "../format.js";
 import { listView } from "../list.js";
 import { open, reload } from "../router.js";
@@ -17,13 +17,56 @@ export async function people(url) {
     id: "people", path: "/v1/people", search: true, csv: "/v1/exports/people.csv",
     filters: bots.length > 1 ? [{ name: "bot", label: "bot", choices: botChoices(bots) }] : [],
     columns: [
-      { label: "telegramUser", sort: "telegram_user_id", value: (p) => idText(p.telegram_user_id) },
+      { label: "telegramUser", sort: "telegram_user_id", value: (p) => element("a", { href: `/people/${p.telegram_user_id}` }, idText(p.telegram_user_id)) },
       { label: "name", value: (p) => [p.first_name, p.last_name].filter(Boolean).join(" ") || null },
       { label: "username", value: (p) => p.username ? element("bdi", { dir: "ltr", text: "@" + p.username }) : null },
       { label: "firstSeen", sort: "first_seen_at", value: (p) => when(p.first_seen_at) },
       { label: "lastSeen", sort: "last_seen_at", value: (p) => when(p.last_seen_at) },
     ],
   });
+}
+
+/** One person: who they are, the bots they wrote to, their memberships and their payments.
+ * @param {URL} url @param {number} telegramUserId */
+export async function personPage(url, telegramUserId) {
+  const [found, bots] = await Promise.all([call("GET", `/v1/people/by-telegram-id/${telegramUserId}`), everything("/v1/bots")]);
+  const names = new Map(bots.map((b) => [b.id, b.username]));
+  const who = found.person;
+  const name = [who.first_name, who.last_name].filter(Boolean).join(" ");
+  const facts = element("dl", { class: "facts", id: "person-facts" },
+    words("dt", "name"), element("dd", {}, element("bdi", { text: name || "—" })),
+    words("dt", "username"), element("dd", {}, who.username ? element("bdi", { dir: "ltr", text: "@" + who.username }) : t("none")),
+    words("dt", "telegramUser"), element("dd", {}, copyable(String(found.telegram_user_id))),
+    words("dt", "bots"), element("dd", { text: found.bot_ids.length
+      ? list(found.bot_ids.map((/** @type {number} */ id) => `\u2066@${names.get(id) ?? id}\u2069`)) : t("none") }));
+  const fixed = { person: String(found.person_id) };
+  const held = await listView(url, {
+    id: "person-memberships", path: "/v1/memberships", fixed,
+    columns: [
+      { label: "channel", value: (m) => element("a", { href: `/channels/${m.channel_id}` }, element("bdi", { text: m.channel_title })) },
+      { label: "status", value: (m) => badge(m.status) },
+      { label: "expires", value: (m) => m.expires_at.startsWith("1970-01-01") ? null : when(m.expires_at) },
+      { label: "renewal", value: (m) => m.stars_renewal
+        ? t(`renewal.${m.stars_renewal}`, { when: m.stars_renews_at ? when(m.stars_renews_at) : "" })
+        : null },
+    ],
+    actions: (m) => [historyButton(m)],
+  });
+  const paid = await listView(url, {
+    id: "person-payments", path: "/v1/payments", fixed,
+    columns: [
+      { label: "reference", value: (p) => element("code", { dir: "ltr", text: p.order_reference }) },
+      { label: "amount", value: (p) => money(p.amount, p.currency) },
+      { label: "applied", value: (p) => badge(p.applied ? "yes" : "no", p.applied ? "good" : "bad") },
+      { label: "paidAt", value: (p) => when(p.paid_at) },
+    ],
+  });
+  return [
+    element("h2", { text: name || `@${who.username ?? ""}` || String(found.telegram_user_id) }), facts,
+    words("h2", "memberships"), ...held,
+    words("h2", "payments"), ...paid,
+    element("p", {}, words("a", "toPeople", { href: "/people" })),
+  ];
 }
 
 /** @param {URL} url */
