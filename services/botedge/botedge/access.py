@@ -14,7 +14,9 @@ Through the channel's manager bot (`channels.manager_bot_id`):
 - checkout_declined, checkout_lapsed: a checkout that did not pay (the gateway declined, or
   the invoice expired unpaid), with a button to try again.
 - revoke: ban then unban (`only_if_banned`), which removes without barring a later return, then
-  a message with the pay link. The chat's owner and admins are never removed.
+  a message with the pay link. The chat's owner and admins are never removed. A revoke of the
+  owner's removal also stops the person's Stars renewal of the channel
+  (`editUserStarSubscription`), or Telegram would charge them again and let them back in.
 No manager bot, missing rights or Telegram refusing: retried with backoff, then `failed` with
 `last_error` for the owner.
 """
@@ -395,9 +397,44 @@ class Access:
             link = await self._join_request_link(token, ctx, access)
             return ask_message(ctx.title, link, say), None
         if isinstance(step, Remove):
+            if ctx.cause == "removal" and ctx.star_renewal == "active":
+                await self._stop_renewals(ctx, access)
             removed = await self._remove(token, ctx.telegram_chat_id, ctx.telegram_user_id)
             return (removed_message(ctx.title, step.renew, say) if removed else None), None
         return None, None
+
+    async def _stop_renewals(self, ctx: AccessContext, access: AccessEvent) -> None:
+        """The person's Stars subscriptions renewing the channel, cancelled in Telegram by the
+        bot that sold each, then recorded (a retry finds them cancelled, or cancels again,
+        which Telegram takes)."""
+        async with connection(self.pool) as conn:
+            cur = await conn.execute(
+                Q["stars_to_stop"],
+                {"person_id": access.person_id, "channel_id": access.channel_id},
+            )
+            renewing = await cur.fetchall()
+        for row in renewing:
+            token = self.tokens(int(row["bot_id"]))
+            if token is None:
+                raise AccessFailed(f"bot {row['bot_id']}, which sold the renewal, is not active")
+            try:
+                await self.api.call(
+                    token,
+                    "editUserStarSubscription",
+                    {
+                        "user_id": ctx.telegram_user_id,
+                        "telegram_payment_charge_id": str(row["first_charge_id"]),
+                        "is_canceled": True,
+                    },
+                )
+            except BadRequest as error:
+                # Telegram knows no such renewal: nothing to stop there; left as recorded.
+                log.warning("renewal %d not cancelled: %s", row["id"], error.description)
+                continue
+            async with connection(self.pool) as conn:
+                await conn.execute(
+                    Q["cancel_star_subscription"], {"id": row["id"], "now": self.clock.now()}
+                )
 
     async def _single_use_link(self, token: str, chat: int, event_id: int) -> str:
         expire = self.clock.now() + dt.timedelta(hours=self.invite_hours)

@@ -1125,6 +1125,15 @@ SELECT s.id, s.state, s.first_charge_id, s.renews_at, c.title
   LEFT JOIN channels c ON c.id = i.channel_id
  WHERE s.id = %(id)s AND s.bot_id = %(bot_id)s AND p.telegram_user_id = %(telegram_user_id)s;
 
+-- stars_to_stop --
+-- The person's Stars subscriptions that renew a channel's access (a bundle's among them).
+SELECT s.id, s.bot_id, s.first_charge_id
+  FROM star_subscriptions s
+  JOIN invoices i ON i.order_reference = s.invoice_payload
+ WHERE s.person_id = %(person_id)s AND s.state = 'active'
+   AND %(channel_id)s = ANY (coalesce(i.bundle_channel_ids, ARRAY[i.channel_id]))
+ ORDER BY s.id;
+
 -- cancel_star_subscription --
 UPDATE star_subscriptions SET state = 'canceled', changed_at = %(now)s
  WHERE id = %(id)s AND state <> 'canceled';

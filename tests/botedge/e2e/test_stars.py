@@ -267,6 +267,47 @@ def test_stars__a_cancelled_subscription_runs_to_its_end_then_grace_and_removal(
     )
 
 
+def test_stars__removed_by_the_owner_out_at_once_and_the_renewal_stopped_in_telegram(
+    stars: Stars,
+) -> None:
+    """An owner's removal of a member whose access Telegram renews by Stars: out of the channel
+    now, and the renewal cancelled by the bot that sold it, or Telegram would charge them again
+    and the payment would let them back in."""
+    edge = stars.edge
+    edge.start_worker()
+    stars.subscribe()
+    [made] = edge.sim_get("/_sim/stars")["subscriptions"]
+    assert made["canceled"] is False
+    body = {
+        "telegram_user_id": BUYER,
+        "channel_id": stars.channel,
+        "request_key": "press-7601:1:1",
+        "reason": "removed by owner@example.com",
+    }
+    removed = HTTP.post(f"{stars.billing.url}/internal/removals", json=body, headers=SERVICE)
+    assert removed.status_code == 200, removed.text
+    assert removed.json()["applied"] is True
+    edge.wait_until(
+        lambda: edge.query("SELECT state FROM star_subscriptions") == [("canceled",)],
+        30,
+        "the renewal stopped",
+    )
+    [after] = edge.sim_get("/_sim/stars")["subscriptions"]
+    assert after["canceled"] is True
+    calls = edge.sim_get("/_sim/calls", method="editUserStarSubscription")
+    assert [c["status"] for c in calls] == [200]
+    edge.wait_until(
+        lambda: (
+            edge.query("SELECT kind, state FROM access_events WHERE kind = 'revoke'")
+            == [("revoke", "done")]
+        ),
+        30,
+        "the revoke done",
+    )
+    after_removal = stars.membership()
+    assert after_removal is not None and after_removal[0] == "expired"
+
+
 def notice_due(stars: Stars, left: dt.timedelta) -> int:
     """The membership made to end in `left`, past its 24-hour reminder; the sweep's count of
     notices written."""
