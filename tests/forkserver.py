@@ -99,8 +99,16 @@ def serve(path: str) -> None:
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ)
     selector.register(wake_read, selectors.EVENT_READ)
+    # The test worker that started it: when it is gone (killed, so its fixtures never ran), the
+    # server and the services it forked go too, instead of living on after the run.
+    worker = os.getppid()
     while True:
-        for key, _ in selector.select():
+        if os.getppid() != worker:
+            for pid in children:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            return
+        for key, _ in selector.select(timeout=2.0):
             if key.fileobj is listener:
                 conn, _ = listener.accept()
                 request = json.loads(conn.makefile("rb").readline())
