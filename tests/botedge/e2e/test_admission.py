@@ -40,6 +40,8 @@ def test_join_request__payer_approved_stranger_told_how_to_pay_then_declined(
     assert "Ask to join with this link" in shop.sent(PAYER)[0]["text"]
     [(link,)] = edge.query("SELECT join_request_link FROM channels")
     assert link is not None
+    # Telegram has it; the sender records it sent once Telegram's answer is back.
+    edge.wait_until(lambda: len(outbox(shop, "sendMessage")) == 1, 30, "the link recorded sent")
     [grant] = outbox(shop, "sendMessage")
     assert grant["reply_markup"]["inline_keyboard"][0][0]["url"] == link
 
@@ -63,6 +65,11 @@ def test_join_request__payer_approved_stranger_told_how_to_pay_then_declined(
     ]
     # The message first: after the decline it could not be delivered.
     assert calls[-2:] == ["sendmessage", "declinechatjoinrequest"]
+    edge.wait_until(
+        lambda: any(m["chat_id"] == STRANGER for m in outbox(shop, "sendMessage")),
+        30,
+        "the message recorded sent",
+    )
     [stranger_message] = [m for m in outbox(shop, "sendMessage") if m["chat_id"] == STRANGER]
     assert stranger_message["reply_markup"]["inline_keyboard"][0][0]["url"] == (
         f"https://t.me/bot{MANAGER}?start=pay_{shop.channel}"
@@ -127,6 +134,8 @@ def test_intruders__removed_and_told_admins_and_the_whitelisted_kept(shop: Shop)
     assert member_status(shop, STRANGER) == "left"
     assert member_status(shop, FRIEND) == "member"
     assert member_status(shop, LISTED_ADMIN) == "member"
+    # Telegram has had them; each is recorded sent once its answer is back.
+    edge.wait_until(lambda: len(outbox(shop, "unbanChatMember")) == 1, 30, "the unban recorded")
     bans = [p["user_id"] for p in outbox(shop, "banChatMember")]
     assert bans == [STRANGER]
     unbans = outbox(shop, "unbanChatMember")

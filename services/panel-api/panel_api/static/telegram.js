@@ -53,6 +53,46 @@ export function drawn(text, html) {
   return [...root.childNodes];
 }
 
+// Each tag by the entity Telegram makes of it.
+const ENTITIES = {
+  b: "bold", strong: "bold", i: "italic", em: "italic", u: "underline", ins: "underline",
+  s: "strikethrough", strike: "strikethrough", del: "strikethrough", code: "code", pre: "pre",
+  blockquote: "blockquote", "tg-spoiler": "spoiler", a: "text_link",
+};
+
+/**
+ * A message as Telegram stores it: the text the person reads and its entities (offsets and
+ * lengths in UTF-16 units, as a JavaScript string counts), ordered by offset, the longer first
+ * where two start together. What the preview draws, as data.
+ * @param {string} text HTML as the owner wrote it
+ * @returns {{ text: string, entities: Array<{ type: string, offset: number, length: number, url?: string }> }}
+ */
+export function entitiesOf(text) {
+  let plain = "";
+  /** @type {Array<{ type: string, offset: number, length: number, url?: string }>} */
+  const found = [];
+  /** @type {Array<{ type: string, offset: number, url?: string }>} */
+  const open = [];
+  let place = 0;
+  for (const match of text.matchAll(TAG)) {
+    plain += unescaped(text.slice(place, match.index));
+    place = (match.index ?? 0) + match[0].length;
+    const type = /** @type {Record<string, string>} */ (ENTITIES)[match[2].toLowerCase()];
+    if (!type) {
+      plain += match[0];
+    } else if (!match[1]) {
+      const href = /href="([^"]*)"/.exec(match[3] ?? "");
+      open.push({ type, offset: plain.length, ...(type === "text_link" && href ? { url: unescaped(href[1]) } : {}) });
+    } else {
+      const started = open.pop();
+      if (started && plain.length > started.offset) found.push({ ...started, length: plain.length - started.offset });
+    }
+  }
+  plain += unescaped(text.slice(place));
+  found.sort((a, b) => a.offset - b.offset || b.length - a.length || (a.type < b.type ? -1 : a.type > b.type ? 1 : 0));
+  return { text: plain, entities: found.map(({ type, offset, length, url }) => ({ type, offset, length, ...(url === undefined ? {} : { url }) })) };
+}
+
 /**
  * A message's length as Telegram counts it against its limits: UTF-16 code units of what is
  * left once its tags and entities are read (an emoji outside the BMP counts twice).

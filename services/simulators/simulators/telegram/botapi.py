@@ -83,6 +83,65 @@ def plain_text(text: str) -> str:
     return html.unescape(_HTML_TAG.sub("", text))
 
 
+# Each tag Telegram reads in parse_mode=HTML, by the entity it becomes.
+_ENTITY_OF = {
+    "b": "bold",
+    "strong": "bold",
+    "i": "italic",
+    "em": "italic",
+    "u": "underline",
+    "ins": "underline",
+    "s": "strikethrough",
+    "strike": "strikethrough",
+    "del": "strikethrough",
+    "code": "code",
+    "pre": "pre",
+    "blockquote": "blockquote",
+    "tg-spoiler": "spoiler",
+    "a": "text_link",
+}
+_ANY_TAG = re.compile(r"<(/?)([a-z-]+)((?:\s+[a-z-]+=\"[^\"]*\")*)\s*>")
+_HREF = re.compile(r'href="([^"]*)"')
+
+
+def html_entities(text: str) -> tuple[str, list[dict[str, Any]]]:
+    """A parse_mode=HTML text as the person reads it, as Telegram gives it back: the plain text
+    and its entities, offsets and lengths in UTF-16 code units, ordered by offset (the longer
+    first where two start together)."""
+    plain: list[str] = []
+    units = 0
+    found: list[dict[str, Any]] = []
+    open_tags: list[tuple[str, int, dict[str, Any]]] = []
+    place = 0
+
+    def add(chunk: str) -> None:
+        nonlocal units
+        read = html.unescape(chunk)
+        plain.append(read)
+        units += len(read.encode("utf-16-le")) // 2
+
+    for match in _ANY_TAG.finditer(text):
+        add(text[place : match.start()])
+        place = match.end()
+        closing, name = match.group(1), match.group(2)
+        kind = _ENTITY_OF.get(name)
+        if kind is None:
+            continue
+        if not closing:
+            extra: dict[str, Any] = {}
+            href = _HREF.search(match.group(3) or "")
+            if name == "a" and href:
+                extra["url"] = html.unescape(href.group(1))
+            open_tags.append((kind, units, extra))
+        elif open_tags:
+            kind, start, extra = open_tags.pop()
+            if units > start:
+                found.append({"type": kind, "offset": start, "length": units - start, **extra})
+    add(text[place:])
+    found.sort(key=lambda e: (e["offset"], -e["length"], e["type"]))
+    return "".join(plain), found
+
+
 def _check_html(params: Params) -> None:
     """What Telegram refuses in parse_mode=HTML: a `<` that opens no supported tag, a `&` that
     starts no entity."""
@@ -148,9 +207,18 @@ def _send(world: World, bot: Bot, params: Params, kind: str) -> Any:
             "text": message.get("text", message.get("caption")),
             "file_id": _file_id(message.get(kind)) if kind != "text" else None,
             "at": time.time(),
+            # What the person reads: Telegram's plain text and entities for an HTML message.
+            **_read(message.get("text", message.get("caption")), params.get("parse_mode")),
         }
     )
     return message
+
+
+def _read(text: Any, parse_mode: Any) -> dict[str, Any]:
+    if not isinstance(text, str) or parse_mode != "HTML":
+        return {}
+    plain, entities = html_entities(text)
+    return {"plain": plain, "entities": entities}
 
 
 CAPTION_LIMIT = 1024
