@@ -9,7 +9,6 @@ cut short by billing going away is simply sent again.
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 from typing import Annotated, Any, Literal
 
@@ -31,15 +30,13 @@ from panel_api.access import (
     query,
 )
 from panel_api.fields import Id
-from panel_api.internal import Internal, relayed
+from panel_api.internal import Internal, each, relayed
 from panel_api.sqlq import Q
 from shared.clock import Clock
 from shared.errors import json_body
 from shared.web import runtime
 
 MAX_IMPORT = 10_000
-# Calls to billing in flight during an import.
-GRANTS_AT_ONCE = 8
 TelegramId = Annotated[int, msgspec.Meta(gt=0, le=2**63 - 1)]
 Note = Annotated[str, msgspec.Meta(max_length=200, pattern=r"^[^\x00-\x1f\x7f]*$")]
 Reason = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$")]
@@ -238,27 +235,25 @@ class Admission:
     async def _grant_all(
         self, channel_id: int, ids: dict[int, int], body: ImportBody
     ) -> tuple[int, list[Rejected]]:
-        gate = asyncio.Semaphore(GRANTS_AT_ONCE)
         until = body.until.isoformat() if body.until else None
 
         async def one(user: int) -> tuple[int, bool | str]:
-            async with gate:
-                reply = await self.billing.ask(
-                    "POST",
-                    "/internal/grants",
-                    {
-                        "telegram_user_id": user,
-                        "channel_id": channel_id,
-                        "until": until,
-                        "reason": body.reason,
-                    },
-                )
+            reply = await self.billing.ask(
+                "POST",
+                "/internal/grants",
+                {
+                    "telegram_user_id": user,
+                    "channel_id": channel_id,
+                    "until": until,
+                    "reason": body.reason,
+                },
+            )
             if reply.status_code == 200:
                 return user, bool(reply.json().get("applied"))
             return user, str(reply.json().get("detail") or reply.status_code)[:200]
 
         # billing unreachable stops the import with 503; what was granted stays granted.
-        results = await asyncio.gather(*(one(user) for user in ids))
+        results = await each([one(user) for user in ids])
         added = sum(1 for _, outcome in results if outcome is True)
         refused = [
             Rejected(ids[user], str(user), outcome)

@@ -8,8 +8,10 @@ while its breaker is open it is not asked, and the 503 says when to try (`Retry-
 
 from __future__ import annotations
 
+import asyncio
 import math
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, TypeVar, cast
 
 import httpx
 from starlette.responses import Response
@@ -64,3 +66,26 @@ def relayed(answer: httpx.Response) -> Response:
         status_code=answer.status_code,
         media_type=answer.headers.get("content-type", "application/json"),
     )
+
+
+T = TypeVar("T")
+# Calls to another service in flight for one request that asks about many people (each
+# person's membership has its own lock there).
+AT_ONCE = 8
+
+
+async def each(calls: list[Awaitable[T]]) -> list[T]:
+    """The calls' answers in their order, at most `AT_ONCE` of them running at a time; a
+    failure (the service unreachable: 503) is raised once every call has ended, so none is
+    left running after the answer."""
+    gate = asyncio.Semaphore(AT_ONCE)
+
+    async def one(call: Awaitable[T]) -> T:
+        async with gate:
+            return await call
+
+    ended = await asyncio.gather(*(one(call) for call in calls), return_exceptions=True)
+    for outcome in ended:
+        if isinstance(outcome, BaseException):
+            raise outcome
+    return cast(list[T], ended)

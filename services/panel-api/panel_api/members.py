@@ -11,10 +11,8 @@ undoes a payment made since.
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
-from collections.abc import Awaitable
-from typing import Annotated, Literal, TypeVar, cast
+from typing import Annotated, Literal
 
 import msgspec
 from starlette.requests import Request
@@ -23,34 +21,12 @@ from starlette.responses import Response
 from panel_api import store
 from panel_api.access import Caller, answer, audit
 from panel_api.fields import Id
-from panel_api.internal import Internal
+from panel_api.internal import Internal, each
 from shared.clock import Clock
 from shared.errors import json_body
 from shared.web import runtime
 
 RequestKey = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_-]{8,64}$")]
-# Calls to billing in flight for one bulk request (each person's membership has its own lock).
-AT_ONCE = 8
-
-
-T = TypeVar("T")
-
-
-async def each(calls: list[Awaitable[T]]) -> list[T]:
-    """The calls' answers in their order, at most `AT_ONCE` of them running at a time; a
-    failure (billing unreachable: 503) is raised once every call has ended, so none is left
-    running after the answer."""
-    gate = asyncio.Semaphore(AT_ONCE)
-
-    async def one(call: Awaitable[T]) -> T:
-        async with gate:
-            return await call
-
-    ended = await asyncio.gather(*(one(call) for call in calls), return_exceptions=True)
-    for outcome in ended:
-        if isinstance(outcome, BaseException):
-            raise outcome
-    return cast(list[T], ended)
 
 
 class Chosen(msgspec.Struct, forbid_unknown_fields=True, frozen=True):

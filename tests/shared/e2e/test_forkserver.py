@@ -12,12 +12,14 @@ from shared.testing import free_port
 from tests.conftest import ROOT, wait_until
 from tests.forkserver import Forked
 
-# A stand-in for a test worker: starts the fork server, says its pid, then waits to be killed.
+# A stand-in for a test worker: starts the fork server, says its pid, then blocks reading its
+# input (which the test never closes) until it is killed.
 WORKER = (
-    "import subprocess, sys, time\n"
-    "server = subprocess.Popen([sys.executable, '-m', 'tests.forkserver', sys.argv[1]])\n"
+    "import subprocess, sys\n"
+    "server = subprocess.Popen([sys.executable, '-m', 'tests.forkserver', sys.argv[1]],"
+    " stdin=subprocess.DEVNULL)\n"
     "print(server.pid, flush=True)\n"
-    "time.sleep(600)\n"
+    "sys.stdin.read()\n"
 )
 
 
@@ -35,7 +37,10 @@ def test_fork_server__gone_with_its_forked_services_when_its_worker_is_killed(
 ) -> None:
     path = tmp_path / "socket"
     worker = subprocess.Popen(
-        [sys.executable, "-c", WORKER, str(path)], cwd=ROOT, stdout=subprocess.PIPE
+        [sys.executable, "-c", WORKER, str(path)],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
     )
     assert worker.stdout is not None
     server = int(worker.stdout.readline())
@@ -46,5 +51,7 @@ def test_fork_server__gone_with_its_forked_services_when_its_worker_is_killed(
     worker.kill()
     worker.wait()
     worker.stdout.close()
+    if worker.stdin is not None:
+        worker.stdin.close()
     wait_until(lambda: gone(server) and gone(service.pid), 15, "the server and its service gone")
     service.conn.close()

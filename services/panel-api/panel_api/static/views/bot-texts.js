@@ -9,9 +9,8 @@ import { actionButton, formOf } from "../forms.js";
 import { dateTime, number, t } from "../i18n.js";
 import { navigate } from "../router.js";
 import { drawn } from "../telegram.js";
-import { botChoices, everything } from "./common.js";
+import { BOT_LANGUAGES, botChoices, everything } from "./common.js";
 
-const LANGUAGES = { en: "English", fa: "فارسی", ru: "Русский", ar: "العربية" };
 const RIGHT_TO_LEFT = new Set(["fa", "ar"]);
 // The texts by where a member meets them, by their keys' first part.
 const GROUPS = [
@@ -104,16 +103,16 @@ export async function botTexts(url) {
   const botId = Number(url.searchParams.get("bot") ?? bots[0].id);
   const asked = url.searchParams.get("language") ?? "";
   const found = await call("GET", `/v1/bots/${botId}/texts`);
-  const lang = asked in LANGUAGES ? asked : found.default_language;
+  const lang = asked in BOT_LANGUAGES ? asked : found.default_language;
   const editor = may("editor");
   const choose = element("div", { class: "filters" },
     pickerOf("bot", "bot", botChoices(bots), String(botId), (value) => navigate({ bot: value, language: null })),
-    pickerOf("text-language", "textsLanguage", Object.entries(LANGUAGES).map(([value, text]) => ({ value, text })), lang,
+    pickerOf("text-language", "textsLanguage", Object.entries(BOT_LANGUAGES).map(([value, text]) => ({ value, text })), lang,
       (value) => navigate({ bot: String(botId), language: value })));
   const nodes = [intro, choose];
   if (editor) {
     nodes.push(formOf("default-language", [
-      { name: "default_language", label: "defaultLanguage", choices: Object.entries(LANGUAGES).map(([value, text]) => ({ value, text })), value: found.default_language, hint: "hint.default_language" },
+      { name: "default_language", label: "defaultLanguage", choices: Object.entries(BOT_LANGUAGES).map(([value, text]) => ({ value, text })), value: found.default_language, hint: "hint.default_language" },
     ], "save", async (v) => {
       await call("PUT", `/v1/bots/${botId}/language`, { default_language: v.default_language });
       return t("saved");

@@ -10,7 +10,7 @@ import { list, number, t } from "../i18n.js";
 import { listView } from "../list.js";
 import { open } from "../router.js";
 import { drawn, telegramLength } from "../telegram.js";
-import { badge, botChoices, channelChoices, everything, handoff, when } from "./common.js";
+import { badge, BOT_LANGUAGES, botChoices, channelChoices, everything, handoff, when } from "./common.js";
 
 const OPEN = ["queued", "fanning_out", "sending"];
 const STATES = [...OPEN, "done", "cancelled"];
@@ -90,11 +90,10 @@ function audienceOf(b) {
   if (b.channel_title) parts.push(t("audienceIn", { channel: `\u2068${b.channel_title}\u2069` }));
   if (b.member_status) parts.push(t(b.member_status));
   if (b.plan_name) parts.push(t("audiencePaidFor", { plan: `\u2068${b.plan_name}\u2069` }));
-  if (b.language) parts.push(LANGUAGES[b.language]);
+  if (b.language) parts.push(BOT_LANGUAGES[b.language]);
   return parts.length ? list(parts) : t("audienceEveryone");
 }
 
-const LANGUAGES = /** @type {Record<string, string>} */ ({ en: "English", fa: "فارسی", ru: "Русский", ar: "العربية" });
 
 /**
  * The form: whom it is for (everyone, a channel's members by status or plan, a language, or
@@ -123,7 +122,7 @@ async function composer(usable, chosen) {
     { name: "member_status", label: "audienceStatus", choices: [{ value: "", text: t("all") }, ...["active", "grace", "expired"].map((s) => ({ value: s, text: t(s) }))] },
     { name: "plan_id", label: "audiencePlan", choices: [{ value: "", text: t("all") },
       ...plans.map((p) => ({ value: String(p.id), text: `${p.name} \u2068(${titles.get(p.channel_id) ?? ""})\u2069` }))] },
-    { name: "language", label: "audienceLanguage", choices: [{ value: "", text: t("all") }, ...Object.entries(LANGUAGES).map(([value, text]) => ({ value, text }))] },
+    { name: "language", label: "audienceLanguage", choices: [{ value: "", text: t("all") }, ...Object.entries(BOT_LANGUAGES).map(([value, text]) => ({ value, text }))] },
     { name: "starts_at", label: "startsOn", type: "date", hint: "hint.starts_on" },
     { name: "starts_time", label: "startsTime", ltr: true, hint: "hint.starts_time" },
     { name: "to", label: "testTo", required: true, ltr: true, hint: "hint.test_to" },

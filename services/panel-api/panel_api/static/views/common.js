@@ -86,6 +86,9 @@ export function badge(key, tone, attributes = {}) {
   return element("span", { class: "badge", "data-tone": tone ?? TONES[key] ?? "plain", text: t(key), ...attributes });
 }
 
+/** The languages the bot speaks, each by its own name. */
+export const BOT_LANGUAGES = /** @type {Record<string, string>} */ ({ en: "English", fa: "فارسی", ru: "Русский", ar: "العربية" });
+
 /** People chosen on one page for a message written on another (the Memberships page's
  * "message the chosen" opens the broadcast composer with them); taken once.
  * @type {{ people: number[] | null }} */

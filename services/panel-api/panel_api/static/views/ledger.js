@@ -144,12 +144,12 @@ function bulkBar() {
   /** @returns {{ person_id: number, channel_id: number }[]} */
   const chosen = () => [...document.querySelectorAll("#memberships input[data-select]:checked")]
     .map((box) => JSON.parse(/** @type {HTMLInputElement} */ (box).value));
-  /** The row's person and channel, as the table shows them. @param {{ person_id: number, channel_id: number }} m */
-  const who = (m) => {
-    const box = document.querySelector(`#memberships input[data-select][value='${JSON.stringify(m)}']`);
-    const cells = box?.closest("tr")?.querySelectorAll("td");
-    return cells ? [cells[1].textContent ?? "", cells[2].textContent ?? ""] : [`#${m.person_id}`, ""];
-  };
+  /** Each chosen row's person and channel as the table shows them, by the row's value (read
+   * once for a press: up to 2,000 rows). */
+  const shown = () => new Map([...document.querySelectorAll("#memberships input[data-select]")].map((box) => {
+    const cells = box.closest("tr")?.querySelectorAll("td");
+    return [/** @type {HTMLInputElement} */ (box).value, cells ? [cells[1].textContent ?? "", cells[2].textContent ?? ""] : null];
+  }));
   /** @param {"extended" | "removed"} action @param {string} path @param {{ members: object[], days?: number }} body */
   const send = async (action, path, { members, ...body }) => {
     try {
@@ -163,8 +163,10 @@ function bulkBar() {
       }
       key = pressKey();
       // Said under the bar once the list is drawn again with the new dates.
+      const rows = shown();
       outcomes = results.map((/** @type {any} */ r) => ({
-        ...r, action, who: who({ person_id: r.person_id, channel_id: r.channel_id }) }));
+        ...r, action,
+        who: rows.get(JSON.stringify({ person_id: r.person_id, channel_id: r.channel_id })) ?? [`#${r.person_id}`, ""] }));
       await reload();
       return;
     } catch (error) {
